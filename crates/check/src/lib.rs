@@ -1,0 +1,1 @@
+//! collbench-check (work in progress).

@@ -1,0 +1,453 @@
+//! Collectives as data: one table holds each collective's buffer counts,
+//! busbw factor, root and in-place facts. Runner, printers and parsers all
+//! read this table, so the facts live in one place (as nccl-tests keeps them
+//! in one short file per collective).
+
+use crate::ParseError;
+use serde::{Deserialize, Serialize};
+
+/// A collective operation collbench can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Collective {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    #[serde(rename = "alltoall")]
+    AllToAll,
+    Broadcast,
+    Reduce,
+    #[serde(rename = "sendrecv")]
+    SendRecv,
+    Gather,
+    Scatter,
+    #[serde(rename = "hypercube")]
+    HyperCube,
+}
+
+/// How a collective treats the reduction operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedopUse {
+    /// The collective reduces: `-o` applies and its name is printed.
+    Reduces,
+    /// No reduction; the redop column says `none`.
+    NoneColumn,
+    /// No reduction, but nccl-tests prints `sum` in the column (sendrecv).
+    PrintsSum,
+}
+
+/// How the busbw/algbw byte count is formed from the parameter count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Volume {
+    /// param_count * elt_size
+    Param,
+    /// param_count * elt_size * world_size
+    ParamTimesRanks,
+    /// param_count * elt_size * (world_size - 1) (hypercube)
+    ParamTimesPeers,
+}
+
+/// How buffers are sized from the requested element count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// send = recv = param = count (all_reduce, broadcast, reduce, sendrecv).
+    Full,
+    /// Each rank contributes a 16-byte aligned chunk and receives all of them
+    /// (all_gather, gather, hypercube).
+    Gathers,
+    /// Each rank sends all chunks and receives one (reduce_scatter, scatter).
+    Scatters,
+    /// Each rank sends and receives one chunk per peer (alltoall).
+    Exchange,
+}
+
+/// The facts about one collective.
+#[derive(Debug, Clone, Copy)]
+pub struct CollectiveSpec {
+    /// Name as collbench and nccl-tests' JSON spell it (`all_reduce`).
+    pub name: &'static str,
+    /// nccl-tests binary name, used for the `<op>_perf` alias.
+    pub perf_name: &'static str,
+    /// Use of the reduction operator.
+    pub redop: RedopUse,
+    /// True when the collective has a root rank (`-r`).
+    pub has_root: bool,
+    /// True when the in-place variant is run and checked (else `N/A`).
+    pub in_place_checked: bool,
+    /// True when the collective only works on power-of-two world sizes.
+    pub needs_power_of_two: bool,
+    layout: Layout,
+    volume: Volume,
+    /// busbw = algbw * factor; this says which factor.
+    busbw: BusBw,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BusBw {
+    /// 2 (n-1) / n
+    AllReduce,
+    /// (n-1) / n
+    NMinusOneOverN,
+    /// 1
+    One,
+}
+
+/// Element counts for one case, as nccl-tests' `GetCollByteCount` defines
+/// them. Offsets are per rank: the in-place send buffer of rank r starts at
+/// `send_inplace_offset * r` elements into its receive buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub send_count: u64,
+    pub recv_count: u64,
+    /// The count passed to the library call (printed in the `count` column).
+    pub param_count: u64,
+    pub send_inplace_offset: u64,
+    pub recv_inplace_offset: u64,
+}
+
+impl Counts {
+    /// The size printed in nccl-tests' `size` column: the larger buffer.
+    pub fn size_bytes(&self, elt_size: usize) -> u64 {
+        self.send_count.max(self.recv_count) * elt_size as u64
+    }
+}
+
+const fn spec(
+    name: &'static str,
+    perf_name: &'static str,
+    redop: RedopUse,
+    has_root: bool,
+    in_place_checked: bool,
+    layout: Layout,
+    volume: Volume,
+    busbw: BusBw,
+) -> CollectiveSpec {
+    CollectiveSpec {
+        name,
+        perf_name,
+        redop,
+        has_root,
+        in_place_checked,
+        needs_power_of_two: false,
+        layout,
+        volume,
+        busbw,
+    }
+}
+
+use BusBw::*;
+use Layout::*;
+use RedopUse::*;
+use Volume::*;
+
+static ALL_REDUCE: CollectiveSpec = spec(
+    "all_reduce",
+    "all_reduce_perf",
+    Reduces,
+    false,
+    true,
+    Full,
+    Param,
+    AllReduce,
+);
+static ALL_GATHER: CollectiveSpec = spec(
+    "all_gather",
+    "all_gather_perf",
+    NoneColumn,
+    false,
+    true,
+    Gathers,
+    ParamTimesRanks,
+    NMinusOneOverN,
+);
+static REDUCE_SCATTER: CollectiveSpec = spec(
+    "reduce_scatter",
+    "reduce_scatter_perf",
+    Reduces,
+    false,
+    true,
+    Scatters,
+    ParamTimesRanks,
+    NMinusOneOverN,
+);
+static ALLTOALL: CollectiveSpec = spec(
+    "alltoall",
+    "alltoall_perf",
+    NoneColumn,
+    false,
+    false,
+    Exchange,
+    ParamTimesRanks,
+    NMinusOneOverN,
+);
+static BROADCAST: CollectiveSpec = spec(
+    "broadcast",
+    "broadcast_perf",
+    NoneColumn,
+    true,
+    true,
+    Full,
+    Param,
+    One,
+);
+static REDUCE: CollectiveSpec = spec(
+    "reduce",
+    "reduce_perf",
+    Reduces,
+    true,
+    true,
+    Full,
+    Param,
+    One,
+);
+static SENDRECV: CollectiveSpec = spec(
+    "sendrecv",
+    "sendrecv_perf",
+    PrintsSum,
+    false,
+    false,
+    Full,
+    Param,
+    One,
+);
+static GATHER: CollectiveSpec = spec(
+    "gather",
+    "gather_perf",
+    NoneColumn,
+    true,
+    true,
+    Gathers,
+    ParamTimesRanks,
+    NMinusOneOverN,
+);
+static SCATTER: CollectiveSpec = spec(
+    "scatter",
+    "scatter_perf",
+    NoneColumn,
+    true,
+    true,
+    Scatters,
+    ParamTimesRanks,
+    NMinusOneOverN,
+);
+static HYPERCUBE: CollectiveSpec = CollectiveSpec {
+    needs_power_of_two: true,
+    ..spec(
+        "hypercube",
+        "hypercube_perf",
+        NoneColumn,
+        false,
+        true,
+        Gathers,
+        ParamTimesPeers,
+        One,
+    )
+};
+
+impl Collective {
+    /// Every collective, in the order `collbench run all` runs them: the
+    /// seven that nccl-tests users run most first.
+    pub const ALL: [Collective; 10] = [
+        Collective::AllReduce,
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::AllToAll,
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::SendRecv,
+        Collective::Gather,
+        Collective::Scatter,
+        Collective::HyperCube,
+    ];
+
+    /// The facts table entry for this collective.
+    pub fn spec(self) -> &'static CollectiveSpec {
+        match self {
+            Collective::AllReduce => &ALL_REDUCE,
+            Collective::AllGather => &ALL_GATHER,
+            Collective::ReduceScatter => &REDUCE_SCATTER,
+            Collective::AllToAll => &ALLTOALL,
+            Collective::Broadcast => &BROADCAST,
+            Collective::Reduce => &REDUCE,
+            Collective::SendRecv => &SENDRECV,
+            Collective::Gather => &GATHER,
+            Collective::Scatter => &SCATTER,
+            Collective::HyperCube => &HYPERCUBE,
+        }
+    }
+
+    /// Short name (`all_reduce`).
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// Parses `all_reduce`, `allreduce`, `all-reduce` or `all_reduce_perf`.
+    pub fn parse(s: &str) -> Result<Collective, ParseError> {
+        let norm: String = s
+            .trim_end_matches("_perf")
+            .chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        for c in Collective::ALL {
+            if c.name().replace('_', "") == norm {
+                return Ok(c);
+            }
+        }
+        Err(ParseError::Unknown {
+            what: "collective",
+            value: s.to_string(),
+            expected: "all, ".to_string() + &Collective::ALL.map(|c| c.name()).join(", "),
+        })
+    }
+
+    /// Finds the collective whose nccl-tests binary is `perf_name`
+    /// (e.g. `all_reduce_perf`), for the argv[0] alias.
+    pub fn from_perf_name(perf_name: &str) -> Option<Collective> {
+        Collective::ALL
+            .into_iter()
+            .find(|c| c.spec().perf_name == perf_name)
+    }
+
+    /// Buffer counts for a requested size in bytes, rounded down as
+    /// nccl-tests rounds them (chunks of 16 bytes per rank where the
+    /// buffer is split between ranks).
+    pub fn counts(self, size_bytes: u64, elt_size: usize, world_size: usize) -> Counts {
+        let elt = elt_size as u64;
+        let n = world_size.max(1) as u64;
+        let count = size_bytes / elt;
+        // Round each rank's chunk down to a whole number of 16-byte units
+        // (at least one element for wide types), like nccl-tests 2.19.
+        let align = (16 / elt).max(1);
+        let base = (count / n) / align * align;
+        match self.spec().layout {
+            Full => Counts {
+                send_count: count,
+                recv_count: count,
+                param_count: count,
+                send_inplace_offset: 0,
+                recv_inplace_offset: 0,
+            },
+            Gathers => Counts {
+                send_count: base,
+                recv_count: base * n,
+                param_count: base,
+                send_inplace_offset: base,
+                recv_inplace_offset: 0,
+            },
+            Scatters => Counts {
+                send_count: base * n,
+                recv_count: base,
+                param_count: base,
+                send_inplace_offset: 0,
+                recv_inplace_offset: base,
+            },
+            Exchange => Counts {
+                send_count: base * n,
+                recv_count: base * n,
+                param_count: base,
+                send_inplace_offset: 0,
+                recv_inplace_offset: 0,
+            },
+        }
+    }
+
+    /// Algorithm bandwidth in GB/s (1e9 B/s) for one iteration of `time_s`.
+    pub fn algbw_gbps(
+        self,
+        param_count: u64,
+        elt_size: usize,
+        world_size: usize,
+        time_s: f64,
+    ) -> f64 {
+        if time_s <= 0.0 {
+            return 0.0;
+        }
+        let bytes = param_count as f64 * elt_size as f64;
+        let bytes = match self.spec().volume {
+            Param => bytes,
+            ParamTimesRanks => bytes * world_size as f64,
+            ParamTimesPeers => bytes * (world_size.max(1) - 1) as f64,
+        };
+        bytes / 1.0e9 / time_s
+    }
+
+    /// The factor that turns algbw into busbw for `world_size` ranks.
+    pub fn busbw_factor(self, world_size: usize) -> f64 {
+        let n = world_size.max(1) as f64;
+        match self.spec().busbw {
+            AllReduce => 2.0 * (n - 1.0) / n,
+            NMinusOneOverN => (n - 1.0) / n,
+            One => 1.0,
+        }
+    }
+
+    /// The text nccl-tests prints in the redop column for this collective.
+    pub fn redop_column(self, op: crate::ReduceOp) -> &'static str {
+        match self.spec().redop {
+            Reduces => op.name(),
+            NoneColumn => "none",
+            PrintsSum => "sum",
+        }
+    }
+}
+
+impl std::fmt::Display for Collective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_spellings() {
+        assert_eq!(
+            Collective::parse("allreduce").unwrap(),
+            Collective::AllReduce
+        );
+        assert_eq!(
+            Collective::parse("all_reduce_perf").unwrap(),
+            Collective::AllReduce
+        );
+        assert_eq!(
+            Collective::parse("all-to-all").unwrap(),
+            Collective::AllToAll
+        );
+        assert_eq!(
+            Collective::parse("send_recv").unwrap(),
+            Collective::SendRecv
+        );
+        assert!(Collective::parse("allscatter").is_err());
+        assert_eq!(
+            Collective::from_perf_name("alltoall_perf"),
+            Some(Collective::AllToAll)
+        );
+    }
+
+    #[test]
+    fn counts_match_nccl_tests_anchor_rows() {
+        // ../shared/anchors/h200x2/all_gather.txt: 8 and 16 B round to 0;
+        // 32 B -> count 4 on 2 ranks.
+        let c = Collective::AllGather.counts(16, 4, 2);
+        assert_eq!(c.size_bytes(4), 0);
+        let c = Collective::AllGather.counts(32, 4, 2);
+        assert_eq!((c.size_bytes(4), c.param_count), (32, 4));
+        let c = Collective::AllToAll.counts(64, 4, 2);
+        assert_eq!((c.size_bytes(4), c.param_count), (64, 8));
+        let c = Collective::AllReduce.counts(8, 4, 2);
+        assert_eq!((c.size_bytes(4), c.param_count), (8, 2));
+    }
+
+    #[test]
+    fn busbw_matches_anchor() {
+        // all_reduce 8 GiB on 2 GPUs in 24571.9 us -> 349.58 GB/s.
+        let c = Collective::AllReduce;
+        let algbw = c.algbw_gbps(2147483648, 4, 2, 24571.9e-6);
+        assert!((algbw * c.busbw_factor(2) - 349.58).abs() < 0.01);
+        let c = Collective::AllGather;
+        assert!((c.busbw_factor(8) - 0.875).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,292 @@
+//! Typed elements: the arithmetic a host-side backend needs for each
+//! [`DataType`], and exact conversion of the verification patterns' values.
+
+use crate::DataType;
+
+/// A host-side element of one [`DataType`].
+///
+/// Reductions on the narrow float types go through `f32`, which is exact for
+/// the small integer values the verification patterns use.
+pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
+    /// The data type this element is.
+    const DTYPE: DataType;
+    /// Converts a pattern value (a small integer or power of two).
+    fn from_value(v: f64) -> Self;
+    /// The value as f64.
+    fn value(self) -> f64;
+    /// The raw bits, for bit-exact comparison.
+    fn bits(self) -> u64;
+    /// A value no valid result can have (all bits set: NaN for floats,
+    /// the largest value for integers).
+    fn poison() -> Self;
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn min_with(self, o: Self) -> Self;
+    fn max_with(self, o: Self) -> Self;
+}
+
+macro_rules! int_element {
+    ($t:ty, $dt:ident) => {
+        impl Element for $t {
+            const DTYPE: DataType = DataType::$dt;
+            #[inline(always)]
+            fn from_value(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn value(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn bits(self) -> u64 {
+                self as u64
+            }
+            #[inline(always)]
+            fn poison() -> Self {
+                <$t>::from_ne_bytes([0xff; std::mem::size_of::<$t>()])
+            }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            #[inline(always)]
+            fn min_with(self, o: Self) -> Self {
+                Ord::min(self, o)
+            }
+            #[inline(always)]
+            fn max_with(self, o: Self) -> Self {
+                Ord::max(self, o)
+            }
+        }
+    };
+}
+
+int_element!(i8, Int8);
+int_element!(u8, Uint8);
+int_element!(i32, Int32);
+int_element!(u32, Uint32);
+int_element!(i64, Int64);
+int_element!(u64, Uint64);
+
+macro_rules! float_element {
+    ($t:ty, $dt:ident, $bits:ty) => {
+        impl Element for $t {
+            const DTYPE: DataType = DataType::$dt;
+            #[inline(always)]
+            fn from_value(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn value(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn bits(self) -> u64 {
+                <$t>::to_bits(self) as u64
+            }
+            #[inline(always)]
+            fn poison() -> Self {
+                <$t>::from_bits(<$bits>::MAX)
+            }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            #[inline(always)]
+            fn min_with(self, o: Self) -> Self {
+                <$t>::min(self, o)
+            }
+            #[inline(always)]
+            fn max_with(self, o: Self) -> Self {
+                <$t>::max(self, o)
+            }
+        }
+    };
+}
+
+float_element!(f32, Float, u32);
+float_element!(f64, Double, u64);
+
+/// Narrow floats: arithmetic through f32, then rounded back.
+macro_rules! narrow_element {
+    ($t:ty, $dt:ident, $from_f32:expr, $to_f32:expr, $to_bits:expr, $poison:expr) => {
+        impl Element for $t {
+            const DTYPE: DataType = DataType::$dt;
+            #[inline(always)]
+            fn from_value(v: f64) -> Self {
+                $from_f32(v as f32)
+            }
+            #[inline(always)]
+            fn value(self) -> f64 {
+                $to_f32(self) as f64
+            }
+            #[inline(always)]
+            fn bits(self) -> u64 {
+                $to_bits(self) as u64
+            }
+            #[inline(always)]
+            fn poison() -> Self {
+                $poison
+            }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                $from_f32($to_f32(self) + $to_f32(o))
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                $from_f32($to_f32(self) * $to_f32(o))
+            }
+            #[inline(always)]
+            fn min_with(self, o: Self) -> Self {
+                if $to_f32(o) < $to_f32(self) {
+                    o
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn max_with(self, o: Self) -> Self {
+                if $to_f32(o) > $to_f32(self) {
+                    o
+                } else {
+                    self
+                }
+            }
+        }
+    };
+}
+
+narrow_element!(
+    f16,
+    Half,
+    f16::from_f32,
+    f16::to_f32,
+    f16::to_bits,
+    f16::from_bits(0xffff)
+);
+narrow_element!(
+    bf16,
+    Bfloat16,
+    bf16::from_f32,
+    bf16::to_f32,
+    bf16::to_bits,
+    bf16::from_bits(0xffff)
+);
+narrow_element!(
+    F8E4M3,
+    F8e4m3,
+    F8E4M3::from_f32,
+    |x: F8E4M3| x.to_f32(),
+    |x: F8E4M3| x.to_bits(),
+    F8E4M3::from_bits(0xff)
+);
+narrow_element!(
+    F8E5M2,
+    F8e5m2,
+    F8E5M2::from_f32,
+    |x: F8E5M2| x.to_f32(),
+    |x: F8E5M2| x.to_bits(),
+    F8E5M2::from_bits(0xff)
+);
+
+/// Calls `$body` with `$T` bound to the element type of a runtime
+/// [`DataType`], so generic code can be written once for all twelve types.
+#[macro_export]
+macro_rules! with_element {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::DataType::Int8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DataType::Uint8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DataType::Int32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DataType::Uint32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DataType::Int64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DataType::Uint64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::DataType::Half => {
+                type $T = $crate::element::f16;
+                $body
+            }
+            $crate::DataType::Float => {
+                type $T = f32;
+                $body
+            }
+            $crate::DataType::Double => {
+                type $T = f64;
+                $body
+            }
+            $crate::DataType::Bfloat16 => {
+                type $T = $crate::element::bf16;
+                $body
+            }
+            $crate::DataType::F8e4m3 => {
+                type $T = $crate::element::F8E4M3;
+                $body
+            }
+            $crate::DataType::F8e5m2 => {
+                type $T = $crate::element::F8E5M2;
+                $body
+            }
+        }
+    };
+}
+
+// Re-exported for `with_element!`.
+pub use float8::{F8E4M3, F8E5M2};
+pub use half::{bf16, f16};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exact_small_ints<T: Element>(limit: u64) {
+        for v in 0..=limit {
+            let e = T::from_value(v as f64);
+            assert_eq!(e.value(), v as f64, "{:?} {v}", T::DTYPE);
+        }
+        assert_ne!(T::poison().bits(), T::from_value(0.0).bits());
+    }
+
+    #[test]
+    fn pattern_ranges_are_exact() {
+        for dt in DataType::ALL {
+            with_element!(dt, T => exact_small_ints::<T>(dt.exact_limit().min(4096)));
+        }
+    }
+
+    #[test]
+    fn poison_is_never_a_pattern_value() {
+        for dt in DataType::ALL {
+            with_element!(dt, T => {
+                let p = T::poison();
+                for v in 0..=dt.exact_limit().min(4096) {
+                    assert_ne!(p.bits(), T::from_value(v as f64).bits());
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! collbench-core: the model every other crate shares.
+//!
+//! What a collective is ([`Collective`] and its [`CollectiveSpec`] table),
+//! data types ([`DataType`]), reduction operators ([`ReduceOp`]), size sweeps
+//! ([`size`]), the exact verification patterns ([`verify`]), time statistics
+//! ([`stats`]) and the result model ([`record::Record`]) that printers,
+//! checkers and report writers consume.
+//!
+//! Not for: I/O, backends, printing. This crate has no `unsafe` and no
+//! heavy dependencies.
+#![forbid(unsafe_code)]
+
+pub mod collective;
+pub mod dtype;
+pub mod element;
+pub mod record;
+pub mod redop;
+pub mod size;
+pub mod stats;
+pub mod verify;
+
+pub use collective::{Collective, CollectiveSpec, Counts};
+pub use dtype::DataType;
+pub use record::{CaseResult, DeviceInfo, Placement, Record, RunSettings};
+pub use redop::ReduceOp;
+pub use stats::TimeStats;
+
+/// Errors from parsing user-supplied names and sizes.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ParseError {
+    #[error("unknown {what} '{value}' (expected one of: {expected})")]
+    Unknown {
+        what: &'static str,
+        value: String,
+        expected: String,
+    },
+    #[error("invalid size '{0}': expected a number with an optional K, M or G suffix (binary, e.g. 8, 64K, 1M, 8G)")]
+    Size(String),
+}

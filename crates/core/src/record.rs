@@ -1,0 +1,299 @@
+//! The result model: one [`Record`] per run, whatever produced it (the
+//! runner, or a parser of another tool's log). Printers, checks, reports and
+//! comparisons read only this. Its JSON form is versioned and described by
+//! `schema/record.schema.json` in the repository.
+
+use crate::stats::TimeStats;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the JSON layout; bump on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One benchmark run: metadata plus one [`CaseResult`] per measured case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// [`SCHEMA_VERSION`] of the layout this was written with.
+    pub schema_version: u32,
+    /// What produced the record: `collbench`, or the parsed tool's name
+    /// (`nccl-tests`, `rccl-tests`, `nccom-test`, `osu`, `nvshmem-perftest`).
+    pub source: String,
+    /// Version of the producing tool, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_version: Option<String>,
+    /// Backend used (`cpu`, `nccl`, `mpi`), where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Communication library and version (`NCCL 2.28.3`), where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// Path the library was loaded from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library_path: Option<String>,
+    /// Start time, RFC 3339 (UTC), where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    /// The command line, one argument per element.
+    #[serde(default)]
+    pub command_line: Vec<String>,
+    /// The NCCL_*/CUDA_* (and launcher) variables that shape results.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Run settings (sweep, iterations, checks).
+    #[serde(default)]
+    pub settings: RunSettings,
+    /// Hosts and devices taking part, one per rank.
+    #[serde(default)]
+    pub devices: Vec<DeviceInfo>,
+    /// One entry per measured case, in run order.
+    #[serde(default)]
+    pub results: Vec<CaseResult>,
+    /// Where the record was read from (file name), for parsed logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// nccl-tests' "Avg bus bandwidth" as printed, where the log had it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg_busbw_gbps: Option<f64>,
+}
+
+/// Settings of a run, as the nccl-tests header reports them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    #[serde(default)]
+    pub world_size: u64,
+    #[serde(default)]
+    pub processes: u64,
+    #[serde(default)]
+    pub threads_per_process: u64,
+    #[serde(default)]
+    pub gpus_per_thread: u64,
+    #[serde(default)]
+    pub min_bytes: u64,
+    #[serde(default)]
+    pub max_bytes: u64,
+    /// Multiplicative step (`-f`), when the sweep was geometric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_factor: Option<u64>,
+    /// Additive step (`-i`), when the sweep was linear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_bytes: Option<u64>,
+    #[serde(default)]
+    pub warmup_iters: u64,
+    #[serde(default)]
+    pub iters: u64,
+    #[serde(default)]
+    pub agg_iters: u64,
+    /// Whether results were checked (`-c`).
+    #[serde(default)]
+    pub check: bool,
+    /// CUDA graph replays (`-G`); 0 when off.
+    #[serde(default)]
+    pub graph: u64,
+    /// Blocking collectives (`-z`).
+    #[serde(default)]
+    pub blocking: bool,
+    /// How per-rank times were combined (`-a`): rank0, mean, min, max.
+    #[serde(default)]
+    pub average: String,
+}
+
+/// One rank's placement: host and device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceInfo {
+    pub rank: u64,
+    #[serde(default)]
+    pub group: u64,
+    #[serde(default)]
+    pub pid: u64,
+    pub host: String,
+    /// Device index on the host (GPU ordinal, or CPU rank thread).
+    #[serde(default)]
+    pub device: u64,
+    /// PCI bus id, where the device has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_id: Option<String>,
+    /// Device name (`NVIDIA H200`, `cpu`).
+    #[serde(default)]
+    pub name: String,
+}
+
+/// One measured case: a collective at one size, type, operator and root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CaseResult {
+    /// Collective name (`all_reduce`, ...), or the foreign tool's test name
+    /// where it has no collbench equivalent (`osu_latency`).
+    pub op: String,
+    /// The size column: bytes of the larger buffer.
+    pub size_bytes: u64,
+    /// The count column: elements passed to the library call.
+    pub count: u64,
+    /// Data type name (`float`).
+    pub dtype: String,
+    /// Redop column text (`sum`, `none`).
+    pub redop: String,
+    /// Root rank; -1 when the collective has none.
+    pub root: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_place: Option<Placement>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_place: Option<Placement>,
+}
+
+impl CaseResult {
+    /// The placements that were measured, out-of-place first.
+    pub fn placements(&self) -> impl Iterator<Item = (&'static str, &Placement)> {
+        [
+            ("out_of_place", &self.out_of_place),
+            ("in_place", &self.in_place),
+        ]
+        .into_iter()
+        .filter_map(|(name, p)| p.as_ref().map(|p| (name, p)))
+    }
+
+    /// Wrong elements over both placements (unchecked counts as 0).
+    pub fn total_wrong(&self) -> u64 {
+        self.placements().map(|(_, p)| p.wrong.unwrap_or(0)).sum()
+    }
+}
+
+/// Measurements of one placement (out-of-place or in-place) of a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    /// The reported time per iteration in microseconds (nccl-tests' time
+    /// column: wall time of the timed loop divided by iterations, combined
+    /// over ranks as `-a` says).
+    pub time_us: f64,
+    pub algbw_gbps: f64,
+    pub busbw_gbps: f64,
+    /// Differing elements summed over ranks; `None` when not checked (N/A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrong: Option<u64>,
+    /// Timed iterations behind `time_us`.
+    #[serde(default)]
+    pub iterations: u64,
+    /// Per-iteration statistics, where per-iteration times were taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<TimeStats>,
+    /// Each rank's own time_us, indexed by rank (for straggler analysis).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rank_time_us: Vec<f64>,
+}
+
+impl Record {
+    /// A new, empty record from `source`.
+    pub fn new(source: &str) -> Record {
+        Record {
+            schema_version: SCHEMA_VERSION,
+            source: source.to_string(),
+            ..Record::default()
+        }
+    }
+
+    /// Results of one op, in order.
+    pub fn op_results<'a>(&'a self, op: &'a str) -> impl Iterator<Item = &'a CaseResult> + 'a {
+        self.results.iter().filter(move |r| r.op == op)
+    }
+
+    /// Distinct op names, in first-seen order.
+    pub fn ops(&self) -> Vec<String> {
+        let mut ops: Vec<String> = Vec::new();
+        for r in &self.results {
+            if !ops.contains(&r.op) {
+                ops.push(r.op.clone());
+            }
+        }
+        ops
+    }
+
+    /// Total wrong elements over every case.
+    pub fn total_wrong(&self) -> u64 {
+        self.results.iter().map(CaseResult::total_wrong).sum()
+    }
+
+    /// nccl-tests' "Avg bus bandwidth": the mean busbw over every measured
+    /// placement of every row (both out-of-place and in-place), `ops`
+    /// restricting it to some ops when given.
+    pub fn avg_busbw(&self, op: Option<&str>) -> f64 {
+        let (sum, n) = self
+            .results
+            .iter()
+            .filter(|r| op.is_none_or(|o| r.op == o))
+            .flat_map(|r| r.placements())
+            .fold((0.0, 0usize), |(s, n), (_, p)| (s + p.busbw_gbps, n + 1));
+        if n == 0 {
+            0.0
+        } else {
+            sum / n as f64
+        }
+    }
+}
+
+/// A short per-op summary as in vendors' baseline tables: busbw at the
+/// largest size, peak busbw and time at the smallest size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpSummary {
+    pub op: String,
+    pub dtype: String,
+    pub largest_bytes: u64,
+    pub busbw_at_largest_gbps: f64,
+    pub peak_busbw_gbps: f64,
+    pub peak_at_bytes: u64,
+    pub smallest_bytes: u64,
+    pub time_at_smallest_us: f64,
+    pub wrong: u64,
+}
+
+impl Record {
+    /// One [`OpSummary`] per (op, dtype), from out-of-place figures (in-place
+    /// where out-of-place is missing).
+    pub fn summaries(&self) -> Vec<OpSummary> {
+        let mut keys: Vec<(String, String)> = Vec::new();
+        for r in &self.results {
+            let k = (r.op.clone(), r.dtype.clone());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        keys.into_iter()
+            .filter_map(|(op, dtype)| {
+                let rows: Vec<(&CaseResult, &Placement)> = self
+                    .results
+                    .iter()
+                    .filter(|r| r.op == op && r.dtype == dtype)
+                    .filter_map(|r| {
+                        r.out_of_place
+                            .as_ref()
+                            .or(r.in_place.as_ref())
+                            .map(|p| (r, p))
+                    })
+                    .collect();
+                let largest = rows.iter().max_by_key(|(r, _)| r.size_bytes)?;
+                let smallest = rows.iter().min_by_key(|(r, _)| r.size_bytes)?;
+                let peak = rows
+                    .iter()
+                    .max_by(|a, b| a.1.busbw_gbps.total_cmp(&b.1.busbw_gbps))?;
+                Some(OpSummary {
+                    op: op.clone(),
+                    dtype: dtype.clone(),
+                    largest_bytes: largest.0.size_bytes,
+                    busbw_at_largest_gbps: largest.1.busbw_gbps,
+                    peak_busbw_gbps: peak.1.busbw_gbps,
+                    peak_at_bytes: peak.0.size_bytes,
+                    smallest_bytes: smallest.0.size_bytes,
+                    time_at_smallest_us: smallest.1.time_us,
+                    wrong: self
+                        .results
+                        .iter()
+                        .filter(|r| r.op == op && r.dtype == dtype)
+                        .map(CaseResult::total_wrong)
+                        .sum(),
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,126 @@
+//! Sizes as users write them (`8`, `64K`, `8G`) and the sweeps they make.
+
+use crate::ParseError;
+
+/// Parses a byte count with an optional binary suffix: K, M, G, T (also
+/// KB/KiB and lower case). `1K` is 1024 bytes, as in nccl-tests.
+pub fn parse_size(s: &str) -> Result<u64, ParseError> {
+    let t = s.trim();
+    let err = || ParseError::Size(s.to_string());
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    if num.is_empty() {
+        return Err(err());
+    }
+    let n: u64 = num.parse().map_err(|_| err())?;
+    let shift = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(err()),
+    };
+    n.checked_mul(1u64 << shift).ok_or_else(err)
+}
+
+/// Formats a byte count the short way users write it (`8`, `64K`, `8G`).
+pub fn format_size(bytes: u64) -> String {
+    for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        let unit = 1u64 << shift;
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{}", bytes / unit, suffix);
+        }
+    }
+    bytes.to_string()
+}
+
+/// How one size leads to the next.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    /// Multiply by this factor (`-f`, at least 2).
+    Factor(u64),
+    /// Add this many bytes (`-i`, at least 1).
+    Bytes(u64),
+}
+
+/// Errors in a sweep definition.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SweepError {
+    #[error("minimum size {min} is larger than maximum size {max}: make -b <= -e")]
+    MinAboveMax { min: u64, max: u64 },
+    #[error("step factor must be at least 2 (got {0}): use -f 2 or more, or -i BYTES for a linear sweep")]
+    Factor(u64),
+    #[error("step size must be at least 1 byte: use -i 1 or more")]
+    ZeroStep,
+}
+
+/// The sizes from `min` to `max` inclusive, as nccl-tests sweeps them.
+pub fn sweep(min: u64, max: u64, step: Step) -> Result<Vec<u64>, SweepError> {
+    if min > max {
+        return Err(SweepError::MinAboveMax { min, max });
+    }
+    let mut sizes = Vec::new();
+    let mut s = min;
+    match step {
+        Step::Factor(f) if f < 2 => return Err(SweepError::Factor(f)),
+        Step::Bytes(0) => return Err(SweepError::ZeroStep),
+        _ => {}
+    }
+    loop {
+        sizes.push(s);
+        let next = match step {
+            // A zero minimum would never grow; nccl-tests moves on to 1.
+            Step::Factor(f) => s.max(1).checked_mul(f),
+            Step::Bytes(b) => s.checked_add(b),
+        };
+        match next {
+            Some(n) if n <= max => s = n,
+            _ => break,
+        }
+    }
+    Ok(sizes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn suffixes_are_binary() {
+        assert_eq!(parse_size("8").unwrap(), 8);
+        assert_eq!(parse_size("1K").unwrap(), 1024);
+        assert_eq!(parse_size("64M").unwrap(), 64 << 20);
+        assert_eq!(parse_size("8G").unwrap(), 8 << 30);
+        assert_eq!(parse_size("2gib").unwrap(), 2 << 30);
+        for bad in ["", "K", "1.5M", "12X", "-1", "99999999999999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sweeps() {
+        assert_eq!(sweep(8, 64, Step::Factor(2)).unwrap(), vec![8, 16, 32, 64]);
+        assert_eq!(sweep(8, 100, Step::Factor(4)).unwrap(), vec![8, 32]);
+        assert_eq!(sweep(1, 3, Step::Bytes(1)).unwrap(), vec![1, 2, 3]);
+        assert!(sweep(64, 8, Step::Factor(2)).is_err());
+        assert!(sweep(8, 64, Step::Factor(1)).is_err());
+        assert_eq!(sweep(8 << 30, 8 << 30, Step::Factor(2)).unwrap().len(), 1);
+    }
+
+    proptest! {
+        #[test]
+        fn format_parse_round_trip(n in 0u64..(1 << 40)) {
+            prop_assert_eq!(parse_size(&format_size(n)).unwrap(), n);
+        }
+
+        #[test]
+        fn sweep_is_increasing_and_bounded(min in 0u64..1 << 30, span in 0u64..1 << 30, f in 2u64..9) {
+            let s = sweep(min, min + span, Step::Factor(f)).unwrap();
+            prop_assert_eq!(s[0], min);
+            prop_assert!(s.windows(2).all(|w| w[0] < w[1]));
+            prop_assert!(*s.last().unwrap() <= min + span);
+        }
+    }
+}

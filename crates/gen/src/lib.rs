@@ -1,0 +1,1 @@
+//! collbench-gen (work in progress).

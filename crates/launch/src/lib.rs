@@ -1,0 +1,1 @@
+//! collbench-launch (work in progress).

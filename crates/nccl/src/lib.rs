@@ -1,0 +1,1 @@
+//! collbench-nccl (work in progress).

@@ -1,0 +1,1 @@
+//! collbench-output (work in progress).

@@ -1,0 +1,1 @@
+//! collbench-report (work in progress).

@@ -1,0 +1,1 @@
+//! collbench-runner (work in progress).
