@@ -1,10 +1,116 @@
-//! collbench-gen: launch files for Slurm, Kubernetes and mpirun (stub).
+//! collbench-gen: writes ready-to-run launch files for collbench: an sbatch
+//! script for Slurm, Kubernetes manifests (JobSet, Indexed Job, MPIJob) and an
+//! OpenMPI command line.
+//!
+//! It only writes text; it never submits anything. Every user value that
+//! lands in a shell script is shell-quoted (`quote`), every manifest is built
+//! from typed structs and serialised by serde_yaml, and names Kubernetes or a
+//! shell would reject or misread are refused up front (`validate`).
+
+mod k8s;
+mod mpirun;
+mod quote;
+mod slurm;
+mod validate;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+pub use k8s::{K8sArgs, K8sKind};
+pub use mpirun::MpirunArgs;
+pub use quote::{sh_join, sh_quote};
+pub use slurm::{ContainerRuntime, SlurmArgs};
 
 /// `collbench gen ...` arguments.
 #[derive(clap::Args, Debug, Clone)]
-pub struct GenArgs {}
+pub struct GenArgs {
+    /// Write the launch file here instead of to standard output.
+    #[arg(short, long, value_name = "FILE", global = true)]
+    pub output: Option<PathBuf>,
 
-/// Writes the requested launch file.
-pub fn run(_args: &GenArgs) -> anyhow::Result<()> {
-    anyhow::bail!("collbench gen is not implemented yet")
+    #[command(subcommand)]
+    pub target: GenTarget,
+}
+
+/// What to generate.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum GenTarget {
+    /// An sbatch script: one task per GPU through srun, no MPI needed.
+    Slurm(SlurmArgs),
+    /// Kubernetes manifests: headless Service plus a JobSet, Indexed Job or MPIJob.
+    K8s(K8sArgs),
+    /// An OpenMPI `mpirun` command line.
+    Mpirun(MpirunArgs),
+}
+
+/// Options every target shares: the collbench command and extra environment.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Environment variable for every rank (repeatable), e.g. NCCL_DEBUG=INFO.
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
+
+    /// The collbench executable as the launched ranks see it (a path inside the
+    /// image for containers).
+    #[arg(long, value_name = "PATH", default_value = "collbench")]
+    pub collbench: String,
+
+    /// collbench arguments for every rank [default: run all -b 8 -e 8G -f 2].
+    #[arg(last = true, value_name = "COLLBENCH ARGS")]
+    pub args: Vec<String>,
+}
+
+/// The collbench arguments used when none follow `--`.
+pub const DEFAULT_ARGS: &[&str] = &["run", "all", "-b", "8", "-e", "8G", "-f", "2"];
+
+/// The TCP port rank 0 listens on where the launcher does not pick one.
+pub const DEFAULT_RENDEZVOUS_PORT: u16 = 29500;
+
+impl CommonArgs {
+    /// The collbench arguments: the user's, or [`DEFAULT_ARGS`].
+    fn collbench_args(&self) -> Vec<String> {
+        if self.args.is_empty() {
+            DEFAULT_ARGS.iter().map(|s| s.to_string()).collect()
+        } else {
+            self.args.clone()
+        }
+    }
+}
+
+/// Renders the requested launch file as text, validating every input first.
+pub fn render(args: &GenArgs) -> anyhow::Result<String> {
+    match &args.target {
+        GenTarget::Slurm(a) => slurm::render(a),
+        GenTarget::K8s(a) => k8s::render(a),
+        GenTarget::Mpirun(a) => mpirun::render(a),
+    }
+}
+
+/// Writes the requested launch file to `--output` (a Slurm script there is
+/// made executable) or to standard output.
+pub fn run(args: &GenArgs) -> anyhow::Result<()> {
+    let text = render(args)?;
+    match &args.output {
+        None => std::io::stdout().write_all(text.as_bytes())?,
+        Some(path) => {
+            std::fs::write(path, &text)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            if matches!(args.target, GenTarget::Slurm(_)) {
+                make_executable(path)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn make_executable(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| anyhow::anyhow!("cannot make {} executable: {e}", path.display()))
+}
+
+#[cfg(not(unix))]
+fn make_executable(_path: &std::path::Path) -> anyhow::Result<()> {
+    Ok(())
 }

@@ -1,0 +1,185 @@
+//! `collbench gen k8s`: multi-document YAML for one of three workloads.
+//!
+//! - `jobset` and `indexed-job`: one pod per node, one collbench process per
+//!   pod driving all of the node's GPUs (`-g G`), so the world is the nodes.
+//!   Each pod learns its rank from JOB_COMPLETION_INDEX, the world size from
+//!   COLLBENCH_WORLD_SIZE and rank 0's address from COLLBENCH_RENDEZVOUS, the
+//!   DNS name of the index-0 pod through a headless Service written alongside.
+//! - `mpijob`: Kubeflow mpi-operator's launcher runs `mpirun` over worker pods,
+//!   one rank per GPU; the operator writes its own Service and hostfile.
+
+mod indexed_job;
+mod jobset;
+mod mpijob;
+mod objects;
+mod pod;
+mod service;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::{validate, CommonArgs, DEFAULT_RENDEZVOUS_PORT};
+
+/// Which workload object to write.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum K8sKind {
+    /// JobSet (jobset.x-k8s.io/v1alpha2), as GKE's NCCL examples use.
+    #[value(name = "jobset")]
+    JobSet,
+    /// batch/v1 Job with completionMode Indexed.
+    #[value(name = "indexed-job")]
+    IndexedJob,
+    /// Kubeflow mpi-operator MPIJob (kubeflow.org/v2beta1).
+    #[value(name = "mpijob")]
+    MpiJob,
+}
+
+/// `collbench gen k8s` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct K8sArgs {
+    /// Workload kind.
+    #[arg(long, value_enum)]
+    pub kind: K8sKind,
+    /// Number of nodes (one pod per node).
+    #[arg(long, value_name = "N")]
+    pub nodes: u32,
+    /// GPUs per node (and per pod).
+    #[arg(long, value_name = "G")]
+    pub gpus_per_node: u32,
+    /// Container image holding collbench (and sshd + OpenMPI for mpijob).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// Name of the workload and of its Service.
+    #[arg(long, value_name = "NAME", default_value = "collbench")]
+    pub name: String,
+    /// Namespace to create the objects in [default: the current one].
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Extended resource name of the GPUs.
+    #[arg(long, value_name = "NAME", default_value = "nvidia.com/gpu")]
+    pub gpu_resource: String,
+    /// Extra per-pod resource (repeatable), e.g. rdma/ib=1 or vpc.amazonaws.com/efa=4.
+    #[arg(long = "resource", value_name = "NAME=COUNT")]
+    pub resources: Vec<String>,
+    /// Kueue LocalQueue to submit to (label kueue.x-k8s.io/queue-name).
+    #[arg(long, value_name = "NAME")]
+    pub queue: Option<String>,
+    /// TCP port rank 0 listens on for the other ranks.
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_RENDEZVOUS_PORT)]
+    pub port: u16,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Validated inputs, shared by every kind's builder.
+pub(crate) struct Plan {
+    pub name: String,
+    pub namespace: Option<String>,
+    pub nodes: u32,
+    pub gpus_per_node: u32,
+    pub image: String,
+    /// GPUs first, then the extra resources, each with its per-pod count.
+    pub resources: Vec<(String, u32)>,
+    pub queue: Option<String>,
+    pub port: u16,
+    pub env: Vec<(String, String)>,
+    pub collbench: String,
+    pub args: Vec<String>,
+}
+
+impl Plan {
+    fn from_args(a: &K8sArgs) -> Result<Plan> {
+        validate::rfc1123_label("--name", &a.name)?;
+        if let Some(ns) = &a.namespace {
+            validate::rfc1123_label("--namespace", ns)?;
+        }
+        if let Some(q) = &a.queue {
+            validate::rfc1123_label("--queue", q)?;
+        }
+        validate::positive("--nodes", a.nodes)?;
+        validate::positive("--gpus-per-node", a.gpus_per_node)?;
+        validate::image("--image", &a.image)?;
+        validate::resource_name("--gpu-resource", &a.gpu_resource)?;
+        if a.common.collbench.is_empty() {
+            bail!("invalid --collbench \"\": must name the collbench executable");
+        }
+        let mut resources = vec![(a.gpu_resource.clone(), a.gpus_per_node)];
+        for entry in &a.resources {
+            let (name, count) = validate::resource(entry)?;
+            if resources.iter().any(|(n, _)| *n == name) {
+                bail!("invalid --resource {entry:?}: {name} is already requested");
+            }
+            resources.push((name, count));
+        }
+        Ok(Plan {
+            name: a.name.clone(),
+            namespace: a.namespace.clone(),
+            nodes: a.nodes,
+            gpus_per_node: a.gpus_per_node,
+            image: a.image.clone(),
+            resources,
+            queue: a.queue.clone(),
+            port: a.port,
+            env: validate::env_vars(&a.common.env)?,
+            collbench: a.common.collbench.clone(),
+            args: a.common.collbench_args(),
+        })
+    }
+
+    /// Whether the user set `name` with --env (theirs then wins over ours).
+    fn user_sets(&self, name: &str) -> bool {
+        self.env.iter().any(|(k, _)| k == name)
+    }
+}
+
+/// A pod's host name is its DNS label under the Service: it must fit the
+/// 63-character label limit, or Kubernetes truncates it and rank 0's address
+/// no longer resolves.
+fn check_hostname(flag_value: &str, longest_hostname: &str) -> Result<()> {
+    if longest_hostname.len() > 63 {
+        bail!(
+            "invalid --name {flag_value:?}: pod host names such as {longest_hostname:?} \
+             would exceed 63 characters; choose a shorter name"
+        );
+    }
+    Ok(())
+}
+
+/// Renders the manifests as multi-document YAML.
+pub fn render(args: &K8sArgs) -> Result<String> {
+    let plan = Plan::from_args(args)?;
+    let mut out = String::from(match args.kind {
+        K8sKind::JobSet | K8sKind::IndexedJob => {
+            "# Generated by `collbench gen k8s`: a headless Service, so that every pod can\n\
+             # resolve rank 0, and the workload: one pod per node, one collbench per pod.\n"
+        }
+        K8sKind::MpiJob => {
+            "# Generated by `collbench gen k8s --kind mpijob`: the mpi-operator launcher runs\n\
+             # mpirun over the workers (sshd), one collbench rank per GPU.\n"
+        }
+    });
+    match args.kind {
+        K8sKind::JobSet => {
+            check_hostname(&plan.name, &jobset::longest_hostname(&plan))?;
+            push_doc(&mut out, &service::build(&plan))?;
+            push_doc(&mut out, &jobset::build(&plan))?;
+        }
+        K8sKind::IndexedJob => {
+            check_hostname(&plan.name, &indexed_job::longest_hostname(&plan))?;
+            push_doc(&mut out, &service::build(&plan))?;
+            push_doc(&mut out, &indexed_job::build(&plan))?;
+        }
+        K8sKind::MpiJob => {
+            check_hostname(&plan.name, &mpijob::longest_hostname(&plan))?;
+            push_doc(&mut out, &mpijob::build(&plan))?;
+        }
+    }
+    Ok(out)
+}
+
+/// Appends one YAML document, introduced by `---`.
+fn push_doc<T: Serialize>(out: &mut String, doc: &T) -> Result<()> {
+    out.push_str("---\n");
+    out.push_str(&serde_yaml::to_string(doc)?);
+    Ok(())
+}

@@ -1,0 +1,266 @@
+//! Input checks. Each failure is one line that names the flag, the value and
+//! the rule, so a user can fix it without reading the source.
+//!
+//! Values are shown with `{:?}` so that a newline or other control character in
+//! them cannot split the message or hide what was refused.
+
+use anyhow::{bail, Result};
+
+/// The RFC 1123 label rule, as Kubernetes states it for names.
+const RFC1123_RULE: &str = "must be an RFC 1123 label: lower-case letters, digits and '-', \
+     starting and ending with a letter or digit, at most 63 characters";
+
+/// Checks a Kubernetes object name, namespace or queue name.
+pub fn rfc1123_label(flag: &str, value: &str) -> Result<()> {
+    let ok = !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if !ok {
+        bail!("invalid {flag} {value:?}: {RFC1123_RULE}");
+    }
+    Ok(())
+}
+
+/// Checks a count that must be at least 1 (nodes, GPUs per node, slots).
+pub fn positive(flag: &str, value: u32) -> Result<()> {
+    if value == 0 {
+        bail!("invalid {flag} 0: must be at least 1");
+    }
+    Ok(())
+}
+
+/// Whether `name` is a C identifier, the only portable environment name.
+fn is_c_identifier(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Parses one `--env K=V`; K must be a C identifier, V may be anything
+/// (it is quoted wherever it is written).
+pub fn env_var(entry: &str) -> Result<(String, String)> {
+    let Some((name, value)) = entry.split_once('=') else {
+        bail!("invalid --env {entry:?}: expected NAME=VALUE");
+    };
+    if !is_c_identifier(name) {
+        bail!(
+            "invalid --env {entry:?}: the name {name:?} must be a C identifier \
+             (letters, digits and '_', not starting with a digit)"
+        );
+    }
+    if value.contains('\0') {
+        bail!("invalid --env {entry:?}: the value contains a NUL byte");
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+/// Parses every `--env` entry, keeping their order.
+pub fn env_vars(entries: &[String]) -> Result<Vec<(String, String)>> {
+    entries.iter().map(|e| env_var(e)).collect()
+}
+
+/// Checks a Kubernetes extended-resource name such as `nvidia.com/gpu`,
+/// `rdma/ib` or `vpc.amazonaws.com/efa`: an optional DNS-subdomain prefix and
+/// '/', then a name of letters, digits, '-', '_' and '.', alphanumeric at both
+/// ends, at most 63 characters.
+pub fn resource_name(flag: &str, value: &str) -> Result<()> {
+    let (prefix, name) = match value.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, value),
+    };
+    let alnum_ends = |s: &str| {
+        s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+            && s.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
+    };
+    let name_ok = name.len() <= 63
+        && alnum_ends(name)
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    let prefix_ok = match prefix {
+        None => true,
+        Some(p) => {
+            p.len() <= 253
+                && p.split('.').all(|label| {
+                    alnum_ends(label)
+                        && label
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                })
+        }
+    };
+    if !(name_ok && prefix_ok) {
+        bail!(
+            "invalid {flag} {value:?}: must be a Kubernetes resource name such as \
+             nvidia.com/gpu (optional lower-case DNS prefix and '/', then letters, digits, \
+             '-', '_' or '.', alphanumeric at both ends, at most 63 characters)"
+        );
+    }
+    Ok(())
+}
+
+/// Parses one `--resource NAME=COUNT` (COUNT a whole number >= 1).
+pub fn resource(entry: &str) -> Result<(String, u32)> {
+    let Some((name, count)) = entry.split_once('=') else {
+        bail!("invalid --resource {entry:?}: expected NAME=COUNT, e.g. rdma/ib=1");
+    };
+    resource_name("--resource", name)?;
+    match count.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok((name.to_string(), n)),
+        _ => bail!("invalid --resource {entry:?}: COUNT must be a whole number >= 1"),
+    }
+}
+
+/// Whether `host` is a plain host name or IPv4 address (letters, digits, '-',
+/// '.', '_'), which is all `-H` and a rendezvous address need.
+fn is_host_name(host: &str) -> bool {
+    !host.is_empty()
+        && host.len() <= 253
+        && !host.starts_with('-')
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
+}
+
+/// Parses `--hosts h1:8,h2:8` into (host, slots) pairs.
+pub fn hosts(list: &str) -> Result<Vec<(String, u32)>> {
+    let mut out = Vec::new();
+    for entry in list.split(',') {
+        let parsed = entry
+            .split_once(':')
+            .and_then(|(h, n)| Some((h, n.parse::<u32>().ok()?)));
+        match parsed {
+            Some((host, slots)) if is_host_name(host) && slots >= 1 => {
+                out.push((host.to_string(), slots))
+            }
+            _ => bail!(
+                "invalid --hosts entry {entry:?}: expected HOST:SLOTS with a host name \
+                 (letters, digits, '-', '.', '_') and SLOTS a whole number >= 1, e.g. h1:8,h2:8"
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// Checks a value written on an `#SBATCH` line. sbatch parses those lines
+/// itself, not through the shell, so quoting does not apply; refuse anything
+/// but a conservative character set instead.
+pub fn sbatch_value(flag: &str, value: &str) -> Result<()> {
+    let ok = !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:,+".contains(&b));
+    if !ok {
+        bail!(
+            "invalid {flag} {value:?}: #SBATCH values may only hold letters, digits \
+             and '-', '_', '.', ':', ',', '+'"
+        );
+    }
+    Ok(())
+}
+
+/// Checks a container image reference: non-empty, no whitespace or control
+/// characters (which no registry allows and which would only hide mistakes).
+pub fn image(flag: &str, value: &str) -> Result<()> {
+    if value.is_empty() || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        bail!("invalid {flag} {value:?}: must be an image reference without spaces");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc1123_accepts_and_refuses() {
+        for ok in ["collbench", "a", "nccl-all-2", &"a".repeat(63)] {
+            rfc1123_label("--name", ok).unwrap();
+        }
+        for bad in [
+            "",
+            "Collbench",
+            "-a",
+            "a-",
+            "a_b",
+            "a.b",
+            "a b",
+            &"a".repeat(64),
+        ] {
+            let err = rfc1123_label("--name", bad).unwrap_err().to_string();
+            assert!(err.contains("RFC 1123"), "{err}");
+        }
+    }
+
+    #[test]
+    fn env_entries() {
+        assert_eq!(
+            env_var("NCCL_IB_HCA==mlx5_1:1").unwrap(),
+            ("NCCL_IB_HCA".into(), "=mlx5_1:1".into())
+        );
+        assert_eq!(env_var("A=").unwrap(), ("A".into(), "".into()));
+        for bad in ["NOEQUALS", "=x", "1A=x", "A-B=x", "A B=x", "$(x)=1"] {
+            assert!(env_var(bad).is_err(), "{bad}");
+        }
+        let err = env_var("A-B=x").unwrap_err().to_string();
+        assert!(
+            err.contains("\"A-B\"") && err.contains("C identifier"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn resources() {
+        assert_eq!(resource("rdma/ib=1").unwrap(), ("rdma/ib".into(), 1));
+        assert_eq!(
+            resource("vpc.amazonaws.com/efa=4").unwrap(),
+            ("vpc.amazonaws.com/efa".into(), 4)
+        );
+        for bad in [
+            "rdma/ib",
+            "rdma/ib=0",
+            "rdma/ib=x",
+            "Bad Name=1",
+            "a/b/c=1",
+            "=1",
+        ] {
+            assert!(resource(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_lists() {
+        assert_eq!(
+            hosts("h1:8,10.0.0.2:4").unwrap(),
+            vec![("h1".into(), 8), ("10.0.0.2".into(), 4)]
+        );
+        for bad in [
+            "h1", "h1:0", "h1:x", ":8", "h1:8,", "h 1:8", "-h:8", "$(x):8",
+        ] {
+            let err = hosts(bad).unwrap_err().to_string();
+            assert!(err.contains("HOST:SLOTS"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn sbatch_values() {
+        sbatch_value("--time", "1-00:00:00").unwrap();
+        sbatch_value("--partition", "gpu,debug").unwrap();
+        for bad in ["", "a b", "a\nb", "x'y", "$(x)"] {
+            assert!(sbatch_value("--partition", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn counts() {
+        positive("--nodes", 1).unwrap();
+        assert_eq!(
+            positive("--nodes", 0).unwrap_err().to_string(),
+            "invalid --nodes 0: must be at least 1"
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! Helpers shared by the integration tests: parse a `collbench gen` command
+//! line exactly as the CLI does and render it.
+
+#![allow(dead_code)]
+
+use clap::Parser;
+use collbench_gen::GenArgs;
+
+#[derive(Parser)]
+#[command(name = "gen")]
+struct Cli {
+    #[command(flatten)]
+    gen: GenArgs,
+}
+
+/// Parses `argv` (without the program name) and renders the launch file.
+pub fn gen(argv: &[&str]) -> anyhow::Result<String> {
+    let cli = Cli::try_parse_from(std::iter::once("gen").chain(argv.iter().copied()))?;
+    collbench_gen::render(&cli.gen)
+}
+
+/// The error line of a refused command line.
+pub fn gen_err(argv: &[&str]) -> String {
+    match gen(argv) {
+        Ok(text) => panic!("{argv:?} was accepted:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
