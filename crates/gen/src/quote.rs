@@ -72,7 +72,7 @@ mod tests {
         assert_eq!(sh_quote(""), "''");
         assert_eq!(sh_quote("a b"), "'a b'");
         assert_eq!(sh_quote("$(x)"), "'$(x)'");
-        assert_eq!(sh_quote("a'; rm -rf / #"), "'a'\\''; rm -rf / #'");
+        assert_eq!(sh_quote("a'; exit 97 #"), "'a'\\''; exit 97 #'");
         assert_eq!(sh_quote("~root"), "'~root'");
         assert_eq!(sh_quote("x\ny"), "'x\ny'");
     }
@@ -86,7 +86,7 @@ mod tests {
     #[test]
     fn shell_reads_quoted_words_back_exactly() {
         let words = [
-            "a'; rm -rf / #",
+            "a'; exit 97 #",
             "$(x)",
             "`id`",
             "\"dq\" \\ back",

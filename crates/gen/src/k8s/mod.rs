@@ -158,28 +158,29 @@ pub fn render(args: &K8sArgs) -> Result<String> {
              # mpirun over the workers (sshd), one collbench rank per GPU.\n"
         }
     });
-    match args.kind {
+    let docs = match args.kind {
         K8sKind::JobSet => {
             check_hostname(&plan.name, &jobset::longest_hostname(&plan))?;
-            push_doc(&mut out, &service::build(&plan))?;
-            push_doc(&mut out, &jobset::build(&plan))?;
+            vec![yaml(&service::build(&plan))?, yaml(&jobset::build(&plan))?]
         }
         K8sKind::IndexedJob => {
             check_hostname(&plan.name, &indexed_job::longest_hostname(&plan))?;
-            push_doc(&mut out, &service::build(&plan))?;
-            push_doc(&mut out, &indexed_job::build(&plan))?;
+            vec![
+                yaml(&service::build(&plan))?,
+                yaml(&indexed_job::build(&plan))?,
+            ]
         }
         K8sKind::MpiJob => {
             check_hostname(&plan.name, &mpijob::longest_hostname(&plan))?;
-            push_doc(&mut out, &mpijob::build(&plan))?;
+            vec![yaml(&mpijob::build(&plan))?]
         }
-    }
+    };
+    // `---` only between documents: one after the header comment would open
+    // an empty document, which some tools refuse.
+    out.push_str(&docs.join("---\n"));
     Ok(out)
 }
 
-/// Appends one YAML document, introduced by `---`.
-fn push_doc<T: Serialize>(out: &mut String, doc: &T) -> Result<()> {
-    out.push_str("---\n");
-    out.push_str(&serde_yaml::to_string(doc)?);
-    Ok(())
+fn yaml<T: Serialize>(doc: &T) -> Result<String> {
+    Ok(serde_yaml::to_string(doc)?)
 }
