@@ -63,8 +63,10 @@ pub struct CommonArgs {
 /// The collbench arguments used when none follow `--`.
 pub const DEFAULT_ARGS: &[&str] = &["run", "all", "-b", "8", "-e", "8G", "-f", "2"];
 
-/// The TCP port rank 0 listens on where the launcher does not pick one.
-pub const DEFAULT_RENDEZVOUS_PORT: u16 = 29500;
+/// The TCP port rank 0 listens on where the launcher does not pick one; the
+/// same default as collbench-launch's, so a hand-written COLLBENCH_RENDEZVOUS
+/// without a port agrees with the generated files.
+pub const DEFAULT_RENDEZVOUS_PORT: u16 = 29517;
 
 impl CommonArgs {
     /// The collbench arguments: the user's, or [`DEFAULT_ARGS`].

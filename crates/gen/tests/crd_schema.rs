@@ -348,7 +348,7 @@ fn check_pod(t: &PodTemplateSpec, svc: &Service, rank0_host: &str) {
     );
     assert_eq!(
         env(c, "COLLBENCH_RENDEZVOUS"),
-        Some(format!("{rank0_host}:29500").as_str())
+        Some(format!("{rank0_host}:29517").as_str())
     );
     assert_eq!(env(c, "NCCL_NVLS_ENABLE"), Some("0"));
     let res = c.resources.as_ref().unwrap();

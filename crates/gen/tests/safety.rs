@@ -82,7 +82,7 @@ fn mpirun_line_keeps_hostile_values_literal() {
         "--bind-to",
         "none",
         "-x",
-        "COLLBENCH_RENDEZVOUS=h1:29500",
+        "COLLBENCH_RENDEZVOUS=h1:29517",
     ]
     .map(String::from)
     .to_vec();

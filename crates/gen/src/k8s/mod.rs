@@ -43,7 +43,7 @@ pub struct K8sArgs {
     /// Number of nodes (one pod per node).
     #[arg(long, value_name = "N")]
     pub nodes: u32,
-    /// GPUs per node (and per pod).
+    /// GPUs per node (and per pod); `run` gets `-g G` unless the args set -g.
     #[arg(long, value_name = "G")]
     pub gpus_per_node: u32,
     /// Container image holding collbench (and sshd + OpenMPI for mpijob).
