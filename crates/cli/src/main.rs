@@ -1,1 +1,128 @@
-fn main() {}
+//! The `collbench` binary: argument parsing and wiring only.
+//!
+//! Called as `<op>_perf` (a symlink such as `all_reduce_perf -> collbench`)
+//! it behaves as `collbench run <op>` with nccl-tests' defaults, so
+//! existing scripts keep working.
+
+mod aliases;
+mod args;
+mod exit;
+mod meta;
+mod observer;
+mod run_cmd;
+
+use args::RunArgs;
+use clap::{Parser, Subcommand};
+use exit::{code, Failure};
+use run_cmd::Mode;
+
+/// Measure, verify and report collective-communication performance.
+#[derive(Parser, Debug)]
+#[command(name = "collbench", version, disable_version_flag = true)]
+struct Cli {
+    /// Print the version.
+    #[arg(long = "version", action = clap::ArgAction::Version)]
+    version: Option<bool>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run collectives with nccl-tests' flags (exit 0 ok, 1 wrong results,
+    /// 2 usage, 3 launch, 4 backend, 5 timeout).
+    #[command(disable_version_flag = true)]
+    Run(RunArgs),
+    /// Write Slurm, Kubernetes or mpirun launch files.
+    Gen(collbench_gen::GenArgs),
+    /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench) into a report.
+    Report(collbench_report::ReportArgs),
+    /// Compare two runs; exit 1 on regression.
+    Compare(collbench_report::CompareArgs),
+    /// Create `<op>_perf` symlinks to this binary in DIR (drop-in for nccl-tests).
+    InstallAliases {
+        /// Folder for the symlinks.
+        dir: std::path::PathBuf,
+    },
+}
+
+/// Parser for the alias form: only the run flags.
+#[derive(Parser, Debug)]
+#[command(disable_version_flag = true)]
+struct AliasCli {
+    #[command(flatten)]
+    args: RunArgs,
+}
+
+/// Prints a clap error as one line (help and version print in full).
+fn clap_failure(e: clap::Error, hint: &str) -> Failure {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        std::process::exit(
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                code::USAGE
+            } else {
+                code::OK
+            },
+        );
+    }
+    let rendered = e.render().to_string();
+    let first = rendered
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid command line")
+        .trim_start_matches("error: ")
+        .to_string();
+    Failure::usage(format!("{first} (see '{hint} --help')"))
+}
+
+fn real_main() -> Result<i32, Failure> {
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let prog = argv
+        .first()
+        .map(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .unwrap_or_default();
+    if let Some(coll) = collbench_core::Collective::from_perf_name(&prog) {
+        let mut cli = AliasCli::try_parse_from(&argv).map_err(|e| clap_failure(e, &prog))?;
+        cli.args.ops = vec![coll.name().to_string()];
+        return run_cmd::run(&cli.args, &argv, Mode::Alias);
+    }
+    let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, "collbench"))?;
+    match cli.command {
+        Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
+        Command::Gen(a) => collbench_gen::run(&a)
+            .map(|_| code::OK)
+            .map_err(|e| Failure::usage(format!("{e:#}"))),
+        Command::Report(a) => {
+            collbench_report::report_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
+        }
+        Command::Compare(a) => {
+            collbench_report::compare_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
+        }
+        Command::InstallAliases { dir } => aliases::install(&dir).map(|_| code::OK),
+    }
+}
+
+fn main() {
+    let code = match real_main() {
+        Ok(c) => c,
+        Err(f) => {
+            eprintln!("collbench: {}", f.message.trim_end());
+            f.code
+        }
+    };
+    std::process::exit(code);
+}

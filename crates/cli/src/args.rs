@@ -1,0 +1,178 @@
+//! The `run` flags: nccl-tests' short and long names and meanings, plus
+//! collbench's own.
+
+use clap::Args;
+use collbench_core::{size::parse_size, Collective, DataType, ReduceOp};
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+/// Flags of `collbench run` and of the `<op>_perf` aliases.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Collectives to run: all_reduce all_gather reduce_scatter alltoall
+    /// broadcast reduce sendrecv gather scatter hypercube, or `all`.
+    #[arg(value_name = "OP")]
+    pub ops: Vec<String>,
+
+    /// Threads per process (nccl-tests -t; collbench drives all local
+    /// devices from one thread, so values above 1 multiply -g).
+    #[arg(short = 't', long = "nthreads", default_value_t = 1)]
+    pub nthreads: usize,
+    /// Devices per process: GPUs for nccl, rank threads for cpu.
+    #[arg(short = 'g', long = "ngpus")]
+    pub ngpus: Option<usize>,
+    /// Smallest size (bytes; K, M, G suffixes are binary).
+    #[arg(short = 'b', long = "minbytes", value_parser = size_arg)]
+    pub minbytes: Option<u64>,
+    /// Largest size.
+    #[arg(short = 'e', long = "maxbytes", value_parser = size_arg)]
+    pub maxbytes: Option<u64>,
+    /// Additive size step, used when no -f is given.
+    #[arg(short = 'i', long = "stepbytes", value_parser = size_arg)]
+    pub stepbytes: Option<u64>,
+    /// Multiplicative size step (2 or more).
+    #[arg(short = 'f', long = "stepfactor")]
+    pub stepfactor: Option<u64>,
+    /// Timed iterations per size.
+    #[arg(short = 'n', long = "iters", default_value_t = 20)]
+    pub iters: u32,
+    /// Operations aggregated per timed iteration.
+    #[arg(short = 'm', long = "agg_iters", default_value_t = 1)]
+    pub agg_iters: u32,
+    /// Warm-up iterations per size.
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1)]
+    pub warmup_iters: u32,
+    /// Repeat the whole sweep this many times.
+    #[arg(short = 'N', long = "run_cycles", default_value_t = 1)]
+    pub run_cycles: u32,
+    /// Parallel init (accepted for compatibility; init is already parallel).
+    #[arg(short = 'p', long = "parallel_init", default_value_t = 0)]
+    pub parallel_init: u32,
+    /// Correctness checks per case (0 = off, printed as N/A).
+    #[arg(short = 'c', long = "check", default_value_t = 1)]
+    pub check: u32,
+    /// Reduction: sum prod min max avg mulsum all (comma-separated list allowed).
+    #[arg(short = 'o', long = "op", default_value = "sum")]
+    pub op: String,
+    /// Data type: int8 uint8 int32 uint32 int64 uint64 half float double
+    /// bfloat16 f8e4m3 f8e5m2 all (comma-separated list allowed).
+    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    pub datatype: String,
+    /// Root rank for rooted collectives; -1 runs every root.
+    #[arg(
+        short = 'r',
+        long = "root",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub root: i64,
+    /// Blocking collectives: 0 off, 1 wait+barrier per op, 2 wait per op.
+    #[arg(short = 'z', long = "blocking", default_value_t = 0)]
+    pub blocking: u32,
+    /// Use the default (null) CUDA stream.
+    #[arg(short = 'y', long = "stream_null", default_value_t = 0)]
+    pub stream_null: u32,
+    /// Abort a collective that takes longer than this many seconds (0 = never).
+    #[arg(short = 'T', long = "timeout", default_value_t = 0)]
+    pub timeout: u64,
+    /// Capture iterations in a CUDA graph and launch it N times (0 = off).
+    #[arg(short = 'G', long = "cudagraph", default_value_t = 0)]
+    pub cudagraph: u32,
+    /// Report CPU-side time instead of completion time.
+    #[arg(short = 'C', long = "report_cputime", default_value_t = 0)]
+    pub report_cputime: u32,
+    /// Time combined over ranks: 0 rank0, 1 mean, 2 min, 3 max.
+    #[arg(short = 'a', long = "average", default_value_t = 1)]
+    pub average: u32,
+    /// Buffer registration: 0 off, 1 ncclCommRegister, 2 symmetric window.
+    #[arg(short = 'R', long = "local_register", default_value_t = 0)]
+    pub local_register: u32,
+    /// Append a timestamp to every row.
+    #[arg(short = 'S', long = "report_timestamps", default_value_t = 0)]
+    pub report_timestamps: u32,
+    /// Also write nccl-tests-style JSON (collbench's schema) to this file.
+    #[arg(short = 'J', long = "output_file")]
+    pub output_file: Option<std::path::PathBuf>,
+    /// Misalign buffers by this many elements.
+    #[arg(short = 'u', long = "unalign", default_value_t = 0)]
+    pub unalign: u32,
+
+    /// Backend: auto (nccl when GPUs are found, else cpu), cpu, nccl, mpi.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// CPU backend: number of ranks (threads in this process).
+    #[arg(long)]
+    pub ranks: Option<usize>,
+    /// NCCL library to load (else COLLBENCH_NCCL_LIB, $NCCL_HOME/lib,
+    /// LD_LIBRARY_PATH, the system's libnccl.so.2, the Python wheel's).
+    #[arg(long)]
+    pub nccl_lib: Option<std::path::PathBuf>,
+    /// Format of stdout: text (nccl-tests layout), json, csv.
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    /// Also write results to FILE (.txt .json .csv .md picks the format).
+    #[arg(long)]
+    pub output: Option<std::path::PathBuf>,
+    /// Print nothing on stdout (files and the exit code still tell).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Test hook: corrupt one checked element to prove checking catches it.
+    #[arg(long, hide = true)]
+    pub test_corrupt: bool,
+    /// Test hook: make this CPU rank slow.
+    #[arg(long, hide = true)]
+    pub test_slow_rank: Option<usize>,
+
+    #[command(flatten)]
+    pub launch: collbench_launch::LaunchArgs,
+}
+
+/// Parses a comma/space separated list where `all` means every value.
+fn list<T: Copy>(
+    s: &str,
+    all: &[T],
+    parse: impl Fn(&str) -> Result<T, collbench_core::ParseError>,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for part in s.split([',', ' ']).filter(|p| !p.is_empty()) {
+        if part.eq_ignore_ascii_case("all") {
+            out.extend_from_slice(all);
+        } else {
+            out.push(parse(part).map_err(|e| e.to_string())?);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("empty list '{s}'"));
+    }
+    Ok(out)
+}
+
+impl RunArgs {
+    /// The collectives named on the command line (`all` when none).
+    pub fn collectives(&self) -> Result<Vec<Collective>, String> {
+        if self.ops.is_empty() {
+            return Ok(Collective::ALL.to_vec());
+        }
+        let mut out = Vec::new();
+        for op in &self.ops {
+            for c in list(op, &Collective::ALL, Collective::parse)? {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Data types (`-d`).
+    pub fn dtypes(&self) -> Result<Vec<DataType>, String> {
+        list(&self.datatype, &DataType::ALL, DataType::parse)
+    }
+
+    /// Reduction operators (`-o`).
+    pub fn redops(&self) -> Result<Vec<ReduceOp>, String> {
+        list(&self.op, &ReduceOp::ALL, ReduceOp::parse)
+    }
+}

@@ -1,0 +1,64 @@
+//! CSV: one header line, one row per case and placement.
+
+use crate::Exporter;
+use collbench_core::Record;
+
+/// Column names, in order.
+pub const COLUMNS: [&str; 18] = [
+    "op",
+    "dtype",
+    "redop",
+    "root",
+    "size_bytes",
+    "count",
+    "placement",
+    "time_us",
+    "algbw_gbps",
+    "busbw_gbps",
+    "wrong",
+    "iterations",
+    "mean_us",
+    "min_us",
+    "p50_us",
+    "p99_us",
+    "max_us",
+    "stdev_us",
+];
+
+/// CSV rows; fields never contain commas or quotes (names are identifiers).
+pub struct CsvExporter;
+
+impl Exporter for CsvExporter {
+    fn serialize(&self, record: &Record) -> Vec<u8> {
+        let mut s = COLUMNS.join(",") + "\n";
+        for r in &record.results {
+            for (name, p) in r.placements() {
+                let opt = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
+                let st = p.stats.as_ref();
+                let fields = [
+                    r.op.clone(),
+                    r.dtype.clone(),
+                    r.redop.clone(),
+                    r.root.to_string(),
+                    r.size_bytes.to_string(),
+                    r.count.to_string(),
+                    name.to_string(),
+                    format!("{:.3}", p.time_us),
+                    format!("{:.3}", p.algbw_gbps),
+                    format!("{:.3}", p.busbw_gbps),
+                    p.wrong.map(|w| w.to_string()).unwrap_or_default(),
+                    p.iterations.to_string(),
+                    opt(st.map(|s| s.mean_us)),
+                    opt(st.map(|s| s.min_us)),
+                    opt(st.map(|s| s.p50_us)),
+                    opt(st.map(|s| s.p99_us)),
+                    opt(st.map(|s| s.max_us)),
+                    opt(st.map(|s| s.stdev_us)),
+                ];
+                s += &fields.join(",");
+                s.push('\n');
+            }
+        }
+        s.into_bytes()
+    }
+}

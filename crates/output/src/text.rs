@@ -1,0 +1,240 @@
+//! nccl-tests' text layout, byte for byte where nccl-tests defines it, so
+//! the regex parsers people already run on nccl-tests logs read ours.
+//!
+//! The pieces are separate functions because a run prints them as it goes:
+//! [`preamble`] and [`table_header`] before a collective's first row,
+//! [`row`] per size, [`footer`] after the last, and [`summary`] once at the
+//! end of a multi-collective run.
+
+use crate::units::{c_g, fixed_width};
+use crate::Exporter;
+use collbench_core::{CaseResult, Placement, Record};
+
+/// Text layout switches (`-C`, `-S`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextOptions {
+    /// Time column is CPU-side time (`-C 1`).
+    pub cputime: bool,
+    /// Rows end with a timestamp (`-S 1`).
+    pub timestamps: bool,
+}
+
+/// The program name nccl-tests would print for `op` (`all_reduce_perf`).
+pub fn program_name(op: &str) -> String {
+    format!("{op}_perf")
+}
+
+/// Lines before a collective's table. `first` adds the version line and
+/// the devices, which a multi-collective run prints once.
+pub fn preamble(record: &Record, op: &str, first: bool) -> String {
+    let mut s = String::new();
+    let st = &record.settings;
+    if first {
+        let lib = record.library.as_deref().unwrap_or("none");
+        s += &format!(
+            "# collbench version {} (nccl-tests 2.19 output format) backend: {} library: {}\n",
+            record.tool_version.as_deref().unwrap_or("?"),
+            record.backend.as_deref().unwrap_or("?"),
+            lib
+        );
+    }
+    s += &format!("# Collective test starting: {}\n", program_name(op));
+    let (step, kind) = match (st.step_factor, st.step_bytes) {
+        (Some(f), _) => (f, "factor"),
+        (None, Some(b)) => (b, "bytes"),
+        (None, None) => (0, "bytes"),
+    };
+    s += &format!(
+        "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} graph: {} unalign: 0\n",
+        st.threads_per_process.max(1),
+        st.gpus_per_thread.max(1),
+        st.min_bytes,
+        st.max_bytes,
+        step,
+        kind,
+        st.warmup_iters,
+        st.iters,
+        st.agg_iters,
+        st.check as u8,
+        st.graph
+    );
+    if first {
+        s += "#\n# Using devices\n";
+        for d in &record.devices {
+            let host: &str = d.host.split('.').next().unwrap_or(&d.host);
+            s += &format!(
+                "#  Rank {:2} Group {:2} Pid {:6} on {:>10} device {:2} [{}] {}\n",
+                d.rank,
+                d.group,
+                d.pid,
+                host,
+                d.device,
+                d.bus_id.as_deref().unwrap_or("cpu"),
+                d.name
+            );
+        }
+    }
+    s
+}
+
+/// The `#` line and the three column-header lines.
+pub fn table_header(opts: TextOptions) -> String {
+    let time = if opts.cputime { "cputime" } else { "time" };
+    let (pad, label, fmt) = if opts.timestamps {
+        (19, "timestamp", "%Y-%m-%d %H:%M:%S")
+    } else {
+        (0, "", "")
+    };
+    let mut s = String::from("#\n");
+    s += &format!(
+        "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place          \n",
+        "", "", "", "", ""
+    );
+    s += &format!(
+        "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} {:>pad$}\n",
+        "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw", "busbw", "#wrong", label
+    );
+    s += &format!(
+        "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} {:>pad$}\n",
+        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", fmt
+    );
+    s
+}
+
+fn half_row(p: Option<&Placement>) -> String {
+    match p {
+        None => format!("  {:>7}  {:>6}  {:>6}    N/A", "N/A", "N/A", "N/A"),
+        Some(p) => {
+            let mut s = format!(
+                "  {}  {}  {}",
+                fixed_width(p.time_us, 7),
+                fixed_width(p.algbw_gbps, 6),
+                fixed_width(p.busbw_gbps, 6)
+            );
+            match p.wrong {
+                Some(w) => s += &format!("  {:>6}", c_g(w as f64)),
+                None => s += "    N/A",
+            }
+            s
+        }
+    }
+}
+
+/// One result row; `timestamp` is printed when `-S` asked for it.
+pub fn row(r: &CaseResult, timestamp: Option<&str>) -> String {
+    let mut s = format!(
+        "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}",
+        r.size_bytes, r.count, r.dtype, r.redop, r.root
+    );
+    s += &half_row(r.out_of_place.as_ref());
+    s += &half_row(r.in_place.as_ref());
+    if let Some(ts) = timestamp {
+        s += &format!("{ts:>21}");
+    }
+    s.push('\n');
+    s
+}
+
+/// Half-rows with at least one wrong element (nccl-tests' "Out of bounds
+/// values" counts these).
+pub fn out_of_bounds(rows: &[CaseResult]) -> u64 {
+    rows.iter()
+        .flat_map(|r| r.placements())
+        .filter(|(_, p)| p.wrong.unwrap_or(0) > 0)
+        .count() as u64
+}
+
+/// Mean busbw over every half-row, as nccl-tests' "Avg bus bandwidth".
+pub fn avg_busbw(rows: &[CaseResult]) -> f64 {
+    let v: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| r.placements())
+        .map(|(_, p)| p.busbw_gbps)
+        .collect();
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// The closing lines of a collective's block.
+pub fn footer(op: &str, rows: &[CaseResult]) -> String {
+    let oob = out_of_bounds(rows);
+    let mut s = format!(
+        "# {:<20} : {} {}\n",
+        "Out of bounds values",
+        oob,
+        if oob > 0 { "FAILED" } else { "OK" }
+    );
+    s += &format!(
+        "# {:<20} : {} \n",
+        "Avg bus bandwidth",
+        c_g(avg_busbw(rows))
+    );
+    s += "#\n";
+    s += &format!("# Collective test concluded: {}\n#\n", program_name(op));
+    s
+}
+
+/// The table that ends a multi-collective run: per collective and type,
+/// busbw at the largest size, the peak, time at the smallest size and
+/// wrong elements (out-of-place figures).
+pub fn summary(record: &Record) -> String {
+    let mut s = String::from("# Summary (out-of-place)\n");
+    s += &format!(
+        "# {:>14}  {:>8}  {:>12}  {:>13}  {:>12}  {:>10}  {:>12}  {:>13}  {:>6}\n",
+        "collective",
+        "type",
+        "largest (B)",
+        "busbw (GB/s)",
+        "peak (GB/s)",
+        "at (B)",
+        "smallest (B)",
+        "time (us)",
+        "#wrong"
+    );
+    for sm in record.summaries() {
+        s += &format!(
+            "# {:>14}  {:>8}  {:>12}  {:>13.2}  {:>12.2}  {:>10}  {:>12}  {:>13.2}  {:>6}\n",
+            sm.op,
+            sm.dtype,
+            sm.largest_bytes,
+            sm.busbw_at_largest_gbps,
+            sm.peak_busbw_gbps,
+            sm.peak_at_bytes,
+            sm.smallest_bytes,
+            sm.time_at_smallest_us,
+            sm.wrong
+        );
+    }
+    s += "#\n";
+    s
+}
+
+/// A whole record as text, as a run would have printed it.
+#[derive(Default)]
+pub struct TextExporter {
+    pub options: TextOptions,
+}
+
+impl Exporter for TextExporter {
+    fn serialize(&self, record: &Record) -> Vec<u8> {
+        let mut s = String::new();
+        let ops = record.ops();
+        for (i, op) in ops.iter().enumerate() {
+            let rows: Vec<CaseResult> = record.op_results(op).cloned().collect();
+            s += &preamble(record, op, i == 0);
+            s += &table_header(self.options);
+            for r in &rows {
+                s += &row(r, None);
+            }
+            s += &footer(op, &rows);
+        }
+        if ops.len() > 1 {
+            s += &summary(record);
+        }
+        s.push('\n');
+        s.into_bytes()
+    }
+}

@@ -1,0 +1,102 @@
+//! The seam between the runner and a communication library.
+
+use collbench_core::{Collective, Counts, DataType, DeviceInfo, ReduceOp};
+
+/// One case as a backend runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaseSpec {
+    pub collective: Collective,
+    pub dtype: DataType,
+    pub redop: ReduceOp,
+    pub root: usize,
+    pub counts: Counts,
+    pub in_place: bool,
+    /// Global number of ranks taking part.
+    pub world_size: usize,
+}
+
+impl CaseSpec {
+    /// Bytes of the larger buffer (the printed size).
+    pub fn size_bytes(&self) -> u64 {
+        self.counts.size_bytes(self.dtype.size_bytes())
+    }
+}
+
+/// How a case is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    pub warmup_iters: u32,
+    pub iters: u32,
+    pub agg_iters: u32,
+    pub graph: u32,
+    pub blocking: u32,
+    /// Largest size of the sweep: buffers rotate within it so that caches
+    /// do not flatter small sizes.
+    pub max_bytes: u64,
+}
+
+/// What a backend measured for one case on this process's ranks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measurement {
+    /// Seconds per operation, per local rank: wall time of the timed loop
+    /// (including completion) divided by iterations x aggregation.
+    pub rank_time_s: Vec<f64>,
+    /// Seconds per operation spent issuing work (`-C`), per local rank.
+    pub rank_cputime_s: Vec<f64>,
+    /// Per-iteration times in microseconds (slowest local rank), where
+    /// the backend takes them.
+    pub iter_times_us: Vec<f64>,
+}
+
+/// Facts about a backend for the report header.
+#[derive(Debug, Clone, Default)]
+pub struct BackendInfo {
+    /// `cpu`, `nccl`, `mpi`.
+    pub name: String,
+    /// Library and version, e.g. `NCCL 2.28.3`.
+    pub library: Option<String>,
+    /// Path the library was loaded from.
+    pub library_path: Option<String>,
+    /// Library version code as nccl-tests prints it (22803), if any.
+    pub library_version_code: Option<u32>,
+    /// One entry per local rank.
+    pub devices: Vec<DeviceInfo>,
+}
+
+/// Backend failures: each reads as one line naming the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The backend cannot run this case (skipped with a note, not fatal).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Not enough memory for this size.
+    #[error("{0}")]
+    OutOfMemory(String),
+    /// A library call failed.
+    #[error("{0}")]
+    Library(String),
+    /// An operation did not finish within the timeout (`-T`).
+    #[error("{0}")]
+    Timeout(String),
+}
+
+/// A communication backend driving this process's ranks.
+pub trait Backend {
+    /// Header facts: name, library, devices of the local ranks.
+    fn info(&self) -> BackendInfo;
+    /// Ranks driven by this process.
+    fn local_ranks(&self) -> usize;
+    /// Global rank of local rank 0 (ranks of a process are contiguous).
+    fn first_rank(&self) -> usize;
+    /// Total ranks in the job.
+    fn world_size(&self) -> usize;
+    /// Whether the backend can run this case at all; `Err` explains why not.
+    fn supports(&self, case: &CaseSpec) -> Result<(), BackendError>;
+    /// Runs warmup and timed iterations.
+    fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError>;
+    /// Fills inputs from the verification pattern with `seed`, poisons the
+    /// outputs, runs the case once and returns the number of wrong
+    /// elements over this process's ranks. `corrupt` is a test hook: flip
+    /// one output element first, to prove the check catches it.
+    fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError>;
+}

@@ -1,0 +1,109 @@
+//! Exact result checks on the CPU backend: fill inputs by formula, poison
+//! outputs, run once, compare bit for bit (2 ULP for floating avg).
+
+use super::algo::{self, chunk, Ptrs};
+use super::barrier::SpinBarrier;
+use crate::CaseSpec;
+use collbench_core::collective::RedopUse;
+use collbench_core::element::Element;
+use collbench_core::verify::{output_source, ulp_distance, Pattern, Source};
+use collbench_core::Collective;
+
+struct SharedPtr<T>(*mut T);
+unsafe impl<T> Send for SharedPtr<T> {}
+unsafe impl<T> Sync for SharedPtr<T> {}
+struct SharedPtrs<'a, T>(&'a Ptrs<T>);
+unsafe impl<T> Send for SharedPtrs<'_, T> {}
+unsafe impl<T> Sync for SharedPtrs<'_, T> {}
+
+/// Runs `case` once on freshly patterned data and returns the number of
+/// wrong elements over all ranks.
+pub fn check_case<T: Element>(
+    case: &CaseSpec,
+    seed: u64,
+    corrupt: bool,
+    p: &Ptrs<T>,
+    scalars: &[T],
+) -> u64 {
+    let n = case.world_size;
+    let c = case.counts;
+    let coll = case.collective;
+    let pattern = Pattern {
+        seed,
+        world_size: n,
+        dtype: case.dtype,
+        redop: (coll.spec().redop == RedopUse::Reduces).then_some(case.redop),
+    };
+    let tol = pattern.tolerance_ulps();
+    let elt = case.dtype.size_bytes();
+    // all_reduce and reduce compare many ranks against one long reduced
+    // vector: compute it once, in parallel, instead of once per rank.
+    let shared_reduced = matches!(coll, Collective::AllReduce | Collective::Reduce);
+    let count = c.param_count as usize;
+    let mut reduced: Vec<T> = if shared_reduced {
+        vec![T::poison(); count]
+    } else {
+        Vec::new()
+    };
+    let reduced_ptr = SharedPtr(reduced.as_mut_ptr());
+    let barrier = SpinBarrier::new(n);
+    let ptrs = SharedPtrs(p);
+    let wrong: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|r| {
+                let (barrier, ptrs, reduced_ptr, pattern) =
+                    (&barrier, &ptrs, &reduced_ptr, &pattern);
+                s.spawn(move || unsafe {
+                    let p = ptrs.0;
+                    // Poison everything the output can land in, then write inputs.
+                    let (base, len) = if case.in_place {
+                        let base = p.send[r].sub(c.send_inplace_offset as usize * r);
+                        (base, c.send_count.max(c.recv_count) as usize)
+                    } else {
+                        (p.recv[r], c.recv_count as usize)
+                    };
+                    std::slice::from_raw_parts_mut(base, len).fill(T::poison());
+                    let send = std::slice::from_raw_parts_mut(p.send[r], c.send_count as usize);
+                    for (i, v) in send.iter_mut().enumerate() {
+                        *v = T::from_value(pattern.input(r, i as u64));
+                    }
+                    barrier.wait();
+                    algo::run_op(case, r, p, barrier, scalars);
+                    let out = std::slice::from_raw_parts_mut(p.recv[r], c.recv_count as usize);
+                    if corrupt && r == case.root {
+                        if let Some(v) = out.first_mut() {
+                            *v = T::poison();
+                        }
+                    }
+                    if shared_reduced {
+                        for i in chunk(count, n, r) {
+                            *reduced_ptr.0.add(i) = T::from_value(pattern.reduced(i as u64));
+                        }
+                    }
+                    barrier.wait();
+                    let mut wrong = 0u64;
+                    for (j, got) in out.iter().enumerate() {
+                        let want = match output_source(coll, &c, n, r, case.root, j as u64) {
+                            Source::Unchecked => continue,
+                            Source::Reduced { index } if shared_reduced => {
+                                *reduced_ptr.0.add(index as usize)
+                            }
+                            src => T::from_value(pattern.expected(src).unwrap_or(f64::NAN)),
+                        };
+                        let (g, w) = (got.bits(), want.bits());
+                        if g != w && (tol == 0 || ulp_distance(g, w, elt) > tol) {
+                            wrong += 1;
+                        }
+                    }
+                    wrong
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("rank thread"))
+            .sum()
+    });
+    drop(reduced);
+    wrong
+}

@@ -1,0 +1,193 @@
+//! What to run: collectives x types x operators x roots x sizes, and how.
+
+use collbench_core::{size, Collective, DataType, ReduceOp};
+use serde::{Deserialize, Serialize};
+
+/// How per-rank times are combined into the reported time (`-a`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Average {
+    /// Rank 0's time (`-a 0`).
+    Rank0,
+    /// Mean over ranks (`-a 1`, the default).
+    Mean,
+    /// Fastest rank (`-a 2`).
+    Min,
+    /// Slowest rank (`-a 3`).
+    Max,
+}
+
+impl Average {
+    /// From nccl-tests' `-a` number.
+    pub fn from_flag(v: u32) -> Option<Average> {
+        Some(match v {
+            0 => Average::Rank0,
+            1 => Average::Mean,
+            2 => Average::Min,
+            3 => Average::Max,
+            _ => return None,
+        })
+    }
+
+    /// Name used in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Average::Rank0 => "rank0",
+            Average::Mean => "mean",
+            Average::Min => "min",
+            Average::Max => "max",
+        }
+    }
+
+    /// Combines per-rank times (index = rank).
+    pub fn combine(self, times: &[f64]) -> f64 {
+        if times.is_empty() {
+            return 0.0;
+        }
+        match self {
+            Average::Rank0 => times[0],
+            Average::Mean => times.iter().sum::<f64>() / times.len() as f64,
+            Average::Min => times.iter().copied().fold(f64::INFINITY, f64::min),
+            Average::Max => times.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// Which roots rooted collectives run with (`-r`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootSel {
+    /// One root.
+    Fixed(usize),
+    /// Every rank in turn (`-r -1`).
+    All,
+}
+
+/// Everything that decides what runs and how it is measured.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub collectives: Vec<Collective>,
+    pub dtypes: Vec<DataType>,
+    pub redops: Vec<ReduceOp>,
+    pub roots: RootSel,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    pub step: size::Step,
+    pub warmup_iters: u32,
+    pub iters: u32,
+    /// Operations grouped per timed iteration (`-m`).
+    pub agg_iters: u32,
+    /// Repetitions of the whole sweep (`-N`).
+    pub cycles: u32,
+    /// Correctness passes per case (`-c`); 0 turns checking off.
+    pub check: u32,
+    /// CUDA graph launches (`-G`); 0 = off. Backends without graphs ignore it.
+    pub graph: u32,
+    /// Blocking mode (`-z`).
+    pub blocking: u32,
+    pub average: Average,
+    /// Report CPU-side launch time instead (`-C`).
+    pub cputime: bool,
+    /// Add a timestamp column (`-S`).
+    pub timestamps: bool,
+    /// Misalign buffers by this many elements (`-u`).
+    pub unalign: u32,
+    /// Test hook: corrupt one checked element (the fault a check must catch).
+    pub test_corrupt: bool,
+}
+
+impl Default for Plan {
+    /// nccl-tests' defaults for one collective.
+    fn default() -> Plan {
+        Plan {
+            collectives: vec![Collective::AllReduce],
+            dtypes: vec![DataType::Float],
+            redops: vec![ReduceOp::Sum],
+            roots: RootSel::Fixed(0),
+            min_bytes: 32 << 20,
+            max_bytes: 32 << 20,
+            step: size::Step::Bytes(1 << 20),
+            warmup_iters: 1,
+            iters: 20,
+            agg_iters: 1,
+            cycles: 1,
+            check: 1,
+            graph: 0,
+            blocking: 0,
+            average: Average::Mean,
+            cputime: false,
+            timestamps: false,
+            unalign: 0,
+            test_corrupt: false,
+        }
+    }
+}
+
+/// One (type, operator, root) combination of a collective; the runner
+/// sweeps sizes for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant {
+    pub dtype: DataType,
+    pub redop: ReduceOp,
+    pub root: usize,
+}
+
+impl Plan {
+    /// The sizes of one sweep.
+    pub fn sizes(&self) -> Result<Vec<u64>, size::SweepError> {
+        size::sweep(self.min_bytes, self.max_bytes, self.step)
+    }
+
+    /// The variants of `coll` in nccl-tests' order: types, then operators
+    /// (for collectives that print one), then roots (for rooted ones).
+    pub fn variants(&self, coll: Collective, world_size: usize) -> Vec<Variant> {
+        use collbench_core::collective::RedopUse;
+        let spec = coll.spec();
+        let redops: Vec<ReduceOp> = match spec.redop {
+            RedopUse::NoneColumn => vec![ReduceOp::Sum],
+            _ => self.redops.clone(),
+        };
+        let roots: Vec<usize> = match (spec.has_root, self.roots) {
+            (false, _) => vec![0],
+            (true, RootSel::Fixed(r)) => vec![r],
+            (true, RootSel::All) => (0..world_size).collect(),
+        };
+        let mut out = Vec::new();
+        for &dtype in &self.dtypes {
+            for &redop in &redops {
+                for &root in &roots {
+                    out.push(Variant { dtype, redop, root });
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_follow_nccl_tests_loops() {
+        let plan = Plan {
+            dtypes: vec![DataType::Float, DataType::Half],
+            redops: vec![ReduceOp::Sum, ReduceOp::Max],
+            roots: RootSel::All,
+            ..Plan::default()
+        };
+        assert_eq!(plan.variants(Collective::AllGather, 3).len(), 2);
+        assert_eq!(plan.variants(Collective::AllReduce, 3).len(), 4);
+        assert_eq!(plan.variants(Collective::Broadcast, 3).len(), 6);
+        assert_eq!(plan.variants(Collective::Reduce, 3).len(), 12);
+        assert_eq!(plan.variants(Collective::SendRecv, 3).len(), 4);
+    }
+
+    #[test]
+    fn averages() {
+        let t = [1.0, 2.0, 6.0];
+        assert_eq!(Average::Rank0.combine(&t), 1.0);
+        assert_eq!(Average::Mean.combine(&t), 3.0);
+        assert_eq!(Average::Min.combine(&t), 1.0);
+        assert_eq!(Average::Max.combine(&t), 6.0);
+    }
+}

@@ -1,0 +1,306 @@
+//! The measuring loop: plan -> backend -> per-rank measurements -> Record.
+//!
+//! Every process runs the same plan in the same order (collective
+//! libraries require it); per-rank results travel to rank 0 over the
+//! control plane, and only rank 0 assembles rows and tells observers.
+
+use crate::backend::{Backend, BackendError, CaseSpec, Measurement, Timing};
+use crate::plan::Plan;
+use collbench_core::{
+    record::RunSettings, verify::mix, CaseResult, Collective, DeviceInfo, Placement, Record,
+    TimeStats,
+};
+use collbench_launch::Control;
+use serde::{Deserialize, Serialize};
+
+/// Receives results as they are measured (printers, progress bars).
+/// Called on rank 0 only.
+pub trait RunObserver {
+    /// Once, before the first case, with the run's metadata.
+    fn begin(&mut self, _record: &Record) {}
+    /// Before the first row of a collective.
+    fn begin_collective(&mut self, _coll: Collective, _record: &Record) {}
+    /// One finished row.
+    fn row(&mut self, _coll: Collective, _row: &CaseResult) {}
+    /// After the last row of a collective, with all its rows.
+    fn end_collective(&mut self, _coll: Collective, _rows: &[CaseResult]) {}
+    /// A remark worth a comment line (e.g. a skipped case).
+    fn note(&mut self, _text: &str) {}
+}
+
+/// An observer that ignores everything.
+pub struct NoObserver;
+impl RunObserver for NoObserver {}
+
+/// Failures that stop a run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Plan(String),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("control plane: {0}")]
+    Control(String),
+}
+
+impl From<collbench_launch::LaunchError> for RunError {
+    fn from(e: collbench_launch::LaunchError) -> RunError {
+        RunError::Control(e.to_string())
+    }
+}
+
+/// What each process reports to rank 0 for one placement.
+#[derive(Debug, Serialize, Deserialize)]
+struct RankReport {
+    rank_time_s: Vec<f64>,
+    rank_cputime_s: Vec<f64>,
+    iter_times_us: Vec<f64>,
+    wrong: Option<u64>,
+}
+
+/// Drives a [`Plan`] through a [`Backend`].
+pub struct Runner<'a> {
+    backend: &'a mut dyn Backend,
+    control: &'a Control,
+    plan: Plan,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner for this process's backend; `control` connects the
+    /// processes of the job (a world of one for single-process runs).
+    pub fn new(backend: &'a mut dyn Backend, control: &'a Control, plan: Plan) -> Runner<'a> {
+        Runner {
+            backend,
+            control,
+            plan,
+        }
+    }
+
+    /// Runs the whole plan. `record` carries the metadata the caller knows
+    /// (command line, environment); the runner adds settings, devices and
+    /// results. Returns the finished record on rank 0 and `None` elsewhere.
+    pub fn run(
+        &mut self,
+        mut record: Record,
+        obs: &mut dyn RunObserver,
+    ) -> Result<Option<Record>, RunError> {
+        let sizes = self
+            .plan
+            .sizes()
+            .map_err(|e| RunError::Plan(e.to_string()))?;
+        let world_size = self.backend.world_size();
+        let info = self.backend.info();
+        record.backend = Some(info.name.clone());
+        record.library = info.library.clone();
+        record.library_path = info.library_path.clone();
+        record.settings = self.settings(world_size);
+        record.devices = self.gather_devices(&info.devices)?;
+        let root = self.control.rank() == 0;
+        if root {
+            obs.begin(&record);
+        }
+        let timing = Timing {
+            warmup_iters: self.plan.warmup_iters,
+            iters: self.plan.iters.max(1),
+            agg_iters: self.plan.agg_iters.max(1),
+            graph: self.plan.graph,
+            blocking: self.plan.blocking,
+            max_bytes: self.plan.max_bytes,
+        };
+        let collectives = self.plan.collectives.clone();
+        for coll in collectives {
+            if coll.spec().needs_power_of_two && !world_size.is_power_of_two() {
+                if root {
+                    obs.note(&format!(
+                        "{coll}: nRanks {world_size} is not a power of 2, skipping"
+                    ));
+                }
+                continue;
+            }
+            if root {
+                obs.begin_collective(coll, &record);
+            }
+            let mut rows = Vec::new();
+            for _cycle in 0..self.plan.cycles.max(1) {
+                for v in self.plan.variants(coll, world_size) {
+                    if v.root >= world_size {
+                        return Err(RunError::Plan(format!(
+                            "root {} is out of range for {world_size} ranks: use -r 0..{} or -r -1 for every root",
+                            v.root,
+                            world_size - 1
+                        )));
+                    }
+                    for &size in &sizes {
+                        let counts = coll.counts(size, v.dtype.size_bytes(), world_size);
+                        let case = |in_place| CaseSpec {
+                            collective: coll,
+                            dtype: v.dtype,
+                            redop: v.redop,
+                            root: v.root,
+                            counts,
+                            in_place,
+                            world_size,
+                        };
+                        if let Err(e) = self.backend.supports(&case(false)) {
+                            if root {
+                                obs.note(&format!("skipping {coll} {} {}: {e}", v.dtype, v.redop));
+                            }
+                            break;
+                        }
+                        let oop = self.placement(&case(false), &timing)?;
+                        let ip = self.placement(&case(true), &timing)?;
+                        if let (Some(oop), Some(ip)) = (oop, ip) {
+                            let row = CaseResult {
+                                op: coll.name().to_string(),
+                                size_bytes: counts.size_bytes(v.dtype.size_bytes()),
+                                count: counts.param_count,
+                                dtype: v.dtype.name().to_string(),
+                                redop: coll.redop_column(v.redop).to_string(),
+                                root: if coll.spec().has_root {
+                                    v.root as i64
+                                } else {
+                                    -1
+                                },
+                                out_of_place: Some(oop),
+                                in_place: Some(ip),
+                            };
+                            obs.row(coll, &row);
+                            rows.push(row);
+                        }
+                    }
+                }
+            }
+            if root {
+                obs.end_collective(coll, &rows);
+            }
+            record.results.extend(rows);
+        }
+        Ok(root.then_some(record))
+    }
+
+    fn settings(&self, world_size: usize) -> RunSettings {
+        let p = &self.plan;
+        let (step_factor, step_bytes) = match p.step {
+            collbench_core::size::Step::Factor(f) => (Some(f), None),
+            collbench_core::size::Step::Bytes(b) => (None, Some(b)),
+        };
+        RunSettings {
+            world_size: world_size as u64,
+            processes: self.control.world_size() as u64,
+            threads_per_process: 1,
+            gpus_per_thread: self.backend.local_ranks() as u64,
+            min_bytes: p.min_bytes,
+            max_bytes: p.max_bytes,
+            step_factor,
+            step_bytes,
+            warmup_iters: p.warmup_iters as u64,
+            iters: p.iters as u64,
+            agg_iters: p.agg_iters as u64,
+            check: p.check > 0,
+            graph: p.graph as u64,
+            blocking: p.blocking > 0,
+            average: p.average.name().to_string(),
+        }
+    }
+
+    fn gather_devices(&self, local: &[DeviceInfo]) -> Result<Vec<DeviceInfo>, RunError> {
+        let bytes = serde_json::to_vec(local).expect("device info serialises");
+        let Some(all) = self.control.gather(bytes)? else {
+            return Ok(Vec::new());
+        };
+        let mut devices = Vec::new();
+        for (proc_rank, b) in all.iter().enumerate() {
+            let list: Vec<DeviceInfo> = serde_json::from_slice(b).map_err(|e| {
+                RunError::Control(format!("bad device list from process {proc_rank}: {e}"))
+            })?;
+            devices.extend(list);
+        }
+        devices.sort_by_key(|d| d.rank);
+        Ok(devices)
+    }
+
+    /// Times and checks one placement; returns the row half on rank 0.
+    fn placement(
+        &mut self,
+        case: &CaseSpec,
+        timing: &Timing,
+    ) -> Result<Option<Placement>, RunError> {
+        let m: Measurement = self.backend.time(case, timing)?;
+        let checked =
+            self.plan.check > 0 && (!case.in_place || case.collective.spec().in_place_checked);
+        let wrong = if checked {
+            let mut wrong = 0;
+            for pass in 0..self.plan.check {
+                let seed = case_seed(case, pass);
+                wrong = self.backend.check(case, seed, self.plan.test_corrupt)?;
+                if wrong > 0 {
+                    break;
+                }
+            }
+            Some(wrong)
+        } else {
+            None
+        };
+        let report = RankReport {
+            rank_time_s: m.rank_time_s,
+            rank_cputime_s: m.rank_cputime_s,
+            iter_times_us: m.iter_times_us,
+            wrong,
+        };
+        let bytes = serde_json::to_vec(&report).expect("report serialises");
+        let Some(all) = self.control.gather(bytes)? else {
+            return Ok(None);
+        };
+        let mut times = Vec::new();
+        let mut cputimes = Vec::new();
+        let mut iter_us: Vec<f64> = Vec::new();
+        let mut total_wrong: Option<u64> = None;
+        for (proc_rank, b) in all.iter().enumerate() {
+            let r: RankReport = serde_json::from_slice(b).map_err(|e| {
+                RunError::Control(format!("bad measurement from process {proc_rank}: {e}"))
+            })?;
+            times.extend(r.rank_time_s);
+            cputimes.extend(r.rank_cputime_s);
+            // Per iteration, the slowest process decides.
+            if iter_us.len() < r.iter_times_us.len() {
+                iter_us.resize(r.iter_times_us.len(), 0.0);
+            }
+            for (a, b) in iter_us.iter_mut().zip(&r.iter_times_us) {
+                *a = a.max(*b);
+            }
+            if let Some(w) = r.wrong {
+                total_wrong = Some(total_wrong.unwrap_or(0) + w);
+            }
+        }
+        let time_s = self.plan.average.combine(&times);
+        let coll = case.collective;
+        let elt = case.dtype.size_bytes();
+        let algbw = coll.algbw_gbps(case.counts.param_count, elt, case.world_size, time_s);
+        let shown_s = if self.plan.cputime && !cputimes.is_empty() {
+            cputimes[0]
+        } else {
+            time_s
+        };
+        Ok(Some(Placement {
+            time_us: shown_s * 1e6,
+            algbw_gbps: algbw,
+            busbw_gbps: algbw * coll.busbw_factor(case.world_size),
+            wrong: total_wrong,
+            iterations: (timing.iters * timing.agg_iters) as u64,
+            stats: TimeStats::from_samples(&iter_us),
+            rank_time_us: times.iter().map(|t| t * 1e6).collect(),
+        }))
+    }
+}
+
+/// A fresh seed per case and pass, so stale data from an earlier case or
+/// pass can never look right.
+fn case_seed(case: &CaseSpec, pass: u32) -> u64 {
+    let mut h = mix(case.collective as u64 + 1);
+    h = mix(h ^ case.dtype as u64);
+    h = mix(h ^ case.redop as u64);
+    h = mix(h ^ case.root as u64);
+    h = mix(h ^ case.counts.param_count);
+    h = mix(h ^ case.in_place as u64);
+    mix(h ^ pass as u64)
+}
