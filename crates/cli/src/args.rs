@@ -16,13 +16,6 @@ pub struct RunArgs {
     #[arg(value_name = "OP")]
     pub ops: Vec<String>,
 
-    /// Threads per process (nccl-tests -t; collbench drives all local
-    /// devices from one thread, so values above 1 multiply -g).
-    #[arg(short = 't', long = "nthreads", default_value_t = 1)]
-    pub nthreads: usize,
-    /// Devices per process: GPUs for nccl, rank threads for cpu.
-    #[arg(short = 'g', long = "ngpus")]
-    pub ngpus: Option<usize>,
     /// Smallest size (bytes; K, M, G suffixes are binary).
     #[arg(short = 'b', long = "minbytes", value_parser = size_arg)]
     pub minbytes: Option<u64>,
@@ -99,16 +92,6 @@ pub struct RunArgs {
     #[arg(short = 'u', long = "unalign", default_value_t = 0)]
     pub unalign: u32,
 
-    /// Backend: auto (nccl when GPUs are found, else cpu), cpu, nccl, mpi.
-    #[arg(long, default_value = "auto")]
-    pub backend: String,
-    /// CPU backend: number of ranks (threads in this process).
-    #[arg(long)]
-    pub ranks: Option<usize>,
-    /// NCCL library to load (else COLLBENCH_NCCL_LIB, $NCCL_HOME/lib,
-    /// LD_LIBRARY_PATH, the system's libnccl.so.2, the Python wheel's).
-    #[arg(long)]
-    pub nccl_lib: Option<std::path::PathBuf>,
     /// Format of stdout: text (nccl-tests layout), json, csv.
     #[arg(long, default_value = "text")]
     pub format: String,
@@ -121,12 +104,36 @@ pub struct RunArgs {
     /// Test hook: corrupt one checked element to prove checking catches it.
     #[arg(long, hide = true)]
     pub test_corrupt: bool,
-    /// Test hook: make this CPU rank slow.
-    #[arg(long, hide = true)]
-    pub test_slow_rank: Option<usize>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 
     #[command(flatten)]
     pub launch: collbench_launch::LaunchArgs,
+}
+
+/// Which backend runs the ranks, and how many (shared by `run` and `check`).
+#[derive(Args, Debug, Clone)]
+pub struct BackendArgs {
+    /// Threads per process (nccl-tests -t; collbench drives all local
+    /// devices from one thread, so values above 1 multiply -g).
+    #[arg(short = 't', long = "nthreads", default_value_t = 1)]
+    pub nthreads: usize,
+    /// Devices per process: GPUs for nccl, rank threads for cpu.
+    #[arg(short = 'g', long = "ngpus")]
+    pub ngpus: Option<usize>,
+    /// Backend: auto (nccl when GPUs are found, else cpu), cpu, nccl, mpi.
+    #[arg(long = "backend", default_value = "auto")]
+    pub name: String,
+    /// CPU backend: number of ranks (threads in this process).
+    #[arg(long)]
+    pub ranks: Option<usize>,
+    /// NCCL library to load (else COLLBENCH_NCCL_LIB, $NCCL_HOME/lib,
+    /// LD_LIBRARY_PATH, the system's libnccl.so.2, the Python wheel's).
+    #[arg(long)]
+    pub nccl_lib: Option<std::path::PathBuf>,
+    /// Test hook: make this CPU rank slow.
+    #[arg(long, hide = true)]
+    pub test_slow_rank: Option<usize>,
 }
 
 /// Parses a comma/space separated list where `all` means every value.

@@ -39,6 +39,19 @@ enum Command {
     Report(collbench_report::ReportArgs),
     /// Compare two runs; exit 1 on regression.
     Compare(collbench_report::CompareArgs),
+    /// Short health battery with a PASS/WARN/FAIL verdict (exit 0/1/2).
+    Check {
+        #[command(flatten)]
+        check: collbench_check::CheckArgs,
+        #[command(flatten)]
+        backend: args::BackendArgs,
+        #[command(flatten)]
+        launch: collbench_launch::LaunchArgs,
+    },
+    /// Local checks of drivers, GPUs, NCCL, network and limits.
+    Doctor(collbench_check::DoctorArgs),
+    /// List or show built-in baselines.
+    Baselines(collbench_check::BaselinesArgs),
     /// Create `<op>_perf` symlinks to this binary in DIR (drop-in for nccl-tests).
     InstallAliases {
         /// Folder for the symlinks.
@@ -111,6 +124,31 @@ fn real_main() -> Result<i32, Failure> {
         }
         Command::Compare(a) => {
             collbench_report::compare_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
+        }
+        Command::Check {
+            check,
+            backend,
+            launch,
+        } => {
+            let world = collbench_launch::World::discover(&launch)?;
+            let control = collbench_launch::Control::connect(&world, &launch)?;
+            let mut b = run_cmd::open_backend(
+                &backend,
+                Default::default(),
+                Mode::Native,
+                &world,
+                &control,
+            )?;
+            collbench_check::check_main(&check, b.as_mut(), &control, &argv).map_err(|e| Failure {
+                code: 2,
+                message: format!("{e:#}"),
+            })
+        }
+        Command::Doctor(a) => {
+            collbench_check::doctor_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
+        }
+        Command::Baselines(a) => {
+            collbench_check::baselines_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
         }
         Command::InstallAliases { dir } => aliases::install(&dir).map(|_| code::OK),
     }

@@ -1,7 +1,7 @@
 //! `collbench run` and the `<op>_perf` aliases: flags -> plan -> backend ->
 //! runner -> printers and files.
 
-use crate::args::RunArgs;
+use crate::args::{BackendArgs, RunArgs};
 use crate::exit::{code, Failure};
 use crate::observer::TextObserver;
 use collbench_core::size::Step;
@@ -132,7 +132,7 @@ fn output_file(path: &PathBuf, format: Option<Format>) -> Result<OutputFile, Fai
     })
 }
 
-fn default_cpu_ranks(a: &RunArgs, mode: Mode) -> usize {
+fn default_cpu_ranks(a: &BackendArgs, mode: Mode) -> usize {
     if let Some(g) = a.ngpus {
         return g * a.nthreads.max(1);
     }
@@ -145,9 +145,18 @@ fn default_cpu_ranks(a: &RunArgs, mode: Mode) -> usize {
     }
 }
 
+/// NCCL tuning flags that live among the run flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tuning {
+    pub local_register: u32,
+    pub timeout: u64,
+    pub stream_null: u32,
+}
+
 /// Chooses and opens the backend.
-fn open_backend(
-    a: &RunArgs,
+pub fn open_backend(
+    a: &BackendArgs,
+    tuning: Tuning,
     mode: Mode,
     world: &World,
     control: &Control,
@@ -184,9 +193,9 @@ fn open_backend(
                 Mode::Native => None,
             }),
             local_rank: world.local_rank,
-            register: a.local_register,
-            timeout_s: a.timeout,
-            stream_null: a.stream_null > 0,
+            register: tuning.local_register,
+            timeout_s: tuning.timeout,
+            stream_null: tuning.stream_null > 0,
         };
         collbench_nccl::NcclBackend::new(&opts, control)
             .map(|b| Box::new(b) as Box<dyn Backend>)
@@ -195,7 +204,7 @@ fn open_backend(
                 message: e.to_string(),
             })
     };
-    match a.backend.as_str() {
+    match a.name.as_str() {
         "cpu" => cpu(None),
         "nccl" => nccl(),
         "auto" => match collbench_nccl::gpu_count() {
@@ -233,7 +242,12 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<i32, Failure> {
 
     let world = World::discover(&a.launch)?;
     let control = Control::connect(&world, &a.launch)?;
-    let mut backend = open_backend(a, mode, &world, &control)?;
+    let tuning = Tuning {
+        local_register: a.local_register,
+        timeout: a.timeout,
+        stream_null: a.stream_null,
+    };
+    let mut backend = open_backend(&a.backend, tuning, mode, &world, &control)?;
     let world_size = backend.world_size();
 
     let total: u64 = plan

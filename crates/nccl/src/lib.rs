@@ -1,5 +1,7 @@
 //! collbench-nccl: the CUDA + NCCL backend (work in progress).
 
+pub mod loader;
+
 use collbench_launch::Control;
 use collbench_runner::BackendError;
 use std::path::PathBuf;

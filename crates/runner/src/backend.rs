@@ -99,4 +99,13 @@ pub trait Backend {
     /// elements over this process's ranks. `corrupt` is a test hook: flip
     /// one output element first, to prove the check catches it.
     fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError>;
+    /// A backend over some of this process's ranks (global rank numbers),
+    /// renumbered 0.., for localisation tests such as pairwise sendrecv.
+    /// Backends that cannot split say so.
+    fn subset(&self, ranks: &[usize]) -> Result<Box<dyn Backend>, BackendError> {
+        let _ = ranks;
+        Err(BackendError::Unsupported(
+            "this backend cannot run tests on a subset of its ranks".into(),
+        ))
+    }
 }

@@ -220,6 +220,21 @@ impl Backend for CpuBackend {
         Ok(with_element!(case.dtype, T => self.time_typed::<T>(case, timing)))
     }
 
+    fn subset(&self, ranks: &[usize]) -> Result<Box<dyn Backend>, BackendError> {
+        if ranks.is_empty() || ranks.iter().any(|&r| r >= self.world_size) {
+            return Err(BackendError::Unsupported(format!(
+                "rank subset {ranks:?} is outside 0..{}",
+                self.world_size
+            )));
+        }
+        let slow = self
+            .slow_rank
+            .and_then(|s| ranks.iter().position(|&r| r == s));
+        Ok(Box::new(
+            CpuBackend::new(ranks.len(), &self.host).with_slow_rank(slow),
+        ))
+    }
+
     fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError> {
         self.ensure(case, 0)?;
         Ok(with_element!(case.dtype, T => {

@@ -1,0 +1,184 @@
+//! Finding and opening libnccl by path.
+//!
+//! NCCL's runtime packages and the Python wheel ship only `libnccl.so.2`
+//! (no `libnccl.so` symlink), so collbench searches for it itself instead
+//! of relying on a loader that wants the development symlink.
+
+use std::path::{Path, PathBuf};
+
+/// Where a library was found and its version code (e.g. 22803).
+#[derive(Debug, Clone)]
+pub struct FoundNccl {
+    pub path: PathBuf,
+    pub version_code: i32,
+}
+
+impl FoundNccl {
+    /// `2.28.3` from 22803 (and the pre-2.9 encoding 2708 -> `2.7.8`).
+    pub fn version_string(&self) -> String {
+        version_string(self.version_code)
+    }
+}
+
+/// Decodes NCCL's version code.
+pub fn version_string(code: i32) -> String {
+    if code >= 10000 {
+        format!("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100)
+    } else {
+        format!("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100)
+    }
+}
+
+/// The places searched, in order: `--nccl-lib`, `COLLBENCH_NCCL_LIB`,
+/// `$NCCL_HOME/lib`, each folder of `LD_LIBRARY_PATH`, the system
+/// library folders, and the NVIDIA Python wheel's `nvidia/nccl/lib`.
+pub fn candidates(explicit: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+    let mut c = Vec::new();
+    if let Some(p) = explicit {
+        c.push(p.to_path_buf());
+        return c;
+    }
+    let lib_in = |dir: &Path| dir.join("libnccl.so.2");
+    if let Some(p) = env("COLLBENCH_NCCL_LIB").filter(|s| !s.is_empty()) {
+        c.push(PathBuf::from(p));
+    }
+    if let Some(h) = env("NCCL_HOME").filter(|s| !s.is_empty()) {
+        c.push(lib_in(&Path::new(&h).join("lib")));
+    }
+    if let Some(ld) = env("LD_LIBRARY_PATH") {
+        for d in ld.split(':').filter(|d| !d.is_empty()) {
+            c.push(lib_in(Path::new(d)));
+        }
+    }
+    for d in [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+        "/usr/local/cuda/lib64",
+        "/opt/nccl/lib",
+    ] {
+        c.push(lib_in(Path::new(d)));
+    }
+    // The Python wheel (nvidia-nccl-cu12/cu13) inside common prefixes.
+    for root in ["/usr/local/lib", "/usr/lib", "/opt"] {
+        if let Ok(entries) = glob_site_packages(Path::new(root)) {
+            c.extend(entries);
+        }
+    }
+    c
+}
+
+/// `<root>/python3*/{site,dist}-packages/nvidia/nccl/lib/libnccl.so.2`
+/// and virtual environments one level down (`/opt/*/.venv/lib/...`).
+fn glob_site_packages(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut lib_dirs = vec![root.to_path_buf()];
+    for e in std::fs::read_dir(root)?.flatten() {
+        lib_dirs.push(e.path().join(".venv/lib"));
+        lib_dirs.push(e.path().join("lib"));
+    }
+    for dir in lib_dirs {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("python3") {
+                continue;
+            }
+            for sub in ["site-packages", "dist-packages"] {
+                let p = e.path().join(sub).join("nvidia/nccl/lib/libnccl.so.2");
+                if p.exists() {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Error when no usable NCCL is found: lists every place tried.
+#[derive(Debug, thiserror::Error)]
+#[error("NCCL not found: tried {}; install NCCL (libnccl2) or pass --nccl-lib PATH / set COLLBENCH_NCCL_LIB", tried.join(", "))]
+pub struct NotFound {
+    pub tried: Vec<String>,
+}
+
+/// Opens the first loadable candidate and reads its version.
+pub fn open(explicit: Option<&Path>) -> Result<(libloading::Library, FoundNccl), NotFound> {
+    let env = |k: &str| std::env::var(k).ok();
+    let mut tried = Vec::new();
+    for path in candidates(explicit, &env) {
+        if explicit.is_none() && !path.exists() {
+            tried.push(format!("{} (absent)", path.display()));
+            continue;
+        }
+        // SAFETY: loading NCCL runs its initialisers, which are benign.
+        match unsafe { libloading::Library::new(&path) } {
+            Ok(lib) => {
+                let mut v = 0i32;
+                let ok = unsafe {
+                    lib.get::<unsafe extern "C" fn(*mut i32) -> i32>(b"ncclGetVersion\0")
+                        .map(|f| f(&mut v) == 0)
+                        .unwrap_or(false)
+                };
+                if ok {
+                    return Ok((
+                        lib,
+                        FoundNccl {
+                            path,
+                            version_code: v,
+                        },
+                    ));
+                }
+                tried.push(format!("{} (no ncclGetVersion)", path.display()));
+            }
+            Err(e) => tried.push(format!("{} ({e})", path.display())),
+        }
+    }
+    Err(NotFound { tried })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert_eq!(version_string(22803), "2.28.3");
+        assert_eq!(version_string(2708), "2.7.8");
+    }
+
+    #[test]
+    fn search_order() {
+        let env = |k: &str| match k {
+            "COLLBENCH_NCCL_LIB" => Some("/x/libnccl.so.2".to_string()),
+            "NCCL_HOME" => Some("/nccl".to_string()),
+            "LD_LIBRARY_PATH" => Some("/a::/b".to_string()),
+            _ => None,
+        };
+        let c = candidates(None, &env);
+        let s: Vec<String> = c.iter().take(4).map(|p| p.display().to_string()).collect();
+        assert_eq!(
+            s,
+            [
+                "/x/libnccl.so.2",
+                "/nccl/lib/libnccl.so.2",
+                "/a/libnccl.so.2",
+                "/b/libnccl.so.2"
+            ]
+        );
+        let only = candidates(Some(Path::new("/mine.so")), &env);
+        assert_eq!(only, vec![PathBuf::from("/mine.so")]);
+    }
+
+    #[test]
+    fn missing_library_is_a_clear_error() {
+        let e = open(Some(Path::new("/nonexistent/libnccl.so.2"))).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("/nonexistent/libnccl.so.2"), "{msg}");
+        assert!(msg.contains("--nccl-lib"), "{msg}");
+    }
+}
