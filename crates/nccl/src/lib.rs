@@ -1,9 +1,17 @@
-//! collbench-nccl: the CUDA + NCCL backend (work in progress).
+//! collbench-nccl: collectives on CUDA GPUs through NCCL.
+//!
+//! The CUDA driver is reached through cudarc's run-time loaded bindings and
+//! NCCL is opened by path ([`loader`]), so the same binary starts on
+//! machines without either and falls back to the CPU backend there.
 
+pub mod backend;
+pub mod cuda;
+pub mod ffi;
+pub mod kernels;
 pub mod loader;
 
-use collbench_launch::Control;
-use collbench_runner::BackendError;
+pub use backend::NcclBackend;
+
 use std::path::PathBuf;
 
 /// Options of the NCCL backend.
@@ -25,51 +33,5 @@ pub struct NcclOptions {
 
 /// Number of CUDA GPUs visible, or why none can be used.
 pub fn gpu_count() -> Result<usize, String> {
-    Err("no CUDA driver found (libcuda.so.1 is not loadable)".into())
-}
-
-/// The NCCL backend.
-pub struct NcclBackend;
-
-impl NcclBackend {
-    /// Opens CUDA and NCCL and creates the communicator(s).
-    pub fn new(_opts: &NcclOptions, _control: &Control) -> Result<NcclBackend, BackendError> {
-        Err(BackendError::Library(
-            "the NCCL backend needs a CUDA driver and GPUs: none found here; use --backend cpu"
-                .into(),
-        ))
-    }
-}
-
-impl collbench_runner::Backend for NcclBackend {
-    fn info(&self) -> collbench_runner::BackendInfo {
-        collbench_runner::BackendInfo::default()
-    }
-    fn local_ranks(&self) -> usize {
-        0
-    }
-    fn first_rank(&self) -> usize {
-        0
-    }
-    fn world_size(&self) -> usize {
-        0
-    }
-    fn supports(&self, _case: &collbench_runner::CaseSpec) -> Result<(), BackendError> {
-        Err(BackendError::Unsupported("NCCL backend not built".into()))
-    }
-    fn time(
-        &mut self,
-        _c: &collbench_runner::CaseSpec,
-        _t: &collbench_runner::Timing,
-    ) -> Result<collbench_runner::Measurement, BackendError> {
-        Err(BackendError::Unsupported("NCCL backend not built".into()))
-    }
-    fn check(
-        &mut self,
-        _c: &collbench_runner::CaseSpec,
-        _s: u64,
-        _x: bool,
-    ) -> Result<u64, BackendError> {
-        Err(BackendError::Unsupported("NCCL backend not built".into()))
-    }
+    cuda::device_count()
 }

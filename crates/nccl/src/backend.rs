@@ -1,0 +1,627 @@
+//! The NCCL backend: one process drives `g` GPUs (one communicator rank
+//! each), timed like nccl-tests (host wall clock around the whole loop,
+//! ending when every stream has finished) with per-iteration CUDA events
+//! for percentiles, and checked on the GPU by the verification kernels.
+
+use crate::cuda::{self, Device, DeviceBuffer, Event, Stream};
+use crate::ffi::{self, Comm, Nccl, RedOpId};
+use crate::kernels::{self, KernelParams, Kernels};
+use crate::loader::{self, FoundNccl};
+use crate::NcclOptions;
+use collbench_core::{Collective, DeviceInfo, ReduceOp};
+use collbench_launch::Control;
+use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
+use std::ffi::c_void;
+use std::time::{Duration, Instant};
+
+/// One local GPU: its context, stream, communicator and buffers.
+struct Gpu {
+    dev: Device,
+    stream: Stream,
+    comm: Comm,
+    /// Global rank of this GPU's communicator.
+    rank: usize,
+    send: Option<DeviceBuffer>,
+    recv: Option<DeviceBuffer>,
+    kernels: Option<Kernels>,
+}
+
+/// CUDA GPUs driven through NCCL.
+pub struct NcclBackend {
+    nccl: Nccl,
+    found: FoundNccl,
+    gpus: Vec<Gpu>,
+    world_size: usize,
+    host: String,
+    opts: NcclOptions,
+    /// Set after a timeout or async error: communicators were aborted.
+    aborted: bool,
+}
+
+fn lib_err(e: String) -> BackendError {
+    BackendError::Library(e)
+}
+
+impl NcclBackend {
+    /// Loads NCCL, picks this process's GPUs and creates the communicators
+    /// (exchanging the NCCL id over `control` when there are several
+    /// processes).
+    pub fn new(opts: &NcclOptions, control: &Control) -> Result<NcclBackend, BackendError> {
+        let count = cuda::device_count().map_err(lib_err)?;
+        if count == 0 {
+            return Err(lib_err("no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES and nvidia-smi); use --backend cpu".into()));
+        }
+        let (lib, found) = loader::open(opts.lib_path.as_deref()).map_err(|e| lib_err(e.to_string()))?;
+        let nccl = Nccl::from_library(lib, found.version_code).map_err(lib_err)?;
+        let procs = control.world_size();
+        let g = opts.gpus_per_process.unwrap_or(if procs == 1 { count } else { 1 });
+        let first_dev = if procs == 1 { 0 } else { opts.local_rank * g };
+        if first_dev + g > count {
+            return Err(lib_err(format!(
+                "asked for {g} GPU(s) per process{} but only {count} are visible: lower -g or check CUDA_VISIBLE_DEVICES",
+                if procs > 1 { format!(" at local rank {}", opts.local_rank) } else { String::new() }
+            )));
+        }
+        let world_size = procs * g;
+        let first_rank = control.rank() * g;
+        let mut gpus = Vec::with_capacity(g);
+        for i in 0..g {
+            let dev = Device::open(first_dev + i).map_err(lib_err)?;
+            let stream = Stream::new(opts.stream_null).map_err(lib_err)?;
+            gpus.push(Gpu {
+                dev,
+                stream,
+                comm: std::ptr::null_mut(),
+                rank: first_rank + i,
+                send: None,
+                recv: None,
+                kernels: None,
+            });
+        }
+        let mut comms = vec![std::ptr::null_mut(); g];
+        if procs == 1 {
+            let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
+            nccl.check("ncclCommInitAll", unsafe { (nccl.comm_init_all)(comms.as_mut_ptr(), g as i32, devs.as_ptr()) })
+                .map_err(lib_err)?;
+        } else {
+            let id_bytes = if control.rank() == 0 {
+                let mut id = ffi::UniqueId { internal: [0; 128] };
+                nccl.check("ncclGetUniqueId", unsafe { (nccl.get_unique_id)(&mut id) }).map_err(lib_err)?;
+                Some(id.to_bytes())
+            } else {
+                None
+            };
+            let bytes = control.broadcast(id_bytes).map_err(|e| BackendError::Library(e.to_string()))?;
+            let id = ffi::UniqueId::from_bytes(&bytes).ok_or_else(|| lib_err("malformed NCCL id from rank 0".into()))?;
+            unsafe { (nccl.group_start)() };
+            for (i, gpu) in gpus.iter().enumerate() {
+                gpu.dev.bind().map_err(lib_err)?;
+                let r = unsafe { (nccl.comm_init_rank)(&mut comms[i], world_size as i32, id, gpu.rank as i32) };
+                nccl.check("ncclCommInitRank", r).map_err(lib_err)?;
+            }
+            nccl.check("ncclGroupEnd", unsafe { (nccl.group_end)() }).map_err(lib_err)?;
+        }
+        for (gpu, c) in gpus.iter_mut().zip(comms) {
+            gpu.comm = c;
+        }
+        let mut warned = false;
+        for gpu in &mut gpus {
+            gpu.dev.bind().map_err(lib_err)?;
+            match Kernels::load() {
+                Ok(k) => gpu.kernels = Some(k),
+                Err(e) if !warned => {
+                    eprintln!("collbench: warning: GPU verification kernels unavailable ({e}); checking on the host instead, which is slower");
+                    warned = true;
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(NcclBackend {
+            nccl,
+            found,
+            gpus,
+            world_size,
+            host: collbench_launch::world::system_hostname(),
+            opts: opts.clone(),
+            aborted: false,
+        })
+    }
+
+    /// Makes sure each GPU has send and receive buffers of `bytes`.
+    fn ensure_buffers(&mut self, bytes: u64) -> Result<(), BackendError> {
+        let bytes = bytes as usize + 64;
+        for gpu in &mut self.gpus {
+            let have = gpu.recv.as_ref().map(|b| b.bytes).unwrap_or(0);
+            if have >= bytes {
+                continue;
+            }
+            gpu.dev.bind().map_err(lib_err)?;
+            gpu.send = None;
+            gpu.recv = None;
+            let alloc = |b| {
+                DeviceBuffer::alloc(b).map_err(|e| {
+                    let (free, total) = gpu.dev.mem_info();
+                    BackendError::OutOfMemory(format!(
+                        "{e} for {b} bytes on GPU {} ({} of {} bytes free): the largest size that fits is about {} bytes; lower -e",
+                        gpu.dev.ordinal,
+                        free,
+                        total,
+                        free / 2
+                    ))
+                })
+            };
+            gpu.send = Some(alloc(bytes)?);
+            gpu.recv = Some(alloc(bytes)?);
+        }
+        Ok(())
+    }
+
+    /// Buffer pointers of local GPU `i` for the operation at `iter`
+    /// (offsets rotate through the allocation like nccl-tests').
+    fn ptrs(&self, case: &CaseSpec, i: usize, iter: u64, max_bytes: u64) -> (*mut c_void, *mut c_void) {
+        let gpu = &self.gpus[i];
+        let elt = case.dtype.size_bytes() as u64;
+        let c = &case.counts;
+        let t = c.send_count.max(c.recv_count) * elt;
+        let steps = if t > 0 { (max_bytes / t).max(1) } else { 1 };
+        let shift = (t * (iter % steps) + self.opts_unalign_bytes(elt)) as usize;
+        let recv = gpu.recv.as_ref().expect("buffers allocated").as_ptr(shift);
+        let r = gpu.rank as u64;
+        if case.in_place {
+            let send = (recv as u64 + c.send_inplace_offset * r * elt) as *mut c_void;
+            let recv = (recv as u64 + c.recv_inplace_offset * r * elt) as *mut c_void;
+            (send, recv)
+        } else {
+            (gpu.send.as_ref().expect("buffers allocated").as_ptr(shift), recv)
+        }
+    }
+
+    fn opts_unalign_bytes(&self, _elt: u64) -> u64 {
+        0
+    }
+
+    /// Creates the per-GPU reduction operators (premulsum needs one per
+    /// communicator); built-ins need nothing.
+    fn make_ops(&self, case: &CaseSpec) -> Result<Vec<RedOpId>, BackendError> {
+        let mut ops = Vec::new();
+        for gpu in &self.gpus {
+            if case.redop == ReduceOp::MulSum && case.collective.spec().redop == collbench_core::collective::RedopUse::Reduces {
+                let create = self.nccl.red_op_create_pre_mul_sum.ok_or_else(|| {
+                    BackendError::Unsupported("mulsum needs NCCL >= 2.11 (ncclRedOpCreatePreMulSum)".into())
+                })?;
+                let pat = kernels::pattern(case, 0);
+                let mut scalar = kernels::scalar_bytes(case.dtype, pat.scalar(gpu.rank));
+                let mut op: RedOpId = 0;
+                let r = unsafe {
+                    create(
+                        &mut op,
+                        scalar.as_mut_ptr() as *mut c_void,
+                        ffi::dtype_id(case.dtype),
+                        ffi::SCALAR_HOST_IMMEDIATE,
+                        gpu.comm,
+                    )
+                };
+                self.nccl.check("ncclRedOpCreatePreMulSum", r).map_err(lib_err)?;
+                ops.push(op);
+            } else {
+                ops.push(ffi::redop_id(case.redop));
+            }
+        }
+        Ok(ops)
+    }
+
+    fn free_ops(&self, case: &CaseSpec, ops: &[RedOpId]) {
+        if case.redop != ReduceOp::MulSum {
+            return;
+        }
+        if let Some(destroy) = self.nccl.red_op_destroy {
+            for (gpu, &op) in self.gpus.iter().zip(ops) {
+                if op >= 5 {
+                    unsafe { destroy(op, gpu.comm) };
+                }
+            }
+        }
+    }
+
+    /// Enqueues one operation of `case` on every local GPU.
+    fn launch(&self, case: &CaseSpec, iter: u64, max_bytes: u64, ops: &[RedOpId]) -> Result<(), BackendError> {
+        let n = &self.nccl;
+        let grouped = self.gpus.len() > 1;
+        if grouped {
+            unsafe { (n.group_start)() };
+        }
+        for i in 0..self.gpus.len() {
+            let (send, recv) = self.ptrs(case, i, iter, max_bytes);
+            self.issue(case, i, send, recv, ops[i])?;
+        }
+        if grouped {
+            n.check("ncclGroupEnd", unsafe { (n.group_end)() }).map_err(lib_err)?;
+        }
+        Ok(())
+    }
+
+    /// The library calls of one collective on local GPU `i`.
+    fn issue(&self, case: &CaseSpec, i: usize, send: *mut c_void, recv: *mut c_void, op: RedOpId) -> Result<(), BackendError> {
+        let n = &self.nccl;
+        let gpu = &self.gpus[i];
+        let (comm, s) = (gpu.comm, gpu.stream.raw());
+        let dt = ffi::dtype_id(case.dtype);
+        let elt = case.dtype.size_bytes();
+        let c = &case.counts;
+        let count = c.param_count as usize;
+        let world = case.world_size;
+        let rank = gpu.rank;
+        let root = case.root as i32;
+        let at = |p: *mut c_void, elems: usize| (p as usize + elems * elt) as *mut c_void;
+        let chk = |what: &str, r| n.check(what, r).map_err(lib_err);
+        unsafe {
+            match case.collective {
+                Collective::AllReduce => chk("ncclAllReduce", (n.all_reduce)(send, recv, count, dt, op, comm, s)),
+                Collective::AllGather => chk("ncclAllGather", (n.all_gather)(send, recv, count, dt, comm, s)),
+                Collective::ReduceScatter => chk("ncclReduceScatter", (n.reduce_scatter)(send, recv, count, dt, op, comm, s)),
+                Collective::Broadcast => chk("ncclBroadcast", (n.broadcast)(send, recv, count, dt, root, comm, s)),
+                Collective::Reduce => chk("ncclReduce", (n.reduce)(send, recv, count, dt, op, root, comm, s)),
+                Collective::AllToAll => match n.alltoall {
+                    Some(f) => chk("ncclAlltoAll", f(send, recv, count, dt, comm, s)),
+                    None => {
+                        (n.group_start)();
+                        for peer in 0..world {
+                            chk("ncclSend", (n.send)(at(send, peer * count), count, dt, peer as i32, comm, s))?;
+                            chk("ncclRecv", (n.recv)(at(recv, peer * count), count, dt, peer as i32, comm, s))?;
+                        }
+                        chk("ncclGroupEnd", (n.group_end)())
+                    }
+                },
+                Collective::SendRecv => {
+                    (n.group_start)();
+                    chk("ncclSend", (n.send)(send, count, dt, ((rank + 1) % world) as i32, comm, s))?;
+                    chk("ncclRecv", (n.recv)(recv, count, dt, ((rank + world - 1) % world) as i32, comm, s))?;
+                    chk("ncclGroupEnd", (n.group_end)())
+                }
+                Collective::Gather => match n.gather {
+                    Some(f) => chk("ncclGather", f(send, recv, count, dt, root, comm, s)),
+                    None => {
+                        (n.group_start)();
+                        if rank == case.root {
+                            for peer in 0..world {
+                                chk("ncclRecv", (n.recv)(at(recv, peer * count), count, dt, peer as i32, comm, s))?;
+                            }
+                        }
+                        chk("ncclSend", (n.send)(send, count, dt, root, comm, s))?;
+                        chk("ncclGroupEnd", (n.group_end)())
+                    }
+                },
+                Collective::Scatter => match n.scatter {
+                    Some(f) => chk("ncclScatter", f(send, recv, count, dt, root, comm, s)),
+                    None => {
+                        (n.group_start)();
+                        if rank == case.root {
+                            for peer in 0..world {
+                                chk("ncclSend", (n.send)(at(send, peer * count), count, dt, peer as i32, comm, s))?;
+                            }
+                        }
+                        chk("ncclRecv", (n.recv)(recv, count, dt, root, comm, s))?;
+                        chk("ncclGroupEnd", (n.group_end)())
+                    }
+                },
+                Collective::HyperCube => {
+                    // Own chunk first, then log2(n) pairwise exchanges of
+                    // everything gathered so far.
+                    let own = at(recv, rank * count);
+                    if own != send && count > 0 {
+                        cuda::check(
+                            "cuMemcpyDtoDAsync",
+                            cudarc::driver::sys::cuMemcpyDtoDAsync_v2(own as u64, send as u64, count * elt, s as _),
+                        )
+                        .map_err(lib_err)?;
+                    }
+                    let mut block = 1;
+                    while block < world {
+                        let peer = rank ^ block;
+                        let mine = rank & !(block - 1);
+                        let theirs = peer & !(block - 1);
+                        (n.group_start)();
+                        chk("ncclSend", (n.send)(at(recv, mine * count), block * count, dt, peer as i32, comm, s))?;
+                        chk("ncclRecv", (n.recv)(at(recv, theirs * count), block * count, dt, peer as i32, comm, s))?;
+                        chk("ncclGroupEnd", (n.group_end)())?;
+                        block <<= 1;
+                    }
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Waits for every stream, polling NCCL's async errors and the `-T`
+    /// timeout so a broken peer aborts the communicators instead of hanging.
+    fn wait_all(&mut self) -> Result<(), BackendError> {
+        let start = Instant::now();
+        let timeout = (self.opts.timeout_s > 0).then(|| Duration::from_secs(self.opts.timeout_s));
+        let mut polls = 0u64;
+        for i in 0..self.gpus.len() {
+            loop {
+                if self.gpus[i].stream.query().map_err(lib_err)? {
+                    break;
+                }
+                polls += 1;
+                if polls % 1024 == 0 {
+                    self.check_async()?;
+                    if let Some(t) = timeout {
+                        if start.elapsed() > t {
+                            self.abort();
+                            return Err(BackendError::Timeout(format!(
+                                "a collective did not finish within -T {} s: communicators aborted (a peer may be stuck or dead)",
+                                t.as_secs()
+                            )));
+                        }
+                    }
+                }
+                std::hint::spin_loop();
+            }
+        }
+        Ok(())
+    }
+
+    fn check_async(&mut self) -> Result<(), BackendError> {
+        for gpu in &self.gpus {
+            let mut r = 0;
+            unsafe { (self.nccl.comm_get_async_error)(gpu.comm, &mut r) };
+            if r != ffi::NCCL_SUCCESS && r != ffi::NCCL_IN_PROGRESS {
+                let msg = self.nccl.check("NCCL communicator", r).unwrap_err();
+                self.abort();
+                return Err(lib_err(format!("{msg}: communicators aborted")));
+            }
+        }
+        Ok(())
+    }
+
+    fn abort(&mut self) {
+        if self.aborted {
+            return;
+        }
+        for gpu in &self.gpus {
+            let _ = gpu.dev.bind();
+            unsafe { (self.nccl.comm_abort)(gpu.comm) };
+        }
+        self.aborted = true;
+    }
+
+    fn ensure_usable(&self) -> Result<(), BackendError> {
+        if self.aborted {
+            return Err(lib_err("the NCCL communicators were aborted after an earlier error".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for NcclBackend {
+    fn drop(&mut self) {
+        if self.aborted {
+            return;
+        }
+        for gpu in &self.gpus {
+            let _ = gpu.dev.bind();
+            let _ = gpu.stream.synchronize();
+            unsafe { (self.nccl.comm_destroy)(gpu.comm) };
+        }
+    }
+}
+
+impl Backend for NcclBackend {
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            name: "nccl".into(),
+            library: Some(format!("NCCL {}", self.found.version_string())),
+            library_path: Some(self.found.path.display().to_string()),
+            library_version_code: Some(self.found.version_code as u32),
+            devices: self
+                .gpus
+                .iter()
+                .map(|g| DeviceInfo {
+                    rank: g.rank as u64,
+                    group: 0,
+                    pid: std::process::id() as u64,
+                    host: self.host.clone(),
+                    device: g.dev.ordinal as u64,
+                    bus_id: Some(g.dev.pci_bus_id()),
+                    name: g.dev.name(),
+                })
+                .collect(),
+        }
+    }
+
+    fn local_ranks(&self) -> usize {
+        self.gpus.len()
+    }
+
+    fn first_rank(&self) -> usize {
+        self.gpus.first().map(|g| g.rank).unwrap_or(0)
+    }
+
+    fn world_size(&self) -> usize {
+        self.world_size
+    }
+
+    fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
+        if case.dtype.is_f8() {
+            if self.found.version_code < 22400 {
+                return Err(BackendError::Unsupported(format!(
+                    "{} needs NCCL >= 2.24 (found {})",
+                    case.dtype,
+                    self.found.version_string()
+                )));
+            }
+            if let Some(g) = self.gpus.iter().find(|g| g.dev.compute_capability().0 < 9) {
+                return Err(BackendError::Unsupported(format!(
+                    "{} needs compute capability >= 9.0 (GPU {} is {:?})",
+                    case.dtype,
+                    g.dev.ordinal,
+                    g.dev.compute_capability()
+                )));
+            }
+        }
+        if case.redop == ReduceOp::MulSum
+            && case.collective.spec().redop == collbench_core::collective::RedopUse::Reduces
+            && self.nccl.red_op_create_pre_mul_sum.is_none()
+        {
+            return Err(BackendError::Unsupported("mulsum needs NCCL >= 2.11".into()));
+        }
+        Ok(())
+    }
+
+    fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError> {
+        self.ensure_usable()?;
+        self.ensure_buffers(timing.max_bytes.max(case.size_bytes()))?;
+        let ops = self.make_ops(case)?;
+        let result = self.time_inner(case, timing, &ops);
+        self.free_ops(case, &ops);
+        result
+    }
+
+    fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError> {
+        self.ensure_usable()?;
+        self.ensure_buffers(case.size_bytes())?;
+        let ops = self.make_ops(case)?;
+        let result = self.check_inner(case, seed, corrupt, &ops);
+        self.free_ops(case, &ops);
+        result
+    }
+}
+
+impl NcclBackend {
+    fn time_inner(&mut self, case: &CaseSpec, timing: &Timing, ops: &[RedOpId]) -> Result<Measurement, BackendError> {
+        let agg = timing.agg_iters.max(1) as u64;
+        let iters = timing.iters.max(1) as u64;
+        let max = timing.max_bytes.max(case.size_bytes());
+        for _ in 0..timing.warmup_iters {
+            self.launch(case, 0, max, ops)?;
+        }
+        self.wait_all()?;
+        let group = |n: &Nccl, start: bool| unsafe {
+            if agg > 1 {
+                if start {
+                    (n.group_start)();
+                } else {
+                    (n.group_end)();
+                }
+            }
+        };
+        if timing.graph > 0 {
+            for g in &self.gpus {
+                g.dev.bind().map_err(lib_err)?;
+                g.stream.begin_capture().map_err(lib_err)?;
+            }
+            for it in 0..iters {
+                group(&self.nccl, true);
+                for a in 0..agg {
+                    self.launch(case, it * agg + a, max, ops)?;
+                }
+                group(&self.nccl, false);
+            }
+            let mut graphs = Vec::new();
+            for g in &self.gpus {
+                g.dev.bind().map_err(lib_err)?;
+                graphs.push(g.stream.end_capture().map_err(lib_err)?);
+            }
+            let start = Instant::now();
+            for _ in 0..timing.graph {
+                for (g, graph) in self.gpus.iter().zip(&graphs) {
+                    graph.launch(&g.stream).map_err(lib_err)?;
+                }
+            }
+            let cpu = start.elapsed().as_secs_f64();
+            self.wait_all()?;
+            let total = start.elapsed().as_secs_f64();
+            let per = (iters * agg * timing.graph as u64) as f64;
+            let n = self.gpus.len();
+            return Ok(Measurement {
+                rank_time_s: vec![total / per; n],
+                rank_cputime_s: vec![cpu / per; n],
+                iter_times_us: Vec::new(),
+            });
+        }
+        let stream0 = &self.gpus[0].stream;
+        let events: Vec<Event> = (0..=iters).map(|_| Event::new()).collect::<Result<_, _>>().map_err(lib_err)?;
+        self.gpus[0].dev.bind().map_err(lib_err)?;
+        let start = Instant::now();
+        events[0].record(stream0).map_err(lib_err)?;
+        for it in 0..iters {
+            group(&self.nccl, true);
+            for a in 0..agg {
+                self.launch(case, it * agg + a, max, ops)?;
+            }
+            group(&self.nccl, false);
+            self.gpus[0].dev.bind().map_err(lib_err)?;
+            events[it as usize + 1].record(&self.gpus[0].stream).map_err(lib_err)?;
+            if timing.blocking > 0 {
+                self.wait_all()?;
+            }
+        }
+        let cpu = start.elapsed().as_secs_f64();
+        self.wait_all()?;
+        let total = start.elapsed().as_secs_f64();
+        let per = (iters * agg) as f64;
+        let iter_times_us = events
+            .windows(2)
+            .map(|w| w[0].elapsed_ms(&w[1]).map(|ms| ms as f64 * 1000.0 / agg as f64))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(lib_err)?;
+        let n = self.gpus.len();
+        Ok(Measurement {
+            rank_time_s: vec![total / per; n],
+            rank_cputime_s: vec![cpu / per; n],
+            iter_times_us,
+        })
+    }
+
+    fn check_inner(&mut self, case: &CaseSpec, seed: u64, corrupt: bool, ops: &[RedOpId]) -> Result<u64, BackendError> {
+        let elt = case.dtype.size_bytes();
+        let c = case.counts;
+        let max = case.size_bytes();
+        for i in 0..self.gpus.len() {
+            let (send, recv) = self.ptrs(case, i, 0, max);
+            let gpu = &self.gpus[i];
+            gpu.dev.bind().map_err(lib_err)?;
+            // Poison everything the result can land in, then write inputs.
+            let (base, len) = if case.in_place {
+                ((send as u64 - c.send_inplace_offset * gpu.rank as u64 * elt as u64) as *mut c_void, c.send_count.max(c.recv_count))
+            } else {
+                (recv, c.recv_count)
+            };
+            cuda::memset_async(base, 0xff, len as usize * elt, &gpu.stream).map_err(lib_err)?;
+            match &gpu.kernels {
+                Some(k) => k
+                    .fill(send, &KernelParams::new(case, gpu.rank, seed), case.dtype, &gpu.stream)
+                    .map_err(lib_err)?,
+                None => {
+                    gpu.stream.synchronize().map_err(lib_err)?;
+                    cuda::copy_to_device(send, &kernels::host_input(case, gpu.rank, seed)).map_err(lib_err)?;
+                }
+            }
+        }
+        self.wait_all()?;
+        self.launch(case, 0, max, ops)?;
+        self.wait_all()?;
+        let mut wrong = 0;
+        for i in 0..self.gpus.len() {
+            let (_, recv) = self.ptrs(case, i, 0, max);
+            let gpu = &self.gpus[i];
+            gpu.dev.bind().map_err(lib_err)?;
+            if corrupt && gpu.rank == case.root && c.recv_count > 0 {
+                cuda::memset_async(recv, 0xff, elt, &gpu.stream).map_err(lib_err)?;
+            }
+            wrong += match &gpu.kernels {
+                Some(k) => k
+                    .check(recv, &KernelParams::new(case, gpu.rank, seed), case.dtype, &gpu.stream)
+                    .map_err(lib_err)?,
+                None => {
+                    gpu.stream.synchronize().map_err(lib_err)?;
+                    let mut host = vec![0u8; c.recv_count as usize * elt];
+                    cuda::copy_to_host(&mut host, recv).map_err(lib_err)?;
+                    kernels::host_check(case, gpu.rank, seed, &host)
+                }
+            };
+        }
+        Ok(wrong)
+    }
+}

@@ -1,0 +1,188 @@
+//! NCCL's C API, resolved at run time from the library found by
+//! [`crate::loader`]. Only what collbench calls; optional symbols (newer
+//! NCCL) are `Option`s checked against the version before use.
+
+use libloading::Library;
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+/// `ncclComm_t`
+pub type Comm = *mut c_void;
+/// `cudaStream_t` (the same handle as the driver's `CUstream`)
+pub type Stream = *mut c_void;
+/// `ncclResult_t`
+pub type NcclResult = c_int;
+/// `ncclDataType_t`
+pub type DataTypeId = c_int;
+/// `ncclRedOp_t`
+pub type RedOpId = c_int;
+
+/// `ncclUniqueId`: 128 opaque bytes passed by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct UniqueId {
+    pub internal: [c_char; 128],
+}
+
+impl UniqueId {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.internal.iter().map(|&c| c as u8).collect()
+    }
+    pub fn from_bytes(b: &[u8]) -> Option<UniqueId> {
+        if b.len() != 128 {
+            return None;
+        }
+        let mut id = UniqueId { internal: [0; 128] };
+        for (d, s) in id.internal.iter_mut().zip(b) {
+            *d = *s as c_char;
+        }
+        Some(id)
+    }
+}
+
+pub const NCCL_SUCCESS: NcclResult = 0;
+pub const NCCL_IN_PROGRESS: NcclResult = 7;
+/// `ncclScalarHostImmediate`
+pub const SCALAR_HOST_IMMEDIATE: c_int = 1;
+
+/// Resolved NCCL entry points.
+#[allow(clippy::type_complexity)]
+pub struct Nccl {
+    _lib: Library,
+    pub version: c_int,
+    pub get_error_string: unsafe extern "C" fn(NcclResult) -> *const c_char,
+    pub get_last_error: Option<unsafe extern "C" fn(Comm) -> *const c_char>,
+    pub get_unique_id: unsafe extern "C" fn(*mut UniqueId) -> NcclResult,
+    pub comm_init_rank: unsafe extern "C" fn(*mut Comm, c_int, UniqueId, c_int) -> NcclResult,
+    pub comm_init_all: unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> NcclResult,
+    pub comm_destroy: unsafe extern "C" fn(Comm) -> NcclResult,
+    pub comm_abort: unsafe extern "C" fn(Comm) -> NcclResult,
+    pub comm_get_async_error: unsafe extern "C" fn(Comm, *mut NcclResult) -> NcclResult,
+    pub group_start: unsafe extern "C" fn() -> NcclResult,
+    pub group_end: unsafe extern "C" fn() -> NcclResult,
+    pub all_reduce: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, RedOpId, Comm, Stream) -> NcclResult,
+    pub all_gather: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, Comm, Stream) -> NcclResult,
+    pub reduce_scatter: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, RedOpId, Comm, Stream) -> NcclResult,
+    pub broadcast: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
+    pub reduce: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, RedOpId, c_int, Comm, Stream) -> NcclResult,
+    pub send: unsafe extern "C" fn(*const c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
+    pub recv: unsafe extern "C" fn(*mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
+    pub red_op_create_pre_mul_sum: Option<unsafe extern "C" fn(*mut RedOpId, *mut c_void, DataTypeId, c_int, Comm) -> NcclResult>,
+    pub red_op_destroy: Option<unsafe extern "C" fn(RedOpId, Comm) -> NcclResult>,
+    /// NCCL >= 2.28
+    pub alltoall: Option<unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, Comm, Stream) -> NcclResult>,
+    /// NCCL >= 2.28
+    pub gather: Option<unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult>,
+    /// NCCL >= 2.28
+    pub scatter: Option<unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult>,
+    pub comm_register: Option<unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void) -> NcclResult>,
+    pub comm_deregister: Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
+}
+
+unsafe impl Send for Nccl {}
+unsafe impl Sync for Nccl {}
+
+macro_rules! sym {
+    ($lib:expr, $name:literal) => {
+        *$lib
+            .get(concat!($name, "\0").as_bytes())
+            .map_err(|e| format!("{} is missing from the NCCL library: {e}", $name))?
+    };
+}
+
+macro_rules! opt_sym {
+    ($lib:expr, $name:literal) => {
+        $lib.get(concat!($name, "\0").as_bytes()).ok().map(|s| *s)
+    };
+}
+
+impl Nccl {
+    /// Resolves every symbol from an opened library.
+    pub fn from_library(lib: Library, version: c_int) -> Result<Nccl, String> {
+        unsafe {
+            let n = Nccl {
+                get_error_string: sym!(lib, "ncclGetErrorString"),
+                get_last_error: opt_sym!(lib, "ncclGetLastError"),
+                get_unique_id: sym!(lib, "ncclGetUniqueId"),
+                comm_init_rank: sym!(lib, "ncclCommInitRank"),
+                comm_init_all: sym!(lib, "ncclCommInitAll"),
+                comm_destroy: sym!(lib, "ncclCommDestroy"),
+                comm_abort: sym!(lib, "ncclCommAbort"),
+                comm_get_async_error: sym!(lib, "ncclCommGetAsyncError"),
+                group_start: sym!(lib, "ncclGroupStart"),
+                group_end: sym!(lib, "ncclGroupEnd"),
+                all_reduce: sym!(lib, "ncclAllReduce"),
+                all_gather: sym!(lib, "ncclAllGather"),
+                reduce_scatter: sym!(lib, "ncclReduceScatter"),
+                broadcast: sym!(lib, "ncclBroadcast"),
+                reduce: sym!(lib, "ncclReduce"),
+                send: sym!(lib, "ncclSend"),
+                recv: sym!(lib, "ncclRecv"),
+                red_op_create_pre_mul_sum: opt_sym!(lib, "ncclRedOpCreatePreMulSum"),
+                red_op_destroy: opt_sym!(lib, "ncclRedOpDestroy"),
+                alltoall: if version >= 22800 { opt_sym!(lib, "ncclAlltoAll") } else { None },
+                gather: if version >= 22800 { opt_sym!(lib, "ncclGather") } else { None },
+                scatter: if version >= 22800 { opt_sym!(lib, "ncclScatter") } else { None },
+                comm_register: opt_sym!(lib, "ncclCommRegister"),
+                comm_deregister: opt_sym!(lib, "ncclCommDeregister"),
+                version,
+                _lib: lib,
+            };
+            Ok(n)
+        }
+    }
+
+    /// Turns a result code into an error message with NCCL's own words
+    /// (ncclGetErrorString and, where there is one, ncclGetLastError).
+    pub fn check(&self, what: &str, r: NcclResult) -> Result<(), String> {
+        if r == NCCL_SUCCESS {
+            return Ok(());
+        }
+        let s = unsafe { CStr::from_ptr((self.get_error_string)(r)) }.to_string_lossy().into_owned();
+        let last = self
+            .get_last_error
+            .map(|f| unsafe { f(std::ptr::null_mut()) })
+            .filter(|p| !p.is_null())
+            .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty());
+        Err(match last {
+            Some(l) => format!("{what} failed: {s} ({l})"),
+            None => format!("{what} failed: {s} (set NCCL_DEBUG=WARN for details)"),
+        })
+    }
+}
+
+/// NCCL's id for a collbench data type.
+pub fn dtype_id(t: collbench_core::DataType) -> DataTypeId {
+    use collbench_core::DataType::*;
+    match t {
+        Int8 => 0,
+        Uint8 => 1,
+        Int32 => 2,
+        Uint32 => 3,
+        Int64 => 4,
+        Uint64 => 5,
+        Half => 6,
+        Float => 7,
+        Double => 8,
+        Bfloat16 => 9,
+        F8e4m3 => 10,
+        F8e5m2 => 11,
+    }
+}
+
+/// NCCL's id for a built-in reduction (mulsum is created per call).
+pub fn redop_id(op: collbench_core::ReduceOp) -> RedOpId {
+    use collbench_core::ReduceOp::*;
+    match op {
+        Sum | MulSum => 0,
+        Prod => 1,
+        Max => 2,
+        Min => 3,
+        Avg => 4,
+    }
+}
+
+/// A C pointer for `ptr::null` arguments.
+pub fn null() -> *mut c_void {
+    std::ptr::null_mut()
+}
