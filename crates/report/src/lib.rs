@@ -1,19 +1,119 @@
-//! collbench-report: parsers of benchmark logs, reports, comparisons (stub).
+//! collbench-report: reads benchmark logs of many tools into
+//! [`collbench_core::Record`]s, writes Markdown and HTML reports with SVG
+//! charts, and compares two runs for regressions.
+//!
+//! * [`parse`]: one module per log format, plus detection; entry points
+//!   [`parse::parse_file`] and [`parse::parse_paths`].
+//! * [`render`]: Markdown and HTML writers, [`render::charts`] (plotters SVG,
+//!   including [`heatmap_svg`] for bandwidth matrices).
+//! * [`compare`]: NEW vs BASE with a documented noise rule.
+//! * [`units`]: the one number formatter.
+//!
+//! Not for: running benchmarks or judging them against baselines (`check`).
+
+pub mod compare;
+pub mod parse;
+pub mod render;
+pub mod units;
+
+pub use parse::{parse_file, parse_paths, parse_str, FileError, Format, ParseError};
+pub use render::charts::heatmap_svg;
+
+use std::io::Write;
+use std::path::PathBuf;
 
 /// `collbench report` arguments.
 #[derive(clap::Args, Debug, Clone)]
-pub struct ReportArgs {}
+pub struct ReportArgs {
+    /// Logs or directories of logs (nccl-tests/rccl-tests text or JSON,
+    /// nccom-test, OSU, NVSHMEM perftest, collbench JSON).
+    #[arg(required = true, value_name = "FILES|DIRS")]
+    pub inputs: Vec<PathBuf>,
+    /// Output file: `.md` for Markdown, `.html` for a self-contained page
+    /// with charts. Markdown on stdout when absent.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Read every input as this format instead of detecting it.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+}
 
 /// `collbench compare` arguments.
 #[derive(clap::Args, Debug, Clone)]
-pub struct CompareArgs {}
-
-/// Runs `collbench report`; returns the exit code.
-pub fn report_main(_args: &ReportArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("collbench report is not implemented yet")
+pub struct CompareArgs {
+    /// The reference log (or directory of logs).
+    pub base: PathBuf,
+    /// The log to judge against BASE.
+    pub new: PathBuf,
+    /// Percent change that counts as a regression. Sizes >= 1 MiB are judged
+    /// on busbw (NEW below BASE by more than PCT). Below 1 MiB timing noise
+    /// dominates, so time is judged instead, and a case regresses only when it
+    /// is slower by more than 2 x PCT and by more than 5 µs. Exit status: 1 on
+    /// regression, 0 otherwise, 2 when an input cannot be read.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub threshold: f64,
+    /// Read both inputs as this format instead of detecting it.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
 }
 
-/// Runs `collbench compare`; returns the exit code (1 on regression).
-pub fn compare_main(_args: &CompareArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("collbench compare is not implemented yet")
+/// Runs `collbench report`; returns the exit code.
+pub fn report_main(args: &ReportArgs) -> anyhow::Result<i32> {
+    let records = parse_paths(&args.inputs, args.format)?;
+    if records.is_empty() {
+        anyhow::bail!("no benchmark results found in the inputs");
+    }
+    let Some(path) = &args.output else {
+        std::io::stdout().write_all(render::markdown::render(&records).as_bytes())?;
+        return Ok(0);
+    };
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let text = match ext.as_str() {
+        "md" | "markdown" => render::markdown::render(&records),
+        "html" | "htm" => render::html::render(&records, &[]),
+        _ => anyhow::bail!(
+            "{}: unknown report type (use a .md or .html file name)",
+            path.display()
+        ),
+    };
+    std::fs::write(path, text)
+        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
+    Ok(0)
+}
+
+/// Runs `collbench compare`; returns the exit code (1 on regression, 2 when
+/// an input cannot be read or the two share no case).
+pub fn compare_main(args: &CompareArgs) -> anyhow::Result<i32> {
+    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
+        anyhow::bail!("--threshold must be a non-negative percentage");
+    }
+    let read = |p: &PathBuf| parse_paths(std::slice::from_ref(p), args.format);
+    let (base, new) = match (read(&args.base), read(&args.new)) {
+        (Ok(b), Ok(n)) => (b, n),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("collbench compare: {e}");
+            return Ok(2);
+        }
+    };
+    let cmp = compare::compare(&base, &new, args.threshold);
+    if cmp.rows.is_empty() {
+        eprintln!(
+            "collbench compare: {} and {} have no case (op, type, size) in common",
+            args.base.display(),
+            args.new.display()
+        );
+        return Ok(2);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", cmp.table())?;
+    writeln!(out, "{}", cmp.verdict_line())?;
+    Ok(if cmp.regressions().next().is_some() {
+        1
+    } else {
+        0
+    })
 }

@@ -1,0 +1,444 @@
+//! `collbench preflight`: every rank checks in with rank 0, which prints the
+//! world (rank, host, local rank, GPUs, driver, NCCL) and a verdict.
+//!
+//! FAIL when ranks are missing at the deadline, when a rank dies or goes
+//! silent, or when collbench, driver or NCCL versions differ between ranks
+//! (a common cause of NCCL hangs). Exit codes: 0 PASS, 3
+//! ([`crate::EXIT_PEER_FAILURE`]) FAIL. Only rank 0 prints the report; the
+//! others print nothing unless they fail themselves (one line on stderr).
+
+use crate::control::PeerHello;
+use crate::{Control, LaunchArgs, LaunchError, World, EXIT_PEER_FAILURE};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Flags of `collbench preflight`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PreflightArgs {
+    /// Where this process sits in the job.
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+    /// Output format of rank 0's report.
+    #[arg(long, value_enum, default_value_t = PreflightFormat::Text)]
+    pub format: PreflightFormat,
+}
+
+/// Output format of the preflight report.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PreflightFormat {
+    /// A table and a verdict line.
+    #[default]
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// What one rank says about itself; the CLI fills it in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankInfo {
+    /// Host name; [`run`] replaces it with [`World::hostname`] (the Slurm node
+    /// name when there is one), so the CLI may leave it empty.
+    pub host: String,
+    /// Process id; [`run`] fills it in.
+    pub pid: u32,
+    /// `CARGO_PKG_VERSION` of the collbench binary.
+    pub collbench_version: String,
+    /// Backend this rank would use (`cpu`, `nccl`, `mpi`).
+    pub backend: String,
+    /// GPUs this rank drives (names or UUIDs), empty without GPUs.
+    pub gpus: Vec<String>,
+    /// GPU driver version, when there is a driver.
+    pub driver: Option<String>,
+    /// NCCL version, when NCCL was found.
+    pub nccl_version: Option<String>,
+    /// CUDA_VISIBLE_DEVICES as this rank saw it.
+    pub cuda_visible_devices: Option<String>,
+}
+
+/// Test-only: the rank named here exits abruptly right after joining, to
+/// test that the others notice and name it.
+const DIE_AFTER_CONNECT: &str = "COLLBENCH_TEST_DIE_AFTER_CONNECT";
+
+/// Runs the preflight check on this rank. Returns the exit code: 0 PASS, 3
+/// FAIL. Launch and peer failures are reported (one line on stderr) and
+/// give 3 rather than an error.
+pub fn run(args: &PreflightArgs, mut info: RankInfo) -> anyhow::Result<i32> {
+    let world = match World::discover(&args.launch) {
+        Ok(world) => world,
+        Err(e) => {
+            eprintln!("collbench preflight: {e}");
+            return Ok(EXIT_PEER_FAILURE);
+        }
+    };
+    info.host = world.hostname.clone();
+    info.pid = std::process::id();
+    let said = |e: &LaunchError| {
+        eprintln!(
+            "collbench preflight: rank {} on host {}: {e}",
+            world.rank, world.hostname
+        )
+    };
+
+    let control = match Control::connect_with_info(&world, &args.launch, serde_json::to_vec(&info)?)
+    {
+        Ok(control) => control,
+        Err(LaunchError::MissingRanks {
+            missing,
+            joined,
+            timeout_s,
+            listen,
+        }) => {
+            let problem = LaunchError::MissingRanks {
+                missing: missing.clone(),
+                timeout_s,
+                listen,
+                joined: vec![],
+            };
+            let report = Report::new(&world, &joined, &missing, vec![problem.to_string()]);
+            print!("{}", report.render(args.format));
+            return Ok(EXIT_PEER_FAILURE);
+        }
+        Err(e) => {
+            said(&e);
+            return Ok(EXIT_PEER_FAILURE);
+        }
+    };
+    if std::env::var(DIE_AFTER_CONNECT)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        == Some(world.rank)
+    {
+        std::process::exit(1);
+    }
+
+    // Everyone who joined must still be there: a rank that died since is
+    // named here rather than reported as PASS.
+    if let Err(e) = control.barrier() {
+        said(&e);
+        return Ok(EXIT_PEER_FAILURE);
+    }
+    let verdict = if world.rank == 0 {
+        let report = Report::new(&world, &control.hellos(), &[], vec![]);
+        print!("{}", report.render(args.format));
+        control.broadcast(Some(vec![report.exit_code() as u8]))
+    } else {
+        control.broadcast(None)
+    };
+    match verdict {
+        Ok(code) => Ok(code.first().map_or(EXIT_PEER_FAILURE, |&c| i32::from(c))),
+        Err(e) => {
+            said(&e);
+            Ok(EXIT_PEER_FAILURE)
+        }
+    }
+}
+
+/// Rank 0's view of the world, ready to print.
+#[derive(Debug, Serialize)]
+struct Report {
+    verdict: &'static str,
+    problems: Vec<String>,
+    world_size: usize,
+    ranks_joined: usize,
+    hosts: usize,
+    launcher: String,
+    rendezvous: String,
+    ranks: Vec<Row>,
+}
+
+/// One rank's line; `info` is `None` for a missing rank.
+#[derive(Debug, Serialize)]
+struct Row {
+    rank: usize,
+    missing: bool,
+    local_rank: Option<usize>,
+    host: Option<String>,
+    info: Option<RankInfo>,
+}
+
+impl Report {
+    fn new(
+        world: &World,
+        joined: &[PeerHello],
+        missing: &[usize],
+        mut problems: Vec<String>,
+    ) -> Report {
+        let mut ranks: Vec<Row> = joined
+            .iter()
+            .map(|h| Row {
+                rank: h.rank,
+                missing: false,
+                local_rank: Some(h.local_rank),
+                host: Some(h.host.clone()),
+                info: serde_json::from_slice(&h.info).ok(),
+            })
+            .chain(missing.iter().map(|&rank| Row {
+                rank,
+                missing: true,
+                local_rank: None,
+                host: None,
+                info: None,
+            }))
+            .collect();
+        ranks.sort_by_key(|r| r.rank);
+        problems.extend(version_problems(&ranks));
+        let hosts = ranks
+            .iter()
+            .filter_map(|r| r.host.as_deref())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        Report {
+            verdict: if problems.is_empty() { "PASS" } else { "FAIL" },
+            problems,
+            world_size: world.world_size,
+            ranks_joined: joined.len(),
+            hosts,
+            launcher: world.launcher.to_string(),
+            rendezvous: world.rendezvous(),
+            ranks,
+        }
+    }
+
+    fn exit_code(&self) -> i32 {
+        if self.problems.is_empty() {
+            0
+        } else {
+            EXIT_PEER_FAILURE
+        }
+    }
+
+    fn render(&self, format: PreflightFormat) -> String {
+        match format {
+            PreflightFormat::Json => {
+                serde_json::to_string_pretty(self).expect("report serializes") + "\n"
+            }
+            PreflightFormat::Text => self.text(),
+        }
+    }
+
+    fn text(&self) -> String {
+        let dash = || "-".to_string();
+        let mut table = vec![[
+            "rank",
+            "host",
+            "local",
+            "pid",
+            "backend",
+            "GPUs",
+            "driver",
+            "NCCL",
+            "collbench",
+        ]
+        .map(String::from)];
+        for row in &self.ranks {
+            let info = row.info.clone().unwrap_or_default();
+            let or_dash = |s: String| if s.is_empty() { dash() } else { s };
+            table.push(if row.missing {
+                [
+                    row.rank.to_string(),
+                    "(missing)".into(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                ]
+            } else {
+                [
+                    row.rank.to_string(),
+                    row.host.clone().unwrap_or_else(dash),
+                    row.local_rank.map_or_else(dash, |l| l.to_string()),
+                    info.pid.to_string(),
+                    or_dash(info.backend),
+                    or_dash(info.gpus.join(",")),
+                    info.driver.unwrap_or_else(dash),
+                    info.nccl_version.unwrap_or_else(dash),
+                    or_dash(info.collbench_version),
+                ]
+            });
+        }
+        let widths: Vec<usize> = (0..9)
+            .map(|c| table.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .collect();
+        let ranks = if self.ranks_joined == self.world_size {
+            format!("{} ranks", self.world_size)
+        } else {
+            format!("{} of {} ranks", self.ranks_joined, self.world_size)
+        };
+        let hosts = if self.hosts == 1 {
+            "1 host".to_string()
+        } else {
+            format!("{} hosts", self.hosts)
+        };
+        let mut out = format!(
+            "collbench preflight: {ranks} on {hosts} (launcher {}, rank 0 at {})\n",
+            self.launcher, self.rendezvous
+        );
+        for row in &table {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, &w)| format!("{cell:<w$}"))
+                .collect();
+            out += cells.join("  ").trim_end();
+            out.push('\n');
+        }
+        match self.verdict {
+            "PASS" => out += &format!("PASS: {ranks} on {hosts}, versions agree\n"),
+            _ => out += &format!("FAIL: {}\n", self.problems.join("; ")),
+        }
+        out
+    }
+}
+
+/// One problem per version that differs between ranks.
+fn version_problems(rows: &[Row]) -> Vec<String> {
+    type Field = fn(&RankInfo) -> Option<String>;
+    let fields: [(&str, Field); 3] = [
+        ("collbench version", |i| Some(i.collbench_version.clone())),
+        ("driver version", |i| i.driver.clone()),
+        ("NCCL version", |i| i.nccl_version.clone()),
+    ];
+    let mut problems = Vec::new();
+    for (name, field) in fields {
+        let mut by_value: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for row in rows {
+            if let Some(info) = &row.info {
+                let value = field(info).unwrap_or_else(|| "none".into());
+                by_value.entry(value).or_default().push(row.rank);
+            }
+        }
+        if by_value.len() > 1 {
+            let groups: Vec<String> = by_value
+                .iter()
+                .map(|(v, ranks)| format!("{v} on {}", rank_ranges(ranks)))
+                .collect();
+            problems.push(format!(
+                "{name} differs between ranks: {}",
+                groups.join(", ")
+            ));
+        }
+    }
+    problems
+}
+
+/// "rank 3" or "ranks 0-2,5" from an ascending list.
+fn rank_ranges(ranks: &[usize]) -> String {
+    let mut spans: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        spans.push(if i == j {
+            ranks[i].to_string()
+        } else {
+            format!("{}-{}", ranks[i], ranks[j])
+        });
+        i = j + 1;
+    }
+    let noun = if ranks.len() == 1 { "rank" } else { "ranks" };
+    format!("{noun} {}", spans.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::Launcher;
+
+    fn world(n: usize) -> World {
+        World {
+            rank: 0,
+            world_size: n,
+            local_rank: 0,
+            local_world_size: 1,
+            hostname: "n1".into(),
+            rendezvous_host: Some("n1".into()),
+            rendezvous_port: 29517,
+            bind: "0.0.0.0".into(),
+            token: "t".into(),
+            launcher: Launcher::Slurm,
+        }
+    }
+
+    fn hello(rank: usize, host: &str, nccl: Option<&str>) -> PeerHello {
+        let info = RankInfo {
+            host: host.into(),
+            pid: 100 + rank as u32,
+            collbench_version: "0.1.0".into(),
+            backend: "cpu".into(),
+            nccl_version: nccl.map(String::from),
+            ..RankInfo::default()
+        };
+        PeerHello {
+            rank,
+            local_rank: rank % 2,
+            host: host.into(),
+            pid: 100 + rank as u32,
+            info: serde_json::to_vec(&info).unwrap(),
+        }
+    }
+
+    #[test]
+    fn agreeing_world_passes_and_counts_hosts() {
+        let hellos: Vec<_> = (0..4)
+            .map(|r| hello(r, if r < 2 { "n1" } else { "n2" }, Some("2.21.5")))
+            .collect();
+        let report = Report::new(&world(4), &hellos, &[], vec![]);
+        assert_eq!(report.exit_code(), 0);
+        let text = report.render(PreflightFormat::Text);
+        assert!(
+            text.starts_with("collbench preflight: 4 ranks on 2 hosts"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("PASS: 4 ranks on 2 hosts, versions agree\n"),
+            "{text}"
+        );
+        assert!(text.contains("2.21.5"), "{text}");
+    }
+
+    #[test]
+    fn differing_nccl_versions_fail_naming_the_ranks() {
+        let hellos = vec![
+            hello(0, "n1", Some("2.21.5")),
+            hello(1, "n1", Some("2.21.5")),
+            hello(2, "n2", Some("2.19.3")),
+            hello(3, "n2", None),
+        ];
+        let report = Report::new(&world(4), &hellos, &[], vec![]);
+        assert_eq!(report.exit_code(), EXIT_PEER_FAILURE);
+        let text = report.render(PreflightFormat::Text);
+        assert!(
+            text.contains("FAIL: NCCL version differs between ranks: 2.19.3 on rank 2, 2.21.5 on ranks 0-1, none on rank 3"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn missing_ranks_are_rows_and_fail() {
+        let report = Report::new(
+            &world(3),
+            &[hello(0, "n1", None)],
+            &[1, 2],
+            vec!["ranks 1, 2 did not join".into()],
+        );
+        let text = report.render(PreflightFormat::Text);
+        assert!(text.contains("1 of 3 ranks on 1 host"), "{text}");
+        assert!(text.contains("(missing)"), "{text}");
+        assert!(text.contains("FAIL: ranks 1, 2 did not join"), "{text}");
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render(PreflightFormat::Json)).unwrap();
+        assert_eq!(json["verdict"], "FAIL");
+        assert_eq!(json["ranks"][2]["missing"], true);
+    }
+
+    #[test]
+    fn rank_range_phrases() {
+        assert_eq!(rank_ranges(&[3]), "rank 3");
+        assert_eq!(rank_ranges(&[0, 1, 2, 5, 7, 8]), "ranks 0-2,5,7-8");
+    }
+}

@@ -1,0 +1,463 @@
+//! This process's place in the job: flags first, then `COLLBENCH_*`
+//! variables, then the launcher's variables ([`crate::env`]).
+//!
+//! Explicit variables (each overridden by the flag of the same name):
+//! `COLLBENCH_RANK`, `COLLBENCH_WORLD_SIZE`, `COLLBENCH_LOCAL_RANK`,
+//! `COLLBENCH_RENDEZVOUS` (HOST:PORT, or HOST), `COLLBENCH_PORT`,
+//! `COLLBENCH_TOKEN`, `COLLBENCH_BIND`.
+//!
+//! Port, first that applies: the port in `--rendezvous`/COLLBENCH_RENDEZVOUS,
+//! COLLBENCH_PORT, the launcher's (MASTER_PORT), then
+//! `20000 + fnv1a(job id) % 20000` when the launcher has a job id (two jobs
+//! sharing a host get different ports), else [`DEFAULT_PORT`].
+
+use crate::env::{self, Env, LauncherEnv};
+use crate::LaunchArgs;
+use crate::LaunchError;
+use serde::Serialize;
+
+/// Control-plane port when neither flags, variables nor a job id give one.
+pub const DEFAULT_PORT: u16 = 29517;
+
+/// Token of a job whose launcher has no job id and where none was given.
+pub const DEFAULT_TOKEN: &str = "collbench";
+
+/// The launcher that started this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// No launcher: one process, no sockets.
+    Single,
+    /// Flags or `COLLBENCH_*` variables only.
+    Explicit,
+    /// Slurm `srun`.
+    Slurm,
+    /// OpenMPI `mpirun`.
+    OpenMpi,
+    /// MPICH/Hydra, Intel MPI or another PMI launcher.
+    Pmi,
+    /// torchrun or anything setting RANK/WORLD_SIZE/MASTER_ADDR.
+    Torchrun,
+    /// Kubernetes Indexed Job or JobSet.
+    Kubernetes,
+}
+
+impl std::fmt::Display for Launcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Launcher::Single => "single process",
+            Launcher::Explicit => "explicit",
+            Launcher::Slurm => "slurm",
+            Launcher::OpenMpi => "openmpi",
+            Launcher::Pmi => "pmi",
+            Launcher::Torchrun => "torchrun",
+            Launcher::Kubernetes => "kubernetes",
+        })
+    }
+}
+
+/// This process's place in the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct World {
+    /// This process's rank, `0..world_size`.
+    pub rank: usize,
+    /// Number of processes.
+    pub world_size: usize,
+    /// Rank of this process among those on its host.
+    pub local_rank: usize,
+    /// Number of processes on this host (at least `local_rank + 1` when the
+    /// launcher does not say).
+    pub local_world_size: usize,
+    /// Name shown for this host: SLURMD_NODENAME when set (a Slurm node
+    /// name, which tells emulated nodes apart), else the system host name.
+    pub hostname: String,
+    /// Rank 0's host; `None` on rank 0 when nobody named it.
+    pub rendezvous_host: Option<String>,
+    /// Port rank 0 listens on.
+    pub rendezvous_port: u16,
+    /// Address rank 0 binds (default `0.0.0.0`).
+    pub bind: String,
+    /// Shared secret-ish job identity; a peer with another token is refused.
+    pub token: String,
+    /// Who started us.
+    pub launcher: Launcher,
+}
+
+impl World {
+    /// Reads the flags and the real environment; see [`World::discover_from`].
+    pub fn discover(args: &LaunchArgs) -> Result<World, LaunchError> {
+        World::discover_from(args, &|k: &str| std::env::var(k).ok(), &system_hostname())
+    }
+
+    /// World discovery as a pure function of the flags, an environment lookup
+    /// and the system host name.
+    ///
+    /// Errors name what to set: e.g. a rank > 0 under plain `mpirun` cannot
+    /// know where rank 0 is, and is told to set COLLBENCH_RENDEZVOUS.
+    pub fn discover_from<E: Env>(
+        args: &LaunchArgs,
+        env: &E,
+        system_hostname: &str,
+    ) -> Result<World, LaunchError> {
+        let found = env::detect(env)?;
+        let launched = found.clone().unwrap_or_else(|| empty(Launcher::Explicit));
+
+        let explicit_rank = args.rank.or(env::number(env, "COLLBENCH_RANK")?);
+        let explicit_size = args
+            .world_size
+            .or(env::number(env, "COLLBENCH_WORLD_SIZE")?);
+        let rank = explicit_rank.or(launched.rank);
+        let world_size = explicit_size.or(launched.world_size);
+
+        let launcher = match (&found, rank, world_size) {
+            (Some(f), _, _) => f.launcher,
+            (None, None, None | Some(1)) => Launcher::Single,
+            (None, _, _) => Launcher::Explicit,
+        };
+        let (rank, world_size) = match (rank, world_size) {
+            (Some(r), Some(n)) => (r, n),
+            (None, None) | (None, Some(1)) => (0, 1),
+            (Some(r), None) => {
+                return Err(LaunchError::Discovery(format!(
+                    "rank is {r} but the world size is unknown ({launcher}): set COLLBENCH_WORLD_SIZE or pass --world-size"
+                )))
+            }
+            (None, Some(n)) => {
+                return Err(LaunchError::Discovery(format!(
+                    "world size is {n} but this process's rank is unknown ({launcher}): set COLLBENCH_RANK or pass --rank"
+                )))
+            }
+        };
+        if world_size == 0 || rank >= world_size {
+            return Err(LaunchError::Discovery(format!(
+                "rank {rank} is not below the world size {world_size} ({launcher}): check --rank/--world-size and the launcher's variables"
+            )));
+        }
+
+        let local_rank = args
+            .local_rank
+            .or(env::number(env, "COLLBENCH_LOCAL_RANK")?)
+            .or(launched.local_rank)
+            .unwrap_or(0);
+        let local_world_size = launched.local_world_size.unwrap_or(1).max(local_rank + 1);
+
+        let (rv_host, rv_port) = match args
+            .rendezvous
+            .clone()
+            .or_else(|| env("COLLBENCH_RENDEZVOUS"))
+        {
+            Some(text) => parse_rendezvous(&text)?,
+            None => (None, None),
+        };
+        let env_port: Option<u16> = env::number(env, "COLLBENCH_PORT")?;
+        let rendezvous_port = rv_port
+            .or(env_port)
+            .or(launched.rendezvous_port)
+            .or(launched.job_id.as_deref().map(port_for_job))
+            .unwrap_or(DEFAULT_PORT);
+        let rendezvous_host = rv_host.or(launched.rendezvous_host);
+        if rank > 0 && rendezvous_host.is_none() {
+            return Err(LaunchError::Discovery(format!(
+                "rank {rank} of {world_size} does not know where rank 0 listens ({launcher} does not tell): \
+                 set COLLBENCH_RENDEZVOUS=HOST:PORT (rank 0's host) or pass --rendezvous HOST:PORT"
+            )));
+        }
+
+        let token = args
+            .token
+            .clone()
+            .or_else(|| env("COLLBENCH_TOKEN"))
+            .or_else(|| {
+                launched
+                    .job_id
+                    .as_ref()
+                    .map(|id| format!("{launcher}-{id}"))
+            })
+            .unwrap_or_else(|| DEFAULT_TOKEN.to_string());
+        let bind = args
+            .bind
+            .clone()
+            .or_else(|| env("COLLBENCH_BIND"))
+            .unwrap_or_else(|| "0.0.0.0".into());
+        let hostname = env("SLURMD_NODENAME")
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| system_hostname.to_string());
+
+        Ok(World {
+            rank,
+            world_size,
+            local_rank,
+            local_world_size,
+            hostname,
+            rendezvous_host,
+            rendezvous_port,
+            bind,
+            token,
+            launcher,
+        })
+    }
+
+    /// `HOST:PORT` of rank 0 as this process sees it (`?` when unknown).
+    pub fn rendezvous(&self) -> String {
+        format!(
+            "{}:{}",
+            self.rendezvous_host.as_deref().unwrap_or("?"),
+            self.rendezvous_port
+        )
+    }
+}
+
+fn empty(launcher: Launcher) -> LauncherEnv {
+    LauncherEnv {
+        launcher,
+        rank: None,
+        world_size: None,
+        local_rank: None,
+        local_world_size: None,
+        rendezvous_host: None,
+        rendezvous_port: None,
+        job_id: None,
+    }
+}
+
+/// Parses `HOST:PORT`, `HOST`, `[V6ADDR]:PORT` or `:PORT`.
+pub fn parse_rendezvous(text: &str) -> Result<(Option<String>, Option<u16>), LaunchError> {
+    let bad = |why: &str| {
+        LaunchError::Discovery(format!(
+            "rendezvous {text:?} {why}: expected HOST:PORT, e.g. node0:29517"
+        ))
+    };
+    let text = text.trim();
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (h, after) = rest
+            .split_once(']')
+            .ok_or_else(|| bad("has `[` without `]`"))?;
+        (h, after.strip_prefix(':'))
+    } else {
+        match text.rsplit_once(':') {
+            Some((_, _)) if text.matches(':').count() > 1 => {
+                return Err(bad("looks like an IPv6 address without [brackets]"))
+            }
+            Some((h, p)) => (h, Some(p)),
+            None => (text, None),
+        }
+    };
+    let port = match port {
+        Some(p) => Some(
+            p.parse::<u16>()
+                .ok()
+                .filter(|&p| p > 0)
+                .ok_or_else(|| bad("has a bad port"))?,
+        ),
+        None => None,
+    };
+    let host = (!host.is_empty()).then(|| host.to_string());
+    Ok((host, port))
+}
+
+/// The default port of a job: `20000 + fnv1a(job id) % 20000`, so two jobs
+/// on one host do not collide while all ranks of one job agree.
+pub fn port_for_job(job_id: &str) -> u16 {
+    // FNV-1a: stable across Rust versions and machines, unlike DefaultHasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in job_id.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    20000 + (hash % 20000) as u16
+}
+
+/// The system host name (Linux: /proc; elsewhere $HOSTNAME), `localhost` if
+/// neither is there.
+pub fn system_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn discover(args: &LaunchArgs, pairs: &[(&str, &str)]) -> Result<World, LaunchError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        World::discover_from(args, &move |k: &str| map.get(k).cloned(), "sys-host")
+    }
+
+    fn ok(pairs: &[(&str, &str)]) -> World {
+        discover(&LaunchArgs::default(), pairs).unwrap()
+    }
+
+    #[test]
+    fn no_launcher_is_a_single_process() {
+        let w = ok(&[]);
+        assert_eq!(
+            (w.rank, w.world_size, w.local_rank, w.launcher),
+            (0, 1, 0, Launcher::Single)
+        );
+        assert_eq!(w.hostname, "sys-host");
+        assert_eq!(w.rendezvous_port, DEFAULT_PORT);
+        assert_eq!(w.token, DEFAULT_TOKEN);
+    }
+
+    #[test]
+    fn slurm_world() {
+        let w = ok(&[
+            ("SLURM_PROCID", "2"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_LOCALID", "0"),
+            ("SLURM_NODEID", "1"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2(x2)"),
+            ("SLURM_STEP_NODELIST", "n[1-2]"),
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURMD_NODENAME", "n2"),
+        ]);
+        assert_eq!(
+            (w.rank, w.world_size, w.local_rank, w.local_world_size),
+            (2, 4, 0, 2)
+        );
+        assert_eq!(w.launcher, Launcher::Slurm);
+        assert_eq!(
+            w.hostname, "n2",
+            "Slurm node name wins over the system name"
+        );
+        assert_eq!(w.rendezvous_host.as_deref(), Some("n1"));
+        assert_eq!(w.rendezvous_port, port_for_job("77.0"));
+        assert_eq!(w.token, "slurm-77.0");
+    }
+
+    #[test]
+    fn job_ports_differ_between_jobs_and_stay_in_range() {
+        assert_ne!(port_for_job("77.0"), port_for_job("78.0"));
+        for id in ["", "1", "123456.0", "prterun-x@1"] {
+            assert!((20000..40000).contains(&port_for_job(id)));
+        }
+    }
+
+    #[test]
+    fn flags_beat_collbench_variables_beat_the_launcher() {
+        let vars = [
+            ("RANK", "1"),
+            ("WORLD_SIZE", "4"),
+            ("MASTER_ADDR", "m0"),
+            ("MASTER_PORT", "1000"),
+            ("COLLBENCH_RANK", "2"),
+            ("COLLBENCH_PORT", "2000"),
+            ("COLLBENCH_TOKEN", "env-token"),
+        ];
+        let w = discover(&LaunchArgs::default(), &vars).unwrap();
+        assert_eq!(
+            (w.rank, w.rendezvous_port, w.token.as_str()),
+            (2, 2000, "env-token")
+        );
+        let args = LaunchArgs {
+            rank: Some(3),
+            rendezvous: Some("h9:3000".into()),
+            token: Some("flag-token".into()),
+            ..LaunchArgs::default()
+        };
+        let w = discover(&args, &vars).unwrap();
+        assert_eq!(w.rank, 3);
+        assert_eq!(
+            (w.rendezvous_host.as_deref(), w.rendezvous_port),
+            (Some("h9"), 3000)
+        );
+        assert_eq!(w.token, "flag-token");
+        assert_eq!(w.launcher, Launcher::Torchrun);
+    }
+
+    #[test]
+    fn explicit_variables_alone() {
+        let w = ok(&[
+            ("COLLBENCH_RANK", "1"),
+            ("COLLBENCH_WORLD_SIZE", "2"),
+            ("COLLBENCH_RENDEZVOUS", "10.0.0.1"),
+        ]);
+        assert_eq!(
+            (w.rank, w.world_size, w.launcher),
+            (1, 2, Launcher::Explicit)
+        );
+        assert_eq!(
+            (w.rendezvous_host.as_deref(), w.rendezvous_port),
+            (Some("10.0.0.1"), DEFAULT_PORT)
+        );
+    }
+
+    #[test]
+    fn plain_mpirun_rank_above_zero_is_told_what_to_set() {
+        let e = discover(
+            &LaunchArgs::default(),
+            &[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("set COLLBENCH_RENDEZVOUS=HOST:PORT") && e.contains("--rendezvous"),
+            "{e}"
+        );
+        // Rank 0 needs no host: it listens.
+        let w = ok(&[("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "2")]);
+        assert_eq!(
+            (w.rank, w.launcher, w.rendezvous_host),
+            (0, Launcher::OpenMpi, None)
+        );
+    }
+
+    #[test]
+    fn kubernetes_needs_size_and_rendezvous_from_the_manifest() {
+        let e = discover(&LaunchArgs::default(), &[("JOB_COMPLETION_INDEX", "1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("COLLBENCH_WORLD_SIZE"), "{e}");
+        let w = ok(&[
+            ("JOB_COMPLETION_INDEX", "1"),
+            ("COLLBENCH_WORLD_SIZE", "4"),
+            ("COLLBENCH_RENDEZVOUS", "bench-0.bench:29517"),
+        ]);
+        assert_eq!(
+            (w.rank, w.world_size, w.launcher),
+            (1, 4, Launcher::Kubernetes)
+        );
+        assert_eq!(w.rendezvous_host.as_deref(), Some("bench-0.bench"));
+    }
+
+    #[test]
+    fn inconsistent_worlds_are_errors() {
+        assert!(discover(
+            &LaunchArgs::default(),
+            &[("COLLBENCH_RANK", "4"), ("COLLBENCH_WORLD_SIZE", "4")]
+        )
+        .is_err());
+        assert!(discover(&LaunchArgs::default(), &[("COLLBENCH_WORLD_SIZE", "4")]).is_err());
+        assert!(discover(&LaunchArgs::default(), &[("COLLBENCH_WORLD_SIZE", "0")]).is_err());
+        let e = discover(&LaunchArgs::default(), &[("COLLBENCH_RANK", "zero")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("COLLBENCH_RANK"), "{e}");
+    }
+
+    #[test]
+    fn rendezvous_forms() {
+        assert_eq!(
+            parse_rendezvous("h:1").unwrap(),
+            (Some("h".into()), Some(1))
+        );
+        assert_eq!(parse_rendezvous("h").unwrap(), (Some("h".into()), None));
+        assert_eq!(
+            parse_rendezvous("[::1]:9").unwrap(),
+            (Some("::1".into()), Some(9))
+        );
+        assert_eq!(parse_rendezvous(":9").unwrap(), (None, Some(9)));
+        for bad in ["h:", "h:0", "h:70000", "::1", "[::1"] {
+            assert!(parse_rendezvous(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The control plane on 127.0.0.1, ranks as threads of this test.
+
+use collbench_launch::{Control, LaunchArgs, LaunchError, Launcher, World};
+use std::net::TcpListener;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A port that was free a moment ago.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn world(rank: usize, n: usize, port: u16, token: &str) -> World {
+    World {
+        rank,
+        world_size: n,
+        local_rank: rank,
+        local_world_size: n,
+        hostname: format!("host{rank}"),
+        rendezvous_host: Some("127.0.0.1".into()),
+        rendezvous_port: port,
+        bind: "127.0.0.1".into(),
+        token: token.into(),
+        launcher: Launcher::Explicit,
+    }
+}
+
+fn args(timeout_s: u64) -> LaunchArgs {
+    LaunchArgs {
+        timeout_s,
+        ..LaunchArgs::default()
+    }
+}
+
+/// Runs `body` on `n` ranks (threads) and returns each rank's result.
+fn run_ranks<T: Send + 'static>(
+    n: usize,
+    timeout_s: u64,
+    body: impl Fn(usize, Result<Control, LaunchError>) -> T + Send + Sync + Clone + 'static,
+) -> Vec<T> {
+    let port = free_port();
+    let handles: Vec<_> = (0..n)
+        .map(|rank| {
+            let body = body.clone();
+            thread::spawn(move || {
+                body(
+                    rank,
+                    Control::connect(&world(rank, n, port, "job"), &args(timeout_s)),
+                )
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+#[test]
+fn barrier_gather_broadcast_all_gather_with_4_ranks() {
+    let results = run_ranks(4, 10, |rank, control| {
+        let control = control.unwrap();
+        assert_eq!((control.rank(), control.world_size()), (rank, 4));
+        control.barrier().unwrap();
+        let gathered = control.gather(vec![rank as u8; rank + 1]).unwrap();
+        let root_data = (rank == 0).then(|| b"unique-id".to_vec());
+        let broadcast = control.broadcast(root_data).unwrap();
+        let all = control.all_gather(format!("r{rank}").into_bytes()).unwrap();
+        control.barrier().unwrap();
+        (gathered, broadcast, all)
+    });
+    let expected_all: Vec<Vec<u8>> = (0..4).map(|r| format!("r{r}").into_bytes()).collect();
+    for (rank, (gathered, broadcast, all)) in results.into_iter().enumerate() {
+        match rank {
+            0 => assert_eq!(
+                gathered.unwrap(),
+                vec![vec![0], vec![1, 1], vec![2, 2, 2], vec![3, 3, 3, 3]]
+            ),
+            _ => assert_eq!(gathered, None),
+        }
+        assert_eq!(broadcast, b"unique-id");
+        assert_eq!(all, expected_all);
+    }
+}
+
+#[test]
+fn many_calls_in_a_row_stay_in_step() {
+    let results = run_ranks(3, 10, |rank, control| {
+        let control = control.unwrap();
+        let mut sum = 0usize;
+        for i in 0..200 {
+            let parts = control.all_gather(vec![(rank + i) as u8]).unwrap();
+            sum += parts.iter().map(|p| p[0] as usize).sum::<usize>();
+            // Gathers return at once on non-root ranks: they run ahead.
+            control.gather(vec![i as u8]).unwrap();
+        }
+        sum
+    });
+    assert!(results.windows(2).all(|w| w[0] == w[1]), "{results:?}");
+}
+
+#[test]
+fn single_process_needs_no_socket() {
+    let w = World::discover_from(&LaunchArgs::default(), &|_: &str| None, "h").unwrap();
+    let control = Control::connect(&w, &LaunchArgs::default()).unwrap();
+    control.barrier().unwrap();
+    assert_eq!(control.all_gather(vec![1]).unwrap(), vec![vec![1]]);
+    assert_eq!(control.broadcast(Some(vec![2])).unwrap(), vec![2]);
+}
+
+#[test]
+fn wrong_token_and_wrong_world_size_are_refused() {
+    let port = free_port();
+    let root = thread::spawn(move || {
+        Control::connect(&world(0, 2, port, "job-a"), &args(10)).map(|c| c.barrier())
+    });
+    thread::sleep(Duration::from_millis(200));
+    let stray = Control::connect(&world(1, 2, port, "job-b"), &args(5))
+        .err()
+        .expect("a wrong token must be refused");
+    assert!(
+        stray.to_string().contains("refused") && stray.to_string().contains("wrong job token"),
+        "{stray}"
+    );
+    let mut other = world(1, 3, port, "job-a");
+    other.world_size = 3;
+    let e = Control::connect(&other, &args(5))
+        .err()
+        .expect("a wrong world size must be refused");
+    assert!(e.to_string().contains("world of 3"), "{e}");
+    // The right rank still joins the job.
+    let good = Control::connect(&world(1, 2, port, "job-a"), &args(10)).unwrap();
+    good.barrier().unwrap();
+    root.join().unwrap().unwrap().unwrap();
+}
+
+#[test]
+fn duplicate_rank_is_refused() {
+    let port = free_port();
+    let root = thread::spawn(move || {
+        Control::connect(&world(0, 3, port, "job"), &args(10)).map(|c| c.barrier())
+    });
+    let first = thread::spawn(move || {
+        Control::connect(&world(1, 3, port, "job"), &args(10)).map(|c| c.barrier())
+    });
+    thread::sleep(Duration::from_millis(500));
+    let e = Control::connect(&world(1, 3, port, "job"), &args(5))
+        .err()
+        .expect("duplicate rank must be refused");
+    assert!(e.to_string().contains("already joined"), "{e}");
+    let last = Control::connect(&world(2, 3, port, "job"), &args(10)).unwrap();
+    last.barrier().unwrap();
+    first.join().unwrap().unwrap().unwrap();
+    root.join().unwrap().unwrap().unwrap();
+}
+
+#[test]
+fn a_rank_that_never_arrives_is_named_by_rank_0_and_the_others() {
+    let port = free_port();
+    let start = Instant::now();
+    let root = thread::spawn(move || {
+        Control::connect(&world(0, 3, port, "job"), &args(2))
+            .err()
+            .unwrap()
+    });
+    let one = thread::spawn(move || {
+        Control::connect(&world(1, 3, port, "job"), &args(2))
+            .err()
+            .unwrap()
+    });
+    let root_error = root.join().unwrap();
+    let one_error = one.join().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(2 + 5));
+    match &root_error {
+        LaunchError::MissingRanks {
+            missing, joined, ..
+        } => {
+            assert_eq!(missing, &[2]);
+            assert_eq!(joined.iter().map(|h| h.rank).collect::<Vec<_>>(), [0, 1]);
+        }
+        other => panic!("expected MissingRanks, got {other}"),
+    }
+    assert!(
+        root_error
+            .to_string()
+            .starts_with("rank 2 did not join within 2 s"),
+        "{root_error}"
+    );
+    assert!(
+        one_error.to_string().contains("rank 2 did not join"),
+        "{one_error}"
+    );
+}
+
+#[test]
+fn rank_0_that_never_arrives_is_a_clear_error() {
+    let port = free_port();
+    let start = Instant::now();
+    let e = Control::connect(&world(1, 2, port, "job"), &args(1))
+        .err()
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(1 + 5));
+    assert!(
+        e.to_string().contains("could not join rank 0 at 127.0.0.1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_rank_that_disconnects_mid_way_is_named_by_everyone_within_the_timeout() {
+    let timeout_s = 3;
+    let start = Instant::now();
+    let results = run_ranks(4, timeout_s, |rank, control| {
+        let control = control.unwrap();
+        control.barrier().unwrap();
+        if rank == 3 {
+            control.crash_for_tests();
+            return None;
+        }
+        // Pending on every rank when rank 3 dies; then later calls fail too.
+        let first = control.barrier().unwrap_err().to_string();
+        let later = control.all_gather(vec![1]).unwrap_err().to_string();
+        Some((first, later))
+    });
+    assert!(
+        start.elapsed() < Duration::from_secs(timeout_s + 5),
+        "{:?}",
+        start.elapsed()
+    );
+    for (rank, result) in results.into_iter().enumerate().take(3) {
+        let (first, later) = result.unwrap();
+        assert!(
+            first.contains("rank 3 on host host3 disconnected"),
+            "rank {rank}: {first}"
+        );
+        assert_eq!(first, later, "rank {rank}");
+    }
+}
+
+#[test]
+fn abort_names_the_aborting_rank_everywhere() {
+    let results = run_ranks(3, 10, |rank, control| {
+        let control = control.unwrap();
+        if rank == 2 {
+            control.abort("NCCL error: unhandled system error");
+        }
+        control.barrier().unwrap_err().to_string()
+    });
+    for message in results {
+        assert!(
+            message.contains("rank 2 on host host2 aborted: NCCL error"),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn ranks_making_different_calls_fail_instead_of_hanging() {
+    let results = run_ranks(2, 5, |rank, control| {
+        let control = control.unwrap();
+        if rank == 0 {
+            control.barrier()
+        } else {
+            control.all_gather(vec![]).map(drop)
+        }
+        .unwrap_err()
+        .to_string()
+    });
+    for message in results {
+        assert!(message.contains("same control-plane calls"), "{message}");
+    }
+}
+
+#[test]
+fn failure_hook_runs_once_on_failure() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let results = run_ranks(2, 5, |rank, control| {
+        let control = control.unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&calls);
+        control.on_failure(move |_| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        });
+        control.barrier().unwrap();
+        if rank == 1 {
+            control.crash_for_tests();
+            return 1;
+        }
+        let _ = control.barrier();
+        let _ = control.barrier();
+        calls.load(Ordering::SeqCst)
+    });
+    assert_eq!(results[0], 1);
+}
+
+#[test]
+fn orderly_exit_is_not_a_failure_but_a_late_call_says_who_left() {
+    let results = run_ranks(2, 5, |rank, control| {
+        let control = control.unwrap();
+        control.barrier().unwrap();
+        if rank == 1 {
+            drop(control);
+            return None;
+        }
+        thread::sleep(Duration::from_millis(300));
+        assert_eq!(control.failure(), None, "a goodbye is not a failure");
+        Some(control.barrier().unwrap_err().to_string())
+    });
+    let message = results[0].clone().unwrap();
+    assert!(
+        message.contains("rank 1 on host host1 left before barrier #2"),
+        "{message}"
+    );
+}

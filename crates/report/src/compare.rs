@@ -1,0 +1,339 @@
+//! `collbench compare BASE NEW`: matches cases present in both (same op,
+//! type, redop, root, size and placement) and judges NEW against BASE.
+//!
+//! The rule, chosen so that timing noise at small sizes does not fail CI:
+//! * **Bandwidth regime** (size >= 1 MiB): a regression when NEW busbw is
+//!   below BASE busbw by more than the threshold (default 5%).
+//! * **Latency regime** (size < 1 MiB): busbw there is tiny and printed with
+//!   two decimals, so time is judged instead, and only when it is slower by
+//!   more than twice the threshold **and** by more than 5 µs in absolute
+//!   terms: a 12 µs call that takes 13 µs is noise, not a regression.
+//!
+//! Improvements are marked the same way in the other direction. When a log
+//! repeats a case (`-N`), the first occurrence counts.
+
+use crate::render::{markdown, Table};
+use crate::units;
+use collbench_core::{Placement, Record};
+use std::collections::BTreeMap;
+
+/// Sizes below this are judged on time (latency regime).
+pub const LATENCY_REGIME_BELOW_BYTES: u64 = 1 << 20;
+/// In the latency regime a slowdown must also exceed this many µs.
+pub const TIME_FLOOR_US: f64 = 5.0;
+/// In the latency regime the time threshold is this many times the busbw one.
+pub const TIME_THRESHOLD_FACTOR: f64 = 2.0;
+
+/// What a compared case came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Same,
+    Regression,
+    Improved,
+}
+
+/// One case present in both inputs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub op: String,
+    pub dtype: String,
+    pub redop: String,
+    pub root: i64,
+    pub size_bytes: u64,
+    /// `out-of-place` or `in-place`.
+    pub placement: &'static str,
+    pub base: Placement,
+    pub new: Placement,
+    /// Whether the case was judged on time (latency regime).
+    pub by_time: bool,
+    pub verdict: Verdict,
+}
+
+impl Row {
+    /// NEW/BASE busbw (NaN when BASE is 0).
+    pub fn busbw_ratio(&self) -> f64 {
+        ratio(self.new.busbw_gbps, self.base.busbw_gbps)
+    }
+
+    /// NEW/BASE time (NaN when BASE is 0).
+    pub fn time_ratio(&self) -> f64 {
+        ratio(self.new.time_us, self.base.time_us)
+    }
+
+    /// `all_reduce float sum 8 GiB (8589934592 B) out-of-place`.
+    pub fn name(&self) -> String {
+        let mut s = format!("{} {}", self.op, self.dtype);
+        if !self.redop.is_empty() {
+            s = format!("{s} {}", self.redop);
+        }
+        if self.root >= 0 {
+            s = format!("{s} root {}", self.root);
+        }
+        format!(
+            "{s} {} ({} B) {}",
+            units::bytes(self.size_bytes),
+            self.size_bytes,
+            self.placement
+        )
+    }
+}
+
+fn ratio(new: f64, base: f64) -> f64 {
+    if base > 0.0 {
+        new / base
+    } else {
+        f64::NAN
+    }
+}
+
+/// The outcome of a comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub threshold_pct: f64,
+    pub rows: Vec<Row>,
+}
+
+type Key = (String, String, String, i64, u64, &'static str);
+
+fn cases(records: &[Record]) -> BTreeMap<Key, (usize, Placement)> {
+    let mut out = BTreeMap::new();
+    let mut order = 0;
+    for c in records.iter().flat_map(|r| &r.results) {
+        for (name, p) in c.placements() {
+            let placement = if name == "in_place" {
+                "in-place"
+            } else {
+                "out-of-place"
+            };
+            let key = (
+                c.op.clone(),
+                c.dtype.clone(),
+                c.redop.clone(),
+                c.root,
+                c.size_bytes,
+                placement,
+            );
+            out.entry(key).or_insert_with(|| {
+                order += 1;
+                (order, p.clone())
+            });
+        }
+    }
+    out
+}
+
+/// Compares every case present in both `base` and `new`, in BASE's order.
+pub fn compare(base: &[Record], new: &[Record], threshold_pct: f64) -> Comparison {
+    let t = threshold_pct / 100.0;
+    let new_cases = cases(new);
+    let mut rows: Vec<(usize, Row)> = cases(base)
+        .into_iter()
+        .filter_map(|(key, (order, b))| {
+            let (_, n) = new_cases.get(&key)?;
+            let (op, dtype, redop, root, size_bytes, placement) = key;
+            let by_time = size_bytes < LATENCY_REGIME_BELOW_BYTES || b.busbw_gbps <= 0.0;
+            let verdict = if by_time {
+                let tt = t * TIME_THRESHOLD_FACTOR;
+                let delta = n.time_us - b.time_us;
+                if n.time_us > b.time_us * (1.0 + tt) && delta > TIME_FLOOR_US {
+                    Verdict::Regression
+                } else if n.time_us < b.time_us * (1.0 - tt) && -delta > TIME_FLOOR_US {
+                    Verdict::Improved
+                } else {
+                    Verdict::Same
+                }
+            } else if n.busbw_gbps < b.busbw_gbps * (1.0 - t) {
+                Verdict::Regression
+            } else if n.busbw_gbps > b.busbw_gbps * (1.0 + t) {
+                Verdict::Improved
+            } else {
+                Verdict::Same
+            };
+            Some((
+                order,
+                Row {
+                    op,
+                    dtype,
+                    redop,
+                    root,
+                    size_bytes,
+                    placement,
+                    base: b,
+                    new: n.clone(),
+                    by_time,
+                    verdict,
+                },
+            ))
+        })
+        .collect();
+    rows.sort_by_key(|(order, _)| *order);
+    Comparison {
+        threshold_pct,
+        rows: rows.into_iter().map(|(_, r)| r).collect(),
+    }
+}
+
+impl Comparison {
+    /// Rows that regressed.
+    pub fn regressions(&self) -> impl Iterator<Item = &Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Regression)
+    }
+
+    /// The per-case table (Markdown, readable as plain text too).
+    pub fn table(&self) -> String {
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.op.clone(),
+                    r.dtype.clone(),
+                    r.redop.clone(),
+                    units::bytes(r.size_bytes),
+                    r.placement.to_string(),
+                    units::gbps(r.base.busbw_gbps),
+                    units::gbps(r.new.busbw_gbps),
+                    units::ratio(r.busbw_ratio()),
+                    units::us(r.base.time_us),
+                    units::us(r.new.time_us),
+                    units::ratio(r.time_ratio()),
+                    if r.by_time { "time" } else { "busbw" }.to_string(),
+                    match r.verdict {
+                        Verdict::Same => "",
+                        Verdict::Regression => "**REGRESSION**",
+                        Verdict::Improved => "improved",
+                    }
+                    .to_string(),
+                ]
+            })
+            .collect();
+        markdown::table(&Table {
+            header: vec![
+                "op",
+                "type",
+                "redop",
+                "size",
+                "placement",
+                "base busbw (GB/s)",
+                "new busbw (GB/s)",
+                "busbw new/base",
+                "base time (µs)",
+                "new time (µs)",
+                "time new/base",
+                "judged on",
+                "verdict",
+            ],
+            numeric: vec![
+                false, false, false, true, false, true, true, true, true, true, true, false, false,
+            ],
+            rows,
+        })
+    }
+
+    /// One line for CI logs: `OK: ...` or `REGRESSION: ...` naming each case.
+    pub fn verdict_line(&self) -> String {
+        let t = self.threshold_pct;
+        let rule = format!(
+            "busbw -{} at >= 1 MiB; time +{} and +{TIME_FLOOR_US} µs below 1 MiB",
+            units::pct(t),
+            units::pct(t * TIME_THRESHOLD_FACTOR)
+        );
+        let bad: Vec<String> = self
+            .regressions()
+            .map(|r| {
+                if r.by_time {
+                    format!("{} time x{}", r.name(), units::ratio(r.time_ratio()))
+                } else {
+                    format!("{} busbw x{}", r.name(), units::ratio(r.busbw_ratio()))
+                }
+            })
+            .collect();
+        if bad.is_empty() {
+            format!(
+                "OK: no regression in {} common cases ({rule})",
+                self.rows.len()
+            )
+        } else {
+            format!(
+                "REGRESSION: {} of {} cases ({rule}): {}",
+                bad.len(),
+                self.rows.len(),
+                bad.join("; ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::CaseResult;
+
+    fn rec(cases: &[(u64, f64, f64)]) -> Record {
+        let mut r = Record::new("test");
+        for (size, time, busbw) in cases {
+            r.results.push(CaseResult {
+                op: "all_reduce".into(),
+                size_bytes: *size,
+                dtype: "float".into(),
+                redop: "sum".into(),
+                root: -1,
+                out_of_place: Some(Placement {
+                    time_us: *time,
+                    busbw_gbps: *busbw,
+                    ..Placement::default()
+                }),
+                ..CaseResult::default()
+            });
+        }
+        r
+    }
+
+    #[test]
+    fn large_sizes_are_judged_on_busbw() {
+        let base = rec(&[(1 << 30, 3000.0, 330.0)]);
+        let c = compare(
+            std::slice::from_ref(&base),
+            &[rec(&[(1 << 30, 3000.0, 297.0)])],
+            5.0,
+        );
+        assert_eq!(c.rows[0].verdict, Verdict::Regression);
+        assert!(
+            c.verdict_line().contains("1073741824"),
+            "{}",
+            c.verdict_line()
+        );
+        let c = compare(
+            std::slice::from_ref(&base),
+            &[rec(&[(1 << 30, 3000.0, 320.0)])],
+            5.0,
+        );
+        assert_eq!(c.rows[0].verdict, Verdict::Same);
+        let c = compare(&[base], &[rec(&[(1 << 30, 3000.0, 360.0)])], 5.0);
+        assert_eq!(c.rows[0].verdict, Verdict::Improved);
+    }
+
+    #[test]
+    fn small_sizes_need_relative_and_absolute_slowdown() {
+        let base = rec(&[(8, 12.0, 0.0)]);
+        // +50% but only +6 us... over 10% and over 5 us: a regression.
+        let c = compare(std::slice::from_ref(&base), &[rec(&[(8, 18.0, 0.0)])], 5.0);
+        assert_eq!(c.rows[0].verdict, Verdict::Regression);
+        // +33% but only 4 us: noise.
+        let c = compare(&[base], &[rec(&[(8, 16.0, 0.0)])], 5.0);
+        assert_eq!(c.rows[0].verdict, Verdict::Same);
+    }
+
+    #[test]
+    fn only_common_cases_are_compared() {
+        let c = compare(
+            &[rec(&[(8, 1.0, 0.0), (16, 1.0, 0.0)])],
+            &[rec(&[(16, 1.0, 0.0)])],
+            5.0,
+        );
+        assert_eq!(c.rows.len(), 1);
+        assert!(c.verdict_line().starts_with("OK"));
+    }
+}

@@ -1,0 +1,73 @@
+//! Guesses a log's format from markers each tool always prints.
+
+use super::Format;
+
+/// The format of `text`, or `None` when no known marker is present.
+/// JSON is told apart by its keys; text by its headers. Order matters where
+/// formats share words: rccl-tests before nccl-tests (same table), nccom
+/// (`count(elems)`) before NVSHMEM (`size(B)` too).
+pub fn detect(text: &str) -> Option<Format> {
+    let head = text.trim_start();
+    if head.starts_with('{') || head.starts_with('[') {
+        return Some(if text.contains("\"schema_version\"") {
+            Format::CollbenchJson
+        } else if text.contains("\"out_of_place\"")
+            || text.contains("\"nccl_version\"")
+            || (text.contains("\"version\"") && text.contains("\"results\""))
+        {
+            Format::NcclJson
+        } else {
+            Format::CollbenchJson
+        });
+    }
+    if text.contains("rccl-tests") || text.contains("RCCL version") {
+        Some(Format::Rccl)
+    } else if text.contains("count(elems)") || text.contains("nccom-test") {
+        Some(Format::Nccom)
+    } else if text.contains("# OSU ") {
+        Some(Format::Osu)
+    } else if text.contains("size(B)") && text.contains("latency(us)")
+        || text.contains("mype_node:")
+    {
+        Some(Format::Nvshmem)
+    } else if (text.contains("busbw") && text.contains("algbw")) || text.contains("# nThread") {
+        Some(Format::NcclTests)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_pick_the_format() {
+        assert_eq!(
+            detect("{\"version\":3,\"results\":[{\"out_of_place\":{}}]}"),
+            Some(Format::NcclJson)
+        );
+        assert_eq!(
+            detect("{\"schema_version\":1}"),
+            Some(Format::CollbenchJson)
+        );
+        assert_eq!(
+            detect("rccl-tests: Version develop\n# size count algbw busbw"),
+            Some(Format::Rccl)
+        );
+        assert_eq!(
+            detect("size(B) count(elems) type time(us)"),
+            Some(Format::Nccom)
+        );
+        assert_eq!(detect("\n# OSU MPI Latency Test v7.4\n"), Some(Format::Osu));
+        assert_eq!(
+            detect("size(B) count type scope latency(us)"),
+            Some(Format::Nvshmem)
+        );
+        assert_eq!(
+            detect("# size count type time algbw busbw"),
+            Some(Format::NcclTests)
+        );
+        assert_eq!(detect("hello"), None);
+    }
+}

@@ -1,0 +1,158 @@
+//! AWS Neuron `nccom-test` tables:
+//!
+//! ```text
+//! nccom-test -r 2 --minbytes 1kb --maxbytes 1gb --stepfactor 4 --datatype fp32 allr
+//!        size(B)    count(elems)    type    time(us)    algbw(GB/s)    busbw(GB/s)
+//!           1024             256    fp32          58           0.02           0.02
+//! Avg bus bandwidth:      23.6671GB/s
+//! ```
+//!
+//! Conventions, which differ from nccl-tests:
+//! * `time(us)` is the **P50** (median) over iterations, not the mean of a
+//!   timed loop; the record says so with `settings.average = "p50"`.
+//! * Its "GB" is **2^30 bytes** (algbw = size / time / 2^30), so its figures
+//!   read about 7.4% lower than nccl-tests' decimal GB would. We keep the
+//!   numbers as printed, so a report matches the tool's own output and its
+//!   `Avg bus bandwidth` line; `Record::source = "nccom-test"` marks them and
+//!   the report footnotes it.
+//! * There is no in-place half and no redop/root column; the rows fill
+//!   `out_of_place`, redop is empty and root -1.
+
+use super::text::{float, is_uint, num};
+use super::ParseError;
+use collbench_core::{CaseResult, Placement, Record};
+
+/// The `settings.average` value that marks P50 times.
+pub const P50: &str = "p50";
+
+/// Parses nccom-test output: one record per table.
+pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
+    let mut records = Vec::new();
+    let mut cur = new_record();
+    let mut in_table = false;
+    let mut op = String::from("unknown");
+    for (idx, raw) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        let tokens: Vec<&str> = raw.split_whitespace().collect();
+        if let Some(at) = tokens.iter().position(|t| t.ends_with("nccom-test")) {
+            if !cur.results.is_empty() {
+                records.push(std::mem::replace(&mut cur, new_record()));
+            }
+            command(&tokens[at..], &mut cur, &mut op, line_no)?;
+        } else if tokens.first() == Some(&"size(B)") {
+            if !cur.results.is_empty() {
+                records.push(std::mem::replace(&mut cur, new_record()));
+            }
+            if tokens.len() != 6 {
+                return Err(ParseError::at(
+                    line_no,
+                    "expected the header 'size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s)'",
+                ));
+            }
+            in_table = true;
+        } else if raw.trim_start().starts_with("Avg bus bandwidth") && raw.contains(':') {
+            let value = raw
+                .rsplit(':')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_end_matches("GB/s")
+                .trim();
+            cur.avg_busbw_gbps = Some(float(value, line_no, "the average bus bandwidth")?);
+            in_table = false;
+        } else if in_table && tokens.first().is_some_and(|t| is_uint(t)) {
+            cur.results.push(row(&tokens, &op, line_no)?);
+        }
+    }
+    if !cur.results.is_empty() {
+        records.push(cur);
+    }
+    if records.is_empty() {
+        return Err(ParseError::whole(
+            "no nccom-test rows found (expected a 'size(B) count(elems) type time(us) ...' header followed by rows)",
+        ));
+    }
+    Ok(records)
+}
+
+fn new_record() -> Record {
+    let mut r = Record::new("nccom-test");
+    r.settings.average = P50.to_string();
+    r
+}
+
+fn row(tokens: &[&str], op: &str, line_no: usize) -> Result<CaseResult, ParseError> {
+    let [size, count, dtype, time, algbw, busbw] = tokens else {
+        return Err(ParseError::at(
+            line_no,
+            format!(
+                "expected 6 values (size count type time algbw busbw), found {}",
+                tokens.len()
+            ),
+        ));
+    };
+    Ok(CaseResult {
+        op: op.to_string(),
+        size_bytes: num(size, line_no, "the size in bytes")?,
+        count: num(count, line_no, "the element count")?,
+        dtype: dtype.to_string(),
+        redop: String::new(),
+        root: -1,
+        out_of_place: Some(Placement {
+            time_us: float(time, line_no, "the P50 time in us")?,
+            algbw_gbps: float(algbw, line_no, "algbw in GB/s")?,
+            busbw_gbps: float(busbw, line_no, "busbw in GB/s")?,
+            ..Placement::default()
+        }),
+        in_place: None,
+    })
+}
+
+/// Reads `nccom-test -r 64 -N 2 -b 8 -e 1GB -f 2 -n 50 -w 5 -d fp32 allr ...`.
+fn command(
+    args: &[&str],
+    rec: &mut Record,
+    op: &mut String,
+    line_no: usize,
+) -> Result<(), ParseError> {
+    rec.command_line = args.iter().map(|a| a.to_string()).collect();
+    let mut i = 1;
+    while i < args.len() {
+        let value = args.get(i + 1).copied();
+        let int =
+            |what: &str| -> Result<u64, ParseError> { num(value.unwrap_or(""), line_no, what) };
+        match args[i] {
+            "-r" | "--nworkers" | "--nranks" => rec.settings.world_size = int("the rank count")?,
+            "-n" | "--iters" => rec.settings.iters = int("the iteration count")?,
+            "-w" | "--warmup_iters" => rec.settings.warmup_iters = int("the warmup count")?,
+            "-f" | "--stepfactor" => rec.settings.step_factor = Some(int("the step factor")?),
+            "--check" => {
+                rec.settings.check = true;
+                i += 1;
+                continue;
+            }
+            a if a.starts_with('-') => {}
+            a => {
+                if let Some(name) = op_alias(a) {
+                    *op = name.to_string();
+                }
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    Ok(())
+}
+
+/// nccom-test's operation names and short aliases.
+fn op_alias(a: &str) -> Option<&'static str> {
+    Some(match a {
+        "allr" | "all_reduce" | "allreduce" => "all_reduce",
+        "allg" | "all_gather" | "allgather" => "all_gather",
+        "redsct" | "reduce_scatter" | "reducescatter" => "reduce_scatter",
+        "alltoall" | "all_to_all" => "alltoall",
+        "sendrecv" | "permute" => "sendrecv",
+        _ => return None,
+    })
+}

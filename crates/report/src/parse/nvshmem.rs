@@ -1,0 +1,164 @@
+//! NVSHMEM perftest tables:
+//!
+//! ```text
+//! mype: 6 mype_node: 2 device name: NVIDIA GH200 120GB bus id: 1
+//! #alltoall_device
+//! size(B)     count     type      scope     latency(us)       algbw(GB/s)   busbw(GB/s)
+//! 32          8         32-bit    thread    116.220796        0.000         0.000
+//! ```
+//!
+//! One record per file; each `#name` line starts a table. The fourth column
+//! is the thread-group `scope` (thread/warp/block) or, for reductions, the
+//! `redop`. A scope becomes part of the op name (`alltoall_device/block`) so
+//! that each scope is its own series in reports; a redop goes to `redop`.
+//! Bandwidths are decimal GB/s as printed; `latency(us)` is `time_us`.
+//! Every PE prints the preamble, sometimes after the tables; the `mype`
+//! lines become the device list (no host names there).
+
+use super::text::{after, float, is_uint, num};
+use super::ParseError;
+use collbench_core::{CaseResult, DeviceInfo, Placement, Record};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Col {
+    Size,
+    Count,
+    Type,
+    Scope,
+    Redop,
+    Latency,
+    Algbw,
+    Busbw,
+    Bw,
+    Other,
+}
+
+/// Parses NVSHMEM perftest output.
+pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
+    let mut rec = Record::new("nvshmem-perftest");
+    let mut test = String::from("nvshmem");
+    let mut cols: Option<(Vec<Col>, String)> = None;
+    for (idx, raw) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        let line = raw.trim();
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        if let Some(name) = line
+            .strip_prefix('#')
+            .filter(|n| !n.is_empty() && !n.contains(' '))
+        {
+            test = name.to_string();
+            cols = None;
+        } else if tokens.first() == Some(&"size(B)") {
+            cols = Some((tokens.iter().map(|t| column(t)).collect(), tokens.join(" ")));
+        } else if tokens.first() == Some(&"mype:") {
+            device(&tokens, &mut rec);
+        } else if let (Some((c, names)), Some(first)) = (&cols, tokens.first()) {
+            if is_uint(first) {
+                rec.results.push(row(c, names, &tokens, &test, line_no)?);
+            } else {
+                cols = None;
+            }
+        } else if line.starts_with('$') || line.contains("perftest") {
+            rec.command_line = line
+                .trim_start_matches('$')
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+        }
+    }
+    if rec.results.is_empty() {
+        return Err(ParseError::whole(
+            "no NVSHMEM perftest rows found (expected a 'size(B) count type ... latency(us)' header followed by rows)",
+        ));
+    }
+    rec.devices.sort_by_key(|d| d.rank);
+    rec.settings.world_size = rec.devices.len() as u64;
+    Ok(vec![rec])
+}
+
+fn column(name: &str) -> Col {
+    match name {
+        "size(B)" => Col::Size,
+        "count" => Col::Count,
+        "type" => Col::Type,
+        "scope" => Col::Scope,
+        "redop" => Col::Redop,
+        "latency(us)" => Col::Latency,
+        "algbw(GB/s)" => Col::Algbw,
+        "busbw(GB/s)" => Col::Busbw,
+        "bw(GB/s)" | "BW(GB/s)" => Col::Bw,
+        _ => Col::Other,
+    }
+}
+
+fn row(
+    cols: &[Col],
+    names: &str,
+    tokens: &[&str],
+    test: &str,
+    line_no: usize,
+) -> Result<CaseResult, ParseError> {
+    if tokens.len() != cols.len() {
+        return Err(ParseError::at(
+            line_no,
+            format!(
+                "expected {} values ({names}), found {}",
+                cols.len(),
+                tokens.len()
+            ),
+        ));
+    }
+    let mut r = CaseResult {
+        op: test.to_string(),
+        root: -1,
+        ..CaseResult::default()
+    };
+    let mut p = Placement::default();
+    for (col, tok) in cols.iter().zip(tokens) {
+        match col {
+            Col::Size => r.size_bytes = num(tok, line_no, "the size in bytes")?,
+            Col::Count => r.count = num(tok, line_no, "the element count")?,
+            Col::Type => r.dtype = tok.to_string(),
+            Col::Scope => r.op = format!("{test}/{tok}"),
+            Col::Redop => r.redop = tok.to_string(),
+            Col::Latency => p.time_us = float(tok, line_no, "a latency in us")?,
+            Col::Algbw => p.algbw_gbps = float(tok, line_no, "algbw in GB/s")?,
+            Col::Busbw => p.busbw_gbps = float(tok, line_no, "busbw in GB/s")?,
+            Col::Bw => {
+                p.algbw_gbps = float(tok, line_no, "a bandwidth in GB/s")?;
+                p.busbw_gbps = p.algbw_gbps;
+            }
+            Col::Other => {}
+        }
+    }
+    r.out_of_place = Some(p);
+    Ok(r)
+}
+
+/// `mype: 6 mype_node: 2 device name: NVIDIA GH200 120GB bus id: 1`
+fn device(tokens: &[&str], rec: &mut Record) {
+    let Some(rank) = after(tokens, "mype:").and_then(|v| v.parse::<u64>().ok()) else {
+        return;
+    };
+    if rec.devices.iter().any(|d| d.rank == rank) {
+        return;
+    }
+    let name_at = tokens.iter().position(|t| *t == "name:").map(|i| i + 1);
+    let bus_at = tokens
+        .iter()
+        .position(|t| *t == "bus")
+        .unwrap_or(tokens.len());
+    let name = name_at
+        .and_then(|s| tokens.get(s..bus_at))
+        .map(|t| t.join(" "))
+        .unwrap_or_default();
+    rec.devices.push(DeviceInfo {
+        rank,
+        device: after(tokens, "mype_node:")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+        bus_id: after(tokens, "id:").map(str::to_string),
+        name,
+        ..DeviceInfo::default()
+    });
+}

@@ -1,0 +1,272 @@
+//! OSU Micro-Benchmarks output:
+//!
+//! ```text
+//! # OSU MPI Allreduce Latency Test v7.4
+//! # Datatype: MPI_CHAR.
+//! # Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations
+//! 1                      39.87 ...
+//! ```
+//!
+//! Op names are `osu_` plus the benchmark: `osu_allreduce`, `osu_alltoall`,
+//! `osu_bcast`, `osu_latency`, `osu_bw`, `osu_bibw`, ... (from the title).
+//! Each title starts a new record.
+//!
+//! Mapping into [`Placement`] (one convention for every OSU test, because
+//! OSU prints no rank count and so no bus bandwidth):
+//! * latency tables: `time_us` = the average latency; `algbw_gbps` =
+//!   `busbw_gbps` = size / latency (decimal GB/s); `-f` min/max/iterations
+//!   go into `stats` and `iterations`.
+//! * bandwidth tables (`MB/s`, where OSU's MB is 10^6 bytes): `algbw_gbps` =
+//!   `busbw_gbps` = MB/s / 1000, and `time_us` = size / bandwidth, the time
+//!   per message that bandwidth implies.
+//! * A `Validation` column (`Pass`/`Fail`) becomes `wrong` 0/1.
+
+use super::text::{float, is_uint, num};
+use super::ParseError;
+use collbench_core::{CaseResult, Placement, Record, TimeStats};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Col {
+    Size,
+    AvgLatency,
+    MinLatency,
+    MaxLatency,
+    P50,
+    P99,
+    Bandwidth,
+    Iterations,
+    Validation,
+    Other,
+}
+
+/// Parses OSU output: one record per benchmark title.
+pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
+    let mut records = Vec::new();
+    let mut cur: Option<Record> = None;
+    let mut op = String::from("osu_unknown");
+    let mut dtype = String::from("char");
+    let mut cols: Option<(Vec<Col>, String)> = None;
+    for (idx, raw) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        let line = raw.trim();
+        if let Some(body) = line.strip_prefix('#') {
+            let body = body.trim();
+            if body.starts_with("OSU ") {
+                records.extend(cur.take().filter(|r| !r.results.is_empty()));
+                let mut rec = Record::new("osu");
+                rec.tool_version = body
+                    .split_whitespace()
+                    .last()
+                    .and_then(|v| v.strip_prefix('v'))
+                    .map(str::to_string);
+                rec.command_line = vec![body.to_string()];
+                op = op_from_title(body);
+                cur = Some(rec);
+                cols = None;
+            } else if let Some(t) = body.strip_prefix("Datatype:") {
+                dtype = datatype(t);
+            } else if body.starts_with("Size") {
+                let names: Vec<&str> = body
+                    .split("  ")
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                cols = Some((names.iter().map(|n| column(n)).collect(), names.join(" | ")));
+            }
+            continue;
+        }
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        let (Some((c, names)), Some(first)) = (&cols, tokens.first()) else {
+            continue;
+        };
+        if !is_uint(first) {
+            continue;
+        }
+        let rec = cur.get_or_insert_with(|| Record::new("osu"));
+        rec.results
+            .push(row(c, names, &tokens, &op, &dtype, line_no)?);
+    }
+    records.extend(cur.filter(|r| !r.results.is_empty()));
+    if records.is_empty() {
+        return Err(ParseError::whole(
+            "no OSU rows found (expected a '# OSU ... Test' title, a '# Size ...' header and rows)",
+        ));
+    }
+    Ok(records)
+}
+
+fn column(name: &str) -> Col {
+    let n = name.to_ascii_lowercase();
+    if n == "size" {
+        Col::Size
+    } else if n.contains("bandwidth") || n.starts_with("mb/s") {
+        Col::Bandwidth
+    } else if n.starts_with("min") {
+        Col::MinLatency
+    } else if n.starts_with("max") {
+        Col::MaxLatency
+    } else if n.starts_with("p50") {
+        Col::P50
+    } else if n.starts_with("p99") {
+        Col::P99
+    } else if n.contains("lat") {
+        Col::AvgLatency
+    } else if n.starts_with("iterations") {
+        Col::Iterations
+    } else if n.starts_with("validation") {
+        Col::Validation
+    } else {
+        Col::Other
+    }
+}
+
+fn row(
+    cols: &[Col],
+    names: &str,
+    tokens: &[&str],
+    op: &str,
+    dtype: &str,
+    line_no: usize,
+) -> Result<CaseResult, ParseError> {
+    if tokens.len() != cols.len() {
+        return Err(ParseError::at(
+            line_no,
+            format!(
+                "expected {} values ({names}), found {}",
+                cols.len(),
+                tokens.len()
+            ),
+        ));
+    }
+    let mut size = 0u64;
+    let mut p = Placement::default();
+    let (mut min, mut max, mut p50, mut p99) = (None, None, None, None);
+    let mut mbps = None;
+    for (col, tok) in cols.iter().zip(tokens) {
+        match col {
+            Col::Size => size = num(tok, line_no, "the message size in bytes")?,
+            Col::AvgLatency => p.time_us = float(tok, line_no, "a latency in us")?,
+            Col::MinLatency => min = Some(float(tok, line_no, "a latency in us")?),
+            Col::MaxLatency => max = Some(float(tok, line_no, "a latency in us")?),
+            Col::P50 => p50 = Some(float(tok, line_no, "a latency in us")?),
+            Col::P99 => p99 = Some(float(tok, line_no, "a latency in us")?),
+            Col::Bandwidth => mbps = Some(float(tok, line_no, "a bandwidth in MB/s")?),
+            Col::Iterations => p.iterations = num(tok, line_no, "the iteration count")?,
+            Col::Validation => p.wrong = Some(u64::from(!tok.eq_ignore_ascii_case("pass"))),
+            Col::Other => {}
+        }
+    }
+    match mbps {
+        Some(mbps) => {
+            p.algbw_gbps = mbps / 1000.0;
+            // bytes / (MB/s * 1e6 B/s) in seconds is bytes / MB/s in microseconds.
+            p.time_us = if mbps > 0.0 { size as f64 / mbps } else { 0.0 };
+        }
+        None => {
+            p.algbw_gbps = if p.time_us > 0.0 {
+                size as f64 / (p.time_us * 1e3)
+            } else {
+                0.0
+            }
+        }
+    }
+    p.busbw_gbps = p.algbw_gbps;
+    if min.is_some() || max.is_some() {
+        p.stats = Some(TimeStats {
+            mean_us: p.time_us,
+            min_us: min.unwrap_or(p.time_us),
+            p50_us: p50.unwrap_or(p.time_us),
+            p99_us: p99.unwrap_or(p.time_us),
+            max_us: max.unwrap_or(p.time_us),
+            stdev_us: 0.0,
+            samples: p.iterations,
+        });
+    }
+    Ok(CaseResult {
+        op: op.to_string(),
+        size_bytes: size,
+        count: size / elem_size(dtype),
+        dtype: dtype.to_string(),
+        redop: String::new(),
+        root: -1,
+        out_of_place: Some(p),
+        in_place: None,
+    })
+}
+
+/// `# OSU MPI Allreduce Latency Test v7.4` -> `osu_allreduce`.
+fn op_from_title(title: &str) -> String {
+    let words: Vec<&str> = title.split_whitespace().collect();
+    let end = words
+        .iter()
+        .position(|w| *w == "Test")
+        .unwrap_or(words.len());
+    // Skip "OSU" and the library word (MPI, MPI-CUDA, NCCL, OpenSHMEM, UPC...).
+    let mut body: Vec<String> = words
+        .get(2..end)
+        .unwrap_or(&[])
+        .iter()
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
+    let kind = body.last().cloned().unwrap_or_default();
+    if kind == "latency" || kind == "bandwidth" {
+        body.pop();
+    }
+    let name = match (body.first().map(String::as_str), kind.as_str()) {
+        (None, "latency") => "latency".to_string(),
+        (None, "bandwidth") => "bw".to_string(),
+        (Some("bi-directional"), _) => "bibw".to_string(),
+        (Some("multiple"), _) => "mbw_mr".to_string(),
+        (Some(w), _) if w.starts_with("all-to-all") => "alltoall".to_string(),
+        (Some("broadcast"), _) => "bcast".to_string(),
+        (Some("non-blocking"), _) => format!(
+            "i{}",
+            body.get(1).map_or("", |s| s.as_str()).replace('-', "")
+        ),
+        (Some(w), _) => w.replace('-', ""),
+        (None, other) => other.to_string(),
+    };
+    format!("osu_{name}")
+}
+
+/// `MPI_CHAR.` -> `char`.
+fn datatype(t: &str) -> String {
+    let t = t.trim().trim_end_matches('.').to_ascii_lowercase();
+    t.strip_prefix("mpi_").unwrap_or(&t).to_string()
+}
+
+fn elem_size(dtype: &str) -> u64 {
+    match dtype {
+        "short" => 2,
+        "int" | "float" | "unsigned" => 4,
+        "long" | "double" | "long_long" => 8,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_become_op_names() {
+        assert_eq!(
+            op_from_title("OSU MPI Allreduce Latency Test v7.4"),
+            "osu_allreduce"
+        );
+        assert_eq!(op_from_title("OSU MPI Latency Test v7.4"), "osu_latency");
+        assert_eq!(op_from_title("OSU MPI Bandwidth Test v7.4"), "osu_bw");
+        assert_eq!(
+            op_from_title("OSU MPI Bi-Directional Bandwidth Test v7.4"),
+            "osu_bibw"
+        );
+        assert_eq!(
+            op_from_title("OSU MPI All-to-All Personalized Exchange Latency Test v7.4"),
+            "osu_alltoall"
+        );
+        assert_eq!(
+            op_from_title("OSU MPI-CUDA Broadcast Latency Test v7.4"),
+            "osu_bcast"
+        );
+    }
+}

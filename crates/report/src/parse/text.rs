@@ -1,0 +1,40 @@
+//! Small helpers shared by the text parsers: tokens and numbers with errors
+//! that say which line and what was expected.
+
+use super::ParseError;
+
+/// Parses `tok` as a number, or says which `what` was expected on `line`.
+pub(crate) fn num<T: std::str::FromStr>(
+    tok: &str,
+    line: usize,
+    what: &str,
+) -> Result<T, ParseError> {
+    tok.parse::<T>()
+        .map_err(|_| ParseError::at(line, format!("expected {what} (a number), found '{tok}'")))
+}
+
+/// Parses a float, rejecting NaN and infinities spelled as text.
+pub(crate) fn float(tok: &str, line: usize, what: &str) -> Result<f64, ParseError> {
+    let v: f64 = num(tok, line, what)?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(ParseError::at(
+            line,
+            format!("expected {what} (a finite number), found '{tok}'"),
+        ))
+    }
+}
+
+/// Whether `tok` is an unsigned integer (a table row starts with one).
+pub(crate) fn is_uint(tok: &str) -> bool {
+    !tok.is_empty() && tok.len() <= 20 && tok.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The value after `key` among `tokens` (`nGpus 2` -> `2`).
+pub(crate) fn after<'a>(tokens: &[&'a str], key: &str) -> Option<&'a str> {
+    tokens
+        .iter()
+        .position(|t| *t == key)
+        .and_then(|i| tokens.get(i + 1).copied())
+}

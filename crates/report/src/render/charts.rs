@@ -1,0 +1,285 @@
+//! SVG charts drawn with plotters' SVG backend. Text is emitted as SVG
+//! `<text>` elements, so no font files or fontconfig are involved (plotters
+//! is built without its `ttf` feature).
+
+use crate::units;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// One line on a chart: points of (size in bytes, value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend text (run and op).
+    pub label: String,
+    /// (bytes, value) pairs, in size order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Distinct, colour-blind-friendly colours (Okabe-Ito, then Tableau).
+const COLORS: [RGBColor; 10] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+    RGBColor(240, 228, 66),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+const SIZE: (u32, u32) = (860, 440);
+
+/// A line chart of `series` against message size on a log2 x axis; the y
+/// axis is log10 when `log_y` (times span decades) and linear otherwise
+/// (bandwidth). Points with a non-positive size (or value, on a log axis)
+/// cannot be placed and are left out.
+pub fn line_chart_svg(title: &str, y_label: &str, series: &[Series], log_y: bool) -> String {
+    let series: Vec<Series> = series
+        .iter()
+        .map(|s| Series {
+            label: s.label.clone(),
+            points: s
+                .points
+                .iter()
+                .copied()
+                .filter(|(x, y)| *x > 0.0 && y.is_finite() && (!log_y || *y > 0.0))
+                .collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        // Drawing into a String cannot fail for I/O reasons; a failure here
+        // would only mean a degenerate range, which we avoid below.
+        let _ = draw_lines(&root, title, y_label, &series, log_y);
+        let _ = root.present();
+    }
+    svg
+}
+
+fn draw_lines(
+    root: &DrawingArea<SVGBackend, Shift>,
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    log_y: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    root.fill(&WHITE)?;
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    let (mut x_min, mut x_max) =
+        all().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (mut y_min, mut y_max) =
+        all().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    if x_min > x_max {
+        (x_min, x_max, y_min, y_max) = (1.0, 2.0, 1.0, 2.0);
+    }
+    if x_max <= x_min {
+        x_max = x_min * 2.0;
+    }
+    if log_y {
+        y_min /= 1.5;
+        y_max *= 1.5;
+    } else {
+        y_min = 0.0;
+        y_max = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
+    }
+    let mut chart = ChartBuilder::on(root);
+    chart
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(72);
+    let x = (x_min..x_max).log_scale().base(2.0);
+    let fmt_x = |v: &f64| units::bytes_short(*v);
+    if log_y {
+        let mut c = chart.build_cartesian_2d(x, (y_min..y_max).log_scale())?;
+        c.configure_mesh()
+            .x_desc("message size (bytes)")
+            .y_desc(y_label)
+            .x_label_formatter(&fmt_x)
+            .y_label_formatter(&|v| format!("{v}"))
+            .draw()?;
+        for (i, s) in series.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            c.draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                color.stroke_width(2),
+            ))?
+            .label(s.label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+            c.draw_series(s.points.iter().map(|p| Circle::new(*p, 2, color.filled())))?;
+        }
+        legend(&mut c)?;
+    } else {
+        let mut c = chart.build_cartesian_2d(x, y_min..y_max)?;
+        c.configure_mesh()
+            .x_desc("message size (bytes)")
+            .y_desc(y_label)
+            .x_label_formatter(&fmt_x)
+            .draw()?;
+        for (i, s) in series.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            c.draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                color.stroke_width(2),
+            ))?
+            .label(s.label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+            c.draw_series(s.points.iter().map(|p| Circle::new(*p, 2, color.filled())))?;
+        }
+        legend(&mut c)?;
+    }
+    Ok(())
+}
+
+fn legend<'a, X, Y>(
+    c: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    X: plotters::coord::ranged1d::Ranged,
+    Y: plotters::coord::ranged1d::Ranged,
+{
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 13))
+        .draw()?;
+    Ok(())
+}
+
+/// A rank x rank bandwidth matrix (GB/s) as an SVG heatmap: row = sender,
+/// column = receiver, darker = slower, each cell labelled with its value
+/// when there is room. `labels` name the ranks; missing or non-finite
+/// cells are drawn grey. Used by reports and by `collbench check`.
+pub fn heatmap_svg(labels: &[String], matrix: &[Vec<f64>]) -> String {
+    let n = labels.len().max(matrix.len()).max(1);
+    let values = matrix.iter().flatten().copied().filter(|v| v.is_finite());
+    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+    let cell = (560 / n as u32).clamp(12, 64);
+    let side = cell * n as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (side + 150, side + 110)).into_drawing_area();
+        let _ = draw_heatmap(&root, labels, matrix, n, (lo, hi), cell);
+        let _ = root.present();
+    }
+    svg
+}
+
+fn draw_heatmap(
+    root: &DrawingArea<SVGBackend, Shift>,
+    labels: &[String],
+    matrix: &[Vec<f64>],
+    n: usize,
+    (lo, hi): (f64, f64),
+    cell: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    root.fill(&WHITE)?;
+    let label = |i: usize| labels.get(i).cloned().unwrap_or_else(|| i.to_string());
+    let mut chart = ChartBuilder::on(root)
+        .caption("bandwidth matrix (GB/s)", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0..n, 0..n)?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_desc("to rank")
+        .y_desc("from rank")
+        .x_labels(n)
+        .y_labels(n)
+        .x_label_offset(cell as i32 / 2)
+        .y_label_offset(-(cell as i32) / 2)
+        .x_label_formatter(&|i| if *i < n { label(*i) } else { String::new() })
+        .y_label_formatter(&|i| {
+            if *i < n {
+                label(n - 1 - *i)
+            } else {
+                String::new()
+            }
+        })
+        .draw()?;
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    for (r, row) in matrix.iter().enumerate().take(n) {
+        for c in 0..n {
+            let v = row.get(c).copied().unwrap_or(f64::NAN);
+            // Row 0 at the top, as matrices are read.
+            let y = n - 1 - r;
+            let fill = if v.is_finite() {
+                ramp((v - lo) / span)
+            } else {
+                RGBColor(200, 200, 200)
+            };
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(c, y), (c + 1, y + 1)],
+                fill.filled(),
+            )))?;
+            if v.is_finite() && cell >= 36 {
+                let text_color = if (v - lo) / span < 0.5 { WHITE } else { BLACK };
+                let style = ("sans-serif", 11).into_font().color(&text_color).pos(
+                    plotters::style::text_anchor::Pos::new(
+                        plotters::style::text_anchor::HPos::Center,
+                        plotters::style::text_anchor::VPos::Center,
+                    ),
+                );
+                let (px, py) = chart.backend_coord(&(c, y + 1));
+                root.draw(&Text::new(
+                    units::gbps(v),
+                    (px + cell as i32 / 2, py + cell as i32 / 2),
+                    style,
+                ))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Dark blue (slow) to yellow (fast), readable in grey scale too.
+fn ramp(t: f64) -> RGBColor {
+    let t = t.clamp(0.0, 1.0);
+    let lerp = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
+    RGBColor(lerp(40.0, 250.0), lerp(30.0, 230.0), lerp(110.0, 60.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_chart_has_text_and_paths() {
+        let s = Series {
+            label: "run a".to_string(),
+            points: vec![(8.0, 0.1), (1024.0, 5.0), (8.0 * 1024.0 * 1024.0, 300.0)],
+        };
+        let svg = line_chart_svg("busbw", "GB/s", &[s], false);
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.contains("<text") && svg.contains("run a") && svg.contains("<polyline"));
+    }
+
+    #[test]
+    fn empty_and_degenerate_inputs_still_make_svg() {
+        assert!(line_chart_svg("t", "us", &[], true).contains("<svg"));
+        let one = Series {
+            label: "x".into(),
+            points: vec![(0.0, 0.0), (8.0, 1.0)],
+        };
+        assert!(line_chart_svg("t", "us", &[one], true).contains("<svg"));
+        assert!(heatmap_svg(&[], &[]).contains("<svg"));
+    }
+
+    #[test]
+    fn heatmap_labels_cells() {
+        let labels: Vec<String> = (0..2).map(|i| format!("r{i}")).collect();
+        let svg = heatmap_svg(&labels, &[vec![0.0, 350.5], vec![349.0, f64::NAN]]);
+        assert!(svg.contains("350.50") && svg.contains("r1") && svg.contains("<rect"));
+    }
+}
