@@ -9,6 +9,7 @@ mod args;
 mod exit;
 mod meta;
 mod observer;
+mod preflight_cmd;
 mod run_cmd;
 
 use args::RunArgs;
@@ -33,6 +34,9 @@ enum Command {
     /// 2 usage, 3 launch, 4 backend, 5 timeout).
     #[command(disable_version_flag = true)]
     Run(RunArgs),
+    /// Check that every rank of a multi-process job can reach the others
+    /// (exit 0 pass, 3 missing ranks or mismatched versions).
+    Preflight(collbench_launch::PreflightArgs),
     /// Write Slurm, Kubernetes or mpirun launch files.
     Gen(collbench_gen::GenArgs),
     /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench) into a report.
@@ -116,6 +120,7 @@ fn real_main() -> Result<i32, Failure> {
     let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, "collbench"))?;
     match cli.command {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
+        Command::Preflight(a) => preflight_cmd::run(&a),
         Command::Gen(a) => collbench_gen::run(&a)
             .map(|_| code::OK)
             .map_err(|e| Failure::usage(format!("{e:#}"))),

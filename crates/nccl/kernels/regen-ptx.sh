@@ -4,5 +4,5 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-"$nvcc" -ptx -O3 -arch=compute_70 -o "${1:-$here/verify.ptx}" "$here/verify.cu"
+"$nvcc" -ptx -O3 -arch=compute_75 -o "${1:-$here/verify.ptx}" "$here/verify.cu"
 echo "wrote ${1:-$here/verify.ptx} with $("$nvcc" --version | tail -1)"

@@ -3,7 +3,7 @@
 // over memory instead of a copy to the host.
 //
 // Regenerate verify.ptx (checked in beside this file) on a machine with
-// nvcc: see regen-ptx.sh. The PTX targets compute_70 so the driver can JIT
+// nvcc: see regen-ptx.sh. The PTX targets compute_75 (the oldest CUDA 13 supports) so the driver can JIT
 // it for every GPU from Volta on; collbench embeds it and loads it through
 // the driver API, so users need no toolkit.
 //

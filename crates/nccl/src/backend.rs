@@ -15,15 +15,18 @@ use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
 /// One local GPU: its context, stream, communicator and buffers.
+///
+/// Fields drop in declaration order: everything that lives in the device's
+/// context goes before `dev`, which releases the context.
 struct Gpu {
-    dev: Device,
+    kernels: Option<Kernels>,
+    send: Option<DeviceBuffer>,
+    recv: Option<DeviceBuffer>,
     stream: Stream,
     comm: Comm,
     /// Global rank of this GPU's communicator.
     rank: usize,
-    send: Option<DeviceBuffer>,
-    recv: Option<DeviceBuffer>,
-    kernels: Option<Kernels>,
+    dev: Device,
 }
 
 /// CUDA GPUs driven through NCCL.
@@ -36,6 +39,14 @@ pub struct NcclBackend {
     opts: NcclOptions,
     /// Set after a timeout or async error: communicators were aborted.
     aborted: bool,
+}
+
+/// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
+/// remote run stops.
+fn debug(what: &str) {
+    if std::env::var_os("COLLBENCH_DEBUG").is_some() {
+        eprintln!("collbench debug: {what}");
+    }
 }
 
 fn lib_err(e: String) -> BackendError {
@@ -51,12 +62,22 @@ impl NcclBackend {
         if count == 0 {
             return Err(lib_err("no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES and nvidia-smi); use --backend cpu".into()));
         }
-        let (lib, found) = loader::open(opts.lib_path.as_deref()).map_err(|e| lib_err(e.to_string()))?;
+        let (lib, found) =
+            loader::open(opts.lib_path.as_deref()).map_err(|e| lib_err(e.to_string()))?;
         let nccl = Nccl::from_library(lib, found.version_code).map_err(lib_err)?;
         let procs = control.world_size();
-        let g = opts.gpus_per_process.unwrap_or(if procs == 1 { count } else { 1 });
-        let first_dev = if procs == 1 { 0 } else { opts.local_rank * g };
-        if first_dev + g > count {
+        let g = opts
+            .gpus_per_process
+            .unwrap_or(if procs == 1 { count } else { 1 });
+        // One process: GPUs 0..g. Under a launcher: this local rank's share
+        // of the visible GPUs.
+        let devices: Vec<usize> = if procs == 1 {
+            (0..g).collect()
+        } else {
+            let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+            collbench_launch::gpu_for_local_rank(opts.local_rank, g, visible.as_deref())
+        };
+        if devices.len() != g || devices.iter().any(|&d| d >= count) {
             return Err(lib_err(format!(
                 "asked for {g} GPU(s) per process{} but only {count} are visible: lower -g or check CUDA_VISIBLE_DEVICES",
                 if procs > 1 { format!(" at local rank {}", opts.local_rank) } else { String::new() }
@@ -65,8 +86,8 @@ impl NcclBackend {
         let world_size = procs * g;
         let first_rank = control.rank() * g;
         let mut gpus = Vec::with_capacity(g);
-        for i in 0..g {
-            let dev = Device::open(first_dev + i).map_err(lib_err)?;
+        for (i, &ordinal) in devices.iter().enumerate() {
+            let dev = Device::open(ordinal).map_err(lib_err)?;
             let stream = Stream::new(opts.stream_null).map_err(lib_err)?;
             gpus.push(Gpu {
                 dev,
@@ -81,25 +102,34 @@ impl NcclBackend {
         let mut comms = vec![std::ptr::null_mut(); g];
         if procs == 1 {
             let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
-            nccl.check("ncclCommInitAll", unsafe { (nccl.comm_init_all)(comms.as_mut_ptr(), g as i32, devs.as_ptr()) })
-                .map_err(lib_err)?;
+            nccl.check("ncclCommInitAll", unsafe {
+                (nccl.comm_init_all)(comms.as_mut_ptr(), g as i32, devs.as_ptr())
+            })
+            .map_err(lib_err)?;
         } else {
             let id_bytes = if control.rank() == 0 {
                 let mut id = ffi::UniqueId { internal: [0; 128] };
-                nccl.check("ncclGetUniqueId", unsafe { (nccl.get_unique_id)(&mut id) }).map_err(lib_err)?;
+                nccl.check("ncclGetUniqueId", unsafe { (nccl.get_unique_id)(&mut id) })
+                    .map_err(lib_err)?;
                 Some(id.to_bytes())
             } else {
                 None
             };
-            let bytes = control.broadcast(id_bytes).map_err(|e| BackendError::Library(e.to_string()))?;
-            let id = ffi::UniqueId::from_bytes(&bytes).ok_or_else(|| lib_err("malformed NCCL id from rank 0".into()))?;
+            let bytes = control
+                .broadcast(id_bytes)
+                .map_err(|e| BackendError::Library(e.to_string()))?;
+            let id = ffi::UniqueId::from_bytes(&bytes)
+                .ok_or_else(|| lib_err("malformed NCCL id from rank 0".into()))?;
             unsafe { (nccl.group_start)() };
             for (i, gpu) in gpus.iter().enumerate() {
                 gpu.dev.bind().map_err(lib_err)?;
-                let r = unsafe { (nccl.comm_init_rank)(&mut comms[i], world_size as i32, id, gpu.rank as i32) };
+                let r = unsafe {
+                    (nccl.comm_init_rank)(&mut comms[i], world_size as i32, id, gpu.rank as i32)
+                };
                 nccl.check("ncclCommInitRank", r).map_err(lib_err)?;
             }
-            nccl.check("ncclGroupEnd", unsafe { (nccl.group_end)() }).map_err(lib_err)?;
+            nccl.check("ncclGroupEnd", unsafe { (nccl.group_end)() })
+                .map_err(lib_err)?;
         }
         for (gpu, c) in gpus.iter_mut().zip(comms) {
             gpu.comm = c;
@@ -158,7 +188,13 @@ impl NcclBackend {
 
     /// Buffer pointers of local GPU `i` for the operation at `iter`
     /// (offsets rotate through the allocation like nccl-tests').
-    fn ptrs(&self, case: &CaseSpec, i: usize, iter: u64, max_bytes: u64) -> (*mut c_void, *mut c_void) {
+    fn ptrs(
+        &self,
+        case: &CaseSpec,
+        i: usize,
+        iter: u64,
+        max_bytes: u64,
+    ) -> (*mut c_void, *mut c_void) {
         let gpu = &self.gpus[i];
         let elt = case.dtype.size_bytes() as u64;
         let c = &case.counts;
@@ -172,7 +208,10 @@ impl NcclBackend {
             let recv = (recv as u64 + c.recv_inplace_offset * r * elt) as *mut c_void;
             (send, recv)
         } else {
-            (gpu.send.as_ref().expect("buffers allocated").as_ptr(shift), recv)
+            (
+                gpu.send.as_ref().expect("buffers allocated").as_ptr(shift),
+                recv,
+            )
         }
     }
 
@@ -185,9 +224,13 @@ impl NcclBackend {
     fn make_ops(&self, case: &CaseSpec) -> Result<Vec<RedOpId>, BackendError> {
         let mut ops = Vec::new();
         for gpu in &self.gpus {
-            if case.redop == ReduceOp::MulSum && case.collective.spec().redop == collbench_core::collective::RedopUse::Reduces {
+            if case.redop == ReduceOp::MulSum
+                && case.collective.spec().redop == collbench_core::collective::RedopUse::Reduces
+            {
                 let create = self.nccl.red_op_create_pre_mul_sum.ok_or_else(|| {
-                    BackendError::Unsupported("mulsum needs NCCL >= 2.11 (ncclRedOpCreatePreMulSum)".into())
+                    BackendError::Unsupported(
+                        "mulsum needs NCCL >= 2.11 (ncclRedOpCreatePreMulSum)".into(),
+                    )
                 })?;
                 let pat = kernels::pattern(case, 0);
                 let mut scalar = kernels::scalar_bytes(case.dtype, pat.scalar(gpu.rank));
@@ -201,7 +244,9 @@ impl NcclBackend {
                         gpu.comm,
                     )
                 };
-                self.nccl.check("ncclRedOpCreatePreMulSum", r).map_err(lib_err)?;
+                self.nccl
+                    .check("ncclRedOpCreatePreMulSum", r)
+                    .map_err(lib_err)?;
                 ops.push(op);
             } else {
                 ops.push(ffi::redop_id(case.redop));
@@ -224,7 +269,13 @@ impl NcclBackend {
     }
 
     /// Enqueues one operation of `case` on every local GPU.
-    fn launch(&self, case: &CaseSpec, iter: u64, max_bytes: u64, ops: &[RedOpId]) -> Result<(), BackendError> {
+    fn launch(
+        &self,
+        case: &CaseSpec,
+        iter: u64,
+        max_bytes: u64,
+        ops: &[RedOpId],
+    ) -> Result<(), BackendError> {
         let n = &self.nccl;
         let grouped = self.gpus.len() > 1;
         if grouped {
@@ -235,13 +286,21 @@ impl NcclBackend {
             self.issue(case, i, send, recv, ops[i])?;
         }
         if grouped {
-            n.check("ncclGroupEnd", unsafe { (n.group_end)() }).map_err(lib_err)?;
+            n.check("ncclGroupEnd", unsafe { (n.group_end)() })
+                .map_err(lib_err)?;
         }
         Ok(())
     }
 
     /// The library calls of one collective on local GPU `i`.
-    fn issue(&self, case: &CaseSpec, i: usize, send: *mut c_void, recv: *mut c_void, op: RedOpId) -> Result<(), BackendError> {
+    fn issue(
+        &self,
+        case: &CaseSpec,
+        i: usize,
+        send: *mut c_void,
+        recv: *mut c_void,
+        op: RedOpId,
+    ) -> Result<(), BackendError> {
         let n = &self.nccl;
         let gpu = &self.gpus[i];
         let (comm, s) = (gpu.comm, gpu.stream.raw());
@@ -256,26 +315,60 @@ impl NcclBackend {
         let chk = |what: &str, r| n.check(what, r).map_err(lib_err);
         unsafe {
             match case.collective {
-                Collective::AllReduce => chk("ncclAllReduce", (n.all_reduce)(send, recv, count, dt, op, comm, s)),
-                Collective::AllGather => chk("ncclAllGather", (n.all_gather)(send, recv, count, dt, comm, s)),
-                Collective::ReduceScatter => chk("ncclReduceScatter", (n.reduce_scatter)(send, recv, count, dt, op, comm, s)),
-                Collective::Broadcast => chk("ncclBroadcast", (n.broadcast)(send, recv, count, dt, root, comm, s)),
-                Collective::Reduce => chk("ncclReduce", (n.reduce)(send, recv, count, dt, op, root, comm, s)),
+                Collective::AllReduce => chk(
+                    "ncclAllReduce",
+                    (n.all_reduce)(send, recv, count, dt, op, comm, s),
+                ),
+                Collective::AllGather => chk(
+                    "ncclAllGather",
+                    (n.all_gather)(send, recv, count, dt, comm, s),
+                ),
+                Collective::ReduceScatter => chk(
+                    "ncclReduceScatter",
+                    (n.reduce_scatter)(send, recv, count, dt, op, comm, s),
+                ),
+                Collective::Broadcast => chk(
+                    "ncclBroadcast",
+                    (n.broadcast)(send, recv, count, dt, root, comm, s),
+                ),
+                Collective::Reduce => chk(
+                    "ncclReduce",
+                    (n.reduce)(send, recv, count, dt, op, root, comm, s),
+                ),
                 Collective::AllToAll => match n.alltoall {
                     Some(f) => chk("ncclAlltoAll", f(send, recv, count, dt, comm, s)),
                     None => {
                         (n.group_start)();
                         for peer in 0..world {
-                            chk("ncclSend", (n.send)(at(send, peer * count), count, dt, peer as i32, comm, s))?;
-                            chk("ncclRecv", (n.recv)(at(recv, peer * count), count, dt, peer as i32, comm, s))?;
+                            chk(
+                                "ncclSend",
+                                (n.send)(at(send, peer * count), count, dt, peer as i32, comm, s),
+                            )?;
+                            chk(
+                                "ncclRecv",
+                                (n.recv)(at(recv, peer * count), count, dt, peer as i32, comm, s),
+                            )?;
                         }
                         chk("ncclGroupEnd", (n.group_end)())
                     }
                 },
                 Collective::SendRecv => {
                     (n.group_start)();
-                    chk("ncclSend", (n.send)(send, count, dt, ((rank + 1) % world) as i32, comm, s))?;
-                    chk("ncclRecv", (n.recv)(recv, count, dt, ((rank + world - 1) % world) as i32, comm, s))?;
+                    chk(
+                        "ncclSend",
+                        (n.send)(send, count, dt, ((rank + 1) % world) as i32, comm, s),
+                    )?;
+                    chk(
+                        "ncclRecv",
+                        (n.recv)(
+                            recv,
+                            count,
+                            dt,
+                            ((rank + world - 1) % world) as i32,
+                            comm,
+                            s,
+                        ),
+                    )?;
                     chk("ncclGroupEnd", (n.group_end)())
                 }
                 Collective::Gather => match n.gather {
@@ -284,7 +377,17 @@ impl NcclBackend {
                         (n.group_start)();
                         if rank == case.root {
                             for peer in 0..world {
-                                chk("ncclRecv", (n.recv)(at(recv, peer * count), count, dt, peer as i32, comm, s))?;
+                                chk(
+                                    "ncclRecv",
+                                    (n.recv)(
+                                        at(recv, peer * count),
+                                        count,
+                                        dt,
+                                        peer as i32,
+                                        comm,
+                                        s,
+                                    ),
+                                )?;
                             }
                         }
                         chk("ncclSend", (n.send)(send, count, dt, root, comm, s))?;
@@ -297,7 +400,17 @@ impl NcclBackend {
                         (n.group_start)();
                         if rank == case.root {
                             for peer in 0..world {
-                                chk("ncclSend", (n.send)(at(send, peer * count), count, dt, peer as i32, comm, s))?;
+                                chk(
+                                    "ncclSend",
+                                    (n.send)(
+                                        at(send, peer * count),
+                                        count,
+                                        dt,
+                                        peer as i32,
+                                        comm,
+                                        s,
+                                    ),
+                                )?;
                             }
                         }
                         chk("ncclRecv", (n.recv)(recv, count, dt, root, comm, s))?;
@@ -309,9 +422,15 @@ impl NcclBackend {
                     // everything gathered so far.
                     let own = at(recv, rank * count);
                     if own != send && count > 0 {
+                        gpu.dev.bind().map_err(lib_err)?;
                         cuda::check(
                             "cuMemcpyDtoDAsync",
-                            cudarc::driver::sys::cuMemcpyDtoDAsync_v2(own as u64, send as u64, count * elt, s as _),
+                            cudarc::driver::sys::cuMemcpyDtoDAsync_v2(
+                                own as u64,
+                                send as u64,
+                                count * elt,
+                                s as _,
+                            ),
                         )
                         .map_err(lib_err)?;
                     }
@@ -321,8 +440,28 @@ impl NcclBackend {
                         let mine = rank & !(block - 1);
                         let theirs = peer & !(block - 1);
                         (n.group_start)();
-                        chk("ncclSend", (n.send)(at(recv, mine * count), block * count, dt, peer as i32, comm, s))?;
-                        chk("ncclRecv", (n.recv)(at(recv, theirs * count), block * count, dt, peer as i32, comm, s))?;
+                        chk(
+                            "ncclSend",
+                            (n.send)(
+                                at(recv, mine * count),
+                                block * count,
+                                dt,
+                                peer as i32,
+                                comm,
+                                s,
+                            ),
+                        )?;
+                        chk(
+                            "ncclRecv",
+                            (n.recv)(
+                                at(recv, theirs * count),
+                                block * count,
+                                dt,
+                                peer as i32,
+                                comm,
+                                s,
+                            ),
+                        )?;
                         chk("ncclGroupEnd", (n.group_end)())?;
                         block <<= 1;
                     }
@@ -339,6 +478,9 @@ impl NcclBackend {
         let timeout = (self.opts.timeout_s > 0).then(|| Duration::from_secs(self.opts.timeout_s));
         let mut polls = 0u64;
         for i in 0..self.gpus.len() {
+            if self.gpus.len() > 1 {
+                self.gpus[i].dev.bind().map_err(lib_err)?;
+            }
             loop {
                 if self.gpus[i].stream.query().map_err(lib_err)? {
                     break;
@@ -388,7 +530,9 @@ impl NcclBackend {
 
     fn ensure_usable(&self) -> Result<(), BackendError> {
         if self.aborted {
-            return Err(lib_err("the NCCL communicators were aborted after an earlier error".into()));
+            return Err(lib_err(
+                "the NCCL communicators were aborted after an earlier error".into(),
+            ));
         }
         Ok(())
     }
@@ -464,12 +608,21 @@ impl Backend for NcclBackend {
             && case.collective.spec().redop == collbench_core::collective::RedopUse::Reduces
             && self.nccl.red_op_create_pre_mul_sum.is_none()
         {
-            return Err(BackendError::Unsupported("mulsum needs NCCL >= 2.11".into()));
+            return Err(BackendError::Unsupported(
+                "mulsum needs NCCL >= 2.11".into(),
+            ));
         }
         Ok(())
     }
 
     fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError> {
+        debug(&format!(
+            "time {} {} {} in_place={}",
+            case.collective,
+            case.dtype,
+            case.size_bytes(),
+            case.in_place
+        ));
         self.ensure_usable()?;
         self.ensure_buffers(timing.max_bytes.max(case.size_bytes()))?;
         let ops = self.make_ops(case)?;
@@ -479,6 +632,7 @@ impl Backend for NcclBackend {
     }
 
     fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError> {
+        debug("check");
         self.ensure_usable()?;
         self.ensure_buffers(case.size_bytes())?;
         let ops = self.make_ops(case)?;
@@ -489,7 +643,12 @@ impl Backend for NcclBackend {
 }
 
 impl NcclBackend {
-    fn time_inner(&mut self, case: &CaseSpec, timing: &Timing, ops: &[RedOpId]) -> Result<Measurement, BackendError> {
+    fn time_inner(
+        &mut self,
+        case: &CaseSpec,
+        timing: &Timing,
+        ops: &[RedOpId],
+    ) -> Result<Measurement, BackendError> {
         let agg = timing.agg_iters.max(1) as u64;
         let iters = timing.iters.max(1) as u64;
         let max = timing.max_bytes.max(case.size_bytes());
@@ -507,6 +666,7 @@ impl NcclBackend {
             }
         };
         if timing.graph > 0 {
+            debug("graph: capture");
             for g in &self.gpus {
                 g.dev.bind().map_err(lib_err)?;
                 g.stream.begin_capture().map_err(lib_err)?;
@@ -518,14 +678,19 @@ impl NcclBackend {
                 }
                 group(&self.nccl, false);
             }
+            debug("graph: end capture");
             let mut graphs = Vec::new();
             for g in &self.gpus {
                 g.dev.bind().map_err(lib_err)?;
                 graphs.push(g.stream.end_capture().map_err(lib_err)?);
             }
+            debug("graph: launch");
             let start = Instant::now();
             for _ in 0..timing.graph {
                 for (g, graph) in self.gpus.iter().zip(&graphs) {
+                    if self.gpus.len() > 1 {
+                        g.dev.bind().map_err(lib_err)?;
+                    }
                     graph.launch(&g.stream).map_err(lib_err)?;
                 }
             }
@@ -540,32 +705,24 @@ impl NcclBackend {
                 iter_times_us: Vec::new(),
             });
         }
-        let stream0 = &self.gpus[0].stream;
-        let events: Vec<Event> = (0..=iters).map(|_| Event::new()).collect::<Result<_, _>>().map_err(lib_err)?;
-        self.gpus[0].dev.bind().map_err(lib_err)?;
-        let start = Instant::now();
-        events[0].record(stream0).map_err(lib_err)?;
-        for it in 0..iters {
-            group(&self.nccl, true);
-            for a in 0..agg {
-                self.launch(case, it * agg + a, max, ops)?;
-            }
-            group(&self.nccl, false);
-            self.gpus[0].dev.bind().map_err(lib_err)?;
-            events[it as usize + 1].record(&self.gpus[0].stream).map_err(lib_err)?;
-            if timing.blocking > 0 {
-                self.wait_all()?;
-            }
+        // Per-iteration CUDA events cost host time per launch, which shows
+        // at small sizes where the host is the bottleneck. There the timed
+        // loop runs bare (as nccl-tests') and a second pass of the same
+        // length takes the per-iteration times; large sizes record events
+        // in the timed loop itself.
+        let inline_events = match std::env::var("COLLBENCH_ITER_EVENTS").as_deref() {
+            Ok("inline") => true,
+            Ok("separate") => false,
+            _ => case.size_bytes() >= 1 << 20,
+        };
+        let (total, cpu, mut iter_times_us) =
+            self.timed_loop(case, iters, agg, max, ops, timing.blocking, inline_events)?;
+        if !inline_events {
+            iter_times_us = self
+                .timed_loop(case, iters, agg, max, ops, timing.blocking, true)?
+                .2;
         }
-        let cpu = start.elapsed().as_secs_f64();
-        self.wait_all()?;
-        let total = start.elapsed().as_secs_f64();
         let per = (iters * agg) as f64;
-        let iter_times_us = events
-            .windows(2)
-            .map(|w| w[0].elapsed_ms(&w[1]).map(|ms| ms as f64 * 1000.0 / agg as f64))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(lib_err)?;
         let n = self.gpus.len();
         Ok(Measurement {
             rank_time_s: vec![total / per; n],
@@ -574,7 +731,79 @@ impl NcclBackend {
         })
     }
 
-    fn check_inner(&mut self, case: &CaseSpec, seed: u64, corrupt: bool, ops: &[RedOpId]) -> Result<u64, BackendError> {
+    /// The timed loop: returns (wall seconds to completion, seconds to
+    /// issue, per-iteration microseconds when `events`).
+    #[allow(clippy::too_many_arguments)]
+    fn timed_loop(
+        &mut self,
+        case: &CaseSpec,
+        iters: u64,
+        agg: u64,
+        max: u64,
+        ops: &[RedOpId],
+        blocking: u32,
+        events: bool,
+    ) -> Result<(f64, f64, Vec<f64>), BackendError> {
+        // Events belong to GPU 0's context, like the stream they time.
+        self.gpus[0].dev.bind().map_err(lib_err)?;
+        let evs: Vec<Event> = if events {
+            (0..=iters)
+                .map(|_| Event::new())
+                .collect::<Result<_, _>>()
+                .map_err(lib_err)?
+        } else {
+            Vec::new()
+        };
+        let multi = self.gpus.len() > 1;
+        let start = Instant::now();
+        if events {
+            evs[0].record(&self.gpus[0].stream).map_err(lib_err)?;
+        }
+        for it in 0..iters {
+            if agg > 1 {
+                unsafe { (self.nccl.group_start)() };
+            }
+            for a in 0..agg {
+                self.launch(case, it * agg + a, max, ops)?;
+            }
+            if agg > 1 {
+                self.nccl
+                    .check("ncclGroupEnd", unsafe { (self.nccl.group_end)() })
+                    .map_err(lib_err)?;
+            }
+            if events {
+                if multi {
+                    self.gpus[0].dev.bind().map_err(lib_err)?;
+                }
+                evs[it as usize + 1]
+                    .record(&self.gpus[0].stream)
+                    .map_err(lib_err)?;
+            }
+            if blocking > 0 {
+                self.wait_all()?;
+            }
+        }
+        let cpu = start.elapsed().as_secs_f64();
+        self.wait_all()?;
+        let total = start.elapsed().as_secs_f64();
+        let iter_us = evs
+            .windows(2)
+            .map(|w| {
+                w[0].elapsed_ms(&w[1])
+                    .map(|ms| ms as f64 * 1000.0 / agg as f64)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(lib_err)?;
+        Ok((total, cpu, iter_us))
+    }
+
+    fn check_inner(
+        &mut self,
+        case: &CaseSpec,
+        seed: u64,
+        corrupt: bool,
+        ops: &[RedOpId],
+    ) -> Result<u64, BackendError> {
         let elt = case.dtype.size_bytes();
         let c = case.counts;
         let max = case.size_bytes();
@@ -584,18 +813,28 @@ impl NcclBackend {
             gpu.dev.bind().map_err(lib_err)?;
             // Poison everything the result can land in, then write inputs.
             let (base, len) = if case.in_place {
-                ((send as u64 - c.send_inplace_offset * gpu.rank as u64 * elt as u64) as *mut c_void, c.send_count.max(c.recv_count))
+                (
+                    (send as u64 - c.send_inplace_offset * gpu.rank as u64 * elt as u64)
+                        as *mut c_void,
+                    c.send_count.max(c.recv_count),
+                )
             } else {
                 (recv, c.recv_count)
             };
             cuda::memset_async(base, 0xff, len as usize * elt, &gpu.stream).map_err(lib_err)?;
             match &gpu.kernels {
                 Some(k) => k
-                    .fill(send, &KernelParams::new(case, gpu.rank, seed), case.dtype, &gpu.stream)
+                    .fill(
+                        send,
+                        &KernelParams::new(case, gpu.rank, seed),
+                        case.dtype,
+                        &gpu.stream,
+                    )
                     .map_err(lib_err)?,
                 None => {
                     gpu.stream.synchronize().map_err(lib_err)?;
-                    cuda::copy_to_device(send, &kernels::host_input(case, gpu.rank, seed)).map_err(lib_err)?;
+                    cuda::copy_to_device(send, &kernels::host_input(case, gpu.rank, seed))
+                        .map_err(lib_err)?;
                 }
             }
         }
@@ -612,7 +851,12 @@ impl NcclBackend {
             }
             wrong += match &gpu.kernels {
                 Some(k) => k
-                    .check(recv, &KernelParams::new(case, gpu.rank, seed), case.dtype, &gpu.stream)
+                    .check(
+                        recv,
+                        &KernelParams::new(case, gpu.rank, seed),
+                        case.dtype,
+                        &gpu.stream,
+                    )
                     .map_err(lib_err)?,
                 None => {
                     gpu.stream.synchronize().map_err(lib_err)?;

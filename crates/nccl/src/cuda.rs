@@ -41,7 +41,9 @@ pub fn device_count() -> Result<usize, String> {
 pub fn driver_version() -> Result<String, String> {
     init()?;
     let mut v = 0;
-    check("cuDriverGetVersion", unsafe { cu::cuDriverGetVersion(&mut v) })?;
+    check("cuDriverGetVersion", unsafe {
+        cu::cuDriverGetVersion(&mut v)
+    })?;
     Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
 }
 
@@ -60,9 +62,13 @@ impl Device {
     pub fn open(ordinal: usize) -> Result<Device, String> {
         init()?;
         let mut dev = 0;
-        check("cuDeviceGet", unsafe { cu::cuDeviceGet(&mut dev, ordinal as i32) })?;
+        check("cuDeviceGet", unsafe {
+            cu::cuDeviceGet(&mut dev, ordinal as i32)
+        })?;
         let mut ctx = std::ptr::null_mut();
-        check("cuDevicePrimaryCtxRetain", unsafe { cu::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
+        check("cuDevicePrimaryCtxRetain", unsafe {
+            cu::cuDevicePrimaryCtxRetain(&mut ctx, dev)
+        })?;
         let d = Device { ordinal, dev, ctx };
         d.bind()?;
         Ok(d)
@@ -76,24 +82,39 @@ impl Device {
     pub fn name(&self) -> String {
         let mut buf = [0 as std::ffi::c_char; 256];
         unsafe { cu::cuDeviceGetName(buf.as_mut_ptr(), 256, self.dev) };
-        unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// PCI bus id as nccl-tests prints it (`0000:00:06`).
     pub fn pci_bus_id(&self) -> String {
         let mut buf = [0 as std::ffi::c_char; 64];
         unsafe { cu::cuDeviceGetPCIBusId(buf.as_mut_ptr(), 64, self.dev) };
-        let s = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
+        let s = unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
         // The driver says 0000:00:06.0; nccl-tests drops the function.
-        s.rsplit_once('.').map(|(a, _)| a.to_string()).unwrap_or(s).to_ascii_lowercase()
+        s.rsplit_once('.')
+            .map(|(a, _)| a.to_string())
+            .unwrap_or(s)
+            .to_ascii_lowercase()
     }
 
     /// (major, minor) compute capability.
     pub fn compute_capability(&self) -> (i32, i32) {
         let (mut ma, mut mi) = (0, 0);
         unsafe {
-            cu::cuDeviceGetAttribute(&mut ma, cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.dev);
-            cu::cuDeviceGetAttribute(&mut mi, cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.dev);
+            cu::cuDeviceGetAttribute(
+                &mut ma,
+                cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                self.dev,
+            );
+            cu::cuDeviceGetAttribute(
+                &mut mi,
+                cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                self.dev,
+            );
         }
         (ma, mi)
     }
@@ -124,7 +145,9 @@ impl Stream {
             return Ok(Stream(std::ptr::null_mut()));
         }
         let mut s = std::ptr::null_mut();
-        check("cuStreamCreate", unsafe { cu::cuStreamCreate(&mut s, cu::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) })?;
+        check("cuStreamCreate", unsafe {
+            cu::cuStreamCreate(&mut s, cu::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
+        })?;
         Ok(Stream(s))
     }
 
@@ -138,7 +161,9 @@ impl Stream {
     }
 
     pub fn synchronize(&self) -> Result<(), String> {
-        check("cuStreamSynchronize", unsafe { cu::cuStreamSynchronize(self.0) })
+        check("cuStreamSynchronize", unsafe {
+            cu::cuStreamSynchronize(self.0)
+        })
     }
 
     pub fn raw(&self) -> *mut c_void {
@@ -148,16 +173,23 @@ impl Stream {
     /// Starts capturing work into a graph (`-G`).
     pub fn begin_capture(&self) -> Result<(), String> {
         check("cuStreamBeginCapture", unsafe {
-            cu::cuStreamBeginCapture_v2(self.0, cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            cu::cuStreamBeginCapture_v2(
+                self.0,
+                cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            )
         })
     }
 
     /// Ends the capture and instantiates the graph.
     pub fn end_capture(&self) -> Result<Graph, String> {
         let mut g = std::ptr::null_mut();
-        check("cuStreamEndCapture", unsafe { cu::cuStreamEndCapture(self.0, &mut g) })?;
+        check("cuStreamEndCapture", unsafe {
+            cu::cuStreamEndCapture(self.0, &mut g)
+        })?;
         let mut exec = std::ptr::null_mut();
-        check("cuGraphInstantiate", unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, g, 0) })?;
+        check("cuGraphInstantiate", unsafe {
+            cu::cuGraphInstantiateWithFlags(&mut exec, g, 0)
+        })?;
         Ok(Graph { graph: g, exec })
     }
 }
@@ -179,7 +211,9 @@ unsafe impl Send for Graph {}
 
 impl Graph {
     pub fn launch(&self, s: &Stream) -> Result<(), String> {
-        check("cuGraphLaunch", unsafe { cu::cuGraphLaunch(self.exec, s.0) })
+        check("cuGraphLaunch", unsafe {
+            cu::cuGraphLaunch(self.exec, s.0)
+        })
     }
 }
 
@@ -199,7 +233,9 @@ unsafe impl Send for Event {}
 impl Event {
     pub fn new() -> Result<Event, String> {
         let mut e = std::ptr::null_mut();
-        check("cuEventCreate", unsafe { cu::cuEventCreate(&mut e, cu::CUevent_flags::CU_EVENT_DEFAULT as u32) })?;
+        check("cuEventCreate", unsafe {
+            cu::cuEventCreate(&mut e, cu::CUevent_flags::CU_EVENT_DEFAULT as u32)
+        })?;
         Ok(Event(e))
     }
     pub fn record(&self, s: &Stream) -> Result<(), String> {
@@ -208,7 +244,9 @@ impl Event {
     /// Milliseconds from `self` to `end` (both recorded and complete).
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32, String> {
         let mut ms = 0f32;
-        check("cuEventElapsedTime", unsafe { cu::cuEventElapsedTime_v2(&mut ms, self.0, end.0) })?;
+        check("cuEventElapsedTime", unsafe {
+            cu::cuEventElapsedTime_v2(&mut ms, self.0, end.0)
+        })?;
         Ok(ms)
     }
 }
@@ -230,7 +268,9 @@ impl DeviceBuffer {
     /// Allocates `bytes` (at least 1) on the current context's device.
     pub fn alloc(bytes: usize) -> Result<DeviceBuffer, String> {
         let mut p = 0;
-        check("cuMemAlloc", unsafe { cu::cuMemAlloc_v2(&mut p, bytes.max(1)) })?;
+        check("cuMemAlloc", unsafe {
+            cu::cuMemAlloc_v2(&mut p, bytes.max(1))
+        })?;
         Ok(DeviceBuffer { ptr: p, bytes })
     }
     pub fn as_ptr(&self, offset: usize) -> *mut c_void {
@@ -246,17 +286,23 @@ impl Drop for DeviceBuffer {
 
 /// Fills `bytes` bytes at `ptr` with `value` on `s`.
 pub fn memset_async(ptr: *mut c_void, value: u8, bytes: usize, s: &Stream) -> Result<(), String> {
-    check("cuMemsetD8Async", unsafe { cu::cuMemsetD8Async(ptr as u64, value, bytes, s.0) })
+    check("cuMemsetD8Async", unsafe {
+        cu::cuMemsetD8Async(ptr as u64, value, bytes, s.0)
+    })
 }
 
 /// Copies device memory to the host (synchronous).
 pub fn copy_to_host(dst: &mut [u8], src: *const c_void) -> Result<(), String> {
-    check("cuMemcpyDtoH", unsafe { cu::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, src as u64, dst.len()) })
+    check("cuMemcpyDtoH", unsafe {
+        cu::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, src as u64, dst.len())
+    })
 }
 
 /// Copies host memory to the device (synchronous).
 pub fn copy_to_device(dst: *mut c_void, src: &[u8]) -> Result<(), String> {
-    check("cuMemcpyHtoD", unsafe { cu::cuMemcpyHtoD_v2(dst as u64, src.as_ptr() as *const c_void, src.len()) })
+    check("cuMemcpyHtoD", unsafe {
+        cu::cuMemcpyHtoD_v2(dst as u64, src.as_ptr() as *const c_void, src.len())
+    })
 }
 
 /// A loaded PTX module.
@@ -268,14 +314,18 @@ impl Module {
     pub fn load_ptx(ptx: &str) -> Result<Module, String> {
         let c = CString::new(ptx).map_err(|_| "PTX contains a NUL byte".to_string())?;
         let mut m = std::ptr::null_mut();
-        check("cuModuleLoadData", unsafe { cu::cuModuleLoadData(&mut m, c.as_ptr() as *const c_void) })?;
+        check("cuModuleLoadData", unsafe {
+            cu::cuModuleLoadData(&mut m, c.as_ptr() as *const c_void)
+        })?;
         Ok(Module(m))
     }
 
     pub fn function(&self, name: &str) -> Result<Function, String> {
         let c = CString::new(name).expect("kernel name");
         let mut f = std::ptr::null_mut();
-        check(&format!("cuModuleGetFunction({name})"), unsafe { cu::cuModuleGetFunction(&mut f, self.0, c.as_ptr()) })?;
+        check(&format!("cuModuleGetFunction({name})"), unsafe {
+            cu::cuModuleGetFunction(&mut f, self.0, c.as_ptr())
+        })?;
         Ok(Function(f))
     }
 }
@@ -291,10 +341,28 @@ impl Function {
     ///
     /// # Safety
     /// `params` must match the kernel's signature.
-    pub unsafe fn launch(&self, grid: u32, block: u32, params: &mut [*mut c_void], s: &Stream) -> Result<(), String> {
+    pub unsafe fn launch(
+        &self,
+        grid: u32,
+        block: u32,
+        params: &mut [*mut c_void],
+        s: &Stream,
+    ) -> Result<(), String> {
         check(
             "cuLaunchKernel",
-            cu::cuLaunchKernel(self.0, grid, 1, 1, block, 1, 1, 0, s.0, params.as_mut_ptr(), std::ptr::null_mut()),
+            cu::cuLaunchKernel(
+                self.0,
+                grid,
+                1,
+                1,
+                block,
+                1,
+                1,
+                0,
+                s.0,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            ),
         )
     }
 }

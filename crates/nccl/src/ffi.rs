@@ -47,7 +47,9 @@ pub const SCALAR_HOST_IMMEDIATE: c_int = 1;
 /// Resolved NCCL entry points.
 #[allow(clippy::type_complexity)]
 pub struct Nccl {
-    _lib: Library,
+    /// Never unloaded: NCCL's proxy threads may outlive the communicators,
+    /// and unmapping the code under them crashes the process at exit.
+    _lib: std::mem::ManuallyDrop<Library>,
     pub version: c_int,
     pub get_error_string: unsafe extern "C" fn(NcclResult) -> *const c_char,
     pub get_last_error: Option<unsafe extern "C" fn(Comm) -> *const c_char>,
@@ -59,22 +61,96 @@ pub struct Nccl {
     pub comm_get_async_error: unsafe extern "C" fn(Comm, *mut NcclResult) -> NcclResult,
     pub group_start: unsafe extern "C" fn() -> NcclResult,
     pub group_end: unsafe extern "C" fn() -> NcclResult,
-    pub all_reduce: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, RedOpId, Comm, Stream) -> NcclResult,
-    pub all_gather: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, Comm, Stream) -> NcclResult,
-    pub reduce_scatter: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, RedOpId, Comm, Stream) -> NcclResult,
-    pub broadcast: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
-    pub reduce: unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, RedOpId, c_int, Comm, Stream) -> NcclResult,
-    pub send: unsafe extern "C" fn(*const c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
-    pub recv: unsafe extern "C" fn(*mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
-    pub red_op_create_pre_mul_sum: Option<unsafe extern "C" fn(*mut RedOpId, *mut c_void, DataTypeId, c_int, Comm) -> NcclResult>,
+    pub all_reduce: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        DataTypeId,
+        RedOpId,
+        Comm,
+        Stream,
+    ) -> NcclResult,
+    pub all_gather: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        DataTypeId,
+        Comm,
+        Stream,
+    ) -> NcclResult,
+    pub reduce_scatter: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        DataTypeId,
+        RedOpId,
+        Comm,
+        Stream,
+    ) -> NcclResult,
+    pub broadcast: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        DataTypeId,
+        c_int,
+        Comm,
+        Stream,
+    ) -> NcclResult,
+    pub reduce: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        DataTypeId,
+        RedOpId,
+        c_int,
+        Comm,
+        Stream,
+    ) -> NcclResult,
+    pub send:
+        unsafe extern "C" fn(*const c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
+    pub recv:
+        unsafe extern "C" fn(*mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
+    pub red_op_create_pre_mul_sum: Option<
+        unsafe extern "C" fn(*mut RedOpId, *mut c_void, DataTypeId, c_int, Comm) -> NcclResult,
+    >,
     pub red_op_destroy: Option<unsafe extern "C" fn(RedOpId, Comm) -> NcclResult>,
     /// NCCL >= 2.28
-    pub alltoall: Option<unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, Comm, Stream) -> NcclResult>,
+    pub alltoall: Option<
+        unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            DataTypeId,
+            Comm,
+            Stream,
+        ) -> NcclResult,
+    >,
     /// NCCL >= 2.28
-    pub gather: Option<unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult>,
+    pub gather: Option<
+        unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            DataTypeId,
+            c_int,
+            Comm,
+            Stream,
+        ) -> NcclResult,
+    >,
     /// NCCL >= 2.28
-    pub scatter: Option<unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult>,
-    pub comm_register: Option<unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void) -> NcclResult>,
+    pub scatter: Option<
+        unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            DataTypeId,
+            c_int,
+            Comm,
+            Stream,
+        ) -> NcclResult,
+    >,
+    pub comm_register:
+        Option<unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void) -> NcclResult>,
     pub comm_deregister: Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
 }
 
@@ -119,13 +195,25 @@ impl Nccl {
                 recv: sym!(lib, "ncclRecv"),
                 red_op_create_pre_mul_sum: opt_sym!(lib, "ncclRedOpCreatePreMulSum"),
                 red_op_destroy: opt_sym!(lib, "ncclRedOpDestroy"),
-                alltoall: if version >= 22800 { opt_sym!(lib, "ncclAlltoAll") } else { None },
-                gather: if version >= 22800 { opt_sym!(lib, "ncclGather") } else { None },
-                scatter: if version >= 22800 { opt_sym!(lib, "ncclScatter") } else { None },
+                alltoall: if version >= 22800 {
+                    opt_sym!(lib, "ncclAlltoAll")
+                } else {
+                    None
+                },
+                gather: if version >= 22800 {
+                    opt_sym!(lib, "ncclGather")
+                } else {
+                    None
+                },
+                scatter: if version >= 22800 {
+                    opt_sym!(lib, "ncclScatter")
+                } else {
+                    None
+                },
                 comm_register: opt_sym!(lib, "ncclCommRegister"),
                 comm_deregister: opt_sym!(lib, "ncclCommDeregister"),
                 version,
-                _lib: lib,
+                _lib: std::mem::ManuallyDrop::new(lib),
             };
             Ok(n)
         }
@@ -137,7 +225,9 @@ impl Nccl {
         if r == NCCL_SUCCESS {
             return Ok(());
         }
-        let s = unsafe { CStr::from_ptr((self.get_error_string)(r)) }.to_string_lossy().into_owned();
+        let s = unsafe { CStr::from_ptr((self.get_error_string)(r)) }
+            .to_string_lossy()
+            .into_owned();
         let last = self
             .get_last_error
             .map(|f| unsafe { f(std::ptr::null_mut()) })

@@ -2,11 +2,11 @@
 //! the host-side fallback used when they cannot be loaded.
 
 use crate::cuda::{self, DeviceBuffer, Function, Module, Stream};
-use collbench_runner::CaseSpec;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
 use collbench_core::verify::{output_source, ulp_distance, Pattern, Source};
 use collbench_core::{with_element, DataType};
+use collbench_runner::CaseSpec;
 use std::ffi::c_void;
 
 /// The PTX built from kernels/verify.cu by kernels/regen-ptx.sh.
@@ -70,7 +70,10 @@ pub struct Kernels {
 }
 
 fn index(t: DataType) -> usize {
-    DataType::ALL.iter().position(|&d| d == t).expect("known type")
+    DataType::ALL
+        .iter()
+        .position(|&d| d == t)
+        .expect("known type")
 }
 
 impl Kernels {
@@ -78,7 +81,8 @@ impl Kernels {
     /// trying regenerated kernels without a rebuild).
     pub fn load() -> Result<Kernels, String> {
         let text = match std::env::var("COLLBENCH_PTX") {
-            Ok(path) => std::fs::read_to_string(&path).map_err(|e| format!("cannot read COLLBENCH_PTX={path}: {e}"))?,
+            Ok(path) => std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read COLLBENCH_PTX={path}: {e}"))?,
             Err(_) => PTX.to_string(),
         };
         if !text.contains(".entry") {
@@ -106,7 +110,13 @@ impl Kernels {
 
     /// Counts wrong elements of `out` (recv_count elements); waits for the
     /// result.
-    pub fn check(&self, out: *const c_void, p: &KernelParams, dtype: DataType, s: &Stream) -> Result<u64, String> {
+    pub fn check(
+        &self,
+        out: *const c_void,
+        p: &KernelParams,
+        dtype: DataType,
+        s: &Stream,
+    ) -> Result<u64, String> {
         cuda::memset_async(self.wrong.as_ptr(0), 0, 8, s)?;
         let mut p = *p;
         let mut o = out;
@@ -124,10 +134,19 @@ impl Kernels {
     }
 
     /// Writes the input pattern into `buf` (send_count elements of `dtype`).
-    pub fn fill(&self, buf: *mut c_void, p: &KernelParams, dtype: DataType, s: &Stream) -> Result<(), String> {
+    pub fn fill(
+        &self,
+        buf: *mut c_void,
+        p: &KernelParams,
+        dtype: DataType,
+        s: &Stream,
+    ) -> Result<(), String> {
         let mut p = *p;
         let mut b = buf;
-        let mut args = [&mut b as *mut _ as *mut c_void, &mut p as *mut _ as *mut c_void];
+        let mut args = [
+            &mut b as *mut _ as *mut c_void,
+            &mut p as *mut _ as *mut c_void,
+        ];
         unsafe { self.fill[index(dtype)].launch(Self::grid(p.send_count), 256, &mut args, s) }
     }
 }
