@@ -10,14 +10,18 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_collbench");
 
-/// False (skip) unless COLLBENCH_SLURM_TESTS=1; panics if Slurm is asked
-/// for but `srun` is not there.
-fn slurm_wanted() -> bool {
+/// One Slurm test at a time: the emulated cluster fits one 4-task job, and
+/// a job queued behind another would spoil the timing checks.
+static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `None` (skip) unless COLLBENCH_SLURM_TESTS=1, else the cluster's lock;
+/// panics if Slurm is asked for but `srun` is not there.
+fn slurm_wanted() -> Option<std::sync::MutexGuard<'static, ()>> {
     if std::env::var("COLLBENCH_SLURM_TESTS").as_deref() != Ok("1") {
         eprintln!(
             "skipped: set COLLBENCH_SLURM_TESTS=1 after ci/slurm-setup.sh to run the Slurm tests"
         );
-        return false;
+        return None;
     }
     let found = Command::new("srun")
         .arg("--version")
@@ -28,13 +32,13 @@ fn slurm_wanted() -> bool {
         found,
         "COLLBENCH_SLURM_TESTS=1 but `srun --version` does not run: run ci/slurm-setup.sh first"
     );
-    true
+    Some(CLUSTER.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-/// `srun -N2 -n4 collbench preflight ...`, loopback only.
-fn srun_preflight(extra_env: &[(&str, &str)], args: &[&str]) -> Command {
+/// `srun -N2 -n<tasks> collbench preflight ...`, loopback only.
+fn srun_preflight(tasks: usize, extra_env: &[(&str, &str)], args: &[&str]) -> Command {
     let mut cmd = Command::new("srun");
-    cmd.args(["-N2", "-n4", "--time=5"])
+    cmd.args(["-N2", &format!("-n{tasks}"), "--time=5"])
         .arg(BIN)
         .arg("preflight")
         .args(args);
@@ -88,11 +92,13 @@ fn finish(mut child: Child, limit: Duration) -> Outcome {
 
 #[test]
 fn srun_two_nodes_four_ranks_pass() {
-    if !slurm_wanted() {
+    let Some(_cluster) = slurm_wanted() else {
         return;
-    }
+    };
     let out = finish(
-        srun_preflight(&[], &["--timeout-s", "30"]).spawn().unwrap(),
+        srun_preflight(4, &[], &["--timeout-s", "30"])
+            .spawn()
+            .unwrap(),
         Duration::from_secs(120),
     );
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -120,12 +126,13 @@ fn srun_two_nodes_four_ranks_pass() {
 
 #[test]
 fn srun_with_a_rank_killed_mid_way_fails_fast_naming_it() {
-    if !slurm_wanted() {
+    let Some(_cluster) = slurm_wanted() else {
         return;
-    }
+    };
     let timeout_s = 10;
     let start = Instant::now();
     let child = srun_preflight(
+        4,
         &[("COLLBENCH_TEST_DIE_AFTER_CONNECT", "2")],
         &["--timeout-s", &timeout_s.to_string()],
     )
@@ -149,10 +156,12 @@ fn srun_with_a_rank_killed_mid_way_fails_fast_naming_it() {
 
 #[test]
 fn srun_job_refuses_a_client_with_a_wrong_token() {
-    if !slurm_wanted() {
+    let Some(_cluster) = slurm_wanted() else {
         return;
-    }
-    // A fixed port so the stray client knows where the job listens.
+    };
+    // srun starts ranks 0-2 of a world of 4, so rank 0 keeps listening until
+    // rank 3 is started by hand below; token and port are fixed so that the
+    // stray and the real rank 3 know where to knock.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -160,40 +169,57 @@ fn srun_job_refuses_a_client_with_a_wrong_token() {
         .port()
         .to_string();
     let rendezvous = format!("n1:{port}");
-    // The stray starts first and keeps knocking until rank 0 listens.
-    let stray = Command::new(BIN)
-        .args([
-            "preflight",
-            "--rank",
-            "1",
-            "--world-size",
-            "4",
-            "--token",
-            "not-this-job",
-            "--timeout-s",
-            "60",
-        ])
-        .args(["--rendezvous", &rendezvous])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let job = srun_preflight(&[("COLLBENCH_PORT", &port)], &["--timeout-s", "30"])
-        .spawn()
-        .unwrap();
-    let stray = finish(stray, Duration::from_secs(90));
-    let job = finish(job, Duration::from_secs(90));
+    let job_env = [
+        ("COLLBENCH_PORT", port.as_str()),
+        ("COLLBENCH_TOKEN", "job-token"),
+        ("COLLBENCH_WORLD_SIZE", "4"),
+    ];
+    let mut job = srun_preflight(3, &job_env, &["--timeout-s", "60"]);
+    let hand_rank_3 = |token: &str| {
+        Command::new(BIN)
+            .args([
+                "preflight",
+                "--rank",
+                "3",
+                "--world-size",
+                "4",
+                "--timeout-s",
+                "60",
+            ])
+            .args(["--rendezvous", &rendezvous, "--token", token])
+            .env("COLLBENCH_BIND", "127.0.0.1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let job = job.spawn().unwrap();
+    // The stray keeps knocking until rank 0 listens, then is refused at once.
+    let stray = finish(hand_rank_3("not-this-job"), Duration::from_secs(90));
     assert_eq!(stray.code, Some(3), "{stray:?}");
     assert!(
         stray.stderr.contains("refused this process") && stray.stderr.contains("wrong job token"),
         "{}",
         stray.stderr
     );
-    assert_eq!(job.code, Some(0), "the job itself is undisturbed: {job:?}");
-    assert!(
-        job.stderr.contains("rank 0 refused a connection"),
-        "rank 0 logs the refusal: {}",
+    let rank_3 = finish(hand_rank_3("job-token"), Duration::from_secs(90));
+    let job = finish(job, Duration::from_secs(90));
+    assert_eq!(
+        (job.code, rank_3.code),
+        (Some(0), Some(0)),
+        "the job itself is undisturbed: {job:?} {rank_3:?}"
+    );
+    assert!(job.stdout.contains("PASS: 4 ranks"), "{}", job.stdout);
+    let refusals: Vec<&str> = job
+        .stderr
+        .lines()
+        .filter(|l| l.contains("refused a connection"))
+        .collect();
+    assert_eq!(
+        refusals.len(),
+        1,
+        "rank 0 logs one line per refusal: {}",
         job.stderr
     );
+    assert!(refusals[0].contains("wrong job token"), "{}", refusals[0]);
 }
