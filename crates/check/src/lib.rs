@@ -1,38 +1,148 @@
-//! collbench-check: health verdicts against baselines, localisation of
-//! slow ranks and links, and local `doctor` checks (stub: being written).
+//! collbench-check: health verdicts against baselines (`collbench check`),
+//! localisation of slow ranks and links, the built-in baselines
+//! (`collbench baselines`), and local checks (`collbench doctor`).
+//!
+//! Not for: measuring (the runner does that through a backend) or
+//! printing benchmark tables (collbench-output). Modules, one job each:
+//! [`baseline`] (TOML format and built-ins), [`battery`] (runs one case
+//! through the runner), [`verdict`] (PASS/WARN/FAIL per line),
+//! [`localize`] (pairwise tests, culprits, heatmap), [`prometheus`]
+//! (textfile metrics), [`doctor`] (local checks), `check` (the command).
+
+pub mod baseline;
+pub mod battery;
+mod check;
+pub mod doctor;
+pub mod localize;
+pub mod prometheus;
+pub mod verdict;
+
+pub use check::CheckReport;
 
 use collbench_launch::Control;
 use collbench_runner::Backend;
+use std::path::PathBuf;
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    collbench_core::size::parse_size(s).map_err(|e| e.to_string())
+}
 
 /// `collbench check` flags (backend and launch flags are added by the CLI).
+///
+/// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails).
 #[derive(clap::Args, Debug, Clone)]
-pub struct CheckArgs {}
+pub struct CheckArgs {
+    /// Baseline to judge against: a built-in name (`collbench baselines
+    /// list`) or a TOML file. Without one, only ranks are compared with
+    /// each other (self-consistency).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub baseline: Option<String>,
+    /// Fewer iterations; with a baseline, only the ops it has figures for.
+    #[arg(long)]
+    pub quick: bool,
+    /// Run every bandwidth test at this size instead of the baseline's
+    /// (default without a baseline: 64M on the CPU backend, 1G on GPUs).
+    #[arg(long, value_parser = size_arg)]
+    pub size: Option<u64>,
+    /// Timed iterations per test (default 10, 3 with --quick).
+    #[arg(short = 'n', long)]
+    pub iters: Option<u32>,
+    /// Run the pairwise tests that name a slow rank or link even when
+    /// every figure passes.
+    #[arg(long)]
+    pub localize: bool,
+    /// Pairs below this fraction of the reference (median over ranks of
+    /// each rank's fastest pair) are slow.
+    #[arg(long, default_value_t = 0.8)]
+    pub pair_fraction: f64,
+    /// Write the verdicts (and the pairwise matrix) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write node_exporter textfile metrics to FILE (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
+}
 
 /// `collbench doctor` flags.
+///
+/// Exit codes: 0 when every check passes or is skipped, 1 warn, 2 fail.
 #[derive(clap::Args, Debug, Clone)]
-pub struct DoctorArgs {}
+pub struct DoctorArgs {
+    /// Print the checks as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// `collbench baselines` flags.
 #[derive(clap::Args, Debug, Clone)]
-pub struct BaselinesArgs {}
+pub struct BaselinesArgs {
+    #[command(subcommand)]
+    pub action: Option<BaselinesAction>,
+}
+
+/// What `collbench baselines` does (default: list).
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum BaselinesAction {
+    /// Table of built-in baselines: name, GPUs, interconnect, source.
+    List,
+    /// Print one baseline's TOML (copy it to write your own).
+    Show {
+        /// Built-in baseline name.
+        name: String,
+    },
+}
 
 /// Runs the battery and prints the verdict; returns the exit code
 /// (0 pass, 1 warn, 2 fail).
 pub fn check_main(
-    _args: &CheckArgs,
-    _backend: &mut dyn Backend,
-    _control: &Control,
-    _argv: &[String],
+    args: &CheckArgs,
+    backend: &mut dyn Backend,
+    control: &Control,
+    argv: &[String],
 ) -> anyhow::Result<i32> {
-    anyhow::bail!("collbench check is not implemented yet")
+    check::check_main(args, backend, control, argv)
 }
 
 /// Runs the local checks; returns the exit code.
-pub fn doctor_main(_args: &DoctorArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("collbench doctor is not implemented yet")
+pub fn doctor_main(args: &DoctorArgs) -> anyhow::Result<i32> {
+    let checks = doctor::run_all();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        print!("{}", doctor::render(&checks));
+    }
+    Ok(doctor::exit_code(&checks))
 }
 
 /// Lists or shows built-in baselines.
-pub fn baselines_main(_args: &BaselinesArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("collbench baselines is not implemented yet")
+pub fn baselines_main(args: &BaselinesArgs) -> anyhow::Result<i32> {
+    match &args.action {
+        None | Some(BaselinesAction::List) => print!("{}", baselines_table()),
+        Some(BaselinesAction::Show { name }) => {
+            let (_, text) = baseline::find_built_in(name)?;
+            print!("{text}");
+        }
+    }
+    Ok(0)
+}
+
+/// The `baselines list` table.
+fn baselines_table() -> String {
+    let all = baseline::built_in();
+    let w = all.iter().map(|(b, _)| b.name.len()).max().unwrap_or(4);
+    let mut out = format!(
+        "{:<w$}  {:>9}  {:<44}  source\n",
+        "name", "GPUs", "interconnect"
+    );
+    for (b, _) in &all {
+        let gpus = format!("{}x{}", b.nodes, b.gpus_per_node);
+        let mut ic = b.interconnect.clone();
+        if ic.chars().count() > 44 {
+            ic = ic.chars().take(43).collect::<String>() + "…";
+        }
+        // The source's first clause names it briefly; the rest is in `show`.
+        let src = b.source.split(';').next().unwrap_or(&b.source);
+        out += &format!("{:<w$}  {gpus:>9}  {ic:<44}  {src}\n", b.name);
+    }
+    out
 }

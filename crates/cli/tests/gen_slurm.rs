@@ -85,30 +85,12 @@ fn sbatch_runs_generated_preflight_on_2_nodes_x_2_tasks() {
     );
     assert!(sbatch.status.success(), "job failed\n{context}");
 
-    // Every rank 0..3 appears, on both emulated nodes n1 and n2.
+    // The preflight verdict, and ranks on both emulated nodes n1 and n2.
+    assert!(
+        log.contains("PASS: 4 ranks on 2 hosts"),
+        "no PASS verdict\n{context}"
+    );
     for host in ["n1", "n2"] {
         assert!(log.contains(host), "no rank on {host}\n{context}");
     }
-    assert!(reports_world_of_4(&log), "4 ranks not shown\n{context}");
-}
-
-/// Whether the preflight report shows a world of 4 ranks: a header such as
-/// "4 ranks" / "world size 4", or one row per rank 0..3.
-fn reports_world_of_4(log: &str) -> bool {
-    let lower = log.to_lowercase();
-    if ["4 ranks", "world size 4", "world_size 4", "world: 4", "4/4"]
-        .iter()
-        .any(|p| lower.contains(p))
-    {
-        return true;
-    }
-    (0..4).all(|r| {
-        lower.lines().any(|l| {
-            let words: Vec<&str> = l.split(|c: char| !c.is_ascii_alphanumeric()).collect();
-            words.first() == Some(&r.to_string().as_str())
-                || words
-                    .windows(2)
-                    .any(|w| w[0] == "rank" && w[1] == r.to_string())
-        })
-    }) && !(lower.contains("rank 4") || lower.contains("rank=4"))
 }

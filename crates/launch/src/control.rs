@@ -111,6 +111,8 @@ struct Peer {
     host: String,
     writer: Mutex<TcpStream>,
     left: AtomicBool,
+    /// Its reader thread has ended (the connection is over).
+    reader_done: AtomicBool,
 }
 
 impl Peer {
@@ -175,9 +177,6 @@ impl Shared {
             }
             *failure = Some(reason.clone());
         }
-        if let Some(hook) = lock(&self.hook).as_ref() {
-            hook(&reason);
-        }
         for peer in self.peers() {
             if Some(peer.rank) != culprit && !peer.left.load(Ordering::SeqCst) {
                 let _ = peer.send(
@@ -187,6 +186,11 @@ impl Shared {
                     &[],
                 );
             }
+        }
+        // After the fan-out (the hook may be slow: aborting NCCL), before
+        // waking the caller (whose call then returns with NCCL aborted).
+        if let Some(hook) = lock(&self.hook).as_ref() {
+            hook(&reason);
         }
         self.event(Event::Failed);
         LaunchError::Control(reason)
@@ -501,13 +505,32 @@ impl Control {
                 "rank {to} is not connected (a bug)"
             )));
         };
-        peer.send(msg, data).map_err(|e| {
-            let reason = match e.kind() {
-                std::io::ErrorKind::InvalidInput => format!("cannot send to {}: {e}", peer.name()),
-                _ => format!("{} disconnected ({e})", peer.name()),
-            };
-            link.shared.fail(reason, Some(to))
-        })
+        let Err(e) = peer.send(msg, data) else {
+            return Ok(());
+        };
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            return Err(link
+                .shared
+                .fail(format!("cannot send to {}: {e}", peer.name()), None));
+        }
+        // The reader usually knows better why the connection is gone (an
+        // Abort or goodbye that arrived just before): let it finish first.
+        let patience = Instant::now() + Duration::from_secs(2);
+        while !peer.reader_done.load(Ordering::SeqCst) && Instant::now() < patience {
+            thread::sleep(Duration::from_millis(5));
+        }
+        if let Some(failure) = link.shared.failure() {
+            return Err(LaunchError::Control(failure));
+        }
+        if peer.left.load(Ordering::SeqCst) {
+            return Err(LaunchError::Control(format!(
+                "{} closed the control plane before this call: it finished or failed first (see its output)",
+                peer.name()
+            )));
+        }
+        Err(link
+            .shared
+            .fail(format!("{} disconnected ({e})", peer.name()), Some(to)))
     }
 
     /// Waits for events until `deadline`; `Ok(false)` when it passed.
@@ -707,6 +730,7 @@ fn admit(shared: &Arc<Shared>, hello: &PeerHello, stream: TcpStream) -> bool {
         host: hello.host.clone(),
         writer: Mutex::new(writer),
         left: AtomicBool::new(false),
+        reader_done: AtomicBool::new(false),
     });
     if peer.send(&Msg::Welcome, &[]).is_err() {
         return false;
@@ -885,6 +909,7 @@ fn join_as_peer(world: &World, timeout: Duration, own: PeerHello) -> Result<Link
         host: host.clone(),
         writer: Mutex::new(writer),
         left: AtomicBool::new(false),
+        reader_done: AtomicBool::new(false),
     });
     lock(&shared.peers)[0] = Some(Arc::clone(&root));
     spawn_reader(Arc::clone(&shared), root, stream);
@@ -977,8 +1002,15 @@ fn spawn_reader(shared: Arc<Shared>, peer: Arc<Peer>, mut stream: TcpStream) {
     let _ = stream.set_read_timeout(Some(shared.timeout));
     let _ = stream.set_write_timeout(Some(shared.timeout));
     let name = format!("collbench-rx-{}", peer.rank);
-    let _ = thread::Builder::new().name(name).spawn(move || loop {
-        let frame = wire::read_frame(&mut stream);
+    let _ = thread::Builder::new().name(name).spawn(move || {
+        read_until_end(&shared, &peer, &mut stream);
+        peer.reader_done.store(true, Ordering::SeqCst);
+    });
+}
+
+fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
+    loop {
+        let frame = wire::read_frame(stream);
         if shared.closing.load(Ordering::SeqCst) {
             return;
         }
@@ -1001,7 +1033,8 @@ fn spawn_reader(shared: Arc<Shared>, peer: Arc<Peer>, mut stream: TcpStream) {
             Ok((Msg::Abort { reason }, _)) if peer.rank == 0 => {
                 format!("rank 0 stopped the job: {reason}")
             }
-            Ok((Msg::Abort { reason }, _)) => format!("{who} aborted: {reason}"),
+            // A rank's own abort reason already names it (see `abort`).
+            Ok((Msg::Abort { reason }, _)) => reason,
             Ok((other, _)) => {
                 format!("{who} sent an unexpected {other:?} (a different collbench version?)")
             }
@@ -1016,7 +1049,7 @@ fn spawn_reader(shared: Arc<Shared>, peer: Arc<Peer>, mut stream: TcpStream) {
         };
         shared.fail(reason, Some(peer.rank));
         return;
-    });
+    }
 }
 
 /// Sends heartbeats to every peer until closing (one thread per process).

@@ -263,15 +263,11 @@ impl Report {
             .map(|c| table.iter().map(|r| r[c].len()).max().unwrap_or(0))
             .collect();
         let ranks = if self.ranks_joined == self.world_size {
-            format!("{} ranks", self.world_size)
+            plural(self.world_size, "rank")
         } else {
             format!("{} of {} ranks", self.ranks_joined, self.world_size)
         };
-        let hosts = if self.hosts == 1 {
-            "1 host".to_string()
-        } else {
-            format!("{} hosts", self.hosts)
-        };
+        let hosts = plural(self.hosts, "host");
         let mut out = format!(
             "collbench preflight: {ranks} on {hosts} (launcher {}, rank 0 at {})\n",
             self.launcher, self.rendezvous
@@ -290,6 +286,14 @@ impl Report {
             _ => out += &format!("FAIL: {}\n", self.problems.join("; ")),
         }
         out
+    }
+}
+
+/// "1 host", "2 hosts".
+fn plural(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        _ => format!("{count} {noun}s"),
     }
 }
 

@@ -252,6 +252,7 @@ fn abort_names_the_aborting_rank_everywhere() {
             message.contains("rank 2 on host host2 aborted: NCCL error"),
             "{message}"
         );
+        assert_eq!(message.matches("aborted").count(), 1, "{message}");
     }
 }
 

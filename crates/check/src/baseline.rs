@@ -1,0 +1,334 @@
+//! Baselines: what a healthy system of some kind measures, as a TOML file
+//! (format in `docs/baselines.md`), built-in or the user's own.
+//!
+//! A baseline states, per collective, the bus bandwidth expected at one
+//! size, and optionally the longest acceptable time at a small size. It
+//! also says where its figures come from, so a verdict can be traced back
+//! to a document or a measurement.
+
+use anyhow::{bail, Context};
+use collbench_core::{size::parse_size, Collective, DataType};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A system's expected figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    /// Short name (`h200x2`), used with `--baseline NAME`.
+    pub name: String,
+    /// One line on what system this is.
+    #[serde(default)]
+    pub description: String,
+    /// GPUs (ranks) per node the figures were measured with.
+    pub gpus_per_node: u32,
+    /// Nodes the figures were measured with.
+    pub nodes: u32,
+    /// Interconnect in words (`NVLink 4 (NV18)`, `RoCE 4x200G`).
+    #[serde(default)]
+    pub interconnect: String,
+    /// Where the figures come from: document, URL or measurement.
+    pub source: String,
+    /// Measured/expected at or above this passes (default 0.9).
+    #[serde(default = "default_warn")]
+    pub warn_fraction: f64,
+    /// Measured/expected below this fails; in between warns (default 0.75).
+    #[serde(default = "default_fail")]
+    pub fail_fraction: f64,
+    /// Expected figures, one entry per collective (and data type).
+    #[serde(default)]
+    pub expect: Vec<Expect>,
+}
+
+fn default_warn() -> f64 {
+    0.9
+}
+
+fn default_fail() -> f64 {
+    0.75
+}
+
+/// One collective's expected figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Collective name (`all_reduce`, `all_gather`, ...).
+    pub op: String,
+    /// Size the bandwidth figure was measured at (`8G`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
+    /// Expected out-of-place bus bandwidth at `size`, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busbw_gbps: Option<f64>,
+    /// Data type (default `float`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// Small size for the latency figure (`8`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small_size: Option<String>,
+    /// Longest acceptable time at `small_size`, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time_us: Option<f64>,
+}
+
+/// A bandwidth expectation, parsed and checked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BusbwExpect {
+    pub collective: Collective,
+    pub dtype: DataType,
+    pub size_bytes: u64,
+    pub busbw_gbps: f64,
+}
+
+/// A latency expectation, parsed and checked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatencyExpect {
+    pub collective: Collective,
+    pub dtype: DataType,
+    pub size_bytes: u64,
+    pub max_time_us: f64,
+}
+
+/// The built-in baselines: (file name, TOML text). One file each, so a
+/// user can copy one with `collbench baselines show NAME > mine.toml`.
+const BUILT_IN: &[&str] = &[
+    include_str!("../baselines/h200x2.toml"),
+    include_str!("../baselines/cpu-ci.toml"),
+    include_str!("../baselines/gke-a4x-2node.toml"),
+    include_str!("../baselines/gke-a4-2node.toml"),
+    include_str!("../baselines/gke-a3-ultra-2node.toml"),
+    include_str!("../baselines/gke-a3-mega-2node.toml"),
+    include_str!("../baselines/gke-a3-high-2node.toml"),
+    include_str!("../baselines/volc-hpcpni2-1node.toml"),
+    include_str!("../baselines/volc-hpcpni2-2node.toml"),
+    include_str!("../baselines/volc-ebmhpcpni2l-1node.toml"),
+    include_str!("../baselines/volc-ebmhpcpni2l-2node.toml"),
+    include_str!("../baselines/volc-ebmhpcpni2l-16node.toml"),
+    include_str!("../baselines/volc-ebmhpcpni2l-64node.toml"),
+    include_str!("../baselines/volc-ebmhpcpni3l-1node.toml"),
+    include_str!("../baselines/volc-ebmhpcpni3l-2node.toml"),
+    include_str!("../baselines/volc-hpcpni3ln-2node.toml"),
+    include_str!("../baselines/volc-hpcpni3ln-4node.toml"),
+    include_str!("../baselines/trn1-32xlarge.toml"),
+];
+
+/// Every built-in baseline, with its TOML text, in listing order.
+pub fn built_in() -> Vec<(Baseline, &'static str)> {
+    BUILT_IN
+        .iter()
+        .map(|text| {
+            let b = Baseline::parse(text, "built-in baseline")
+                .expect("built-in baselines are valid (checked by a unit test)");
+            (b, *text)
+        })
+        .collect()
+}
+
+/// Finds a built-in baseline by name; the error lists the known names.
+pub fn find_built_in(name: &str) -> anyhow::Result<(Baseline, &'static str)> {
+    let all = built_in();
+    let names: Vec<String> = all.iter().map(|(b, _)| b.name.clone()).collect();
+    all.into_iter()
+        .find(|(b, _)| b.name == name)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "unknown baseline '{name}': use one of {} (see `collbench baselines list`) or a .toml file",
+                names.join(", ")
+            )
+        })
+}
+
+/// `--baseline NAME|FILE`: a path that exists (or ends in `.toml`) is read
+/// as a file, anything else is a built-in name.
+pub fn load(name_or_file: &str) -> anyhow::Result<Baseline> {
+    let path = Path::new(name_or_file);
+    if path.exists() || name_or_file.ends_with(".toml") {
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!("cannot read baseline file {name_or_file}: give a readable .toml file or a built-in name")
+        })?;
+        return Baseline::parse(&text, name_or_file);
+    }
+    find_built_in(name_or_file).map(|(b, _)| b)
+}
+
+impl Baseline {
+    /// Parses and validates TOML; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> anyhow::Result<Baseline> {
+        let b: Baseline = toml::from_str(text).map_err(|e| {
+            // toml's message spans lines; keep the first, which names the key.
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or("invalid TOML").to_string();
+            let detail = msg.lines().last().unwrap_or("").trim().to_string();
+            anyhow::anyhow!("baseline {origin}: {first} {detail} (format: docs/baselines.md)")
+        })?;
+        b.validate()
+            .with_context(|| format!("baseline {origin} ('{}')", b.name))?;
+        Ok(b)
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if !(0.0 < self.fail_fraction
+            && self.fail_fraction <= self.warn_fraction
+            && self.warn_fraction <= 1.0)
+        {
+            bail!(
+                "fractions must satisfy 0 < fail_fraction ({}) <= warn_fraction ({}) <= 1",
+                self.fail_fraction,
+                self.warn_fraction
+            );
+        }
+        if self.expect.is_empty() {
+            bail!("no [[expect]] entries: add at least one op with size and busbw_gbps");
+        }
+        for e in &self.expect {
+            e.parse()?;
+        }
+        self.busbw()?;
+        self.latency()?;
+        Ok(())
+    }
+
+    /// Ranks the figures were measured with.
+    pub fn world_size(&self) -> u64 {
+        self.gpus_per_node as u64 * self.nodes as u64
+    }
+
+    /// Bandwidth expectations, in file order.
+    pub fn busbw(&self) -> anyhow::Result<Vec<BusbwExpect>> {
+        let mut out = Vec::new();
+        for e in &self.expect {
+            if let (_, Some(b), _) = e.parse()? {
+                out.push(b);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Latency expectations, in file order.
+    pub fn latency(&self) -> anyhow::Result<Vec<LatencyExpect>> {
+        let mut out = Vec::new();
+        for e in &self.expect {
+            if let (_, _, Some(l)) = e.parse()? {
+                out.push(l);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The size most figures are stated at (the first bandwidth entry's).
+    pub fn stated_size(&self) -> Option<u64> {
+        self.busbw().ok()?.first().map(|b| b.size_bytes)
+    }
+}
+
+impl Expect {
+    /// The collective, and the bandwidth and latency expectations this
+    /// entry holds (either or both).
+    pub fn parse(
+        &self,
+    ) -> anyhow::Result<(Collective, Option<BusbwExpect>, Option<LatencyExpect>)> {
+        let collective = Collective::parse(&self.op).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let dtype = match &self.dtype {
+            Some(d) => DataType::parse(d).map_err(|e| anyhow::anyhow!("{e}"))?,
+            None => DataType::Float,
+        };
+        let size = |s: &str| parse_size(s).map_err(|e| anyhow::anyhow!("{}: {e}", self.op));
+        let busbw = match (&self.size, self.busbw_gbps) {
+            (Some(s), Some(g)) if g > 0.0 => Some(BusbwExpect {
+                collective,
+                dtype,
+                size_bytes: size(s)?,
+                busbw_gbps: g,
+            }),
+            (None, None) => None,
+            _ => bail!(
+                "{}: give both size and busbw_gbps (a positive number), or neither",
+                self.op
+            ),
+        };
+        let latency = match (&self.small_size, self.max_time_us) {
+            (Some(s), Some(t)) if t > 0.0 => Some(LatencyExpect {
+                collective,
+                dtype,
+                size_bytes: size(s)?,
+                max_time_us: t,
+            }),
+            (None, None) => None,
+            _ => bail!(
+                "{}: give both small_size and max_time_us (a positive number), or neither",
+                self.op
+            ),
+        };
+        if busbw.is_none() && latency.is_none() {
+            bail!(
+                "{}: an [[expect]] entry needs size + busbw_gbps, or small_size + max_time_us",
+                self.op
+            );
+        }
+        Ok((collective, busbw, latency))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_built_in_parses_and_names_are_unique() {
+        let all = built_in();
+        assert!(all.len() >= 15);
+        let mut names: Vec<&str> = all.iter().map(|(b, _)| b.name.as_str()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all.len(), "duplicate baseline names");
+        for (b, _) in &all {
+            assert!(!b.source.is_empty(), "{} has no source", b.name);
+            assert!(b.world_size() > 0, "{}", b.name);
+            assert!(!b.busbw().unwrap().is_empty(), "{}", b.name);
+        }
+    }
+
+    #[test]
+    fn h200x2_holds_the_anchor_figures() {
+        let b = load("h200x2").unwrap();
+        let ar = b.busbw().unwrap()[0];
+        assert_eq!(ar.collective, Collective::AllReduce);
+        assert_eq!(ar.size_bytes, 8 << 30);
+        assert_eq!(ar.busbw_gbps, 349.6);
+        assert_eq!(b.latency().unwrap()[0].size_bytes, 8);
+        assert_eq!(b.world_size(), 2);
+    }
+
+    #[test]
+    fn defaults_and_validation() {
+        let ok = "name='x'\ngpus_per_node=1\nnodes=1\nsource='me'\n[[expect]]\nop='all_reduce'\nsize='4M'\nbusbw_gbps=1.5\n";
+        let b = Baseline::parse(ok, "t").unwrap();
+        assert_eq!((b.warn_fraction, b.fail_fraction), (0.9, 0.75));
+        assert_eq!(b.busbw().unwrap()[0].dtype, DataType::Float);
+
+        let half = ok.replace("busbw_gbps=1.5\n", "");
+        let e = Baseline::parse(&half, "t").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("both size and busbw_gbps"),
+            "{e:#}"
+        );
+
+        let bad_op = ok.replace("all_reduce", "allreduce_x");
+        let e = Baseline::parse(&bad_op, "t").unwrap_err();
+        assert!(format!("{e:#}").contains("allreduce_x"), "{e:#}");
+
+        let bad_frac = ok.replace("source='me'", "source='me'\nwarn_fraction=0.5");
+        assert!(Baseline::parse(&bad_frac, "t").is_err());
+
+        let typo = ok.replace("busbw_gbps", "busbw");
+        let e = Baseline::parse(&typo, "t").unwrap_err();
+        assert!(format!("{e:#}").contains("busbw"), "{e:#}");
+    }
+
+    #[test]
+    fn unknown_name_lists_the_known_ones() {
+        let e = load("no-such-system").unwrap_err().to_string();
+        assert!(e.contains("unknown baseline 'no-such-system'"), "{e}");
+        assert!(e.contains("h200x2") && e.contains("cpu-ci"), "{e}");
+    }
+}

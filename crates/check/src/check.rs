@@ -1,0 +1,404 @@
+//! `collbench check`: baseline -> battery -> verdicts -> localisation ->
+//! table, JSON and Prometheus files, exit code.
+
+use crate::baseline::{self, Baseline};
+use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use crate::localize::{self, Localization};
+use crate::prometheus;
+use crate::verdict::{self, Fractions, Line, Metric, Status};
+use crate::CheckArgs;
+use collbench_core::{size::format_size, Collective, DataType};
+use collbench_launch::Control;
+use collbench_runner::Backend;
+use serde::Serialize;
+
+/// The five collectives every check runs.
+const BATTERY: [Collective; 5] = [
+    Collective::AllReduce,
+    Collective::AllGather,
+    Collective::ReduceScatter,
+    Collective::AllToAll,
+    Collective::SendRecv,
+];
+
+/// Size of the latency line when the baseline states none.
+const SMALL_SIZE: u64 = 8;
+
+/// Sizes when neither `--size` nor a baseline says: the CPU backend copies
+/// through memory at a few GB/s, GPUs need large buffers to reach peak.
+const DEFAULT_SIZE_CPU: u64 = 64 << 20;
+const DEFAULT_SIZE_GPU: u64 = 1 << 30;
+
+/// Largest pair-test size: enough to reach a link's bandwidth.
+const MAX_PAIR_SIZE: u64 = 256 << 20;
+
+/// The JSON document of `--json FILE`.
+#[derive(Debug, Serialize)]
+pub struct CheckReport {
+    /// `collbench-check/1`.
+    pub schema: &'static str,
+    /// PASS, WARN or FAIL.
+    pub status: Status,
+    pub exit_code: i32,
+    /// Baseline name, `null` when none was used.
+    pub baseline: Option<String>,
+    pub baseline_source: Option<String>,
+    /// True when no baseline was given: only self-consistency was judged.
+    pub no_baseline: bool,
+    pub backend: String,
+    pub world_size: usize,
+    pub processes: usize,
+    pub lines: Vec<Line>,
+    /// Pairwise tests, when they ran; `matrix` draws the heatmap.
+    pub localization: Option<Localization>,
+    pub notes: Vec<String>,
+}
+
+/// Case to run and its expected figure.
+struct Planned {
+    req: CaseRequest,
+    metric: Metric,
+    expected: Option<f64>,
+}
+
+fn plan_cases(
+    args: &CheckArgs,
+    baseline: Option<&Baseline>,
+    is_cpu: bool,
+) -> anyhow::Result<Vec<Planned>> {
+    let (busbw, latency) = match baseline {
+        Some(b) => (b.busbw()?, b.latency()?),
+        None => (Vec::new(), Vec::new()),
+    };
+    let default_size = args
+        .size
+        .or_else(|| baseline.and_then(Baseline::stated_size))
+        .unwrap_or(if is_cpu {
+            DEFAULT_SIZE_CPU
+        } else {
+            DEFAULT_SIZE_GPU
+        });
+    let mut ops: Vec<(Collective, DataType)> = Vec::new();
+    // --quick with a baseline runs only what it states figures for.
+    if !(args.quick && baseline.is_some()) {
+        ops.extend(BATTERY.iter().map(|&c| (c, DataType::Float)));
+    }
+    for e in &busbw {
+        if !ops.contains(&(e.collective, e.dtype)) {
+            ops.push((e.collective, e.dtype));
+        }
+    }
+    let mut out = Vec::new();
+    for (c, d) in ops {
+        let e = busbw.iter().find(|e| e.collective == c && e.dtype == d);
+        out.push(Planned {
+            req: CaseRequest {
+                collective: c,
+                dtype: d,
+                size_bytes: args
+                    .size
+                    .or(e.map(|e| e.size_bytes))
+                    .unwrap_or(default_size),
+            },
+            metric: Metric::BusbwGbps,
+            expected: e.map(|e| e.busbw_gbps),
+        });
+    }
+    if latency.is_empty() {
+        out.push(Planned {
+            req: CaseRequest {
+                collective: Collective::AllReduce,
+                dtype: DataType::Float,
+                size_bytes: SMALL_SIZE,
+            },
+            metric: Metric::TimeUs,
+            expected: None,
+        });
+    }
+    for l in latency {
+        out.push(Planned {
+            req: CaseRequest {
+                collective: l.collective,
+                dtype: l.dtype,
+                size_bytes: l.size_bytes,
+            },
+            metric: Metric::TimeUs,
+            expected: Some(l.max_time_us),
+        });
+    }
+    Ok(out)
+}
+
+fn iterations(args: &CheckArgs, metric: Metric) -> Iterations {
+    let (warmup, timed) = match (args.quick, metric) {
+        (true, Metric::TimeUs) => (2, 20),
+        (true, _) => (1, 3),
+        (false, Metric::TimeUs) => (5, 100),
+        (false, _) => (2, 10),
+    };
+    Iterations {
+        warmup,
+        timed: args.iters.unwrap_or(timed).max(1),
+    }
+}
+
+/// Runs the check; returns the exit code (0 pass, 1 warn, 2 fail).
+pub fn check_main(
+    args: &CheckArgs,
+    backend: &mut dyn Backend,
+    control: &Control,
+    _argv: &[String],
+) -> anyhow::Result<i32> {
+    if !(0.0 < args.pair_fraction && args.pair_fraction < 1.0) {
+        anyhow::bail!(
+            "--pair-fraction must be between 0 and 1 (got {}), e.g. 0.8",
+            args.pair_fraction
+        );
+    }
+    let baseline = args.baseline.as_deref().map(baseline::load).transpose()?;
+    let root = control.rank() == 0;
+    let info = backend.info();
+    let is_cpu = info.name == "cpu";
+    let world_size = backend.world_size();
+    let processes = control.world_size();
+    let fractions = baseline
+        .as_ref()
+        .map(|b| Fractions {
+            warn: b.warn_fraction,
+            fail: b.fail_fraction,
+        })
+        .unwrap_or(Fractions {
+            warn: 0.9,
+            fail: 0.75,
+        });
+    let mut notes = Vec::new();
+    if let Some(b) = &baseline {
+        if b.world_size() != world_size as u64 {
+            notes.push(format!(
+                "baseline '{}' was measured with {} ranks ({} node(s) x {}), this run has {world_size}: busbw is meant to compare across sizes of job, but expect differences",
+                b.name,
+                b.world_size(),
+                b.nodes,
+                b.gpus_per_node
+            ));
+        }
+    }
+
+    let mut lines = Vec::new();
+    for p in plan_cases(args, baseline.as_ref(), is_cpu)? {
+        let it = iterations(args, p.metric);
+        if root {
+            eprintln!(
+                "collbench check: {} {} ...",
+                p.req.collective,
+                format_size(p.req.size_bytes)
+            );
+        }
+        let outcome = run_case(backend, control, p.req, it)?;
+        let line = match outcome {
+            None => continue,
+            Some(CaseOutcome::Measured(m)) => match p.metric {
+                Metric::TimeUs => verdict::judge_latency(&m, p.expected, fractions),
+                _ => verdict::judge_busbw(&m, p.expected, fractions),
+            },
+            Some(CaseOutcome::Skipped(why)) => verdict::not_measured(
+                p.req.collective.name(),
+                p.req.dtype.name(),
+                p.req.size_bytes,
+                p.metric,
+                p.expected,
+                &why,
+            ),
+        };
+        lines.push(line);
+    }
+
+    // Localise when a multi-rank result is short, when asked, and always
+    // without a baseline (then it is the check: self-consistency).
+    let short = verdict::overall(&lines) >= Status::Warn;
+    let want = args.localize || baseline.is_none() || short;
+    let mut localization = None;
+    if want && world_size >= 2 {
+        if processes > 1 {
+            notes.push(format!(
+                "pairwise tests skipped: they need every rank in one process, this job has {processes} processes (run collbench check with -g N on one node to test its GPUs pairwise)"
+            ));
+        } else {
+            let size = lines
+                .iter()
+                .filter(|l| l.metric == Metric::BusbwGbps)
+                .map(|l| l.size_bytes)
+                .max()
+                .unwrap_or(DEFAULT_SIZE_CPU)
+                .min(MAX_PAIR_SIZE);
+            let it = iterations(args, Metric::BusbwGbps);
+            eprintln!(
+                "collbench check: pairwise sendrecv between {world_size} ranks at {} ...",
+                format_size(size)
+            );
+            let mut progress = |s: &str| eprintln!("collbench check:   {s}");
+            match localize::localize(
+                backend,
+                control,
+                size,
+                it,
+                args.pair_fraction,
+                &mut progress,
+            ) {
+                Ok(loc) => {
+                    lines.push(pairs_line(&loc));
+                    localization = Some(loc);
+                }
+                Err(e) => notes.push(format!("pairwise tests skipped: {e:#}")),
+            }
+        }
+    }
+
+    let status = verdict::overall(&lines);
+    if root {
+        print_summary(
+            &lines,
+            localization.as_ref(),
+            &notes,
+            baseline.as_ref(),
+            status,
+        );
+        let report = CheckReport {
+            schema: "collbench-check/1",
+            status,
+            exit_code: status.exit_code(),
+            baseline: baseline.as_ref().map(|b| b.name.clone()),
+            baseline_source: baseline.as_ref().map(|b| b.source.clone()),
+            no_baseline: baseline.is_none(),
+            backend: info.name.clone(),
+            world_size,
+            processes,
+            lines: lines.clone(),
+            localization,
+            notes,
+        };
+        if let Some(path) = &args.json {
+            let text = serde_json::to_string_pretty(&report)? + "\n";
+            std::fs::write(path, text).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot write --json {}: {e}; choose a writable path",
+                    path.display()
+                )
+            })?;
+        }
+        if let Some(path) = &args.prometheus {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            prometheus::write_atomic(path, &prometheus::render(&lines, status, now))?;
+        }
+    }
+    // Every process exits with rank 0's verdict, so a launcher that looks
+    // at any rank's exit code sees the same answer.
+    let code = control.broadcast(root.then(|| vec![status.exit_code() as u8]))?;
+    Ok(Status::from_exit_code(code.first().copied().unwrap_or(2) as i32).exit_code())
+}
+
+/// The self-consistency line from the pairwise tests.
+fn pairs_line(loc: &Localization) -> Line {
+    let measured = loc.matrix.pairs().len();
+    let slow = loc.slow_pairs.len();
+    let mut who: Vec<String> = loc
+        .culprits
+        .iter()
+        .map(|c| format!("slow rank r{}", c.rank))
+        .collect();
+    who.extend(
+        loc.slow_links
+            .iter()
+            .map(|l| format!("slow link r{}<->r{}", l.a, l.b)),
+    );
+    Line {
+        op: "sendrecv pairs".into(),
+        dtype: "float".into(),
+        size_bytes: loc.size_bytes,
+        metric: Metric::SlowPairs,
+        measured: Some(slow as f64),
+        expected: Some(0.0),
+        ratio: None,
+        wrong: 0,
+        // Without absolute figures, an outlier pair is a warning: the
+        // operator decides whether a rank at 70% of its peers is broken.
+        status: if slow == 0 {
+            Status::Pass
+        } else {
+            Status::Warn
+        },
+        note: (slow > 0).then(|| {
+            format!(
+                "{slow} of {measured} pairs below {:.0}% of {:.2} GB/s: {}",
+                loc.fraction * 100.0,
+                loc.reference_gbps,
+                if who.is_empty() {
+                    "no single culprit".into()
+                } else {
+                    who.join(", ")
+                }
+            )
+        }),
+    }
+}
+
+fn print_summary(
+    lines: &[Line],
+    loc: Option<&Localization>,
+    notes: &[String],
+    baseline: Option<&Baseline>,
+    status: Status,
+) {
+    match baseline {
+        Some(b) if b.description.is_empty() => {
+            println!("# collbench check against baseline '{}': {}", b.name, b.source)
+        }
+        Some(b) => println!(
+            "# collbench check against baseline '{}' ({}): {}",
+            b.name, b.description, b.source
+        ),
+        None => println!(
+            "# collbench check WITHOUT a baseline: figures are not compared with expected ones, only ranks with each other (pass --baseline NAME|FILE; see `collbench baselines list`)"
+        ),
+    }
+    print!("{}", verdict::render_table(lines));
+    for l in lines.iter().filter(|l| l.note.is_some()) {
+        println!(
+            "# {} {}: {}",
+            l.status.label(),
+            l.op,
+            l.note.as_deref().unwrap_or_default()
+        );
+    }
+    if let Some(loc) = loc {
+        println!("#");
+        print!("{}", localize::heatmap_text(loc));
+        for f in localize::findings(loc) {
+            println!("# {f}");
+        }
+    }
+    for n in notes {
+        println!("# note: {n}");
+    }
+    let failing: Vec<String> = lines
+        .iter()
+        .filter(|l| l.status == status && status >= Status::Warn)
+        .map(|l| l.op.clone())
+        .collect();
+    let basis = match baseline {
+        Some(b) => format!("baseline '{}'", b.name),
+        None => "no baseline used: self-consistency only".into(),
+    };
+    if failing.is_empty() {
+        println!("collbench check: {} ({basis})", status.label());
+    } else {
+        println!(
+            "collbench check: {} ({basis}): {}",
+            status.label(),
+            failing.join(", ")
+        );
+    }
+}

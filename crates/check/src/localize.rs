@@ -1,0 +1,508 @@
+//! Localisation: pairwise sendrecv between ranks of this process (through
+//! [`Backend::subset`]) to find the slow rank, host or link behind a short
+//! result, and the bandwidth matrix as a text heatmap.
+//!
+//! Order: ring neighbours first (a slow rank shows in its two ring pairs
+//! at once), then every other pair while the world is small; in a big
+//! world all pairs cost too much, so after the ring a bisection over
+//! halves (sendrecv over a subset is a ring exchange that runs at its
+//! slowest member's pace) narrows down one slow rank in log2(n) runs.
+
+use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use collbench_core::{size::format_size, Collective, DataType};
+use collbench_launch::Control;
+use collbench_runner::Backend;
+use serde::Serialize;
+
+/// Worlds up to this size get every pair; larger ones ring + bisection.
+pub const ALL_PAIRS_MAX: usize = 16;
+
+/// Rank x rank sendrecv bandwidth (GB/s); `None` where not measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairMatrix {
+    /// One label per rank (`r3@host`).
+    pub labels: Vec<String>,
+    /// Symmetric; the diagonal and untested pairs are `None` (`null`).
+    pub gbps: Vec<Vec<Option<f64>>>,
+}
+
+impl PairMatrix {
+    /// An empty matrix over `labels`.
+    pub fn new(labels: Vec<String>) -> PairMatrix {
+        let n = labels.len();
+        PairMatrix {
+            labels,
+            gbps: vec![vec![None; n]; n],
+        }
+    }
+
+    fn set(&mut self, a: usize, b: usize, v: f64) {
+        self.gbps[a][b] = Some(v);
+        self.gbps[b][a] = Some(v);
+    }
+
+    /// Measured pairs (a < b) with their bandwidth.
+    pub fn pairs(&self) -> Vec<(usize, usize, f64)> {
+        let n = self.labels.len();
+        let mut out = Vec::new();
+        for a in 0..n {
+            for b in a + 1..n {
+                if let Some(v) = self.gbps[a][b] {
+                    out.push((a, b, v));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A rank most of whose pairs are slow.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Culprit {
+    pub rank: usize,
+    pub host: String,
+    pub slow_pairs: usize,
+    pub measured_pairs: usize,
+}
+
+/// A slow pair that no culprit rank explains: the link between them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlowLink {
+    pub a: usize,
+    pub b: usize,
+    pub gbps: f64,
+}
+
+/// What the pairwise tests found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Localization {
+    /// How pairs were chosen (`all pairs, ring neighbours first`, ...).
+    pub method: String,
+    pub size_bytes: u64,
+    /// Pairs below `fraction x reference` are slow.
+    pub fraction: f64,
+    /// Median over ranks of each rank's fastest pair, GB/s.
+    pub reference_gbps: f64,
+    pub matrix: PairMatrix,
+    /// Slow pairs (a, b, GB/s).
+    pub slow_pairs: Vec<(usize, usize, f64)>,
+    pub culprits: Vec<Culprit>,
+    pub slow_links: Vec<SlowLink>,
+    /// Bisection result in big worlds: the slow rank it narrowed down to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bisection_rank: Option<usize>,
+}
+
+/// Ring neighbours first, then the remaining pairs (a < b in each).
+pub fn pair_order(n: usize, all_pairs: bool) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    let mut push = |a: usize, b: usize| {
+        let p = (a.min(b), a.max(b));
+        if a != b && !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    for r in 0..n {
+        push(r, (r + 1) % n);
+    }
+    if all_pairs {
+        for a in 0..n {
+            for b in a + 1..n {
+                push(a, b);
+            }
+        }
+    }
+    out
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// The reference bandwidth: median over ranks of each rank's fastest
+/// pair. A plain median over pairs would sink with the culprit: with 4
+/// ranks, half of all pairs involve one slow rank.
+pub fn reference_gbps(m: &PairMatrix) -> f64 {
+    let mut best: Vec<f64> = m
+        .gbps
+        .iter()
+        .filter_map(|row| row.iter().flatten().copied().reduce(f64::max))
+        .collect();
+    median(&mut best)
+}
+
+/// What a matrix shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Findings {
+    pub reference_gbps: f64,
+    pub slow_pairs: Vec<(usize, usize, f64)>,
+    pub culprits: Vec<Culprit>,
+    pub slow_links: Vec<SlowLink>,
+}
+
+/// Slow pairs, culprit ranks (slow in at least two pairs and in most of
+/// their pairs) and the slow links no culprit explains.
+pub fn analyse(m: &PairMatrix, fraction: f64, hosts: &[String]) -> Findings {
+    let reference = reference_gbps(m);
+    let pairs = m.pairs();
+    let slow: Vec<(usize, usize, f64)> = pairs
+        .iter()
+        .copied()
+        .filter(|&(_, _, v)| v < fraction * reference)
+        .collect();
+    let n = m.labels.len();
+    // Greedy: name the rank with the largest share of slow pairs, then set
+    // its pairs aside before judging the others, so that a healthy rank
+    // is not blamed for the slow pair it shares with the culprit.
+    let mut culprits: Vec<Culprit> = Vec::new();
+    loop {
+        let named =
+            |p: &(usize, usize, f64)| culprits.iter().any(|c| c.rank == p.0 || c.rank == p.1);
+        let best = (0..n)
+            .filter(|r| !culprits.iter().any(|c| c.rank == *r))
+            .map(|r| {
+                let involves = |p: &&(usize, usize, f64)| (p.0 == r || p.1 == r) && !named(p);
+                let measured = pairs.iter().filter(involves).count();
+                let s = slow.iter().filter(involves).count();
+                (r, s, measured)
+            })
+            .filter(|&(_, s, measured)| s >= 2 && 2 * s > measured)
+            .max_by(|a, b| (a.1 * b.2).cmp(&(b.1 * a.2)).then(a.1.cmp(&b.1)));
+        let Some((rank, s, measured)) = best else {
+            break;
+        };
+        culprits.push(Culprit {
+            rank,
+            host: hosts.get(rank).cloned().unwrap_or_default(),
+            slow_pairs: s,
+            measured_pairs: measured,
+        });
+    }
+    culprits.sort_by_key(|c| c.rank);
+    let links = slow
+        .iter()
+        .filter(|p| !culprits.iter().any(|c| c.rank == p.0 || c.rank == p.1))
+        .map(|&(a, b, gbps)| SlowLink { a, b, gbps })
+        .collect();
+    Findings {
+        reference_gbps: reference,
+        slow_pairs: slow,
+        culprits,
+        slow_links: links,
+    }
+}
+
+/// Runs sendrecv on a subset of ranks; best-of-placements busbw in GB/s.
+fn subset_busbw(
+    backend: &dyn Backend,
+    control: &Control,
+    ranks: &[usize],
+    size_bytes: u64,
+    iters: Iterations,
+) -> anyhow::Result<f64> {
+    let mut sub = backend
+        .subset(ranks)
+        .map_err(|e| anyhow::anyhow!("pairwise tests need a subset of ranks {ranks:?}: {e}"))?;
+    let req = CaseRequest {
+        collective: Collective::SendRecv,
+        dtype: DataType::Float,
+        size_bytes,
+    };
+    match run_case(sub.as_mut(), control, req, iters)? {
+        Some(CaseOutcome::Measured(m)) if m.wrong > 0 => anyhow::bail!(
+            "sendrecv between ranks {ranks:?} gave {} wrong elements: the data path is broken there",
+            m.wrong
+        ),
+        Some(CaseOutcome::Measured(m)) => Ok(m.best_busbw_gbps()),
+        Some(CaseOutcome::Skipped(why)) => anyhow::bail!("sendrecv on ranks {ranks:?}: {why}"),
+        None => anyhow::bail!("pairwise tests run in one process only"),
+    }
+}
+
+/// Runs the pairwise tests over this process's ranks and analyses them.
+/// `progress` hears one line per finished test.
+pub fn localize(
+    backend: &dyn Backend,
+    control: &Control,
+    size_bytes: u64,
+    iters: Iterations,
+    fraction: f64,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Localization> {
+    let n = backend.world_size();
+    let devices = backend.info().devices;
+    let hosts: Vec<String> = (0..n)
+        .map(|r| {
+            devices
+                .iter()
+                .find(|d| d.rank as usize == r)
+                .map(|d| d.host.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    let labels = (0..n).map(|r| format!("r{r}")).collect();
+    let all_pairs = n <= ALL_PAIRS_MAX;
+    let mut matrix = PairMatrix::new(labels);
+    for (a, b) in pair_order(n, all_pairs) {
+        let v = subset_busbw(backend, control, &[a, b], size_bytes, iters)?;
+        progress(&format!("sendrecv r{a} <-> r{b}: {v:.2} GB/s"));
+        matrix.set(a, b, v);
+    }
+    // Measure flagged pairs once more and keep the better figure: a slow
+    // rank or link is slow every time, a busy neighbour on a shared
+    // machine only sometimes.
+    let first = analyse(&matrix, fraction, &hosts);
+    let reference = first.reference_gbps;
+    for (a, b, v) in first.slow_pairs {
+        let again = subset_busbw(backend, control, &[a, b], size_bytes, iters)?;
+        if again > v {
+            progress(&format!(
+                "sendrecv r{a} <-> r{b} again: {again:.2} GB/s (reference {reference:.2})"
+            ));
+            matrix.set(a, b, again);
+        }
+    }
+    let bisection_rank = if all_pairs {
+        None
+    } else {
+        bisect(backend, control, size_bytes, iters, fraction, progress)?
+    };
+    let Findings {
+        reference_gbps,
+        slow_pairs,
+        culprits,
+        slow_links,
+    } = analyse(&matrix, fraction, &hosts);
+    Ok(Localization {
+        method: if all_pairs {
+            "every pair, ring neighbours first".into()
+        } else {
+            format!("ring neighbours, then bisection ({n} ranks > {ALL_PAIRS_MAX})")
+        },
+        size_bytes,
+        fraction,
+        reference_gbps,
+        matrix,
+        slow_pairs,
+        culprits,
+        slow_links,
+        bisection_rank,
+    })
+}
+
+/// Halves the rank set towards the slower half while one half is clearly
+/// slower than the other; returns the single rank it ends on, if any.
+fn bisect(
+    backend: &dyn Backend,
+    control: &Control,
+    size_bytes: u64,
+    iters: Iterations,
+    fraction: f64,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<Option<usize>> {
+    let mut set: Vec<usize> = (0..backend.world_size()).collect();
+    while set.len() >= 4 {
+        let (lo, hi) = set.split_at(set.len() / 2);
+        let a = subset_busbw(backend, control, lo, size_bytes, iters)?;
+        let b = subset_busbw(backend, control, hi, size_bytes, iters)?;
+        progress(&format!(
+            "bisection: ranks {}..={} {a:.2} GB/s, ranks {}..={} {b:.2} GB/s",
+            lo[0],
+            lo[lo.len() - 1],
+            hi[0],
+            hi[hi.len() - 1]
+        ));
+        set = if a < fraction * b {
+            lo.to_vec()
+        } else if b < fraction * a {
+            hi.to_vec()
+        } else {
+            return Ok(None);
+        };
+    }
+    // Two or three ranks left: the one in every slow pair.
+    Ok(set.first().copied().filter(|_| set.len() == 1))
+}
+
+/// Shade of a cell relative to the reference.
+fn shade(v: f64, reference: f64) -> char {
+    let r = if reference > 0.0 { v / reference } else { 1.0 };
+    match r {
+        r if r >= 0.9 => '█',
+        r if r >= 0.75 => '▓',
+        r if r >= 0.5 => '▒',
+        _ => '░',
+    }
+}
+
+/// The matrix as text: one row per rank, a shade and GB/s per cell (shade
+/// only beyond 16 ranks, to stay within a terminal).
+pub fn heatmap_text(loc: &Localization) -> String {
+    let m = &loc.matrix;
+    let n = m.labels.len();
+    let compact = n > 16;
+    let w = m.labels.iter().map(|l| l.len()).max().unwrap_or(2).max(3);
+    let cell = if compact { 2 } else { 10 };
+    let mut out = format!(
+        "pairwise sendrecv busbw (GB/s) at {}, reference {:.2} GB/s: █ >= 90%  ▓ >= 75%  ▒ >= 50%  ░ < 50%  . not measured\n",
+        format_size(loc.size_bytes),
+        loc.reference_gbps
+    );
+    out += &format!("{:w$}", "");
+    for l in &m.labels {
+        if compact {
+            out += &format!("{:>cell$}", l.chars().last().unwrap_or(' '));
+        } else {
+            out += &format!("{l:>cell$}");
+        }
+    }
+    out += "\n";
+    for a in 0..n {
+        out += &format!("{:<w$}", m.labels[a]);
+        for b in 0..n {
+            let text = match (a == b, m.gbps[a][b]) {
+                (true, _) => "-".to_string(),
+                (false, None) => ".".to_string(),
+                (false, Some(v)) if compact => shade(v, loc.reference_gbps).to_string(),
+                (false, Some(v)) => format!("{} {v:.2}", shade(v, loc.reference_gbps)),
+            };
+            out += &format!("{text:>cell$}");
+        }
+        out += "\n";
+    }
+    out
+}
+
+/// The findings in words, one line each.
+pub fn findings(loc: &Localization) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &loc.culprits {
+        out.push(format!(
+            "slow rank: r{} on host {} ({} of its {} pairs below {:.0}% of {:.2} GB/s)",
+            c.rank,
+            if c.host.is_empty() { "?" } else { &c.host },
+            c.slow_pairs,
+            c.measured_pairs,
+            loc.fraction * 100.0,
+            loc.reference_gbps
+        ));
+    }
+    for l in &loc.slow_links {
+        out.push(format!(
+            "slow link: r{} <-> r{} at {:.2} GB/s (below {:.0}% of {:.2} GB/s)",
+            l.a,
+            l.b,
+            l.gbps,
+            loc.fraction * 100.0,
+            loc.reference_gbps
+        ));
+    }
+    if let Some(r) = loc.bisection_rank {
+        out.push(format!("bisection narrows the slowness down to r{r}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix(n: usize, v: impl Fn(usize, usize) -> f64) -> PairMatrix {
+        let mut m = PairMatrix::new((0..n).map(|r| format!("r{r}")).collect());
+        for (a, b) in pair_order(n, true) {
+            m.set(a, b, v(a, b));
+        }
+        m
+    }
+
+    #[test]
+    fn ring_neighbours_come_first() {
+        let p = pair_order(4, true);
+        assert_eq!(&p[..4], &[(0, 1), (1, 2), (2, 3), (0, 3)]);
+        assert_eq!(p.len(), 6);
+        assert_eq!(pair_order(2, true), vec![(0, 1)]);
+        assert_eq!(pair_order(20, false).len(), 20);
+    }
+
+    #[test]
+    fn names_the_rank_common_to_slow_pairs() {
+        let hosts = vec!["h".to_string(); 4];
+        let m = matrix(4, |a, b| if a == 2 || b == 2 { 1.0 } else { 30.0 });
+        let f = analyse(&m, 0.8, &hosts);
+        assert_eq!(f.reference_gbps, 30.0);
+        assert_eq!(f.slow_pairs.len(), 3);
+        assert_eq!(f.culprits.len(), 1);
+        assert_eq!(f.culprits[0].rank, 2);
+        assert!(f.slow_links.is_empty());
+    }
+
+    #[test]
+    fn three_ranks_one_slow_is_still_found() {
+        let m = matrix(3, |a, b| if a == 0 || b == 0 { 2.0 } else { 20.0 });
+        let f = analyse(&m, 0.8, &[]);
+        assert_eq!(f.culprits.iter().map(|c| c.rank).collect::<Vec<_>>(), [0]);
+    }
+
+    #[test]
+    fn a_noisy_pair_next_to_the_culprit_does_not_blame_its_neighbour() {
+        // r2 is slow; the r0-r1 pair also read low once (a busy machine).
+        let m = matrix(4, |a, b| match (a, b) {
+            _ if a == 2 || b == 2 => 1.0,
+            (0, 1) => 10.0,
+            _ => 30.0,
+        });
+        let f = analyse(&m, 0.8, &[]);
+        assert_eq!(f.culprits.iter().map(|c| c.rank).collect::<Vec<_>>(), [2]);
+        assert_eq!((f.slow_links[0].a, f.slow_links[0].b), (0, 1));
+    }
+
+    #[test]
+    fn a_single_slow_pair_is_a_link() {
+        let m = matrix(4, |a, b| if (a, b) == (1, 3) { 5.0 } else { 30.0 });
+        let f = analyse(&m, 0.8, &[]);
+        assert!(f.culprits.is_empty());
+        assert_eq!((f.slow_links[0].a, f.slow_links[0].b), (1, 3));
+    }
+
+    #[test]
+    fn uniform_matrix_has_no_findings() {
+        let m = matrix(4, |a, b| 30.0 + (a + b) as f64 * 0.1);
+        let f = analyse(&m, 0.8, &[]);
+        assert!(f.slow_pairs.is_empty() && f.culprits.is_empty() && f.slow_links.is_empty());
+    }
+
+    #[test]
+    fn heatmap_shades_cells() {
+        let m = matrix(3, |a, b| if a == 0 || b == 0 { 2.0 } else { 20.0 });
+        let f = analyse(&m, 0.8, &[]);
+        let loc = Localization {
+            method: "t".into(),
+            size_bytes: 4 << 20,
+            fraction: 0.8,
+            reference_gbps: f.reference_gbps,
+            matrix: m,
+            slow_pairs: f.slow_pairs,
+            culprits: f.culprits,
+            slow_links: f.slow_links,
+            bisection_rank: None,
+        };
+        let text = heatmap_text(&loc);
+        let rows: Vec<&str> = text.lines().collect();
+        assert!(rows[0].contains("at 4M"), "{text}");
+        assert!(
+            rows[2].starts_with("r0") && rows[2].contains("░ 2.00"),
+            "{text}"
+        );
+        assert!(rows[3].contains("█ 20.00"), "{text}");
+        assert!(findings(&loc)[0].starts_with("slow rank: r0"));
+    }
+}

@@ -1,0 +1,137 @@
+//! node_exporter textfile-collector metrics for a check, written
+//! atomically: node_exporter may read the folder at any moment and must
+//! never see half a file.
+
+use crate::verdict::{Line, Metric, Status};
+use std::io::Write;
+use std::path::Path;
+
+/// The metrics as Prometheus text exposition format.
+pub fn render(lines: &[Line], overall: Status, timestamp_s: u64) -> String {
+    let mut out = String::new();
+    out += "# HELP collbench_busbw_gbps Bus bandwidth measured by collbench check, GB/s (out-of-place).\n";
+    out += "# TYPE collbench_busbw_gbps gauge\n";
+    for l in lines.iter().filter(|l| l.metric == Metric::BusbwGbps) {
+        if let Some(v) = l.measured {
+            out += &format!(
+                "collbench_busbw_gbps{{op=\"{}\",size_bytes=\"{}\"}} {v}\n",
+                l.op, l.size_bytes
+            );
+        }
+    }
+    out += "# HELP collbench_time_us Time per operation at a small size, microseconds.\n";
+    out += "# TYPE collbench_time_us gauge\n";
+    for l in lines.iter().filter(|l| l.metric == Metric::TimeUs) {
+        if let Some(v) = l.measured {
+            out += &format!(
+                "collbench_time_us{{op=\"{}\",size_bytes=\"{}\"}} {v}\n",
+                l.op, l.size_bytes
+            );
+        }
+    }
+    out +=
+        "# HELP collbench_verdict Verdict per op: 0 pass, 1 warn, 2 fail (worst line of the op).\n";
+    out += "# TYPE collbench_verdict gauge\n";
+    let mut ops: Vec<&str> = Vec::new();
+    for l in lines {
+        if !ops.contains(&l.op.as_str()) {
+            ops.push(&l.op);
+        }
+    }
+    for op in ops {
+        let worst = lines
+            .iter()
+            .filter(|l| l.op == op)
+            .map(|l| l.status)
+            .max()
+            .unwrap_or(Status::Pass);
+        out += &format!("collbench_verdict{{op=\"{op}\"}} {}\n", worst.exit_code());
+    }
+    out += "# HELP collbench_check_status Overall verdict of the last check: 0 pass, 1 warn, 2 fail.\n";
+    out += "# TYPE collbench_check_status gauge\n";
+    out += &format!("collbench_check_status {}\n", overall.exit_code());
+    out += "# HELP collbench_check_timestamp_seconds When the last check finished, Unix time.\n";
+    out += "# TYPE collbench_check_timestamp_seconds gauge\n";
+    out += &format!("collbench_check_timestamp_seconds {timestamp_s}\n");
+    out
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder
+/// and a rename (atomic on one file system).
+pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| anyhow::anyhow!("--prometheus {}: not a file name", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let fail = |e: std::io::Error| {
+        anyhow::anyhow!(
+            "cannot write metrics file {}: {e}; choose a writable folder (node_exporter's --collector.textfile.directory)",
+            path.display()
+        )
+    };
+    let mut f = std::fs::File::create(&tmp).map_err(fail)?;
+    f.write_all(text.as_bytes()).map_err(fail)?;
+    f.sync_all().map_err(fail)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::battery::Measured;
+    use crate::verdict::{judge_busbw, Fractions};
+
+    #[test]
+    fn metrics_have_help_type_and_labels() {
+        let m = Measured {
+            op: "all_reduce".into(),
+            dtype: "float".into(),
+            size_bytes: 4096,
+            busbw_gbps: 12.5,
+            busbw_in_place_gbps: 12.0,
+            time_us: 3.0,
+            wrong: 0,
+        };
+        let f = Fractions {
+            warn: 0.9,
+            fail: 0.75,
+        };
+        let lines = [judge_busbw(&m, Some(20.0), f)];
+        let text = render(&lines, Status::Fail, 1_700_000_000);
+        assert!(text.contains("collbench_busbw_gbps{op=\"all_reduce\",size_bytes=\"4096\"} 12.5\n"));
+        assert!(text.contains("collbench_verdict{op=\"all_reduce\"} 2\n"));
+        assert!(text.contains("collbench_check_status 2\n"));
+        assert!(text.contains("collbench_check_timestamp_seconds 1700000000\n"));
+        for name in [
+            "collbench_busbw_gbps",
+            "collbench_verdict",
+            "collbench_check_status",
+            "collbench_check_timestamp_seconds",
+        ] {
+            assert!(text.contains(&format!("# HELP {name} ")), "{name}");
+            assert!(text.contains(&format!("# TYPE {name} gauge\n")), "{name}");
+        }
+    }
+
+    #[test]
+    fn atomic_write_leaves_only_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("collbench.prom");
+        write_atomic(&p, "a 1\n").unwrap();
+        write_atomic(&p, "a 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "a 2\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

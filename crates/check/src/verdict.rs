@@ -1,0 +1,340 @@
+//! Verdicts: measured figures against a baseline's, one line per check,
+//! and the overall status with its exit code.
+//!
+//! Bandwidth lines compare out-of-place busbw at the baseline's stated
+//! size (never an average over sizes, which small sizes drag down).
+//! ratio = measured / expected: PASS at or above `warn_fraction`, WARN at
+//! or above `fail_fraction`, FAIL below. Latency lines compare the time at
+//! a small size with `max_time_us`: PASS up to it, WARN up to
+//! `max_time_us / fail_fraction`, FAIL beyond (ratio = max / measured).
+//! Any wrong element is a FAIL whatever the speed.
+
+use crate::battery::Measured;
+use collbench_core::size::format_size;
+use serde::Serialize;
+
+/// A verdict, ordered from best to worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    /// Measured, nothing to compare with (no baseline figure).
+    Info,
+    Pass,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    /// The documented exit code: 0 pass, 1 warn, 2 fail.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Info | Status::Pass => 0,
+            Status::Warn => 1,
+            Status::Fail => 2,
+        }
+    }
+
+    /// `PASS`, `WARN`, ...
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Info => "INFO",
+            Status::Pass => "PASS",
+            Status::Warn => "WARN",
+            Status::Fail => "FAIL",
+        }
+    }
+
+    /// From an exit code (how ranks other than 0 learn the verdict).
+    pub fn from_exit_code(code: i32) -> Status {
+        match code {
+            0 => Status::Pass,
+            1 => Status::Warn,
+            _ => Status::Fail,
+        }
+    }
+}
+
+/// What a line measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Bus bandwidth, GB/s (higher is better).
+    BusbwGbps,
+    /// Time per operation, microseconds (lower is better).
+    TimeUs,
+    /// Pairwise sendrecv self-consistency (pairs below the reference).
+    SlowPairs,
+}
+
+/// One line of the verdict table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Line {
+    pub op: String,
+    pub dtype: String,
+    pub size_bytes: u64,
+    pub metric: Metric,
+    /// Measured figure in the metric's unit; `None` when not measured.
+    pub measured: Option<f64>,
+    /// Expected figure (busbw) or ceiling (time); `None` without a baseline.
+    pub expected: Option<f64>,
+    /// Figure of merit, 1.0 = exactly as expected, below 1 = worse.
+    pub ratio: Option<f64>,
+    pub wrong: u64,
+    pub status: Status,
+    /// Why the line is not PASS, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The baseline's fractions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fractions {
+    pub warn: f64,
+    pub fail: f64,
+}
+
+fn wrong_fail(line: &mut Line) {
+    if line.wrong > 0 {
+        line.status = Status::Fail;
+        line.note = Some(format!(
+            "{} wrong elements: results are not correct",
+            line.wrong
+        ));
+    }
+}
+
+/// Judges a bandwidth measurement against `expected_gbps` (none: INFO).
+pub fn judge_busbw(m: &Measured, expected_gbps: Option<f64>, f: Fractions) -> Line {
+    let ratio = expected_gbps.map(|e| m.busbw_gbps / e);
+    let status = match ratio {
+        None => Status::Info,
+        Some(r) if r >= f.warn => Status::Pass,
+        Some(r) if r >= f.fail => Status::Warn,
+        Some(_) => Status::Fail,
+    };
+    let note = match (status, ratio) {
+        (Status::Warn | Status::Fail, Some(r)) => Some(format!(
+            "busbw {:.2} GB/s is {:.1}% of the expected {:.2} GB/s",
+            m.busbw_gbps,
+            r * 100.0,
+            expected_gbps.unwrap_or_default()
+        )),
+        _ => None,
+    };
+    let mut line = Line {
+        op: m.op.clone(),
+        dtype: m.dtype.clone(),
+        size_bytes: m.size_bytes,
+        metric: Metric::BusbwGbps,
+        measured: Some(m.busbw_gbps),
+        expected: expected_gbps,
+        ratio,
+        wrong: m.wrong,
+        status,
+        note,
+    };
+    wrong_fail(&mut line);
+    line
+}
+
+/// Judges a small-size time against `max_time_us` (none: INFO).
+pub fn judge_latency(m: &Measured, max_time_us: Option<f64>, f: Fractions) -> Line {
+    let ratio = max_time_us.map(|max| {
+        if m.time_us > 0.0 {
+            max / m.time_us
+        } else {
+            1.0
+        }
+    });
+    let status = match max_time_us {
+        None => Status::Info,
+        Some(max) if m.time_us <= max => Status::Pass,
+        Some(max) if m.time_us <= max / f.fail => Status::Warn,
+        Some(_) => Status::Fail,
+    };
+    let note = match (status, max_time_us) {
+        (Status::Warn | Status::Fail, Some(max)) => Some(format!(
+            "time {:.1} us is over the {max:.1} us ceiling",
+            m.time_us
+        )),
+        _ => None,
+    };
+    let mut line = Line {
+        op: m.op.clone(),
+        dtype: m.dtype.clone(),
+        size_bytes: m.size_bytes,
+        metric: Metric::TimeUs,
+        measured: Some(m.time_us),
+        expected: max_time_us,
+        ratio,
+        wrong: m.wrong,
+        status,
+        note,
+    };
+    wrong_fail(&mut line);
+    line
+}
+
+/// A line for a case that did not run: WARN when the baseline expected a
+/// figure (a missing op is not a healthy op), INFO otherwise.
+pub fn not_measured(
+    op: &str,
+    dtype: &str,
+    size_bytes: u64,
+    metric: Metric,
+    expected: Option<f64>,
+    why: &str,
+) -> Line {
+    Line {
+        op: op.to_string(),
+        dtype: dtype.to_string(),
+        size_bytes,
+        metric,
+        measured: None,
+        expected,
+        ratio: None,
+        wrong: 0,
+        status: if expected.is_some() {
+            Status::Warn
+        } else {
+            Status::Info
+        },
+        note: Some(format!("not measured: {why}")),
+    }
+}
+
+/// The worst status of all lines (PASS when all are INFO).
+pub fn overall(lines: &[Line]) -> Status {
+    lines
+        .iter()
+        .map(|l| l.status)
+        .max()
+        .unwrap_or(Status::Pass)
+        .max(Status::Pass)
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// The verdict table as text, one row per line.
+pub fn render_table(lines: &[Line]) -> String {
+    let mut out = format!(
+        "{:<16} {:>8} {:<10} {:>12} {:>12} {:>7} {:>7}  {}\n",
+        "op", "size", "metric", "measured", "expected", "ratio", "#wrong", "verdict"
+    );
+    for l in lines {
+        let (metric, digits) = match l.metric {
+            Metric::BusbwGbps => ("busbw GB/s", 2),
+            Metric::TimeUs => ("time us", 1),
+            Metric::SlowPairs => ("slow pairs", 0),
+        };
+        out += &format!(
+            "{:<16} {:>8} {:<10} {:>12} {:>12} {:>7} {:>7}  {}\n",
+            l.op,
+            format_size(l.size_bytes),
+            metric,
+            fmt_opt(l.measured, digits),
+            match l.metric {
+                Metric::TimeUs => l
+                    .expected
+                    .map(|e| format!("<= {e:.1}"))
+                    .unwrap_or("-".into()),
+                _ => fmt_opt(l.expected, digits),
+            },
+            fmt_opt(l.ratio, 2),
+            l.wrong,
+            l.status.label(),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F: Fractions = Fractions {
+        warn: 0.9,
+        fail: 0.75,
+    };
+
+    fn m(busbw: f64, time_us: f64, wrong: u64) -> Measured {
+        Measured {
+            op: "all_reduce".into(),
+            dtype: "float".into(),
+            size_bytes: 8 << 30,
+            busbw_gbps: busbw,
+            busbw_in_place_gbps: busbw,
+            time_us,
+            wrong,
+        }
+    }
+
+    #[test]
+    fn bandwidth_thresholds() {
+        assert_eq!(
+            judge_busbw(&m(95.0, 1.0, 0), Some(100.0), F).status,
+            Status::Pass
+        );
+        assert_eq!(
+            judge_busbw(&m(90.0, 1.0, 0), Some(100.0), F).status,
+            Status::Pass
+        );
+        assert_eq!(
+            judge_busbw(&m(80.0, 1.0, 0), Some(100.0), F).status,
+            Status::Warn
+        );
+        let fail = judge_busbw(&m(50.0, 1.0, 0), Some(100.0), F);
+        assert_eq!(fail.status, Status::Fail);
+        assert_eq!(fail.ratio, Some(0.5));
+        assert!(fail.note.unwrap().contains("50.0%"));
+        assert_eq!(judge_busbw(&m(1.0, 1.0, 0), None, F).status, Status::Info);
+    }
+
+    #[test]
+    fn wrong_results_always_fail() {
+        let l = judge_busbw(&m(500.0, 1.0, 3), Some(100.0), F);
+        assert_eq!(l.status, Status::Fail);
+        assert!(l.note.unwrap().contains("3 wrong"));
+        assert_eq!(judge_busbw(&m(1.0, 1.0, 1), None, F).status, Status::Fail);
+    }
+
+    #[test]
+    fn latency_ceiling() {
+        assert_eq!(
+            judge_latency(&m(0.0, 12.0, 0), Some(15.0), F).status,
+            Status::Pass
+        );
+        assert_eq!(
+            judge_latency(&m(0.0, 19.0, 0), Some(15.0), F).status,
+            Status::Warn
+        );
+        assert_eq!(
+            judge_latency(&m(0.0, 21.0, 0), Some(15.0), F).status,
+            Status::Fail
+        );
+    }
+
+    #[test]
+    fn overall_is_the_worst_and_maps_to_exit_codes() {
+        let p = judge_busbw(&m(95.0, 1.0, 0), Some(100.0), F);
+        let w = judge_busbw(&m(80.0, 1.0, 0), Some(100.0), F);
+        let i = judge_busbw(&m(80.0, 1.0, 0), None, F);
+        assert_eq!(overall(std::slice::from_ref(&i)), Status::Pass);
+        assert_eq!(overall(&[p.clone(), i]).exit_code(), 0);
+        assert_eq!(overall(&[p, w]).exit_code(), 1);
+        let missing = not_measured("alltoall", "float", 8, Metric::BusbwGbps, Some(1.0), "x");
+        assert_eq!(missing.status, Status::Warn);
+    }
+
+    #[test]
+    fn table_shows_measured_expected_ratio_and_verdict() {
+        let t = render_table(&[judge_busbw(&m(80.0, 1.0, 0), Some(100.0), F)]);
+        let row = t.lines().nth(1).unwrap();
+        for part in ["all_reduce", "8G", "80.00", "100.00", "0.80", "WARN"] {
+            assert!(row.contains(part), "{part} missing in {row}");
+        }
+    }
+}

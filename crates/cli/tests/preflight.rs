@@ -1,0 +1,329 @@
+//! `collbench preflight` end to end: several processes of the real binary
+//! on loopback, started with torchrun-style variables (no launcher needed).
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_collbench");
+
+/// A port that was free a moment ago.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `collbench preflight` as rank `rank` of `n`, torchrun style, on loopback.
+fn rank_command(rank: usize, n: usize, port: u16) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("preflight")
+        .env("RANK", rank.to_string())
+        .env("WORLD_SIZE", n.to_string())
+        .env("LOCAL_RANK", rank.to_string())
+        .env("LOCAL_WORLD_SIZE", n.to_string())
+        .env("MASTER_ADDR", "127.0.0.1")
+        .env("MASTER_PORT", port.to_string())
+        .env("COLLBENCH_BIND", "127.0.0.1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // The test may itself run under a launcher; keep only ours.
+    for var in [
+        "SLURM_PROCID",
+        "SLURM_STEP_ID",
+        "SLURM_STEPID",
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "JOB_COMPLETION_INDEX",
+        "COLLBENCH_RANK",
+        "COLLBENCH_WORLD_SIZE",
+        "COLLBENCH_RENDEZVOUS",
+        "COLLBENCH_PORT",
+        "COLLBENCH_TOKEN",
+        "SLURMD_NODENAME",
+        "TORCHELASTIC_USE_AGENT_STORE",
+        "COLLBENCH_TEST_DIE_AFTER_CONNECT",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// What one finished process said.
+#[derive(Debug)]
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Waits for `child` until `deadline`, killing it after (then code None).
+fn finish(mut child: Child, deadline: Instant) -> Outcome {
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    Outcome {
+        code,
+        stdout,
+        stderr,
+    }
+}
+
+fn spawn_all(n: usize, port: u16, extra: impl Fn(usize, &mut Command)) -> Vec<Child> {
+    (0..n)
+        .map(|rank| {
+            let mut cmd = rank_command(rank, n, port);
+            extra(rank, &mut cmd);
+            cmd.spawn().expect("start collbench")
+        })
+        .collect()
+}
+
+#[test]
+fn four_torchrun_style_processes_pass_preflight() {
+    let port = free_port();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let children = spawn_all(4, port, |_, cmd| {
+        cmd.args(["--timeout-s", "30"]);
+    });
+    let outcomes: Vec<Outcome> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    let root = &outcomes[0];
+    assert_eq!(root.code, Some(0), "{root:?}");
+    assert!(
+        root.stdout
+            .contains("collbench preflight: 4 ranks on 1 host"),
+        "{}",
+        root.stdout
+    );
+    assert!(root.stdout.contains("launcher torchrun"), "{}", root.stdout);
+    assert!(
+        root.stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("PASS: 4 ranks on 1 host"),
+        "{}",
+        root.stdout
+    );
+    // One table line per rank, in rank order.
+    let rank_column: Vec<&str> = root
+        .stdout
+        .lines()
+        .skip(2)
+        .take(4)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(rank_column, ["0", "1", "2", "3"], "{}", root.stdout);
+    for (rank, other) in outcomes.iter().enumerate().skip(1) {
+        assert_eq!(other.code, Some(0), "rank {rank}: {other:?}");
+        assert_eq!(
+            other.stdout, "",
+            "rank {rank} must print nothing on success"
+        );
+    }
+}
+
+#[test]
+fn json_report_lists_every_rank() {
+    let port = free_port();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let children = spawn_all(2, port, |_, cmd| {
+        cmd.args(["--format", "json", "--timeout-s", "30"]);
+    });
+    let outcomes: Vec<Outcome> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    assert_eq!(outcomes[0].code, Some(0), "{:?}", outcomes[0]);
+    let report: serde_json::Value =
+        serde_json::from_str(&outcomes[0].stdout).expect("rank 0 prints JSON");
+    assert_eq!(report["verdict"], "PASS");
+    assert_eq!(report["world_size"], 2);
+    assert_eq!(report["ranks"].as_array().unwrap().len(), 2);
+    assert_eq!(report["ranks"][1]["rank"], 1);
+    assert!(
+        report["ranks"][1]["info"]["collbench_version"].is_string(),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_rank_killed_mid_way_is_named_and_everyone_exits_non_zero_quickly() {
+    let timeout_s = 10;
+    let port = free_port();
+    let start = Instant::now();
+    let children = spawn_all(4, port, |_, cmd| {
+        cmd.args(["--timeout-s", &timeout_s.to_string()])
+            .env("COLLBENCH_TEST_DIE_AFTER_CONNECT", "2");
+    });
+    let outcomes: Vec<Outcome> = children
+        .into_iter()
+        .map(|c| finish(c, start + Duration::from_secs(timeout_s + 30)))
+        .collect();
+    assert!(
+        start.elapsed() < Duration::from_secs(timeout_s + 5),
+        "took {:?}",
+        start.elapsed()
+    );
+    for (rank, outcome) in outcomes.iter().enumerate() {
+        assert_ne!(outcome.code, Some(0), "rank {rank}: {outcome:?}");
+        assert!(outcome.code.is_some(), "rank {rank} hung: {outcome:?}");
+        if rank != 2 {
+            assert_eq!(outcome.code, Some(3), "rank {rank}: {outcome:?}");
+            assert!(
+                outcome.stderr.contains("rank 2 on host"),
+                "rank {rank} must name rank 2: {}",
+                outcome.stderr
+            );
+            assert!(
+                outcome.stderr.contains("disconnected"),
+                "rank {rank}: {}",
+                outcome.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn a_client_with_a_wrong_token_is_refused_and_the_job_still_passes() {
+    let port = free_port();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let root = rank_command(0, 2, port)
+        .args(["--timeout-s", "30"])
+        .spawn()
+        .unwrap();
+    let stray = rank_command(1, 2, port)
+        .args(["--timeout-s", "30", "--token", "another-job"])
+        .spawn()
+        .unwrap();
+    let stray = finish(stray, deadline);
+    assert_eq!(stray.code, Some(3), "{stray:?}");
+    assert!(
+        stray.stderr.contains("refused") && stray.stderr.contains("wrong job token"),
+        "{}",
+        stray.stderr
+    );
+    let good = rank_command(1, 2, port)
+        .args(["--timeout-s", "30"])
+        .spawn()
+        .unwrap();
+    let good = finish(good, deadline);
+    let root = finish(root, deadline);
+    assert_eq!(
+        (root.code, good.code),
+        (Some(0), Some(0)),
+        "{root:?} {good:?}"
+    );
+    let refusals: Vec<&str> = root
+        .stderr
+        .lines()
+        .filter(|l| l.contains("refused"))
+        .collect();
+    assert_eq!(
+        refusals.len(),
+        1,
+        "rank 0 logs one line per refusal: {}",
+        root.stderr
+    );
+    assert!(refusals[0].contains("wrong job token"), "{}", refusals[0]);
+}
+
+#[test]
+fn missing_ranks_fail_with_a_table_naming_them() {
+    let port = free_port();
+    let start = Instant::now();
+    let children = spawn_all(2, port, |_, cmd| {
+        // A world of 3 of which only ranks 0 and 1 start.
+        cmd.env("WORLD_SIZE", "3").args(["--timeout-s", "2"]);
+    });
+    let outcomes: Vec<Outcome> = children
+        .into_iter()
+        .map(|c| finish(c, start + Duration::from_secs(30)))
+        .collect();
+    assert!(
+        start.elapsed() < Duration::from_secs(2 + 5),
+        "took {:?}",
+        start.elapsed()
+    );
+    let root = &outcomes[0];
+    assert_eq!(root.code, Some(3), "{root:?}");
+    assert!(
+        root.stdout.contains("2 of 3 ranks on 1 host"),
+        "{}",
+        root.stdout
+    );
+    assert!(root.stdout.contains("(missing)"), "{}", root.stdout);
+    assert!(
+        root.stdout.contains("FAIL: rank 2 did not join within 2 s"),
+        "{}",
+        root.stdout
+    );
+    assert_eq!(outcomes[1].code, Some(3), "{:?}", outcomes[1]);
+    assert!(
+        outcomes[1].stderr.contains("rank 2 did not join"),
+        "{}",
+        outcomes[1].stderr
+    );
+}
+
+#[test]
+fn rank_above_zero_without_rendezvous_is_told_what_to_set() {
+    let out = Command::new(BIN)
+        .arg("preflight")
+        .env("OMPI_COMM_WORLD_RANK", "1")
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .env_remove("COLLBENCH_RENDEZVOUS")
+        .env_remove("RANK")
+        .env_remove("WORLD_SIZE")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("set COLLBENCH_RENDEZVOUS=HOST:PORT"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn single_process_passes_without_sockets() {
+    let out = rank_command(0, 1, 1)
+        .env_remove("RANK")
+        .env_remove("WORLD_SIZE")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("collbench preflight: 1 rank on 1 host"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("PASS"), "{stdout}");
+}
