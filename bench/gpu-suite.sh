@@ -35,19 +35,28 @@ for st in $stages; do
     if "$KERNELS/regen-ptx.sh" "$OUT/verify.ptx" >> "$OUT/suite.log" 2>&1; then
       export COLLBENCH_PTX=$OUT/verify.ptx
     fi ;;
+  ref)
+    # Same-day reference: a minimal nccl-tests-style all_reduce timer built
+    # here against the machine's NCCL (nccl-tests itself is not installed).
+    nvcc -O2 -o "$OUT/nccl_ref" ${REF:-bench/ref/nccl_ref.cu} -lnccl -lcuda >> "$OUT/suite.log" 2>&1 &&
+      timed ref 120 "$OUT/nccl_ref" rt 20 8 8589934592 ;;
   smoke)
     timed smoke 40 "$B" run all_reduce -b 8 -e 64M -f 8 -w 1 -n 5 ;;
   sweep)
     # The anchor's command shape: seven ops, 8 B - 8 GiB, one process, all GPUs.
-    timed sweep 170 "$B" run all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv \
+    timed sweep 120 "$B" run all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv \
       -b 8 -e 8G -f 2 -w 5 -n 20 --output "$OUT/sweep.json" ;;
   extra)
-    timed extra 300 "$B" run gather scatter hypercube -b 8 -e 1G -f 4 -w 2 -n 10 ;;
+    timed extra 60 "$B" run gather scatter hypercube -b 8 -e 1G -f 4 -w 2 -n 10 ;;
   dtypes)
-    timed dtypes 100 "$B" run all -b 1K -e 4M -f 64 -d all -o all -w 1 -n 2 ;;
+    timed dtypes 60 "$B" run all -b 1K -e 4M -f 64 -d all -o all -w 1 -n 2 ;;
   graph)
-    timed graph 40 "$B" run all_reduce -b 8 -e 1M -f 2 -n 50 -G 10
-    timed nograph 40 "$B" run all_reduce -b 8 -e 1M -f 2 -n 50 ;;
+    timed graph 30 env COLLBENCH_DEBUG=1 NCCL_DEBUG=WARN "$B" run all_reduce -b 8 -e 1M -f 2 -n 50 -G 10
+    timed nograph 30 "$B" run all_reduce -b 8 -e 1M -f 2 -n 50 ;;
+  events)
+    # Does recording per-iteration events in the timed loop cost small sizes?
+    timed ev_separate 30 env COLLBENCH_ITER_EVENTS=separate "$B" run all_reduce -b 8 -e 64K -f 2 -w 5 -n 20
+    timed ev_inline 30 env COLLBENCH_ITER_EVENTS=inline "$B" run all_reduce -b 8 -e 64K -f 2 -w 5 -n 20 ;;
   corrupt)
     timed corrupt 40 "$B" run all_reduce reduce_scatter -b 1M -e 1M --test-corrupt ;;
   mproc)
@@ -56,22 +65,34 @@ for st in $stages; do
     s=$(date +%s.%N)
     for r in $(seq 0 $((NGPU - 1))); do
       RANK=$r WORLD_SIZE=$NGPU LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 \
-        timeout 150 "$B" run all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv \
+        timeout 120 "$B" run all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv \
         -b 8 -e 8G -f 2 -w 5 -n 20 --output "$OUT/mproc$r.json" > "$OUT/mproc$r.txt" 2> "$OUT/mproc$r.err" &
     done
     wait
     echo "mproc done in $(awk "BEGIN{print $(date +%s.%N) - $s}") s" | tee -a "$OUT/suite.log" ;;
+  mcheck)
+    # check and preflight with one process per GPU.
+    for r in $(seq 0 $((NGPU - 1))); do
+      RANK=$r WORLD_SIZE=$NGPU LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29613 \
+        timeout 60 "$B" preflight > "$OUT/mpreflight$r.txt" 2>&1 &
+    done
+    wait
+    for r in $(seq 0 $((NGPU - 1))); do
+      RANK=$r WORLD_SIZE=$NGPU LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29614 \
+        timeout 120 "$B" check --baseline h200x2 > "$OUT/mcheck$r.txt" 2>&1 &
+    done
+    wait ;;
   mgraph)
     for r in $(seq 0 $((NGPU - 1))); do
       RANK=$r WORLD_SIZE=$NGPU LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29612 \
-        timeout 200 "$B" run all_reduce -b 8 -e 1M -f 2 -n 50 -G 10 > "$OUT/mgraph$r.txt" 2> "$OUT/mgraph$r.err" &
+        timeout 30 "$B" run all_reduce -b 8 -e 1M -f 2 -n 50 -G 10 > "$OUT/mgraph$r.txt" 2> "$OUT/mgraph$r.err" &
     done
     wait ;;
   doctor)
     timed doctor 60 "$B" doctor
     timed preflight 60 "$B" preflight ;;
   check)
-    timed check 300 "$B" check --baseline h200x2 ;;
+    timed check 60 "$B" check --baseline h200x2 ;;
   esac
 done
 log done

@@ -39,6 +39,39 @@ pub struct NcclBackend {
     opts: NcclOptions,
     /// Set after a timeout or async error: communicators were aborted.
     aborted: bool,
+    /// Rotate buffer offsets between iterations (off with
+    /// COLLBENCH_NO_ROTATE=1, for diagnosing cache effects).
+    rotate: bool,
+}
+
+/// Pins the thread that launches collectives to one CPU, as mpirun binds
+/// each rank by default: NCCL's host-side launch path is a few
+/// microseconds, and migrations between cores show up at small sizes.
+/// Done after communicator creation so NCCL's own threads keep the whole
+/// mask. COLLBENCH_PIN=0 turns it off.
+fn pin_driving_thread(local_rank: usize) {
+    if std::env::var("COLLBENCH_PIN").as_deref() == Ok("0") {
+        return;
+    }
+    // SAFETY: plain libc calls on a zeroed cpu_set_t for this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return;
+        }
+        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect();
+        if allowed.len() < 2 {
+            return;
+        }
+        // Skip the first CPU (it takes most interrupts); spread local ranks.
+        let cpu = allowed[(1 + 2 * local_rank) % allowed.len()];
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+        debug(&format!("pinned the launching thread to CPU {cpu}"));
+    }
 }
 
 /// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
@@ -146,6 +179,7 @@ impl NcclBackend {
                 Err(_) => {}
             }
         }
+        pin_driving_thread(opts.local_rank);
         Ok(NcclBackend {
             nccl,
             found,
@@ -154,6 +188,7 @@ impl NcclBackend {
             host: collbench_launch::world::system_hostname(),
             opts: opts.clone(),
             aborted: false,
+            rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
         })
     }
 
@@ -199,8 +234,12 @@ impl NcclBackend {
         let elt = case.dtype.size_bytes() as u64;
         let c = &case.counts;
         let t = c.send_count.max(c.recv_count) * elt;
-        let steps = if t > 0 { (max_bytes / t).max(1) } else { 1 };
-        let shift = (t * (iter % steps) + self.opts_unalign_bytes(elt)) as usize;
+        let steps = if t > 0 && self.rotate {
+            (max_bytes / t).max(1)
+        } else {
+            1
+        };
+        let shift = (t * (iter % steps)) as usize;
         let recv = gpu.recv.as_ref().expect("buffers allocated").as_ptr(shift);
         let r = gpu.rank as u64;
         if case.in_place {
@@ -213,10 +252,6 @@ impl NcclBackend {
                 recv,
             )
         }
-    }
-
-    fn opts_unalign_bytes(&self, _elt: u64) -> u64 {
-        0
     }
 
     /// Creates the per-GPU reduction operators (premulsum needs one per
@@ -665,6 +700,14 @@ impl NcclBackend {
                 }
             }
         };
+        if timing.graph > 0 && self.gpus.len() > 1 {
+            // Seen on NCCL 2.28 / H200: ending the capture of a group that
+            // spans two GPUs of one thread never returns. Graph mode works
+            // with one GPU per process.
+            return Err(BackendError::Unsupported(
+                "CUDA graph mode (-G) with several GPUs in one process is not supported: run one process per GPU (e.g. torchrun-style RANK/WORLD_SIZE variables or srun) with -g 1".into(),
+            ));
+        }
         if timing.graph > 0 {
             debug("graph: capture");
             for g in &self.gpus {
