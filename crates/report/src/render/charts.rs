@@ -44,7 +44,7 @@ pub fn line_chart_svg(title: &str, y_label: &str, series: &[Series], log_y: bool
                 .points
                 .iter()
                 .copied()
-                .filter(|(x, y)| *x > 0.0 && y.is_finite() && (!log_y || *y > 0.0))
+                .filter(|&(x, y)| plottable(x, y, log_y))
                 .collect(),
         })
         .filter(|s| !s.points.is_empty())
@@ -58,6 +58,14 @@ pub fn line_chart_svg(title: &str, y_label: &str, series: &[Series], log_y: bool
         let _ = root.present();
     }
     svg
+}
+
+/// Whether a point can be placed: a positive size and a finite value within
+/// the range any benchmark produces (plotters' log ticks would never end on
+/// an infinite or absurd range).
+fn plottable(x: f64, y: f64, log_y: bool) -> bool {
+    const MAX: f64 = 1e15;
+    x > 0.0 && x <= MAX && y.is_finite() && y.abs() <= MAX && (!log_y || y > 1e-9)
 }
 
 fn draw_lines(
@@ -83,7 +91,7 @@ fn draw_lines(
         y_min /= 1.5;
         y_max *= 1.5;
     } else {
-        y_min = 0.0;
+        y_min = y_min.min(0.0);
         y_max = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
     }
     let mut chart = ChartBuilder::on(root);

@@ -289,7 +289,16 @@ pub fn op_series(runs: &[Run], op: &str, value: fn(&Placement) -> f64) -> Vec<ch
         for k in &keys {
             let mut label = run.label.clone();
             if keys.len() > 1 {
-                label = format!("{label} {} {} root {}", k.0, k.1, k.2);
+                // Name only what tells the lines apart: type, redop, root.
+                for (part, differs) in [
+                    (k.0.clone(), keys.iter().any(|o| o.0 != k.0)),
+                    (k.1.clone(), keys.iter().any(|o| o.1 != k.1)),
+                    (format!("root {}", k.2), keys.iter().any(|o| o.2 != k.2)),
+                ] {
+                    if differs {
+                        label = format!("{label} {part}");
+                    }
+                }
             }
             let points = run
                 .record
