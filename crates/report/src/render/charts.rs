@@ -60,12 +60,13 @@ pub fn line_chart_svg(title: &str, y_label: &str, series: &[Series], log_y: bool
     svg
 }
 
-/// Whether a point can be placed: a positive size and a finite value within
-/// the range any benchmark produces (plotters' log ticks would never end on
-/// an infinite or absurd range).
+/// Whether a point can be placed: a size of at least one byte and a finite
+/// value within the range any benchmark produces. plotters' log-axis tick
+/// loop never ends when a bound is infinite or underflows to zero, so such
+/// points must not reach it.
 fn plottable(x: f64, y: f64, log_y: bool) -> bool {
     const MAX: f64 = 1e15;
-    x > 0.0 && x <= MAX && y.is_finite() && y.abs() <= MAX && (!log_y || y > 1e-9)
+    (1.0..=MAX).contains(&x) && y.is_finite() && y.abs() <= MAX && (!log_y || y >= 1e-9)
 }
 
 fn draw_lines(
@@ -282,6 +283,15 @@ mod tests {
         };
         assert!(line_chart_svg("t", "us", &[one], true).contains("<svg"));
         assert!(heatmap_svg(&[], &[]).contains("<svg"));
+    }
+
+    #[test]
+    fn tiny_sizes_are_dropped_instead_of_hanging() {
+        let s = Series {
+            label: "x".into(),
+            points: vec![(1e-320, 1.0), (8.0, 1.0)],
+        };
+        assert!(line_chart_svg("t", "us", &[s], true).contains("<svg"));
     }
 
     #[test]
