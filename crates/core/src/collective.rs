@@ -112,136 +112,98 @@ impl Counts {
     }
 }
 
-const fn spec(
-    name: &'static str,
-    perf_name: &'static str,
-    redop: RedopUse,
-    has_root: bool,
-    in_place_checked: bool,
-    layout: Layout,
-    volume: Volume,
-    busbw: BusBw,
-) -> CollectiveSpec {
-    CollectiveSpec {
-        name,
-        perf_name,
-        redop,
-        has_root,
-        in_place_checked,
-        needs_power_of_two: false,
-        layout,
-        volume,
-        busbw,
-    }
-}
+/// Defaults the table entries below override: a non-rooted, in-place
+/// checked collective over the full buffer.
+const BASE: CollectiveSpec = CollectiveSpec {
+    name: "",
+    perf_name: "",
+    redop: RedopUse::NoneColumn,
+    has_root: false,
+    in_place_checked: true,
+    needs_power_of_two: false,
+    layout: Layout::Full,
+    volume: Volume::Param,
+    busbw: BusBw::One,
+};
 
-use BusBw::*;
-use Layout::*;
-use RedopUse::*;
-use Volume::*;
-
-static ALL_REDUCE: CollectiveSpec = spec(
-    "all_reduce",
-    "all_reduce_perf",
-    Reduces,
-    false,
-    true,
-    Full,
-    Param,
-    AllReduce,
-);
-static ALL_GATHER: CollectiveSpec = spec(
-    "all_gather",
-    "all_gather_perf",
-    NoneColumn,
-    false,
-    true,
-    Gathers,
-    ParamTimesRanks,
-    NMinusOneOverN,
-);
-static REDUCE_SCATTER: CollectiveSpec = spec(
-    "reduce_scatter",
-    "reduce_scatter_perf",
-    Reduces,
-    false,
-    true,
-    Scatters,
-    ParamTimesRanks,
-    NMinusOneOverN,
-);
-static ALLTOALL: CollectiveSpec = spec(
-    "alltoall",
-    "alltoall_perf",
-    NoneColumn,
-    false,
-    false,
-    Exchange,
-    ParamTimesRanks,
-    NMinusOneOverN,
-);
-static BROADCAST: CollectiveSpec = spec(
-    "broadcast",
-    "broadcast_perf",
-    NoneColumn,
-    true,
-    true,
-    Full,
-    Param,
-    One,
-);
-static REDUCE: CollectiveSpec = spec(
-    "reduce",
-    "reduce_perf",
-    Reduces,
-    true,
-    true,
-    Full,
-    Param,
-    One,
-);
-static SENDRECV: CollectiveSpec = spec(
-    "sendrecv",
-    "sendrecv_perf",
-    PrintsSum,
-    false,
-    false,
-    Full,
-    Param,
-    One,
-);
-static GATHER: CollectiveSpec = spec(
-    "gather",
-    "gather_perf",
-    NoneColumn,
-    true,
-    true,
-    Gathers,
-    ParamTimesRanks,
-    NMinusOneOverN,
-);
-static SCATTER: CollectiveSpec = spec(
-    "scatter",
-    "scatter_perf",
-    NoneColumn,
-    true,
-    true,
-    Scatters,
-    ParamTimesRanks,
-    NMinusOneOverN,
-);
+static ALL_REDUCE: CollectiveSpec = CollectiveSpec {
+    name: "all_reduce",
+    perf_name: "all_reduce_perf",
+    redop: RedopUse::Reduces,
+    busbw: BusBw::AllReduce,
+    ..BASE
+};
+static ALL_GATHER: CollectiveSpec = CollectiveSpec {
+    name: "all_gather",
+    perf_name: "all_gather_perf",
+    layout: Layout::Gathers,
+    volume: Volume::ParamTimesRanks,
+    busbw: BusBw::NMinusOneOverN,
+    ..BASE
+};
+static REDUCE_SCATTER: CollectiveSpec = CollectiveSpec {
+    name: "reduce_scatter",
+    perf_name: "reduce_scatter_perf",
+    redop: RedopUse::Reduces,
+    layout: Layout::Scatters,
+    volume: Volume::ParamTimesRanks,
+    busbw: BusBw::NMinusOneOverN,
+    ..BASE
+};
+static ALLTOALL: CollectiveSpec = CollectiveSpec {
+    name: "alltoall",
+    perf_name: "alltoall_perf",
+    in_place_checked: false,
+    layout: Layout::Exchange,
+    volume: Volume::ParamTimesRanks,
+    busbw: BusBw::NMinusOneOverN,
+    ..BASE
+};
+static BROADCAST: CollectiveSpec = CollectiveSpec {
+    name: "broadcast",
+    perf_name: "broadcast_perf",
+    has_root: true,
+    ..BASE
+};
+static REDUCE: CollectiveSpec = CollectiveSpec {
+    name: "reduce",
+    perf_name: "reduce_perf",
+    redop: RedopUse::Reduces,
+    has_root: true,
+    ..BASE
+};
+static SENDRECV: CollectiveSpec = CollectiveSpec {
+    name: "sendrecv",
+    perf_name: "sendrecv_perf",
+    redop: RedopUse::PrintsSum,
+    in_place_checked: false,
+    ..BASE
+};
+static GATHER: CollectiveSpec = CollectiveSpec {
+    name: "gather",
+    perf_name: "gather_perf",
+    has_root: true,
+    layout: Layout::Gathers,
+    volume: Volume::ParamTimesRanks,
+    busbw: BusBw::NMinusOneOverN,
+    ..BASE
+};
+static SCATTER: CollectiveSpec = CollectiveSpec {
+    name: "scatter",
+    perf_name: "scatter_perf",
+    has_root: true,
+    layout: Layout::Scatters,
+    volume: Volume::ParamTimesRanks,
+    busbw: BusBw::NMinusOneOverN,
+    ..BASE
+};
 static HYPERCUBE: CollectiveSpec = CollectiveSpec {
+    name: "hypercube",
+    perf_name: "hypercube_perf",
     needs_power_of_two: true,
-    ..spec(
-        "hypercube",
-        "hypercube_perf",
-        NoneColumn,
-        false,
-        true,
-        Gathers,
-        ParamTimesPeers,
-        One,
-    )
+    layout: Layout::Gathers,
+    volume: Volume::ParamTimesPeers,
+    ..BASE
 };
 
 impl Collective {
@@ -321,28 +283,28 @@ impl Collective {
         let align = (16 / elt).max(1);
         let base = (count / n) / align * align;
         match self.spec().layout {
-            Full => Counts {
+            Layout::Full => Counts {
                 send_count: count,
                 recv_count: count,
                 param_count: count,
                 send_inplace_offset: 0,
                 recv_inplace_offset: 0,
             },
-            Gathers => Counts {
+            Layout::Gathers => Counts {
                 send_count: base,
                 recv_count: base * n,
                 param_count: base,
                 send_inplace_offset: base,
                 recv_inplace_offset: 0,
             },
-            Scatters => Counts {
+            Layout::Scatters => Counts {
                 send_count: base * n,
                 recv_count: base,
                 param_count: base,
                 send_inplace_offset: 0,
                 recv_inplace_offset: base,
             },
-            Exchange => Counts {
+            Layout::Exchange => Counts {
                 send_count: base * n,
                 recv_count: base * n,
                 param_count: base,
@@ -365,9 +327,9 @@ impl Collective {
         }
         let bytes = param_count as f64 * elt_size as f64;
         let bytes = match self.spec().volume {
-            Param => bytes,
-            ParamTimesRanks => bytes * world_size as f64,
-            ParamTimesPeers => bytes * (world_size.max(1) - 1) as f64,
+            Volume::Param => bytes,
+            Volume::ParamTimesRanks => bytes * world_size as f64,
+            Volume::ParamTimesPeers => bytes * (world_size.max(1) - 1) as f64,
         };
         bytes / 1.0e9 / time_s
     }
@@ -376,18 +338,18 @@ impl Collective {
     pub fn busbw_factor(self, world_size: usize) -> f64 {
         let n = world_size.max(1) as f64;
         match self.spec().busbw {
-            AllReduce => 2.0 * (n - 1.0) / n,
-            NMinusOneOverN => (n - 1.0) / n,
-            One => 1.0,
+            BusBw::AllReduce => 2.0 * (n - 1.0) / n,
+            BusBw::NMinusOneOverN => (n - 1.0) / n,
+            BusBw::One => 1.0,
         }
     }
 
     /// The text nccl-tests prints in the redop column for this collective.
     pub fn redop_column(self, op: crate::ReduceOp) -> &'static str {
         match self.spec().redop {
-            Reduces => op.name(),
-            NoneColumn => "none",
-            PrintsSum => "sum",
+            RedopUse::Reduces => op.name(),
+            RedopUse::NoneColumn => "none",
+            RedopUse::PrintsSum => "sum",
         }
     }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// One benchmark run: metadata plus one [`CaseResult`] per measured case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
     /// [`SCHEMA_VERSION`] of the layout this was written with.
@@ -58,7 +58,7 @@ pub struct Record {
 }
 
 /// Settings of a run, as the nccl-tests header reports them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunSettings {
     #[serde(default)]
@@ -100,7 +100,7 @@ pub struct RunSettings {
 }
 
 /// One rank's placement: host and device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceInfo {
     pub rank: u64,
@@ -121,7 +121,7 @@ pub struct DeviceInfo {
 }
 
 /// One measured case: a collective at one size, type, operator and root.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaseResult {
     /// Collective name (`all_reduce`, ...), or the foreign tool's test name
@@ -161,7 +161,7 @@ impl CaseResult {
 }
 
 /// Measurements of one placement (out-of-place or in-place) of a case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Placement {
     /// The reported time per iteration in microseconds (nccl-tests' time
@@ -182,6 +182,12 @@ pub struct Placement {
     /// Each rank's own time_us, indexed by rank (for straggler analysis).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rank_time_us: Vec<f64>,
+}
+
+/// The JSON Schema of [`Record`] (the file `schema/record.schema.json`).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Record);
+    serde_json::to_string_pretty(&schema).expect("schema serialises") + "\n"
 }
 
 impl Record {
@@ -295,5 +301,51 @@ impl Record {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checked-in schema must be what the code produces; regenerate
+    /// with `COLLBENCH_WRITE_SCHEMA=1 cargo test -p collbench-core schema`.
+    #[test]
+    fn schema_file_is_current() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../schema/record.schema.json"
+        );
+        let want = json_schema();
+        if std::env::var_os("COLLBENCH_WRITE_SCHEMA").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert_eq!(
+            have, want,
+            "schema/record.schema.json is stale: regenerate it (see this test's doc)"
+        );
+    }
+
+    #[test]
+    fn record_round_trips_through_json() {
+        let mut r = Record::new("collbench");
+        r.results.push(CaseResult {
+            op: "all_reduce".into(),
+            size_bytes: 8,
+            count: 2,
+            dtype: "float".into(),
+            redop: "sum".into(),
+            root: -1,
+            out_of_place: Some(Placement {
+                time_us: 1.5,
+                wrong: Some(0),
+                ..Placement::default()
+            }),
+            in_place: None,
+        });
+        let back: Record = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.total_wrong(), 0);
     }
 }

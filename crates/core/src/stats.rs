@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Summary of a set of per-iteration times, in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct TimeStats {
     pub mean_us: f64,
     pub min_us: f64,

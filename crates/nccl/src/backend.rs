@@ -316,9 +316,9 @@ impl NcclBackend {
         if grouped {
             unsafe { (n.group_start)() };
         }
-        for i in 0..self.gpus.len() {
+        for (i, &op) in ops.iter().enumerate().take(self.gpus.len()) {
             let (send, recv) = self.ptrs(case, i, iter, max_bytes);
-            self.issue(case, i, send, recv, ops[i])?;
+            self.issue(case, i, send, recv, op)?;
         }
         if grouped {
             n.check("ncclGroupEnd", unsafe { (n.group_end)() })
@@ -521,7 +521,7 @@ impl NcclBackend {
                     break;
                 }
                 polls += 1;
-                if polls % 1024 == 0 {
+                if polls.is_multiple_of(1024) {
                     self.check_async()?;
                     if let Some(t) = timeout {
                         if start.elapsed() > t {

@@ -33,7 +33,7 @@ pub fn chunk(len: usize, n: usize, k: usize) -> Range<usize> {
 /// `dst` and `src` must be valid for `len` elements; if they overlap they
 /// must be identical (then nothing is copied).
 unsafe fn copy<T>(dst: *mut T, src: *const T, len: usize) {
-    if len > 0 && dst as *const T != src {
+    if len > 0 && !std::ptr::eq(dst, src) {
         std::ptr::copy_nonoverlapping(src, dst, len);
     }
 }
@@ -57,7 +57,7 @@ pub unsafe fn reduce_into<T: Element>(
     }
     let n = inputs.len();
     let out_s = std::slice::from_raw_parts_mut(out, len);
-    if out as *const T != inputs[first] {
+    if !std::ptr::eq(out, inputs[first]) {
         copy(out, inputs[first], len);
     }
     if op == ReduceOp::MulSum {
@@ -230,7 +230,7 @@ mod tests {
     #[test]
     fn reduce_in_place_and_out_of_place() {
         let mut a = vec![1.0f32, 2.0, 3.0];
-        let b = vec![10.0f32, 20.0, 30.0];
+        let b = [10.0f32, 20.0, 30.0];
         let mut out = vec![0.0f32; 3];
         let ins = [a.as_ptr(), b.as_ptr()];
         unsafe { reduce_into(out.as_mut_ptr(), &ins, 0, 3, ReduceOp::Sum, &[1.0, 1.0]) };

@@ -71,7 +71,7 @@ impl CpuBackend {
         let elt = case.dtype.size_bytes() as u64;
         let c = &case.counts;
         let t = c.send_count.max(c.recv_count) * elt;
-        let steps = if t > 0 { (max_bytes / t).max(1) } else { 1 };
+        let steps = max_bytes.checked_div(t).unwrap_or(1).max(1);
         let shift = (t * (iter % steps)) as usize;
         let mut p = Ptrs {
             send: Vec::new(),

@@ -1,0 +1,252 @@
+//! `collbench run` on the CPU backend as a user runs it: every collective,
+//! type and operator checked exactly, for several rank counts; the fault
+//! hook caught; machine-readable outputs valid.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn collbench() -> Command {
+    Command::cargo_bin("collbench").unwrap()
+}
+
+/// Result rows of nccl-tests text: (size, #wrong out-of-place, #wrong in-place).
+fn rows(stdout: &str) -> Vec<(u64, String, String)> {
+    stdout
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(f.len(), 13, "row has 13 columns: {l}");
+            (f[0].parse().unwrap(), f[8].to_string(), f[12].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_op_type_and_redop_is_exact_for_several_rank_counts() {
+    for ranks in ["1", "2", "3", "5", "8"] {
+        let out = collbench()
+            .args(["run", "all", "--backend", "cpu", "--ranks", ranks])
+            .args([
+                "-b", "8", "-e", "64K", "-f", "8", "-d", "all", "-o", "all", "-w", "0", "-n", "1",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "ranks {ranks}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows = rows(&stdout);
+        // 10 collectives; reducing ones x 6 ops; all x 12 types; 5 sizes.
+        assert!(rows.len() > 1000, "ranks {ranks}: only {} rows", rows.len());
+        for (size, oop, ip) in &rows {
+            assert_eq!(oop, "0", "ranks {ranks} size {size}");
+            assert!(ip == "0" || ip == "N/A", "ranks {ranks} size {size}: {ip}");
+        }
+        assert!(!stdout.contains("FAILED"));
+    }
+}
+
+#[test]
+fn a_corrupted_element_is_counted_once_and_fails_the_run() {
+    for op in [
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "alltoall",
+        "broadcast",
+        "reduce",
+        "sendrecv",
+        "gather",
+        "scatter",
+        "hypercube",
+    ] {
+        let out = collbench()
+            .args([
+                "run",
+                op,
+                "--backend",
+                "cpu",
+                "--ranks",
+                "4",
+                "-b",
+                "4K",
+                "-e",
+                "4K",
+                "--test-corrupt",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{op}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let rows = rows(&stdout);
+        assert_eq!(rows.len(), 1, "{op}");
+        assert_eq!(rows[0].1, "1", "{op}: out-of-place #wrong");
+        assert!(
+            rows[0].2 == "1" || rows[0].2 == "N/A",
+            "{op}: in-place #wrong {}",
+            rows[0].2
+        );
+        assert!(
+            stdout.contains("# Out of bounds values : ") && stdout.contains("FAILED"),
+            "{op}"
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("wrong elements"));
+    }
+}
+
+#[test]
+fn json_output_validates_against_the_schema() {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/record.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let out = collbench()
+        .args([
+            "run",
+            "all_reduce",
+            "broadcast",
+            "--backend",
+            "cpu",
+            "--ranks",
+            "3",
+            "-b",
+            "1K",
+            "-e",
+            "64K",
+            "-f",
+            "4",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["backend"], "cpu");
+    assert_eq!(doc["results"].as_array().unwrap().len(), 8);
+    let p = &doc["results"][0]["out_of_place"];
+    for k in ["time_us", "algbw_gbps", "busbw_gbps", "wrong", "iterations"] {
+        assert!(p.get(k).is_some(), "missing {k}");
+    }
+    for k in [
+        "mean_us", "min_us", "p50_us", "p99_us", "max_us", "stdev_us",
+    ] {
+        assert!(p["stats"].get(k).is_some(), "missing stats.{k}");
+    }
+    // A document that breaks the schema is refused, so the check is real.
+    let mut bad = doc.clone();
+    bad["results"][0]["size_bytes"] = serde_json::json!("big");
+    assert!(!validator.is_valid(&bad));
+}
+
+#[test]
+fn csv_has_one_header_and_a_row_per_case_and_placement() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.csv");
+    collbench()
+        .args([
+            "run",
+            "alltoall",
+            "--backend",
+            "cpu",
+            "--ranks",
+            "2",
+            "-b",
+            "1K",
+            "-e",
+            "4K",
+            "-f",
+            "2",
+            "-q",
+            "--output",
+        ])
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout("");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header[0], "op");
+    let body: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(body.len(), 6, "3 sizes x 2 placements");
+    for r in &body {
+        assert_eq!(r.len(), header.len());
+        assert_eq!(r[0], "alltoall");
+        let busbw: f64 = r[9].parse().unwrap();
+        assert!(busbw >= 0.0);
+    }
+    // alltoall in-place is not checked: its wrong column is empty.
+    assert!(body.iter().any(|r| r[6] == "in_place" && r[10].is_empty()));
+}
+
+#[test]
+fn markdown_and_json_files_by_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("r.md");
+    let json = dir.path().join("r.json");
+    collbench()
+        .args([
+            "run",
+            "sendrecv",
+            "--backend",
+            "cpu",
+            "--ranks",
+            "2",
+            "-b",
+            "64",
+            "-e",
+            "64",
+            "--output",
+        ])
+        .arg(&md)
+        .arg("-J")
+        .arg(&json)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("| size (B) |"));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["results"][0]["op"], "sendrecv");
+}
+
+#[test]
+fn auto_backend_without_gpu_says_it_uses_the_cpu() {
+    let out = collbench()
+        .args(["run", "all_reduce", "-b", "8", "-e", "8", "--ranks", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CPU backend"), "{err}");
+}
+
+#[test]
+fn nccl_backend_without_gpu_is_one_clear_line() {
+    let out = collbench()
+        .args([
+            "run",
+            "all_reduce",
+            "--backend",
+            "nccl",
+            "-b",
+            "8",
+            "-e",
+            "8",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("CUDA") || err.contains("GPU"), "{err}");
+    assert!(!err.contains("panicked"));
+}
