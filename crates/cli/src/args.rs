@@ -98,6 +98,9 @@ pub struct RunArgs {
     /// Also write results to FILE (.txt .json .csv .md picks the format).
     #[arg(long)]
     pub output: Option<std::path::PathBuf>,
+    /// After each row, name the slowest ranks and their host (stragglers).
+    #[arg(long)]
+    pub per_rank: bool,
     /// Print nothing on stdout (files and the exit code still tell).
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -11,6 +11,9 @@ use std::io::Write;
 pub struct TextObserver {
     pub print: bool,
     pub options: TextOptions,
+    /// Print the slowest ranks after each row (`--per-rank`).
+    pub per_rank: bool,
+    devices: Vec<collbench_core::DeviceInfo>,
     first: bool,
     progress: Option<indicatif::ProgressBar>,
     collectives_done: usize,
@@ -33,6 +36,8 @@ impl TextObserver {
         TextObserver {
             print,
             options,
+            per_rank: false,
+            devices: Vec::new(),
             first: true,
             progress,
             collectives_done: 0,
@@ -74,6 +79,7 @@ impl RunObserver for TextObserver {
     fn begin_collective(&mut self, coll: Collective, record: &Record) {
         let s = text::preamble(record, coll.name(), self.first) + &text::table_header(self.options);
         self.first = false;
+        self.devices = record.devices.clone();
         self.out(&s);
         if let Some(pb) = &self.progress {
             pb.set_message(coll.name());
@@ -83,6 +89,9 @@ impl RunObserver for TextObserver {
     fn row(&mut self, _coll: Collective, row: &CaseResult) {
         let ts = self.options.timestamps.then(crate::meta::utc_now_stamp);
         self.out(&text::row(row, ts.as_deref()));
+        if self.per_rank {
+            self.out(&text::per_rank(row, &self.devices, 3));
+        }
         if let Some(pb) = &self.progress {
             pb.inc(1);
         }

@@ -97,6 +97,9 @@ pub struct RunSettings {
     /// How per-rank times were combined (`-a`): rank0, mean, min, max.
     #[serde(default)]
     pub average: String,
+    /// Elements by which buffers were misaligned (`-u`).
+    #[serde(default)]
+    pub unalign: u64,
 }
 
 /// One rank's placement: host and device.

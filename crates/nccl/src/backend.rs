@@ -24,8 +24,15 @@ struct Gpu {
     recv: Option<DeviceBuffer>,
     stream: Stream,
     comm: Comm,
-    /// Global rank of this GPU's communicator.
+    /// Rank in this GPU's communicator.
     rank: usize,
+    /// Rank among all GPUs of the job (differs from `rank` with
+    /// NCCL_TESTS_SPLIT groups).
+    global_rank: usize,
+    /// NCCL_TESTS_SPLIT colour of this process.
+    group: u64,
+    /// ncclCommRegister handles of send and receive buffers (`-R 1`).
+    reg: Vec<*mut c_void>,
     dev: Device,
 }
 
@@ -42,6 +49,8 @@ pub struct NcclBackend {
     /// Rotate buffer offsets between iterations (off with
     /// COLLBENCH_NO_ROTATE=1, for diagnosing cache effects).
     rotate: bool,
+    /// Elements every buffer is misaligned by (`-u`).
+    unalign: u64,
 }
 
 /// Pins the thread that launches collectives to one CPU, as mpirun binds
@@ -71,6 +80,15 @@ fn pin_driving_thread(local_rank: usize) {
         libc::CPU_SET(cpu, &mut one);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
         debug(&format!("pinned the launching thread to CPU {cpu}"));
+    }
+}
+
+/// Undoes `-R 1` registration before buffers are freed.
+fn deregister(nccl: &Nccl, gpu: &mut Gpu) {
+    if let Some(dereg) = nccl.comm_deregister {
+        for h in gpu.reg.drain(..) {
+            unsafe { dereg(gpu.comm, h) };
+        }
     }
 }
 
@@ -116,8 +134,32 @@ impl NcclBackend {
                 if procs > 1 { format!(" at local rank {}", opts.local_rank) } else { String::new() }
             )));
         }
-        let world_size = procs * g;
-        let first_rank = control.rank() * g;
+        if opts.register > 1 {
+            return Err(BackendError::Unsupported(
+                "-R 2 (symmetric window registration) is not supported yet: use -R 1 (ncclCommRegister) or -R 0".into(),
+            ));
+        }
+        // NCCL_TESTS_SPLIT(_MASK) splits the processes into groups that run
+        // side by side, each with its own communicator (as nccl-tests does).
+        let color = if procs > 1 {
+            collbench_launch::split_color(control.rank(), |k| std::env::var(k).ok())
+        } else {
+            0
+        };
+        let colors: Vec<u64> = if procs > 1 {
+            control
+                .all_gather(color.to_le_bytes().to_vec())
+                .map_err(|e| lib_err(e.to_string()))?
+                .iter()
+                .map(|b| u64::from_le_bytes(b.as_slice().try_into().unwrap_or([0; 8])))
+                .collect()
+        } else {
+            vec![0]
+        };
+        let group: Vec<usize> = (0..procs).filter(|&p| colors[p] == color).collect();
+        let index_in_group = group.iter().position(|&p| p == control.rank()).unwrap_or(0);
+        let world_size = group.len() * g;
+        let first_rank = index_in_group * g;
         let mut gpus = Vec::with_capacity(g);
         for (i, &ordinal) in devices.iter().enumerate() {
             let dev = Device::open(ordinal).map_err(lib_err)?;
@@ -127,6 +169,9 @@ impl NcclBackend {
                 stream,
                 comm: std::ptr::null_mut(),
                 rank: first_rank + i,
+                global_rank: control.rank() * g + i,
+                group: color,
+                reg: Vec::new(),
                 send: None,
                 recv: None,
                 kernels: None,
@@ -140,19 +185,20 @@ impl NcclBackend {
             })
             .map_err(lib_err)?;
         } else {
-            let id_bytes = if control.rank() == 0 {
+            // The first process of each group makes its group's NCCL id.
+            let mine = if index_in_group == 0 {
                 let mut id = ffi::UniqueId { internal: [0; 128] };
                 nccl.check("ncclGetUniqueId", unsafe { (nccl.get_unique_id)(&mut id) })
                     .map_err(lib_err)?;
-                Some(id.to_bytes())
+                id.to_bytes()
             } else {
-                None
+                Vec::new()
             };
-            let bytes = control
-                .broadcast(id_bytes)
+            let ids = control
+                .all_gather(mine)
                 .map_err(|e| BackendError::Library(e.to_string()))?;
-            let id = ffi::UniqueId::from_bytes(&bytes)
-                .ok_or_else(|| lib_err("malformed NCCL id from rank 0".into()))?;
+            let id = ffi::UniqueId::from_bytes(&ids[group[0]])
+                .ok_or_else(|| lib_err("malformed NCCL id from the group's first rank".into()))?;
             unsafe { (nccl.group_start)() };
             for (i, gpu) in gpus.iter().enumerate() {
                 gpu.dev.bind().map_err(lib_err)?;
@@ -189,18 +235,20 @@ impl NcclBackend {
             opts: opts.clone(),
             aborted: false,
             rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
+            unalign: 0,
         })
     }
 
     /// Makes sure each GPU has send and receive buffers of `bytes`.
     fn ensure_buffers(&mut self, bytes: u64) -> Result<(), BackendError> {
-        let bytes = bytes as usize + 64;
+        let bytes = bytes as usize + 64 + self.unalign as usize * 8;
         for gpu in &mut self.gpus {
             let have = gpu.recv.as_ref().map(|b| b.bytes).unwrap_or(0);
             if have >= bytes {
                 continue;
             }
             gpu.dev.bind().map_err(lib_err)?;
+            deregister(&self.nccl, gpu);
             gpu.send = None;
             gpu.recv = None;
             let alloc = |b| {
@@ -217,6 +265,17 @@ impl NcclBackend {
             };
             gpu.send = Some(alloc(bytes)?);
             gpu.recv = Some(alloc(bytes)?);
+            if self.opts.register == 1 {
+                let register = self.nccl.comm_register.ok_or_else(|| {
+                    BackendError::Unsupported("-R 1 needs NCCL >= 2.19 (ncclCommRegister)".into())
+                })?;
+                for buf in [gpu.send.as_ref(), gpu.recv.as_ref()].into_iter().flatten() {
+                    let mut handle = std::ptr::null_mut();
+                    let r = unsafe { register(gpu.comm, buf.as_ptr(0), buf.bytes, &mut handle) };
+                    self.nccl.check("ncclCommRegister", r).map_err(lib_err)?;
+                    gpu.reg.push(handle);
+                }
+            }
         }
         Ok(())
     }
@@ -239,7 +298,7 @@ impl NcclBackend {
         } else {
             1
         };
-        let shift = (t * (iter % steps)) as usize;
+        let shift = (t * (iter % steps) + self.unalign * elt) as usize;
         let recv = gpu.recv.as_ref().expect("buffers allocated").as_ptr(shift);
         let r = gpu.rank as u64;
         if case.in_place {
@@ -578,9 +637,10 @@ impl Drop for NcclBackend {
         if self.aborted {
             return;
         }
-        for gpu in &self.gpus {
+        for gpu in &mut self.gpus {
             let _ = gpu.dev.bind();
             let _ = gpu.stream.synchronize();
+            deregister(&self.nccl, gpu);
             unsafe { (self.nccl.comm_destroy)(gpu.comm) };
         }
     }
@@ -597,8 +657,8 @@ impl Backend for NcclBackend {
                 .gpus
                 .iter()
                 .map(|g| DeviceInfo {
-                    rank: g.rank as u64,
-                    group: 0,
+                    rank: g.global_rank as u64,
+                    group: g.group,
                     pid: std::process::id() as u64,
                     host: self.host.clone(),
                     device: g.dev.ordinal as u64,
@@ -647,6 +707,11 @@ impl Backend for NcclBackend {
                 "mulsum needs NCCL >= 2.11".into(),
             ));
         }
+        Ok(())
+    }
+
+    fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
+        self.unalign = elements;
         Ok(())
     }
 

@@ -45,7 +45,7 @@ pub fn preamble(record: &Record, op: &str, first: bool) -> String {
         (None, None) => (0, "bytes"),
     };
     s += &format!(
-        "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} graph: {} unalign: 0\n",
+        "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} graph: {} unalign: {}\n",
         st.threads_per_process.max(1),
         st.gpus_per_thread.max(1),
         st.min_bytes,
@@ -56,9 +56,11 @@ pub fn preamble(record: &Record, op: &str, first: bool) -> String {
         st.iters,
         st.agg_iters,
         st.check as u8,
-        st.graph
+        st.graph,
+        st.unalign
     );
     if first {
+        s += "# Sizes are rounded down to whole elements, and to 16-byte chunks per rank where a buffer is split between ranks (as nccl-tests does)\n";
         s += "#\n# Using devices\n";
         for d in &record.devices {
             let host: &str = d.host.split('.').next().unwrap_or(&d.host);
@@ -132,6 +134,44 @@ pub fn row(r: &CaseResult, timestamp: Option<&str>) -> String {
         s += &format!("{ts:>21}");
     }
     s.push('\n');
+    s
+}
+
+/// The straggler question: the `k` slowest ranks of a row, per placement,
+/// as a comment line (`--per-rank`). Empty when the row has no per-rank
+/// times.
+pub fn per_rank(r: &CaseResult, devices: &[collbench_core::DeviceInfo], k: usize) -> String {
+    let mut s = String::new();
+    for (name, p) in r.placements() {
+        if p.rank_time_us.len() < 2 {
+            continue;
+        }
+        let mut ranks: Vec<(usize, f64)> = p.rank_time_us.iter().copied().enumerate().collect();
+        ranks.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let median = {
+            let mut t: Vec<f64> = p.rank_time_us.clone();
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        };
+        let list: Vec<String> = ranks
+            .iter()
+            .take(k)
+            .map(|(rank, t)| {
+                let host = devices
+                    .iter()
+                    .find(|d| d.rank == *rank as u64)
+                    .map(|d| d.host.as_str())
+                    .unwrap_or("?");
+                format!("rank {rank} ({host}) {t:.2} us")
+            })
+            .collect();
+        s += &format!(
+            "#   {:>12} {:<12} slowest: {} (median {median:.2} us)\n",
+            r.size_bytes,
+            name,
+            list.join(", ")
+        );
+    }
     s
 }
 

@@ -99,6 +99,17 @@ pub trait Backend {
     /// elements over this process's ranks. `corrupt` is a test hook: flip
     /// one output element first, to prove the check catches it.
     fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError>;
+    /// Misaligns every buffer by this many elements from now on (`-u`), to
+    /// measure unaligned transfers. Backends that cannot say so.
+    fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
+        if elements == 0 {
+            Ok(())
+        } else {
+            Err(BackendError::Unsupported(
+                "-u (unaligned buffers) is not supported by this backend".into(),
+            ))
+        }
+    }
     /// A backend over some of this process's ranks (global rank numbers),
     /// renumbered 0.., for localisation tests such as pairwise sendrecv.
     /// Backends that cannot split say so.

@@ -95,6 +95,7 @@ impl<'a> Runner<'a> {
         record.library_path = info.library_path.clone();
         record.settings = self.settings(world_size);
         record.devices = self.gather_devices(&info.devices)?;
+        self.backend.set_unalign(self.plan.unalign as u64)?;
         let root = self.control.rank() == 0;
         if root {
             obs.begin(&record);
@@ -200,6 +201,7 @@ impl<'a> Runner<'a> {
             graph: p.graph as u64,
             blocking: p.blocking > 0,
             average: p.average.name().to_string(),
+            unalign: p.unalign as u64,
         }
     }
 

@@ -25,6 +25,8 @@ pub struct CpuBackend {
     /// Test hook: this rank moves data at about 1 GB/s, to prove that
     /// slow-rank localisation finds it.
     slow_rank: Option<usize>,
+    /// Elements every buffer is misaligned by (`-u`).
+    unalign: u64,
 }
 
 /// Raw pointers handed to rank threads; each thread touches only what the
@@ -42,6 +44,7 @@ impl CpuBackend {
             host: host.to_string(),
             buffers: (0..ranks.max(1)).map(|_| RankBuffers::default()).collect(),
             slow_rank: None,
+            unalign: 0,
         }
     }
 
@@ -56,8 +59,10 @@ impl CpuBackend {
         let c = &case.counts;
         // Room for rotating offsets up to the sweep's largest size.
         let send = (c.send_count * elt).max(max_bytes);
-        let recv = (c.recv_count * elt).max(max_bytes);
+        // In-place, the receive buffer also holds the send data.
+        let recv = (c.send_count.max(c.recv_count) * elt).max(max_bytes);
         let scratch = c.send_count.max(c.recv_count) * elt;
+        let (send, recv) = (send + self.unalign * elt, recv + self.unalign * elt);
         for b in &mut self.buffers {
             b.reserve(send, recv, scratch)?;
         }
@@ -72,7 +77,7 @@ impl CpuBackend {
         let c = &case.counts;
         let t = c.send_count.max(c.recv_count) * elt;
         let steps = max_bytes.checked_div(t).unwrap_or(1).max(1);
-        let shift = (t * (iter % steps)) as usize;
+        let shift = (t * (iter % steps) + self.unalign * elt) as usize;
         let mut p = Ptrs {
             send: Vec::new(),
             recv: Vec::new(),
@@ -218,6 +223,11 @@ impl Backend for CpuBackend {
     fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError> {
         self.ensure(case, timing.max_bytes)?;
         Ok(with_element!(case.dtype, T => self.time_typed::<T>(case, timing)))
+    }
+
+    fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
+        self.unalign = elements;
+        Ok(())
     }
 
     fn subset(&self, ranks: &[usize]) -> Result<Box<dyn Backend>, BackendError> {
