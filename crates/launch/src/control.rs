@@ -52,6 +52,8 @@ pub struct Control {
     timeout: Duration,
     /// `None` for a world of one: no sockets at all.
     link: Option<Link>,
+    /// This rank's own hello (what `hellos` reports in a world of one).
+    own: PeerHello,
 }
 
 struct Link {
@@ -228,13 +230,14 @@ impl Control {
         };
         let link = match (world.world_size, world.rank) {
             (1, _) => None,
-            (_, 0) => Some(join_as_root(world, timeout, own)?),
-            _ => Some(join_as_peer(world, timeout, own)?),
+            (_, 0) => Some(join_as_root(world, timeout, own.clone())?),
+            _ => Some(join_as_peer(world, timeout, own.clone())?),
         };
         Ok(Control {
             world: world.clone(),
             timeout,
             link,
+            own,
         })
     }
 
@@ -258,13 +261,7 @@ impl Control {
     pub fn hellos(&self) -> Vec<PeerHello> {
         match &self.link {
             Some(link) if !link.hellos.is_empty() => link.hellos.clone(),
-            _ => vec![PeerHello {
-                rank: self.world.rank,
-                local_rank: self.world.local_rank,
-                host: self.world.hostname.clone(),
-                pid: std::process::id(),
-                info: Vec::new(),
-            }],
+            _ => vec![self.own.clone()],
         }
     }
 
