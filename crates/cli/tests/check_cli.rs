@@ -284,3 +284,51 @@ fn baselines_list_and_show() {
     assert_eq!(code, 2);
     assert!(stderr.contains("unknown baseline 'h200'"), "{stderr}");
 }
+
+/// The pairwise matrix that `check --json` writes is drawn by `report`.
+#[test]
+fn report_draws_the_check_matrix_as_a_heatmap() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("check.json");
+    let run = dir.path().join("run.json");
+    let html = dir.path().join("r.html");
+    let out = Command::cargo_bin("collbench")
+        .unwrap()
+        .args(["check", "--backend", "cpu", "--ranks", "3", "--localize", "--size", "1M", "--iters", "2", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&out.stderr));
+    Command::cargo_bin("collbench")
+        .unwrap()
+        .args(["run", "all_reduce", "--backend", "cpu", "--ranks", "2", "-b", "1K", "-e", "4K", "-q", "--output"])
+        .arg(&run)
+        .assert()
+        .success();
+    Command::cargo_bin("collbench")
+        .unwrap()
+        .arg("report")
+        .arg(&run)
+        .arg("--matrix")
+        .arg(&json)
+        .arg("-o")
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Pairwise sendrecv bandwidth"), "no heatmap section");
+    assert!(page.matches("<svg").count() >= 3, "charts and heatmap");
+    // A file that is not check output is one clear error.
+    let out = Command::cargo_bin("collbench")
+        .unwrap()
+        .arg("report")
+        .arg(&run)
+        .arg("--matrix")
+        .arg(&run)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("localization.matrix"));
+}

@@ -36,6 +36,60 @@ pub struct ReportArgs {
     /// Read every input as this format instead of detecting it.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// `collbench check --json` output whose pairwise bandwidth matrix the
+    /// HTML report draws as a heatmap (repeatable).
+    #[arg(long, value_name = "CHECK_JSON")]
+    pub matrix: Vec<PathBuf>,
+}
+
+/// Reads the pairwise matrix of a `collbench check --json` file
+/// (`localization.matrix`: `labels` and `gbps`, `null` where untested).
+pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html::Matrix> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", path.display()))?;
+    let m = &v["localization"]["matrix"];
+    let labels: Vec<String> = m["labels"]
+        .as_array()
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no localization.matrix.labels: pass the JSON of a `collbench check --json FILE` run that made pairwise tests",
+                path.display()
+            )
+        })?
+        .iter()
+        .map(|l| l.as_str().unwrap_or("?").to_string())
+        .collect();
+    let gbps: Vec<Vec<f64>> = m["gbps"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|row| {
+                    row.as_array()
+                        .map(|cells| {
+                            cells
+                                .iter()
+                                .map(|c| c.as_f64().unwrap_or(f64::NAN))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if gbps.len() != labels.len() || gbps.iter().any(|r| r.len() != labels.len()) {
+        anyhow::bail!(
+            "{}: localization.matrix.gbps is not {n} x {n}",
+            path.display(),
+            n = labels.len()
+        );
+    }
+    Ok(render::html::Matrix {
+        title: format!("Pairwise sendrecv bandwidth ({})", path.display()),
+        labels,
+        gbps,
+    })
 }
 
 /// `collbench compare` arguments.
@@ -74,7 +128,14 @@ pub fn report_main(args: &ReportArgs) -> anyhow::Result<i32> {
         .to_ascii_lowercase();
     let text = match ext.as_str() {
         "md" | "markdown" => render::markdown::render(&records),
-        "html" | "htm" => render::html::render(&records, &[]),
+        "html" | "htm" => {
+            let matrices = args
+                .matrix
+                .iter()
+                .map(|p| load_check_matrix(p))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            render::html::render(&records, &matrices)
+        }
         _ => anyhow::bail!(
             "{}: unknown report type (use a .md or .html file name)",
             path.display()
