@@ -5,7 +5,7 @@ use crate::args::{BackendArgs, RunArgs};
 use crate::exit::{code, Failure};
 use crate::observer::TextObserver;
 use collbench_core::size::Step;
-use collbench_launch::{Control, World};
+use collbench_launch::{Control, LaunchArgs, World};
 use collbench_output::{text::TextOptions, Format};
 use collbench_runner::cpu::CpuBackend;
 use collbench_runner::{Average, Backend, Plan, RootSel, Runner};
@@ -212,6 +212,14 @@ pub fn open_backend(
             Ok(_) => cpu(Some("no GPU found".into())),
             Err(why) => cpu(Some(format!("no GPU found ({why})"))),
         },
+        #[cfg(feature = "mpi")]
+        "mpi" => collbench_mpi::MpiBackend::new(world)
+            .map(|b| Box::new(b) as Box<dyn Backend>)
+            .map_err(|e| Failure {
+                code: code::BACKEND,
+                message: e.to_string(),
+            }),
+        #[cfg(not(feature = "mpi"))]
         "mpi" => Err(Failure {
             code: code::BACKEND,
             message: "this collbench was built without MPI support: rebuild with `cargo build --release --features mpi`, or use --backend nccl/cpu".into(),
@@ -220,6 +228,29 @@ pub fn open_backend(
             "unknown backend '{other}': use auto, cpu, nccl or mpi"
         ))),
     }
+}
+
+/// MPI, while running (finalised on drop); nothing without the feature.
+#[cfg(feature = "mpi")]
+pub type MpiSession = Option<collbench_mpi::Session>;
+/// MPI, while running (finalised on drop); nothing without the feature.
+#[cfg(not(feature = "mpi"))]
+pub type MpiSession = ();
+
+/// The launch flags to discover the world with. Under `--backend mpi`, MPI
+/// starts first and supplies rank, size and rank 0's address, which plain
+/// `mpirun` does not publish; keep the session until the run ends.
+pub fn launch_args(
+    b: &BackendArgs,
+    launch: &LaunchArgs,
+) -> Result<(MpiSession, LaunchArgs), Failure> {
+    #[cfg(feature = "mpi")]
+    if b.name == "mpi" {
+        let (session, launch) = collbench_mpi::bootstrap(launch)?;
+        return Ok((Some(session), launch));
+    }
+    let _ = b;
+    Ok((Default::default(), launch.clone()))
 }
 
 /// Runs the benchmark; returns the exit code.
@@ -240,8 +271,11 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<i32, Failure> {
         files.push(output_file(p, Some(Format::Json))?);
     }
 
-    let world = World::discover(&a.launch)?;
-    let control = Control::connect(&world, &a.launch)?;
+    // `_mpi` outlives the backend and the control plane (declared first,
+    // dropped last): dropping it finalises MPI.
+    let (_mpi, launch) = launch_args(&a.backend, &a.launch)?;
+    let world = World::discover(&launch)?;
+    let control = Control::connect(&world, &launch)?;
     let tuning = Tuning {
         local_register: a.local_register,
         timeout: a.timeout,

@@ -1,0 +1,252 @@
+//! [`MpiBackend`]: one rank per process, host buffers, every collective
+//! through MPI, timed and checked like the built-in CPU backend.
+
+use crate::check;
+use crate::coll::{self, Ctx, Ptrs};
+use crate::ops::{self, Op};
+use collbench_core::collective::RedopUse;
+use collbench_core::element::Element;
+use collbench_core::{verify::Pattern, with_element, DeviceInfo};
+use collbench_launch::World;
+use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
+use mpi::ffi;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::{AsRaw, Communicator};
+use std::time::Instant;
+
+/// This process's rank of an MPI job as a collbench backend.
+pub struct MpiBackend {
+    /// A duplicate of MPI_COMM_WORLD, so benchmark traffic never mixes with
+    /// anyone else's, with errors returned instead of aborting the job.
+    comm: SimpleCommunicator,
+    rank: usize,
+    world_size: usize,
+    host: String,
+    library: String,
+    buffers: Buffers,
+}
+
+/// Send, receive and scratch buffers (8-byte aligned), grown on demand.
+#[derive(Default)]
+struct Buffers {
+    send: Vec<u64>,
+    recv: Vec<u64>,
+    scratch: Vec<u64>,
+}
+
+fn grow(buf: &mut Vec<u64>, bytes: u64, what: &str) -> Result<(), BackendError> {
+    let words = bytes.div_ceil(8) as usize + 1;
+    if buf.len() >= words {
+        return Ok(());
+    }
+    // Free first: the old contents are not needed and memory may be tight.
+    *buf = Vec::new();
+    buf.try_reserve_exact(words).map_err(|_| {
+        BackendError::OutOfMemory(format!(
+            "cannot allocate {bytes} bytes for a {what} buffer: lower -e (maximum size)"
+        ))
+    })?;
+    buf.resize(words, 0);
+    Ok(())
+}
+
+impl MpiBackend {
+    /// The backend for this process. MPI must be running (see
+    /// [`crate::bootstrap`]) and agree with the control plane's `world`.
+    pub fn new(world: &World) -> Result<MpiBackend, BackendError> {
+        if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+            return Err(BackendError::Library(
+                "MPI is not running: --backend mpi must start MPI before the control plane (collbench_mpi::bootstrap)".into(),
+            ));
+        }
+        let comm = SimpleCommunicator::world().duplicate();
+        // SAFETY: a valid communicator and MPI's predefined handler.
+        ops::check(
+            unsafe { ffi::MPI_Comm_set_errhandler(comm.as_raw(), ffi::RSMPI_ERRORS_RETURN) },
+            "MPI_Comm_set_errhandler",
+        )?;
+        let (rank, world_size) = (comm.rank() as usize, comm.size() as usize);
+        if (rank, world_size) != (world.rank, world.world_size) {
+            return Err(BackendError::Library(format!(
+                "MPI says rank {rank} of {world_size} but the control plane says rank {} of {}: drop --rank/--world-size under mpirun",
+                world.rank, world.world_size
+            )));
+        }
+        let library = mpi::environment::library_version()
+            .ok()
+            // Open MPI counts the terminating NUL in the length.
+            .and_then(|v| {
+                v.lines()
+                    .next()
+                    .map(|l| l.trim_matches(['\0', ' ']).to_string())
+            })
+            .unwrap_or_else(|| "MPI".into());
+        Ok(MpiBackend {
+            comm,
+            rank,
+            world_size,
+            host: world.hostname.clone(),
+            library,
+            buffers: Buffers::default(),
+        })
+    }
+
+    fn ensure(&mut self, case: &CaseSpec, max_bytes: u64) -> Result<(), BackendError> {
+        let elt = case.dtype.size_bytes() as u64;
+        let c = &case.counts;
+        // Room for rotating offsets up to the sweep's largest size.
+        let b = &mut self.buffers;
+        grow(&mut b.send, (c.send_count * elt).max(max_bytes), "send")?;
+        grow(&mut b.recv, (c.recv_count * elt).max(max_bytes), "receive")?;
+        grow(&mut b.scratch, c.send_count * elt, "staging")
+    }
+
+    /// Pointers for the operation at `iter`: buffers rotate through the
+    /// allocation as nccl-tests does, so caches do not flatter small sizes.
+    fn ptrs<T: Element>(&mut self, case: &CaseSpec, iter: u64, max_bytes: u64) -> Ptrs<T> {
+        let elt = case.dtype.size_bytes() as u64;
+        let c = &case.counts;
+        let t = c.send_count.max(c.recv_count) * elt;
+        let steps = max_bytes.checked_div(t).unwrap_or(1).max(1);
+        let shift = (t * (iter % steps)) as usize;
+        let r = self.rank;
+        let b = &mut self.buffers;
+        // SAFETY (all `add`s): `ensure` sized the buffers for the shift
+        // plus the case, and in-place offsets stay within the receive buffer.
+        let recv = unsafe { (b.recv.as_mut_ptr() as *mut u8).add(shift) } as *mut T;
+        let (send, recv) = if case.in_place {
+            unsafe {
+                (
+                    recv.add(c.send_inplace_offset as usize * r),
+                    recv.add(c.recv_inplace_offset as usize * r),
+                )
+            }
+        } else {
+            let send = unsafe { (b.send.as_mut_ptr() as *mut u8).add(shift) } as *mut T;
+            (send, recv)
+        };
+        Ptrs {
+            send,
+            recv,
+            scratch: b.scratch.as_mut_ptr() as *mut T,
+        }
+    }
+
+    /// The operator (reducing collectives only) and this rank's context.
+    fn op<T: Element>(&self, case: &CaseSpec) -> Result<Option<Op>, BackendError> {
+        let reduces = case.collective.spec().redop == RedopUse::Reduces;
+        reduces.then(|| Op::new::<T>(case.redop)).transpose()
+    }
+
+    fn ctx<'a, T: Element>(&self, case: &CaseSpec, op: Option<&'a Op>) -> Ctx<'a, T> {
+        let pattern = Pattern {
+            seed: 0,
+            world_size: case.world_size,
+            dtype: case.dtype,
+            redop: None,
+        };
+        Ctx {
+            comm: self.comm.as_raw(),
+            rank: self.rank,
+            world_size: self.world_size,
+            op,
+            scalar: T::from_value(pattern.scalar(self.rank)),
+        }
+    }
+
+    fn time_typed<T: Element>(
+        &mut self,
+        case: &CaseSpec,
+        timing: &Timing,
+    ) -> Result<Measurement, BackendError> {
+        let op = self.op::<T>(case)?;
+        let ctx = self.ctx::<T>(case, op.as_ref());
+        let per_iter = timing.agg_iters.max(1) as u64;
+        let total_ops = (timing.iters as u64 * per_iter).max(1);
+        let mut run = |i: u64| {
+            let p = self.ptrs::<T>(case, i, timing.max_bytes);
+            // SAFETY: `time` sized the buffers; every rank runs the same plan.
+            unsafe { coll::run_op(&ctx, case, &p) }
+        };
+        for _ in 0..timing.warmup_iters {
+            run(0)?;
+        }
+        // SAFETY: a valid communicator.
+        ops::check(unsafe { ffi::MPI_Barrier(ctx.comm) }, "MPI_Barrier")?;
+        let start = Instant::now();
+        let mut iter_times_us = Vec::with_capacity(timing.iters as usize);
+        for it in 0..timing.iters as u64 {
+            let t0 = Instant::now();
+            for a in 0..per_iter {
+                run(it * per_iter + a)?;
+            }
+            iter_times_us.push(t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
+        }
+        let time_s = start.elapsed().as_secs_f64() / total_ops as f64;
+        Ok(Measurement {
+            rank_time_s: vec![time_s],
+            rank_cputime_s: vec![time_s],
+            iter_times_us,
+        })
+    }
+
+    fn check_typed<T: Element>(
+        &mut self,
+        case: &CaseSpec,
+        seed: u64,
+        corrupt: bool,
+    ) -> Result<u64, BackendError> {
+        let op = self.op::<T>(case)?;
+        let ctx = self.ctx::<T>(case, op.as_ref());
+        let p = self.ptrs::<T>(case, 0, 0);
+        // SAFETY: `check` sized the buffers; every rank runs the same plan.
+        unsafe { check::check_case(&ctx, case, seed, corrupt, &p) }
+    }
+}
+
+impl Backend for MpiBackend {
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            name: "mpi".into(),
+            library: Some(self.library.clone()),
+            library_path: None,
+            library_version_code: None,
+            devices: vec![DeviceInfo {
+                rank: self.rank as u64,
+                group: 0,
+                pid: std::process::id() as u64,
+                host: self.host.clone(),
+                device: 0,
+                bus_id: None,
+                name: "cpu (MPI rank)".into(),
+            }],
+        }
+    }
+
+    fn local_ranks(&self) -> usize {
+        1
+    }
+
+    fn first_rank(&self) -> usize {
+        self.rank
+    }
+
+    fn world_size(&self) -> usize {
+        self.world_size
+    }
+
+    fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
+        let c = &case.counts;
+        ops::count(c.send_count.max(c.recv_count)).map(|_| ())
+    }
+
+    fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError> {
+        self.ensure(case, timing.max_bytes)?;
+        with_element!(case.dtype, T => self.time_typed::<T>(case, timing))
+    }
+
+    fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError> {
+        self.ensure(case, 0)?;
+        with_element!(case.dtype, T => self.check_typed::<T>(case, seed, corrupt))
+    }
+}
