@@ -220,13 +220,19 @@ pub fn open_backend(
                 message: e.to_string(),
             }),
         #[cfg(not(feature = "mpi"))]
-        "mpi" => Err(Failure {
-            code: code::BACKEND,
-            message: "this collbench was built without MPI support: rebuild with `cargo build --release --features mpi`, or use --backend nccl/cpu".into(),
-        }),
+        "mpi" => Err(no_mpi()),
         other => Err(Failure::usage(format!(
             "unknown backend '{other}': use auto, cpu, nccl or mpi"
         ))),
+    }
+}
+
+/// `--backend mpi` in a build without the `mpi` feature.
+#[cfg(not(feature = "mpi"))]
+fn no_mpi() -> Failure {
+    Failure {
+        code: code::BACKEND,
+        message: "this collbench was built without MPI support: rebuild with `cargo build --release --features mpi`, or use --backend nccl/cpu".into(),
     }
 }
 
@@ -249,7 +255,11 @@ pub fn launch_args(
         let (session, launch) = collbench_mpi::bootstrap(launch)?;
         return Ok((Some(session), launch));
     }
-    let _ = b;
+    // Say so before world discovery, which would fail first under mpirun.
+    #[cfg(not(feature = "mpi"))]
+    if b.name == "mpi" {
+        return Err(no_mpi());
+    }
     Ok((Default::default(), launch.clone()))
 }
 
