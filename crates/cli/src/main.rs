@@ -135,6 +135,8 @@ fn real_main() -> Result<i32, Failure> {
             backend,
             launch,
         } => {
+            // Under --backend mpi, MPI starts first and supplies the world.
+            let (_mpi, launch) = run_cmd::launch_args(&backend, &launch)?;
             let world = collbench_launch::World::discover(&launch)?;
             let control = collbench_launch::Control::connect(&world, &launch)?;
             let mut b = run_cmd::open_backend(

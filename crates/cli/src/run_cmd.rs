@@ -307,6 +307,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<i32, Failure> {
     };
     let print_text = !a.quiet && stdout_format == Format::Text;
     let mut obs = TextObserver::new(print_text, options, total);
+    obs.per_rank = a.per_rank;
     let record = crate::meta::new_record(argv);
     let mut runner = Runner::new(backend.as_mut(), &control, plan);
     let Some(record) = runner.run(record, &mut obs)? else {

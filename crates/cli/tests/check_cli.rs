@@ -294,14 +294,43 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
     let html = dir.path().join("r.html");
     let out = Command::cargo_bin("collbench")
         .unwrap()
-        .args(["check", "--backend", "cpu", "--ranks", "3", "--localize", "--size", "1M", "--iters", "2", "--json"])
+        .args([
+            "check",
+            "--backend",
+            "cpu",
+            "--ranks",
+            "3",
+            "--localize",
+            "--size",
+            "1M",
+            "--iters",
+            "2",
+            "--json",
+        ])
         .arg(&json)
         .output()
         .unwrap();
-    assert!(out.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Command::cargo_bin("collbench")
         .unwrap()
-        .args(["run", "all_reduce", "--backend", "cpu", "--ranks", "2", "-b", "1K", "-e", "4K", "-q", "--output"])
+        .args([
+            "run",
+            "all_reduce",
+            "--backend",
+            "cpu",
+            "--ranks",
+            "2",
+            "-b",
+            "1K",
+            "-e",
+            "4K",
+            "-q",
+            "--output",
+        ])
         .arg(&run)
         .assert()
         .success();
@@ -316,7 +345,10 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
         .assert()
         .success();
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("Pairwise sendrecv bandwidth"), "no heatmap section");
+    assert!(
+        page.contains("Pairwise sendrecv bandwidth"),
+        "no heatmap section"
+    );
     assert!(page.matches("<svg").count() >= 3, "charts and heatmap");
     // A file that is not check output is one clear error.
     let out = Command::cargo_bin("collbench")
