@@ -227,10 +227,6 @@ impl Backend for MpiBackend {
         1
     }
 
-    fn first_rank(&self) -> usize {
-        self.rank
-    }
-
     fn world_size(&self) -> usize {
         self.world_size
     }

@@ -673,10 +673,6 @@ impl Backend for NcclBackend {
         self.gpus.len()
     }
 
-    fn first_rank(&self) -> usize {
-        self.gpus.first().map(|g| g.rank).unwrap_or(0)
-    }
-
     fn world_size(&self) -> usize {
         self.world_size
     }

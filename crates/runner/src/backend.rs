@@ -86,8 +86,6 @@ pub trait Backend {
     fn info(&self) -> BackendInfo;
     /// Ranks driven by this process.
     fn local_ranks(&self) -> usize;
-    /// Global rank of local rank 0 (ranks of a process are contiguous).
-    fn first_rank(&self) -> usize;
     /// Total ranks in the job.
     fn world_size(&self) -> usize;
     /// Whether the backend can run this case at all; `Err` explains why not.

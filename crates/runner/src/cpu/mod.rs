@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 /// Ranks as threads of this process.
 pub struct CpuBackend {
     world_size: usize,
-    first_rank: usize,
     host: String,
     buffers: Vec<RankBuffers>,
     /// Test hook: this rank moves data at about 1 GB/s, to prove that
@@ -40,7 +39,6 @@ impl CpuBackend {
     pub fn new(ranks: usize, host: &str) -> CpuBackend {
         CpuBackend {
             world_size: ranks.max(1),
-            first_rank: 0,
             host: host.to_string(),
             buffers: (0..ranks.max(1)).map(|_| RankBuffers::default()).collect(),
             slow_rank: None,
@@ -192,7 +190,7 @@ impl Backend for CpuBackend {
             library_version_code: None,
             devices: (0..self.world_size)
                 .map(|r| DeviceInfo {
-                    rank: (self.first_rank + r) as u64,
+                    rank: r as u64,
                     group: 0,
                     pid: std::process::id() as u64,
                     host: self.host.clone(),
@@ -206,10 +204,6 @@ impl Backend for CpuBackend {
 
     fn local_ranks(&self) -> usize {
         self.world_size
-    }
-
-    fn first_rank(&self) -> usize {
-        self.first_rank
     }
 
     fn world_size(&self) -> usize {
