@@ -8,6 +8,7 @@ use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
 use collbench_core::{verify::Pattern, with_element, DeviceInfo};
 use collbench_launch::World;
+use collbench_runner::host_buffers::HostBuffers;
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
 use mpi::ffi;
 use mpi::topology::SimpleCommunicator;
@@ -23,33 +24,10 @@ pub struct MpiBackend {
     world_size: usize,
     host: String,
     library: String,
-    buffers: Buffers,
+    buffers: HostBuffers,
 }
 
 /// Send, receive and scratch buffers (8-byte aligned), grown on demand.
-#[derive(Default)]
-struct Buffers {
-    send: Vec<u64>,
-    recv: Vec<u64>,
-    scratch: Vec<u64>,
-}
-
-fn grow(buf: &mut Vec<u64>, bytes: u64, what: &str) -> Result<(), BackendError> {
-    let words = bytes.div_ceil(8) as usize + 1;
-    if buf.len() >= words {
-        return Ok(());
-    }
-    // Free first: the old contents are not needed and memory may be tight.
-    *buf = Vec::new();
-    buf.try_reserve_exact(words).map_err(|_| {
-        BackendError::OutOfMemory(format!(
-            "cannot allocate {bytes} bytes for a {what} buffer: lower -e (maximum size)"
-        ))
-    })?;
-    buf.resize(words, 0);
-    Ok(())
-}
-
 impl MpiBackend {
     /// The backend for this process. MPI must be running (see
     /// [`crate::bootstrap`]) and agree with the control plane's `world`.
@@ -87,48 +65,21 @@ impl MpiBackend {
             world_size,
             host: world.hostname.clone(),
             library,
-            buffers: Buffers::default(),
+            buffers: HostBuffers::default(),
         })
     }
 
     fn ensure(&mut self, case: &CaseSpec, max_bytes: u64) -> Result<(), BackendError> {
-        let elt = case.dtype.size_bytes() as u64;
-        let c = &case.counts;
-        // Room for rotating offsets up to the sweep's largest size.
-        let b = &mut self.buffers;
-        grow(&mut b.send, (c.send_count * elt).max(max_bytes), "send")?;
-        grow(&mut b.recv, (c.recv_count * elt).max(max_bytes), "receive")?;
-        grow(&mut b.scratch, c.send_count * elt, "staging")
+        self.buffers.ensure(case, max_bytes, 0)
     }
 
-    /// Pointers for the operation at `iter`: buffers rotate through the
-    /// allocation as nccl-tests does, so caches do not flatter small sizes.
+    /// Pointers for the operation at `iter` (rotating like nccl-tests').
     fn ptrs<T: Element>(&mut self, case: &CaseSpec, iter: u64, max_bytes: u64) -> Ptrs<T> {
-        let elt = case.dtype.size_bytes() as u64;
-        let c = &case.counts;
-        let t = c.send_count.max(c.recv_count) * elt;
-        let steps = max_bytes.checked_div(t).unwrap_or(1).max(1);
-        let shift = (t * (iter % steps)) as usize;
-        let r = self.rank;
-        let b = &mut self.buffers;
-        // SAFETY (all `add`s): `ensure` sized the buffers for the shift
-        // plus the case, and in-place offsets stay within the receive buffer.
-        let recv = unsafe { (b.recv.as_mut_ptr() as *mut u8).add(shift) } as *mut T;
-        let (send, recv) = if case.in_place {
-            unsafe {
-                (
-                    recv.add(c.send_inplace_offset as usize * r),
-                    recv.add(c.recv_inplace_offset as usize * r),
-                )
-            }
-        } else {
-            let send = unsafe { (b.send.as_mut_ptr() as *mut u8).add(shift) } as *mut T;
-            (send, recv)
-        };
+        let (send, recv) = self.buffers.pointers(case, self.rank, iter, max_bytes, 0);
         Ptrs {
-            send,
-            recv,
-            scratch: b.scratch.as_mut_ptr() as *mut T,
+            send: send as *mut T,
+            recv: recv as *mut T,
+            scratch: self.buffers.scratch() as *mut T,
         }
     }
 

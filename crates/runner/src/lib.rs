@@ -8,6 +8,7 @@
 
 pub mod backend;
 pub mod cpu;
+pub mod host_buffers;
 pub mod plan;
 pub mod run;
 

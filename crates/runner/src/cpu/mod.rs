@@ -5,13 +5,12 @@
 
 pub mod algo;
 pub mod barrier;
-mod buffers;
 mod check;
 
 use crate::backend::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
+use crate::host_buffers::HostBuffers;
 use algo::Ptrs;
 use barrier::SpinBarrier;
-use buffers::RankBuffers;
 use collbench_core::element::Element;
 use collbench_core::{verify::Pattern, with_element, DeviceInfo};
 use std::time::{Duration, Instant};
@@ -20,7 +19,7 @@ use std::time::{Duration, Instant};
 pub struct CpuBackend {
     world_size: usize,
     host: String,
-    buffers: Vec<RankBuffers>,
+    buffers: Vec<HostBuffers>,
     /// Test hook: this rank moves data at about 1 GB/s, to prove that
     /// slow-rank localisation finds it.
     slow_rank: Option<usize>,
@@ -40,7 +39,7 @@ impl CpuBackend {
         CpuBackend {
             world_size: ranks.max(1),
             host: host.to_string(),
-            buffers: (0..ranks.max(1)).map(|_| RankBuffers::default()).collect(),
+            buffers: (0..ranks.max(1)).map(|_| HostBuffers::default()).collect(),
             slow_rank: None,
             unalign: 0,
         }
@@ -53,49 +52,25 @@ impl CpuBackend {
     }
 
     fn ensure(&mut self, case: &CaseSpec, max_bytes: u64) -> Result<(), BackendError> {
-        let elt = case.dtype.size_bytes() as u64;
-        let c = &case.counts;
-        // Room for rotating offsets up to the sweep's largest size.
-        let send = (c.send_count * elt).max(max_bytes);
-        // In-place, the receive buffer also holds the send data.
-        let recv = (c.send_count.max(c.recv_count) * elt).max(max_bytes);
-        let scratch = c.send_count.max(c.recv_count) * elt;
-        let (send, recv) = (send + self.unalign * elt, recv + self.unalign * elt);
         for b in &mut self.buffers {
-            b.reserve(send, recv, scratch)?;
+            b.ensure(case, max_bytes, self.unalign)?;
         }
         Ok(())
     }
 
-    /// Every rank's pointers for the operation at `iter`: buffers rotate
-    /// through the allocation like nccl-tests does, so caches do not
-    /// flatter small sizes.
+    /// Every rank's pointers for the operation at `iter`.
     fn ptrs<T: Element>(&mut self, case: &CaseSpec, iter: u64, max_bytes: u64) -> Ptrs<T> {
-        let elt = case.dtype.size_bytes() as u64;
-        let c = &case.counts;
-        let t = c.send_count.max(c.recv_count) * elt;
-        let steps = max_bytes.checked_div(t).unwrap_or(1).max(1);
-        let shift = (t * (iter % steps) + self.unalign * elt) as usize;
         let mut p = Ptrs {
             send: Vec::new(),
             recv: Vec::new(),
             scratch: Vec::new(),
         };
+        let unalign = self.unalign;
         for (r, b) in self.buffers.iter_mut().enumerate() {
-            let recv = unsafe { b.recv_ptr().add(shift) } as *mut T;
-            let send = if case.in_place {
-                unsafe { recv.add((c.send_inplace_offset as usize) * r) }
-            } else {
-                unsafe { b.send_ptr().add(shift) as *mut T }
-            };
-            let recv = if case.in_place {
-                unsafe { recv.add((c.recv_inplace_offset as usize) * r) }
-            } else {
-                recv
-            };
-            p.send.push(send);
-            p.recv.push(recv);
-            p.scratch.push(b.scratch_ptr() as *mut T);
+            let (send, recv) = b.pointers(case, r, iter, max_bytes, unalign);
+            p.send.push(send as *mut T);
+            p.recv.push(recv as *mut T);
+            p.scratch.push(b.scratch() as *mut T);
         }
         p
     }

@@ -1,0 +1,105 @@
+//! Host buffers of one rank, shared by the host-memory backends (cpu, mpi):
+//! sized once for the sweep, grown on demand, and offset per iteration
+//! exactly as nccl-tests offsets its buffers.
+
+use crate::backend::{BackendError, CaseSpec};
+
+/// One rank's send, receive and staging buffers (8-byte aligned).
+#[derive(Default)]
+pub struct HostBuffers {
+    send: Vec<u64>,
+    recv: Vec<u64>,
+    scratch: Vec<u64>,
+}
+
+fn grow(buf: &mut Vec<u64>, bytes: u64, what: &str) -> Result<(), BackendError> {
+    let words = bytes.div_ceil(8) as usize + 1;
+    if buf.len() >= words {
+        return Ok(());
+    }
+    // Free first: the old contents are not needed and memory may be tight.
+    *buf = Vec::new();
+    buf.try_reserve_exact(words).map_err(|_| {
+        BackendError::OutOfMemory(format!(
+            "cannot allocate {bytes} bytes for a {what} buffer: lower -e (maximum size) or use fewer ranks"
+        ))
+    })?;
+    buf.resize(words, 0);
+    Ok(())
+}
+
+/// Byte offset of the operation at `iter`: the buffers rotate through the
+/// allocation (up to the sweep's largest size) so that caches do not
+/// flatter small sizes, plus `unalign` elements (`-u`).
+pub fn rotation(case: &CaseSpec, iter: u64, max_bytes: u64, unalign: u64) -> usize {
+    let elt = case.dtype.size_bytes() as u64;
+    let c = &case.counts;
+    let t = c.send_count.max(c.recv_count) * elt;
+    let steps = max_bytes.checked_div(t).unwrap_or(1).max(1);
+    (t * (iter % steps) + unalign * elt) as usize
+}
+
+impl HostBuffers {
+    /// Makes the buffers big enough for `case` at every rotation up to
+    /// `max_bytes`, misaligned by `unalign` elements.
+    pub fn ensure(
+        &mut self,
+        case: &CaseSpec,
+        max_bytes: u64,
+        unalign: u64,
+    ) -> Result<(), BackendError> {
+        let elt = case.dtype.size_bytes() as u64;
+        let c = &case.counts;
+        let pad = unalign * elt;
+        grow(
+            &mut self.send,
+            (c.send_count * elt).max(max_bytes) + pad,
+            "send",
+        )?;
+        // In place, the receive buffer also holds the send data.
+        grow(
+            &mut self.recv,
+            (c.send_count.max(c.recv_count) * elt).max(max_bytes) + pad,
+            "receive",
+        )?;
+        grow(
+            &mut self.scratch,
+            c.send_count.max(c.recv_count) * elt,
+            "staging",
+        )
+    }
+
+    /// (send, receive) of `rank` for the operation at `iter`, with
+    /// nccl-tests' in-place layout: both inside the receive buffer, at the
+    /// collective's per-rank in-place offsets.
+    pub fn pointers(
+        &mut self,
+        case: &CaseSpec,
+        rank: usize,
+        iter: u64,
+        max_bytes: u64,
+        unalign: u64,
+    ) -> (*mut u8, *mut u8) {
+        let elt = case.dtype.size_bytes();
+        let c = &case.counts;
+        let shift = rotation(case, iter, max_bytes, unalign);
+        // SAFETY (all `add`s): `ensure` sized the buffers for the shift plus
+        // the case, and in-place offsets stay within the receive buffer.
+        unsafe {
+            let recv = (self.recv.as_mut_ptr() as *mut u8).add(shift);
+            if case.in_place {
+                (
+                    recv.add(c.send_inplace_offset as usize * rank * elt),
+                    recv.add(c.recv_inplace_offset as usize * rank * elt),
+                )
+            } else {
+                ((self.send.as_mut_ptr() as *mut u8).add(shift), recv)
+            }
+        }
+    }
+
+    /// Private staging space of at least the case's larger buffer.
+    pub fn scratch(&mut self) -> *mut u8 {
+        self.scratch.as_mut_ptr() as *mut u8
+    }
+}
