@@ -176,8 +176,13 @@ fn localisation_names_the_slowed_rank() {
             "--ranks",
             "4",
             "--quick",
+            // Larger than the caches, and a stricter pair fraction: on a
+            // busy 2-core CI machine healthy pairs jitter by 2x, the slowed
+            // rank is 5-10x slower.
             "--size",
-            "1M",
+            "16M",
+            "--pair-fraction",
+            "0.4",
             "--test-slow-rank",
             "2",
             "--json",
@@ -229,6 +234,10 @@ fn a_short_result_triggers_localisation_with_a_baseline() {
             "--ranks",
             "3",
             "--quick",
+            "--size",
+            "16M",
+            "--pair-fraction",
+            "0.4",
             "--test-slow-rank",
             "0",
             "--baseline",

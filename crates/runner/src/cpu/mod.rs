@@ -20,7 +20,7 @@ pub struct CpuBackend {
     world_size: usize,
     host: String,
     buffers: Vec<HostBuffers>,
-    /// Test hook: this rank moves data at about 1 GB/s, to prove that
+    /// Test hook: this rank moves data at about 0.25 GB/s, to prove that
     /// slow-rank localisation finds it.
     slow_rank: Option<usize>,
     /// Elements every buffer is misaligned by (`-u`).
@@ -147,9 +147,10 @@ impl CpuBackend {
     }
 }
 
-/// Test hook: hold this rank back as if it moved `bytes` at 1 GB/s.
+/// Test hook: hold this rank back as if it moved `bytes` at 0.25 GB/s,
+/// far below what a busy 2-core machine gives a healthy rank.
 fn slow_down(bytes: u64) {
-    let d = Duration::from_nanos(bytes.max(10_000));
+    let d = Duration::from_nanos(4 * bytes.max(10_000));
     let end = Instant::now() + d;
     while Instant::now() < end {
         std::thread::yield_now();
