@@ -3,7 +3,8 @@
 // same machine and day (nccl-tests itself is not installed there).
 //
 //   nvcc -O2 -o nccl_ref nccl_ref.cu -lnccl -lcuda
-//   ./nccl_ref [rt|drv] [iters] [minbytes] [maxbytes]   (sizes double)
+//   ./nccl_ref [rt|drv] [iters] [minbytes] [maxbytes] [all_reduce|all_gather]
+//   (sizes double; all_gather sizes are the gathered total, as nccl-tests')
 //
 // rt:  the current device is set with cudaSetDevice (as nccl-tests does).
 // drv: the current context is set with the driver API only (as a program
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   float *sb[8], *rb[8];
   size_t minb = argc > 3 ? strtoull(argv[3], 0, 0) : 8;
   size_t maxb = argc > 4 ? strtoull(argv[4], 0, 0) : (8 << 20);
+  int gather = argc > 5 && strcmp(argv[5], "all_gather") == 0;
   for (int i = 0; i < n; i++) devs[i] = i;
   ncclCommInitAll(comms, n, devs);
   for (int i = 0; i < n; i++) {
@@ -53,12 +55,12 @@ int main(int argc, char** argv) {
     cudaSetDevice(0);
   }
   // Rows in nccl-tests' layout so `collbench compare` reads them.
-  printf("# nccl_ref (%s) all_reduce, %d GPUs in one process, %d iterations, 5 warm-up\n", mode, n, iters);
+  printf("# nccl_ref (%s) %s, %d GPUs in one process, %d iterations, 5 warm-up\n", mode, gather ? "all_gather" : "all_reduce", n, iters);
   printf("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n");
   double sum_bw = 0;
   int rows = 0;
   for (size_t bytes = minb; bytes <= maxb; bytes *= 2) {
-    size_t count = bytes / 4;
+    size_t count = gather ? bytes / 4 / n : bytes / 4;
     double t[2];
     for (int ip = 0; ip < 2; ip++) {
       double t0 = 0;
@@ -71,16 +73,22 @@ int main(int argc, char** argv) {
         ncclGroupStart();
         for (int i = 0; i < n; i++) {
           char* r = (char*)rb[i] + shift;
-          const char* snd = ip ? r : (const char*)sb[i] + shift;
-          ncclAllReduce(snd, r, count, ncclFloat, ncclSum, comms[i], s[i]);
+          if (gather) {
+            const char* snd = ip ? r + i * count * 4 : (const char*)sb[i] + shift;
+            ncclAllGather(snd, r, count, ncclFloat, comms[i], s[i]);
+          } else {
+            const char* snd = ip ? r : (const char*)sb[i] + shift;
+            ncclAllReduce(snd, r, count, ncclFloat, ncclSum, comms[i], s[i]);
+          }
         }
         ncclGroupEnd();
       }
       for (int i = 0; i < n; i++) while (cudaStreamQuery(s[i]) == cudaErrorNotReady) {}
       t[ip] = (now_us() - t0) / iters;
     }
-    double alg0 = bytes / 1e3 / t[0], alg1 = bytes / 1e3 / t[1], f = 2.0 * (n - 1) / n;
-    printf("%12zu  %12zu  %8s  %6s  %6s  %7.2f  %6.2f  %6.2f  %6s  %7.2f  %6.2f  %6.2f  %6s\n", bytes, count, "float", "sum",
+    double alg0 = bytes / 1e3 / t[0], alg1 = bytes / 1e3 / t[1];
+    double f = gather ? (double)(n - 1) / n : 2.0 * (n - 1) / n;
+    printf("%12zu  %12zu  %8s  %6s  %6s  %7.2f  %6.2f  %6.2f  %6s  %7.2f  %6.2f  %6.2f  %6s\n", bytes, count, "float", gather ? "none" : "sum",
            "-1", t[0], alg0, alg0 * f, "N/A", t[1], alg1, alg1 * f, "N/A");
     sum_bw += alg0 * f + alg1 * f;
     rows += 2;
