@@ -47,7 +47,8 @@ pub struct LauncherEnv {
 }
 
 impl LauncherEnv {
-    fn new(launcher: Launcher) -> Self {
+    /// Nothing known yet about a job started by `launcher`.
+    pub(crate) fn new(launcher: Launcher) -> Self {
         LauncherEnv {
             launcher,
             rank: None,

@@ -100,7 +100,9 @@ impl World {
         system_hostname: &str,
     ) -> Result<World, LaunchError> {
         let found = env::detect(env)?;
-        let launched = found.clone().unwrap_or_else(|| empty(Launcher::Explicit));
+        let launched = found
+            .clone()
+            .unwrap_or_else(|| LauncherEnv::new(Launcher::Explicit));
 
         let explicit_rank = args.rank.or(env::number(env, "COLLBENCH_RANK")?);
         let explicit_size = args
@@ -204,19 +206,6 @@ impl World {
             self.rendezvous_host.as_deref().unwrap_or("?"),
             self.rendezvous_port
         )
-    }
-}
-
-fn empty(launcher: Launcher) -> LauncherEnv {
-    LauncherEnv {
-        launcher,
-        rank: None,
-        world_size: None,
-        local_rank: None,
-        local_world_size: None,
-        rendezvous_host: None,
-        rendezvous_port: None,
-        job_id: None,
     }
 }
 

@@ -407,6 +407,22 @@ impl NcclBackend {
         let root = case.root as i32;
         let at = |p: *mut c_void, elems: usize| (p as usize + elems * elt) as *mut c_void;
         let chk = |what: &str, r| n.check(what, r).map_err(lib_err);
+        // Point-to-point pieces of the collectives NCCL lacks (before 2.28).
+        let send_to = |buf: *mut c_void, peer: usize| {
+            chk("ncclSend", unsafe {
+                (n.send)(buf, count, dt, peer as i32, comm, s)
+            })
+        };
+        let recv_from = |buf: *mut c_void, peer: usize| {
+            chk("ncclRecv", unsafe {
+                (n.recv)(buf, count, dt, peer as i32, comm, s)
+            })
+        };
+        let grouped = |body: &mut dyn FnMut(()) -> Result<(), BackendError>| {
+            unsafe { (n.group_start)() };
+            body(())?;
+            chk("ncclGroupEnd", unsafe { (n.group_end)() })
+        };
         unsafe {
             match case.collective {
                 Collective::AllReduce => chk(
@@ -431,85 +447,39 @@ impl NcclBackend {
                 ),
                 Collective::AllToAll => match n.alltoall {
                     Some(f) => chk("ncclAlltoAll", f(send, recv, count, dt, comm, s)),
-                    None => {
-                        (n.group_start)();
+                    None => grouped(&mut |_| {
                         for peer in 0..world {
-                            chk(
-                                "ncclSend",
-                                (n.send)(at(send, peer * count), count, dt, peer as i32, comm, s),
-                            )?;
-                            chk(
-                                "ncclRecv",
-                                (n.recv)(at(recv, peer * count), count, dt, peer as i32, comm, s),
-                            )?;
+                            send_to(at(send, peer * count), peer)?;
+                            recv_from(at(recv, peer * count), peer)?;
                         }
-                        chk("ncclGroupEnd", (n.group_end)())
-                    }
+                        Ok(())
+                    }),
                 },
-                Collective::SendRecv => {
-                    (n.group_start)();
-                    chk(
-                        "ncclSend",
-                        (n.send)(send, count, dt, ((rank + 1) % world) as i32, comm, s),
-                    )?;
-                    chk(
-                        "ncclRecv",
-                        (n.recv)(
-                            recv,
-                            count,
-                            dt,
-                            ((rank + world - 1) % world) as i32,
-                            comm,
-                            s,
-                        ),
-                    )?;
-                    chk("ncclGroupEnd", (n.group_end)())
-                }
+                Collective::SendRecv => grouped(&mut |_| {
+                    send_to(send, (rank + 1) % world)?;
+                    recv_from(recv, (rank + world - 1) % world)
+                }),
                 Collective::Gather => match n.gather {
                     Some(f) => chk("ncclGather", f(send, recv, count, dt, root, comm, s)),
-                    None => {
-                        (n.group_start)();
+                    None => grouped(&mut |_| {
                         if rank == case.root {
                             for peer in 0..world {
-                                chk(
-                                    "ncclRecv",
-                                    (n.recv)(
-                                        at(recv, peer * count),
-                                        count,
-                                        dt,
-                                        peer as i32,
-                                        comm,
-                                        s,
-                                    ),
-                                )?;
+                                recv_from(at(recv, peer * count), peer)?;
                             }
                         }
-                        chk("ncclSend", (n.send)(send, count, dt, root, comm, s))?;
-                        chk("ncclGroupEnd", (n.group_end)())
-                    }
+                        send_to(send, case.root)
+                    }),
                 },
                 Collective::Scatter => match n.scatter {
                     Some(f) => chk("ncclScatter", f(send, recv, count, dt, root, comm, s)),
-                    None => {
-                        (n.group_start)();
+                    None => grouped(&mut |_| {
                         if rank == case.root {
                             for peer in 0..world {
-                                chk(
-                                    "ncclSend",
-                                    (n.send)(
-                                        at(send, peer * count),
-                                        count,
-                                        dt,
-                                        peer as i32,
-                                        comm,
-                                        s,
-                                    ),
-                                )?;
+                                send_to(at(send, peer * count), peer)?;
                             }
                         }
-                        chk("ncclRecv", (n.recv)(recv, count, dt, root, comm, s))?;
-                        chk("ncclGroupEnd", (n.group_end)())
-                    }
+                        recv_from(recv, case.root)
+                    }),
                 },
                 Collective::HyperCube => {
                     // Own chunk first, then log2(n) pairwise exchanges of
