@@ -23,6 +23,7 @@
 use crate::wire::{self, Msg, Op, ReadError, PROTOCOL_VERSION};
 use crate::{ranks_phrase, LaunchArgs, LaunchError, World};
 use std::collections::VecDeque;
+use std::io::Read;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -580,9 +581,32 @@ impl Drop for Control {
     fn drop(&mut self) {
         if let Some(link) = &self.link {
             link.shared.closing.store(true, Ordering::SeqCst);
-            for peer in link.shared.peers() {
+            let peers = link.shared.peers();
+            for peer in &peers {
                 let _ = peer.send(&Msg::Bye, &[]);
-                let _ = lock(&peer.writer).shutdown(Shutdown::Both);
+                let _ = lock(&peer.writer).shutdown(Shutdown::Write);
+            }
+            // Lingering close: read until each peer closes its side (or a
+            // short deadline). Closing with unread bytes makes the kernel
+            // send a reset, which can discard a failure notice the peer
+            // has received but not yet read.
+            let deadline = Instant::now() + Duration::from_secs(1);
+            let mut buf = [0u8; 4096];
+            for peer in &peers {
+                let mut stream = lock(&peer.writer);
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+                while Instant::now() < deadline {
+                    match stream.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) => {}
+                        Err(_) => break,
+                    }
+                }
             }
         }
     }
