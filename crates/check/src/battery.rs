@@ -83,17 +83,10 @@ pub fn run_case(
         step: collbench_core::size::Step::Factor(2),
         warmup_iters: iters.warmup,
         iters: iters.timed.max(1),
-        agg_iters: 1,
-        cycles: 1,
         // Checks on: a fast wrong answer must never pass.
         check: 1,
-        graph: 0,
-        blocking: 0,
         average: Average::Mean,
-        cputime: false,
-        timestamps: false,
-        unalign: 0,
-        test_corrupt: false,
+        ..Plan::default()
     };
     let mut notes = Notes::default();
     let record = collbench_core::Record::new("collbench");
