@@ -1,6 +1,7 @@
 //! Typed elements: the arithmetic a host-side backend needs for each
 //! [`DataType`], and exact conversion of the verification patterns' values.
 
+use crate::f8_tables::{self, F8Tables};
 use crate::DataType;
 
 /// A host-side element of one [`DataType`].
@@ -180,22 +181,60 @@ narrow_element!(
     bf16::to_bits,
     bf16::from_bits(0xffff)
 );
-narrow_element!(
-    F8E4M3,
-    F8e4m3,
-    F8E4M3::from_f32,
-    |x: F8E4M3| x.to_f32(),
-    |x: F8E4M3| x.to_bits(),
-    F8E4M3::from_bits(0xff)
-);
-narrow_element!(
-    F8E5M2,
-    F8e5m2,
-    F8E5M2::from_f32,
-    |x: F8E5M2| x.to_f32(),
-    |x: F8E5M2| x.to_bits(),
-    F8E5M2::from_bits(0xff)
-);
+/// 8-bit floats: the same formulas as `narrow_element!`, served from
+/// tables filled with those formulas (see [`crate::f8_tables`]).
+macro_rules! f8_element {
+    ($t:ty, $dt:ident, $tables:path, $from_f32:path) => {
+        impl Element for $t {
+            const DTYPE: DataType = DataType::$dt;
+            #[inline(always)]
+            fn from_value(v: f64) -> Self {
+                <$t>::from_bits($tables().encode(v as f32, $from_f32))
+            }
+            #[inline(always)]
+            fn value(self) -> f64 {
+                $tables().decode[self.to_bits() as usize] as f64
+            }
+            #[inline(always)]
+            fn bits(self) -> u64 {
+                self.to_bits() as u64
+            }
+            #[inline(always)]
+            fn poison() -> Self {
+                <$t>::from_bits(0xff)
+            }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                <$t>::from_bits($tables().add[F8Tables::pair(self.to_bits(), o.to_bits())])
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                <$t>::from_bits($tables().mul[F8Tables::pair(self.to_bits(), o.to_bits())])
+            }
+            #[inline(always)]
+            fn min_with(self, o: Self) -> Self {
+                let d = &$tables().decode;
+                if d[o.to_bits() as usize] < d[self.to_bits() as usize] {
+                    o
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn max_with(self, o: Self) -> Self {
+                let d = &$tables().decode;
+                if d[o.to_bits() as usize] > d[self.to_bits() as usize] {
+                    o
+                } else {
+                    self
+                }
+            }
+        }
+    };
+}
+
+f8_element!(F8E4M3, F8e4m3, f8_tables::e4m3, f8_tables::e4m3_from_f32);
+f8_element!(F8E5M2, F8e5m2, f8_tables::e5m2, f8_tables::e5m2_from_f32);
 
 /// Calls `$body` with `$T` bound to the element type of a runtime
 /// [`DataType`], so generic code can be written once for all twelve types.

@@ -13,6 +13,7 @@
 pub mod collective;
 pub mod dtype;
 pub mod element;
+pub mod f8_tables;
 pub mod record;
 pub mod redop;
 pub mod size;
