@@ -180,17 +180,18 @@ impl Stream {
         })
     }
 
-    /// Ends the capture and instantiates the graph.
+    /// Ends the capture. The graph is instantiated separately, after every
+    /// GPU's capture has ended: a multi-GPU NCCL group can tie the captures
+    /// of several streams together (as nccl-tests orders it, too).
     pub fn end_capture(&self) -> Result<Graph, String> {
         let mut g = std::ptr::null_mut();
         check("cuStreamEndCapture", unsafe {
             cu::cuStreamEndCapture(self.0, &mut g)
         })?;
-        let mut exec = std::ptr::null_mut();
-        check("cuGraphInstantiate", unsafe {
-            cu::cuGraphInstantiateWithFlags(&mut exec, g, 0)
-        })?;
-        Ok(Graph { graph: g, exec })
+        Ok(Graph {
+            graph: g,
+            exec: std::ptr::null_mut(),
+        })
     }
 }
 
@@ -202,7 +203,7 @@ impl Drop for Stream {
     }
 }
 
-/// An instantiated CUDA graph.
+/// A captured CUDA graph, instantiated by [`Graph::instantiate`].
 pub struct Graph {
     graph: cu::CUgraph,
     exec: cu::CUgraphExec,
@@ -210,6 +211,21 @@ pub struct Graph {
 unsafe impl Send for Graph {}
 
 impl Graph {
+    /// Makes the captured graph launchable.
+    pub fn instantiate(&mut self) -> Result<(), String> {
+        check("cuGraphInstantiate", unsafe {
+            cu::cuGraphInstantiateWithFlags(&mut self.exec, self.graph, 0)
+        })
+    }
+
+    /// Uploads the graph to the device ahead of its first launch, so that
+    /// one-time cost stays out of the timed replays.
+    pub fn upload(&self, s: &Stream) -> Result<(), String> {
+        check("cuGraphUpload", unsafe {
+            cu::cuGraphUpload(self.exec, s.0)
+        })
+    }
+
     pub fn launch(&self, s: &Stream) -> Result<(), String> {
         check("cuGraphLaunch", unsafe {
             cu::cuGraphLaunch(self.exec, s.0)
@@ -220,7 +236,9 @@ impl Graph {
 impl Drop for Graph {
     fn drop(&mut self) {
         unsafe {
-            cu::cuGraphExecDestroy(self.exec);
+            if !self.exec.is_null() {
+                cu::cuGraphExecDestroy(self.exec);
+            }
             cu::cuGraphDestroy(self.graph);
         }
     }
