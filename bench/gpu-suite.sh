@@ -81,6 +81,17 @@ for st in $stages; do
         timed "ab_c0_$round/$op" 60 "$B" run $op -b 64M -e 8G -f 2 -w 5 -n 20 -c 0
       done
     done ;;
+  a2aab)
+    # alltoall alone, 8 B - 8 GiB, ROUNDS times: the reference on buffers as
+    # allocated and on random data, collbench, and collbench without checks
+    # (whose buffers then hold no data either).
+    for round in $(seq ${ROUNDS:-3}); do
+      for v in ref reff cb c0; do mkdir -p "$OUT/aa_$v$round"; done
+      timed "aa_ref$round/alltoall" 60 "$OUT/nccl_ref" alltoall 20 8 8589934592
+      timed "aa_reff$round/alltoall" 60 env REF_FILL=1 "$OUT/nccl_ref" alltoall 20 8 8589934592
+      timed "aa_cb$round/alltoall" 60 "$B" run alltoall -b 8 -e 8G -f 2 -w 5 -n 20
+      timed "aa_c0$round/alltoall" 60 "$B" run alltoall -b 8 -e 8G -f 2 -w 5 -n 20 -c 0
+    done ;;
   mpaired)
     # One process per GPU, ROUNDS times: the reference under mpirun
     # --bind-to core (as the anchors' nccl-tests ran), collbench under the

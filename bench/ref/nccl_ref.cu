@@ -20,6 +20,10 @@
 // the anchors' nccl-tests were started) or RANK/WORLD_SIZE; rank 0 writes the
 // NCCL unique id to REF_ID_FILE and the others read it. Each rank prints its
 // own times.
+//
+// REF_FILL=1 fills both buffers with pseudo-random floats in [0, 1) before
+// timing, as nccl-tests' data initialisation leaves them; otherwise they
+// hold what cudaMalloc gave (zeros), which can move faster.
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -30,6 +34,22 @@
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
 #define NK(x) do { ncclResult_t res_ = (x); if (res_ != ncclSuccess) { fprintf(stderr, "%s: %s\n", #x, ncclGetErrorString(res_)); exit(1); } } while (0)
+
+__global__ void fill_random(float* p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)i * 2654435761u ^ seed;
+    h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+    p[i] = (h >> 8) * (1.0f / 16777216.0f);
+  }
+}
+
+static void maybe_fill(char* sb, char* rb, size_t bytes, int rank) {
+  const char* f = getenv("REF_FILL");
+  if (!f || strcmp(f, "1") != 0) return;
+  fill_random<<<1024, 256>>>((float*)sb, bytes / 4, 17u + rank);
+  fill_random<<<1024, 256>>>((float*)rb, bytes / 4, 91u + rank);
+  CK(cudaDeviceSynchronize());
+}
 
 static double now_us() {
   struct timespec t;
@@ -86,6 +106,7 @@ int main(int argc, char** argv) {
     CK(cudaStreamCreateWithFlags(&s[0], cudaStreamNonBlocking));
     CK(cudaMalloc(&sb[0], maxb));
     CK(cudaMalloc(&rb[0], maxb));
+    maybe_fill(sb[0], rb[0], maxb, rank);
   } else {
     CK(cudaGetDeviceCount(&ngpu));
     if (ngpu > 8) ngpu = 8;
@@ -99,12 +120,13 @@ int main(int argc, char** argv) {
       CK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
       CK(cudaMalloc(&sb[i], maxb));
       CK(cudaMalloc(&rb[i], maxb));
+      maybe_fill(sb[i], rb[i], maxb, i);
     }
   }
   double factor = op == AR ? 2.0 * (nranks - 1) / nranks
                 : (op == AG || op == RS || op == A2A) ? (double)(nranks - 1) / nranks : 1.0;
-  printf("# nccl_ref %s: rank %d of %d, %d GPU(s) in this process, %d iterations, 5 warm-up, graph launches %d\n",
-         names[op], rank0, nranks, ngpu, iters, graph);
+  printf("# nccl_ref %s: rank %d of %d, %d GPU(s) in this process, %d iterations, 5 warm-up, graph launches %d, buffers %s\n",
+         names[op], rank0, nranks, ngpu, iters, graph, getenv("REF_FILL") ? "random" : "as allocated");
   printf("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n");
   double sum_bw = 0;
   int rows = 0;
