@@ -92,6 +92,16 @@ for st in $stages; do
       timed "aa_cb$round/alltoall" 60 "$B" run alltoall -b 8 -e 8G -f 2 -w 5 -n 20
       timed "aa_c0$round/alltoall" 60 "$B" run alltoall -b 8 -e 8G -f 2 -w 5 -n 20 -c 0
     done ;;
+  register2)
+    # -R 2: buffers from ncclMemAlloc registered as symmetric windows.
+    timed r2_all 90 "$B" run all -b 8 -e 256M -f 4 -R 2
+    timed r2_small 60 "$B" run all_reduce all_gather -b 8 -e 1M -f 2 -R 2
+    timed r0_small 60 "$B" run all_reduce all_gather -b 8 -e 1M -f 2 -R 0
+    for r in $(seq 0 $((NGPU - 1))); do
+      RANK=$r WORLD_SIZE=$NGPU LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29681 \
+        timeout 60 "$B" run all_reduce all_gather reduce_scatter alltoall -b 8 -e 64M -f 4 -R 2 > "$OUT/mr2_$r.txt" 2>&1 &
+    done
+    wait ;;
   mpaired)
     # One process per GPU, ROUNDS times: the reference under mpirun
     # --bind-to core (as the anchors' nccl-tests ran), collbench under the

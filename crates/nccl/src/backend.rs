@@ -33,6 +33,8 @@ struct Gpu {
     group: u64,
     /// ncclCommRegister handles of send and receive buffers (`-R 1`).
     reg: Vec<*mut c_void>,
+    /// Symmetric windows over send and receive buffers (`-R 2`).
+    win: Vec<*mut c_void>,
     dev: Device,
 }
 
@@ -136,10 +138,11 @@ impl NcclBackend {
                 if procs > 1 { format!(" at local rank {}", opts.local_rank) } else { String::new() }
             )));
         }
-        if opts.register > 1 {
-            return Err(BackendError::Unsupported(
-                "-R 2 (symmetric window registration) is not supported yet: use -R 1 (ncclCommRegister) or -R 0".into(),
-            ));
+        if opts.register > 2 {
+            return Err(BackendError::Unsupported(format!(
+                "-R {} is not a registration mode: use 0 (none), 1 (ncclCommRegister) or 2 (symmetric windows)",
+                opts.register
+            )));
         }
         // NCCL_TESTS_SPLIT(_MASK) splits the processes into groups that run
         // side by side, each with its own communicator (as nccl-tests does).
@@ -174,6 +177,7 @@ impl NcclBackend {
                 global_rank: control.rank() * g + i,
                 group: color,
                 reg: Vec::new(),
+                win: Vec::new(),
                 send: None,
                 recv: None,
                 kernels: None,
@@ -242,47 +246,132 @@ impl NcclBackend {
         })
     }
 
-    /// Makes sure each GPU has send and receive buffers of `bytes`.
+    /// Makes sure each GPU has send and receive buffers of `bytes`. All
+    /// GPUs' buffers are the same size, so they are (re)allocated together:
+    /// `-R 2` registers them collectively.
     fn ensure_buffers(&mut self, bytes: u64) -> Result<(), BackendError> {
         // Exactly what the largest case touches (nccl-tests allocates the
         // same); -u needs one element more at most.
         let bytes = bytes as usize + self.unalign as usize * 8;
+        let have = self.gpus[0].recv.as_ref().map(|b| b.bytes).unwrap_or(0);
+        if have >= bytes {
+            return Ok(());
+        }
+        self.release_buffers();
+        for i in 0..self.gpus.len() {
+            self.gpus[i].dev.bind().map_err(lib_err)?;
+            let send = self.alloc_buffer(i, bytes)?;
+            let recv = self.alloc_buffer(i, bytes)?;
+            (self.gpus[i].send, self.gpus[i].recv) = (Some(send), Some(recv));
+        }
+        match self.opts.register {
+            1 => self.register_buffers(),
+            2 => self.register_windows(),
+            _ => Ok(()),
+        }
+    }
+
+    /// One buffer on local GPU `i`: cuMemAlloc, or ncclMemAlloc under `-R 2`
+    /// (window registration needs memory NCCL can map into other ranks).
+    fn alloc_buffer(&self, i: usize, bytes: usize) -> Result<DeviceBuffer, BackendError> {
+        let gpu = &self.gpus[i];
+        let oom = |e: String| {
+            let (free, total) = gpu.dev.mem_info();
+            BackendError::OutOfMemory(format!(
+                "{e} for {bytes} bytes on GPU {} ({free} of {total} bytes free): the largest size that fits is about {} bytes; lower -e",
+                gpu.dev.ordinal,
+                free / 2
+            ))
+        };
+        if self.opts.register != 2 {
+            return DeviceBuffer::alloc(bytes).map_err(oom);
+        }
+        let (Some(alloc), Some(free)) = (self.nccl.mem_alloc, self.nccl.mem_free) else {
+            return Err(BackendError::Unsupported(
+                "-R 2 needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister): use -R 1".into(),
+            ));
+        };
+        let mut p = std::ptr::null_mut();
+        self.nccl
+            .check("ncclMemAlloc", unsafe { alloc(&mut p, bytes.max(1)) })
+            .map_err(oom)?;
+        // SAFETY: p is a fresh ncclMemAlloc allocation of `bytes`.
+        Ok(unsafe { DeviceBuffer::from_raw(p, bytes, free) })
+    }
+
+    /// `-R 1`: ncclCommRegister on every buffer (local, not collective).
+    fn register_buffers(&mut self) -> Result<(), BackendError> {
+        let register = self.nccl.comm_register.ok_or_else(|| {
+            BackendError::Unsupported("-R 1 needs NCCL >= 2.19 (ncclCommRegister)".into())
+        })?;
         for gpu in &mut self.gpus {
-            let have = gpu.recv.as_ref().map(|b| b.bytes).unwrap_or(0);
-            if have >= bytes {
-                continue;
-            }
             gpu.dev.bind().map_err(lib_err)?;
-            deregister(&self.nccl, gpu);
-            gpu.send = None;
-            gpu.recv = None;
-            let alloc = |b| {
-                DeviceBuffer::alloc(b).map_err(|e| {
-                    let (free, total) = gpu.dev.mem_info();
-                    BackendError::OutOfMemory(format!(
-                        "{e} for {b} bytes on GPU {} ({} of {} bytes free): the largest size that fits is about {} bytes; lower -e",
-                        gpu.dev.ordinal,
-                        free,
-                        total,
-                        free / 2
-                    ))
-                })
-            };
-            gpu.send = Some(alloc(bytes)?);
-            gpu.recv = Some(alloc(bytes)?);
-            if self.opts.register == 1 {
-                let register = self.nccl.comm_register.ok_or_else(|| {
-                    BackendError::Unsupported("-R 1 needs NCCL >= 2.19 (ncclCommRegister)".into())
-                })?;
-                for buf in [gpu.send.as_ref(), gpu.recv.as_ref()].into_iter().flatten() {
-                    let mut handle = std::ptr::null_mut();
-                    let r = unsafe { register(gpu.comm, buf.as_ptr(0), buf.bytes, &mut handle) };
-                    self.nccl.check("ncclCommRegister", r).map_err(lib_err)?;
-                    gpu.reg.push(handle);
-                }
+            for buf in [gpu.send.as_ref(), gpu.recv.as_ref()].into_iter().flatten() {
+                let mut handle = std::ptr::null_mut();
+                let r = unsafe { register(gpu.comm, buf.as_ptr(0), buf.bytes, &mut handle) };
+                self.nccl.check("ncclCommRegister", r).map_err(lib_err)?;
+                gpu.reg.push(handle);
             }
         }
         Ok(())
+    }
+
+    /// `-R 2`: symmetric windows over every buffer. Registration is
+    /// collective over each communicator, so the GPUs of this process
+    /// register inside one group.
+    fn register_windows(&mut self) -> Result<(), BackendError> {
+        let register = self.nccl.comm_window_register.ok_or_else(|| {
+            BackendError::Unsupported(
+                "-R 2 needs NCCL >= 2.27 (ncclCommWindowRegister): use -R 1".into(),
+            )
+        })?;
+        let n = &self.nccl;
+        let mut wins = vec![[std::ptr::null_mut(); 2]; self.gpus.len()];
+        unsafe { (n.group_start)() };
+        let mut result = Ok(());
+        for (gpu, w) in self.gpus.iter().zip(&mut wins) {
+            let bufs = [gpu.send.as_ref(), gpu.recv.as_ref()];
+            for (buf, slot) in bufs.into_iter().flatten().zip(w.iter_mut()) {
+                let r = unsafe {
+                    register(
+                        gpu.comm,
+                        buf.as_ptr(0),
+                        buf.bytes,
+                        slot,
+                        ffi::NCCL_WIN_COLL_SYMMETRIC,
+                    )
+                };
+                result = result.and(n.check("ncclCommWindowRegister", r));
+            }
+        }
+        let end = n.check("ncclGroupEnd", unsafe { (n.group_end)() });
+        result.and(end).map_err(lib_err)?;
+        for (gpu, w) in self.gpus.iter_mut().zip(wins) {
+            gpu.win.extend(w.into_iter().filter(|p| !p.is_null()));
+        }
+        Ok(())
+    }
+
+    /// Undoes `-R 1`/`-R 2` registration and frees every buffer.
+    fn release_buffers(&mut self) {
+        let n = &self.nccl;
+        if let Some(dereg) = n.comm_window_deregister {
+            if self.gpus.iter().any(|g| !g.win.is_empty()) {
+                unsafe { (n.group_start)() };
+                for gpu in &mut self.gpus {
+                    for w in gpu.win.drain(..) {
+                        unsafe { dereg(gpu.comm, w) };
+                    }
+                }
+                unsafe { (n.group_end)() };
+            }
+        }
+        for gpu in &mut self.gpus {
+            let _ = gpu.dev.bind();
+            deregister(n, gpu);
+            gpu.send = None;
+            gpu.recv = None;
+        }
     }
 
     /// Buffer pointers of local GPU `i` for the operation at `iter`
@@ -612,10 +701,13 @@ impl Drop for NcclBackend {
         if self.aborted {
             return;
         }
-        for gpu in &mut self.gpus {
+        for gpu in &self.gpus {
             let _ = gpu.dev.bind();
             let _ = gpu.stream.synchronize();
-            deregister(&self.nccl, gpu);
+        }
+        self.release_buffers();
+        for gpu in &self.gpus {
+            let _ = gpu.dev.bind();
             unsafe { (self.nccl.comm_destroy)(gpu.comm) };
         }
     }
@@ -653,6 +745,22 @@ impl Backend for NcclBackend {
     }
 
     fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
+        if self.opts.register == 2
+            && !matches!(
+                case.collective,
+                Collective::AllReduce
+                    | Collective::AllGather
+                    | Collective::ReduceScatter
+                    | Collective::AllToAll
+            )
+        {
+            // Verified on H200 x2 / NCCL 2.28.3 with one and two processes
+            // for these four; broadcast with two GPUs in one process never
+            // finished at 2 MiB.
+            return Err(BackendError::Unsupported(
+                "-R 2 runs all_reduce, all_gather, reduce_scatter and alltoall only (broadcast hung at 2 MiB with symmetric windows on NCCL 2.28.3): use -R 1 for this collective".into(),
+            ));
+        }
         if case.dtype.is_f8() {
             if self.found.version_code < 22400 {
                 return Err(BackendError::Unsupported(format!(

@@ -279,6 +279,9 @@ impl Drop for Event {
 pub struct DeviceBuffer {
     pub ptr: cu::CUdeviceptr,
     pub bytes: usize,
+    /// Frees memory that came from another allocator (ncclMemAlloc);
+    /// None: cuMemFree.
+    free: Option<unsafe extern "C" fn(*mut c_void) -> i32>,
 }
 unsafe impl Send for DeviceBuffer {}
 
@@ -289,8 +292,30 @@ impl DeviceBuffer {
         check("cuMemAlloc", unsafe {
             cu::cuMemAlloc_v2(&mut p, bytes.max(1))
         })?;
-        Ok(DeviceBuffer { ptr: p, bytes })
+        Ok(DeviceBuffer {
+            ptr: p,
+            bytes,
+            free: None,
+        })
     }
+
+    /// Takes ownership of `bytes` at `ptr`, to be released with `free`.
+    ///
+    /// # Safety
+    /// `ptr` must be a device allocation of at least `bytes` that `free`
+    /// releases, used by nothing else.
+    pub unsafe fn from_raw(
+        ptr: *mut c_void,
+        bytes: usize,
+        free: unsafe extern "C" fn(*mut c_void) -> i32,
+    ) -> DeviceBuffer {
+        DeviceBuffer {
+            ptr: ptr as cu::CUdeviceptr,
+            bytes,
+            free: Some(free),
+        }
+    }
+
     pub fn as_ptr(&self, offset: usize) -> *mut c_void {
         (self.ptr + offset as u64) as *mut c_void
     }
@@ -298,7 +323,14 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        unsafe { cu::cuMemFree_v2(self.ptr) };
+        match self.free {
+            Some(free) => unsafe {
+                free(self.ptr as *mut c_void);
+            },
+            None => unsafe {
+                cu::cuMemFree_v2(self.ptr);
+            },
+        }
     }
 }
 

@@ -152,7 +152,19 @@ pub struct Nccl {
     pub comm_register:
         Option<unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void) -> NcclResult>,
     pub comm_deregister: Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
+    /// NCCL >= 2.19: memory NCCL can map into other ranks (`-R 2`).
+    pub mem_alloc: Option<unsafe extern "C" fn(*mut *mut c_void, usize) -> NcclResult>,
+    pub mem_free: Option<unsafe extern "C" fn(*mut c_void) -> NcclResult>,
+    /// NCCL >= 2.27: symmetric window registration (`-R 2`); collective.
+    pub comm_window_register: Option<
+        unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void, c_int) -> NcclResult,
+    >,
+    pub comm_window_deregister: Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
 }
+
+/// `NCCL_WIN_COLL_SYMMETRIC`: every rank passes the same offset into its
+/// window, so NCCL may use its symmetric-memory kernels.
+pub const NCCL_WIN_COLL_SYMMETRIC: c_int = 0x01;
 
 unsafe impl Send for Nccl {}
 unsafe impl Sync for Nccl {}
@@ -212,6 +224,10 @@ impl Nccl {
                 },
                 comm_register: opt_sym!(lib, "ncclCommRegister"),
                 comm_deregister: opt_sym!(lib, "ncclCommDeregister"),
+                mem_alloc: opt_sym!(lib, "ncclMemAlloc"),
+                mem_free: opt_sym!(lib, "ncclMemFree"),
+                comm_window_register: opt_sym!(lib, "ncclCommWindowRegister"),
+                comm_window_deregister: opt_sym!(lib, "ncclCommWindowDeregister"),
                 version,
                 _lib: std::mem::ManuallyDrop::new(lib),
             };
