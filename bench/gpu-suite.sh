@@ -4,8 +4,9 @@
 #   bench/gpu-suite.sh [STAGE ...]      (default: every stage)
 #
 # Stages: probe ptx smoke sweep dtypes graph corrupt mproc doctor check
-# (default), and ref gdiag paired mpaired extra events mcheck mgraph
-# (same-lease comparisons with bench/ref/nccl_ref.cu and diagnostics).
+# (default); extra events mcheck mgraph register2; and, after `ref` has built
+# bench/ref/nccl_ref.cu there, the same-lease comparisons paired mpaired
+# mgraphs abtest a2aab and the -G hang diagnosis gdiag (ROUNDS=N repeats).
 # Writes logs and a summary table under $OUT (default bench-out/). The
 # binary is $COLLBENCH (default dist/collbench, built on the dev machine with
 # `cargo build --release` and copied there). NVLink multicast stays off:
