@@ -58,6 +58,12 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
             a.average
         ))
     })?;
+    if a.local_register > 2 {
+        return Err(u(format!(
+            "-R/--local_register must be 0 (off), 1 (ncclCommRegister) or 2 (symmetric windows) (got {})",
+            a.local_register
+        )));
+    }
     if a.iters == 0 {
         return Err(u("-n/--iters must be at least 1".into()));
     }

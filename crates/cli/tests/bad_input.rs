@@ -101,4 +101,5 @@ fn unknown_flag_and_backend() {
     expect_usage_error(&["run", "--frobnicate"], "frobnicate");
     expect_usage_error(&["run", "--backend", "tpu"], "backend");
     expect_usage_error(&["run", "--backend", "cpu", "-a", "7"], "average");
+    expect_usage_error(&["run", "--backend", "cpu", "-R", "3"], "local_register");
 }
