@@ -866,8 +866,30 @@ impl NcclBackend {
         })
     }
 
-    /// The timed loop: returns (wall seconds to completion, seconds to
-    /// issue, per-iteration microseconds when `events`).
+    /// One timed iteration: `agg` collectives (`-m`), in one group when
+    /// there are several.
+    fn launch_iteration(
+        &self,
+        case: &CaseSpec,
+        it: u64,
+        agg: u64,
+        max: u64,
+        ops: &[RedOpId],
+    ) -> Result<(), BackendError> {
+        let n = &self.nccl;
+        if agg > 1 {
+            unsafe { (n.group_start)() };
+        }
+        for a in 0..agg {
+            self.launch(case, it * agg + a, max, ops)?;
+        }
+        if agg > 1 {
+            n.check("ncclGroupEnd", unsafe { (n.group_end)() })
+                .map_err(lib_err)?;
+        }
+        Ok(())
+    }
+
     /// `-G`: captures the timed iterations in one CUDA graph per GPU and
     /// replays it `timing.graph` times; time = wall clock of the replays /
     /// (iterations x aggregation x replays), as nccl-tests.
@@ -882,7 +904,7 @@ impl NcclBackend {
         let max = timing.max_bytes.max(case.size_bytes());
         if !self.graphs_warmed {
             // The first graph of a process pays one-time costs when it is
-            // captured and first replayed (measured: 0.2-0.5 us per
+            // captured and first replayed (measured: 0.2-0.9 us per
             // iteration more at the first size, in the C reference too);
             // a throwaway one-iteration graph takes them before any timing.
             let graphs = self.capture(case, 1, agg, max, ops)?;
@@ -928,18 +950,8 @@ impl NcclBackend {
             g.dev.bind().map_err(lib_err)?;
             g.stream.begin_capture().map_err(lib_err)?;
         }
-        let n = &self.nccl;
         for it in 0..iters {
-            if agg > 1 {
-                unsafe { (n.group_start)() };
-            }
-            for a in 0..agg {
-                self.launch(case, it * agg + a, max, ops)?;
-            }
-            if agg > 1 {
-                n.check("ncclGroupEnd", unsafe { (n.group_end)() })
-                    .map_err(lib_err)?;
-            }
+            self.launch_iteration(case, it, agg, max, ops)?;
         }
         // Every capture ends before any graph is instantiated: a group over
         // several GPUs of one thread ties their captures together, and
@@ -973,6 +985,8 @@ impl NcclBackend {
         Ok(())
     }
 
+    /// The timed loop: returns (wall seconds to completion, seconds to
+    /// issue, per-iteration microseconds when `events`).
     #[allow(clippy::too_many_arguments)]
     fn timed_loop(
         &mut self,
@@ -1000,17 +1014,7 @@ impl NcclBackend {
             evs[0].record(&self.gpus[0].stream).map_err(lib_err)?;
         }
         for it in 0..iters {
-            if agg > 1 {
-                unsafe { (self.nccl.group_start)() };
-            }
-            for a in 0..agg {
-                self.launch(case, it * agg + a, max, ops)?;
-            }
-            if agg > 1 {
-                self.nccl
-                    .check("ncclGroupEnd", unsafe { (self.nccl.group_end)() })
-                    .map_err(lib_err)?;
-            }
+            self.launch_iteration(case, it, agg, max, ops)?;
             if events {
                 if multi {
                     self.gpus[0].dev.bind().map_err(lib_err)?;
