@@ -4,6 +4,8 @@
 //! it behaves as `collbench run <op>` with nccl-tests' defaults, so
 //! existing scripts keep working.
 
+#![forbid(unsafe_code)]
+
 mod aliases;
 mod args;
 mod exit;

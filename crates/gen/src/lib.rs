@@ -7,6 +7,8 @@
 //! from typed structs and serialised by serde_yaml, and names Kubernetes or a
 //! shell would reject or misread are refused up front (`validate`).
 
+#![forbid(unsafe_code)]
+
 mod k8s;
 mod mpirun;
 mod quote;

@@ -20,6 +20,8 @@
 //! - [`split`]: NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK colors.
 //! - [`preflight`]: the `collbench preflight` command.
 
+#![forbid(unsafe_code)]
+
 pub mod control;
 pub mod env;
 pub mod gpu;

@@ -38,8 +38,8 @@ impl MpiBackend {
             ));
         }
         let comm = SimpleCommunicator::world().duplicate();
-        // SAFETY: a valid communicator and MPI's predefined handler.
         ops::check(
+            // SAFETY: a valid communicator and MPI's predefined handler.
             unsafe { ffi::MPI_Comm_set_errhandler(comm.as_raw(), ffi::RSMPI_ERRORS_RETURN) },
             "MPI_Comm_set_errhandler",
         )?;

@@ -101,9 +101,9 @@ impl Op {
             Combine::Max => user_combine::<T, { Combine::Max as u8 }>,
         });
         let mut raw = std::mem::MaybeUninit::<ffi::MPI_Op>::uninit();
-        // SAFETY: `function` has MPI's user-function signature; commutative
-        // because every combining step of the patterns is.
         check(
+            // SAFETY: `function` has MPI's user-function signature; commutative
+            // because every combining step of the patterns is.
             unsafe { ffi::MPI_Op_create(function, 1, raw.as_mut_ptr()) },
             "MPI_Op_create",
         )?;

@@ -5,6 +5,8 @@
 //! record (JSON, CSV, Markdown, text). A new format is one new file and
 //! one [`Format`] arm. Nothing here measures or knows about backends.
 
+#![forbid(unsafe_code)]
+
 pub mod csv;
 pub mod json;
 pub mod markdown;

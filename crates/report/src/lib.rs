@@ -11,6 +11,8 @@
 //!
 //! Not for: running benchmarks or judging them against baselines (`check`).
 
+#![forbid(unsafe_code)]
+
 pub mod compare;
 pub mod parse;
 pub mod render;

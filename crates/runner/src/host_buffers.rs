@@ -83,7 +83,7 @@ impl HostBuffers {
         let elt = case.dtype.size_bytes();
         let c = &case.counts;
         let shift = rotation(case, iter, max_bytes, unalign);
-        // SAFETY (all `add`s): `ensure` sized the buffers for the shift plus
+        // SAFETY: for all `add`s, `ensure` sized the buffers for the shift plus
         // the case, and in-place offsets stay within the receive buffer.
         unsafe {
             let recv = (self.recv.as_mut_ptr() as *mut u8).add(shift);

@@ -87,6 +87,7 @@ pub fn shm_total_bytes() -> Option<u64> {
     // SAFETY: statvfs writes only into the struct we pass, which is
     // zero-initialised plain data.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a valid C string and `st` a live, writable struct.
     let rc = unsafe { libc::statvfs(path.as_ptr(), &mut st) };
     (rc == 0).then(|| st.f_blocks as u64 * st.f_frsize as u64)
 }

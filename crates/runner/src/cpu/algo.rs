@@ -233,9 +233,11 @@ mod tests {
         let b = [10.0f32, 20.0, 30.0];
         let mut out = vec![0.0f32; 3];
         let ins = [a.as_ptr(), b.as_ptr()];
+        // SAFETY: all three vectors hold 3 elements; out does not alias the inputs.
         unsafe { reduce_into(out.as_mut_ptr(), &ins, 0, 3, ReduceOp::Sum, &[1.0, 1.0]) };
         assert_eq!(out, vec![11.0, 22.0, 33.0]);
         let ins = [a.as_ptr(), b.as_ptr()];
+        // SAFETY: 3 elements each; writing into an input is reduce_into's in-place case.
         unsafe { reduce_into(a.as_mut_ptr(), &ins, 0, 3, ReduceOp::MulSum, &[1.0, 2.0]) };
         assert_eq!(a, vec![21.0, 42.0, 63.0]);
     }

@@ -10,10 +10,16 @@ use collbench_core::verify::{output_source, ulp_distance, Pattern, Source};
 use collbench_core::Collective;
 
 struct SharedPtr<T>(*mut T);
+// SAFETY: the rank threads write disjoint ranges of the reduced vector
+// (each computes its own slice) and read it only after a barrier.
 unsafe impl<T> Send for SharedPtr<T> {}
+// SAFETY: as for Send: disjoint writes, reads after a barrier.
 unsafe impl<T> Sync for SharedPtr<T> {}
 struct SharedPtrs<'a, T>(&'a Ptrs<T>);
+// SAFETY: each rank thread writes only its own rank's buffers and reads
+// other ranks' buffers only between barriers, as the algorithms do.
 unsafe impl<T> Send for SharedPtrs<'_, T> {}
+// SAFETY: as for Send: per-rank writes, cross-rank reads after barriers.
 unsafe impl<T> Sync for SharedPtrs<'_, T> {}
 
 /// Runs `case` once on freshly patterned data and returns the number of
@@ -53,6 +59,9 @@ pub fn check_case<T: Element>(
             .map(|r| {
                 let (barrier, ptrs, reduced_ptr, pattern) =
                     (&barrier, &ptrs, &reduced_ptr, &pattern);
+                // SAFETY: every pointer comes from `p`, whose buffers the
+                // caller sized for this case; ranks write only their own
+                // buffers and slices, separated by `barrier`.
                 s.spawn(move || unsafe {
                     let p = ptrs.0;
                     // Poison everything the output can land in, then write inputs.

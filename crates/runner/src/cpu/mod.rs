@@ -30,7 +30,10 @@ pub struct CpuBackend {
 /// Raw pointers handed to rank threads; each thread touches only what the
 /// algorithms allow, separated by barriers.
 struct Shared<T>(Ptrs<T>);
+// SAFETY: the algorithms give each rank thread its own write ranges and
+// order cross-rank reads with barriers (see algo.rs).
 unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as for Send.
 unsafe impl<T> Sync for Shared<T> {}
 
 impl CpuBackend {
@@ -103,6 +106,9 @@ impl CpuBackend {
                 .map(|r| {
                     let (steps, barrier, scalars) = (&steps, &barrier, &scalars);
                     s.spawn(move || {
+                        // SAFETY: `steps[i]` holds pointers into buffers sized
+                        // for this case; run_op's contract (disjoint writes,
+                        // barrier-ordered reads) is kept by the algorithms.
                         let op = |i: u64| unsafe {
                             algo::run_op(case, r, &steps[i as usize].0, barrier, scalars);
                             if slow == Some(r) {
