@@ -1,6 +1,6 @@
 //! The control plane on 127.0.0.1, ranks as threads of this test.
 
-use collbench_launch::{Control, LaunchArgs, LaunchError, Launcher, World};
+use collbench_launch::{Control, LaunchError, LaunchOptions, Launcher, World};
 use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -29,10 +29,10 @@ fn world(rank: usize, n: usize, port: u16, token: &str) -> World {
     }
 }
 
-fn args(timeout_s: u64) -> LaunchArgs {
-    LaunchArgs {
+fn args(timeout_s: u64) -> LaunchOptions {
+    LaunchOptions {
         timeout_s,
-        ..LaunchArgs::default()
+        ..LaunchOptions::default()
     }
 }
 
@@ -102,8 +102,8 @@ fn many_calls_in_a_row_stay_in_step() {
 
 #[test]
 fn single_process_needs_no_socket() {
-    let w = World::discover_from(&LaunchArgs::default(), &|_: &str| None, "h").unwrap();
-    let control = Control::connect(&w, &LaunchArgs::default()).unwrap();
+    let w = World::discover_from(&LaunchOptions::default(), &|_: &str| None, "h").unwrap();
+    let control = Control::connect(&w, &LaunchOptions::default()).unwrap();
     control.barrier().unwrap();
     assert_eq!(control.all_gather(vec![1]).unwrap(), vec![vec![1]]);
     assert_eq!(control.broadcast(Some(vec![2])).unwrap(), vec![2]);
