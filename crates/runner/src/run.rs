@@ -1,16 +1,16 @@
 //! The measuring loop: plan -> backend -> per-rank measurements -> Record.
 //!
 //! Every process runs the same plan in the same order (collective
-//! libraries require it); per-rank results travel to rank 0 over the
-//! control plane, and only rank 0 assembles rows and tells observers.
+//! libraries require it); per-rank results travel to rank 0 through the
+//! job's [`Bootstrap`] (the control plane), and only rank 0 assembles rows
+//! and tells observers.
 
 use crate::backend::{Backend, BackendError, CaseSpec, Measurement, Timing};
 use crate::plan::Plan;
 use collbench_core::{
-    record::RunSettings, verify::mix, CaseResult, Collective, DeviceInfo, Placement, Record,
-    TimeStats,
+    record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, PeerFailure,
+    Placement, Record, TimeStats,
 };
-use collbench_launch::Control;
 use serde::{Deserialize, Serialize};
 
 /// Receives results as they are measured (printers, progress bars).
@@ -43,8 +43,8 @@ pub enum RunError {
     Control(String),
 }
 
-impl From<collbench_launch::LaunchError> for RunError {
-    fn from(e: collbench_launch::LaunchError) -> RunError {
+impl From<PeerFailure> for RunError {
+    fn from(e: PeerFailure) -> RunError {
         RunError::Control(e.to_string())
     }
 }
@@ -61,14 +61,14 @@ struct RankReport {
 /// Drives a [`Plan`] through a [`Backend`].
 pub struct Runner<'a> {
     backend: &'a mut dyn Backend,
-    control: &'a Control,
+    control: &'a dyn Bootstrap,
     plan: Plan,
 }
 
 impl<'a> Runner<'a> {
     /// A runner for this process's backend; `control` connects the
     /// processes of the job (a world of one for single-process runs).
-    pub fn new(backend: &'a mut dyn Backend, control: &'a Control, plan: Plan) -> Runner<'a> {
+    pub fn new(backend: &'a mut dyn Backend, control: &'a dyn Bootstrap, plan: Plan) -> Runner<'a> {
         Runner {
             backend,
             control,
