@@ -315,3 +315,33 @@ fn orderly_exit_is_not_a_failure_but_a_late_call_says_who_left() {
         "{message}"
     );
 }
+
+#[test]
+fn through_the_bootstrap_trait_calls_and_failures_are_the_same() {
+    use collbench_core::Bootstrap;
+    let results = run_ranks(3, 10, |rank, control| {
+        let control = control.unwrap();
+        let job: &dyn Bootstrap = &control;
+        assert_eq!((job.rank(), job.world_size()), (rank, 3));
+        let all = job.all_gather(vec![rank as u8]).unwrap();
+        let gathered = job.gather(vec![10 + rank as u8]).unwrap();
+        let id = job.broadcast((rank == 0).then(|| b"id".to_vec())).unwrap();
+        if rank == 2 {
+            control.abort("disk on fire");
+        }
+        let failure = job.all_gather(vec![]).unwrap_err();
+        (all, gathered, id, failure.to_string())
+    });
+    for (rank, (all, gathered, id, failure)) in results.into_iter().enumerate() {
+        assert_eq!(all, vec![vec![0], vec![1], vec![2]]);
+        match rank {
+            0 => assert_eq!(gathered, Some(vec![vec![10], vec![11], vec![12]])),
+            _ => assert_eq!(gathered, None),
+        }
+        assert_eq!(id, b"id");
+        assert!(
+            failure.contains("rank 2 on host host2 aborted: disk on fire"),
+            "rank {rank}: {failure}"
+        );
+    }
+}

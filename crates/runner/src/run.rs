@@ -306,3 +306,66 @@ fn case_seed(case: &CaseSpec, pass: u32) -> u64 {
     h = mix(h ^ case.in_place as u64);
     mix(h ^ pass as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::CpuBackend;
+    use collbench_core::SingleProcess;
+
+    /// Rank 0 of a job whose other process died before the first gather.
+    struct PeerDied;
+
+    impl Bootstrap for PeerDied {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn world_size(&self) -> usize {
+            2
+        }
+        fn broadcast(&self, _: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
+            Err(PeerFailure::new("rank 1 on host h1 disconnected"))
+        }
+        fn gather(&self, _: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
+            Err(PeerFailure::new("rank 1 on host h1 disconnected"))
+        }
+        fn all_gather(&self, _: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
+            Err(PeerFailure::new("rank 1 on host h1 disconnected"))
+        }
+    }
+
+    fn small_plan() -> Plan {
+        Plan {
+            collectives: vec![Collective::AllReduce],
+            min_bytes: 1024,
+            max_bytes: 1024,
+            warmup_iters: 0,
+            iters: 1,
+            ..Plan::default()
+        }
+    }
+
+    #[test]
+    fn a_world_of_one_gives_rank_0_the_record() {
+        let mut backend = CpuBackend::new(2, "h");
+        let record = Runner::new(&mut backend, &SingleProcess, small_plan())
+            .run(Record::new("collbench"), &mut NoObserver)
+            .unwrap()
+            .expect("rank 0 gets the record");
+        assert_eq!(record.results.len(), 1);
+        assert_eq!(record.settings.processes, 1);
+        assert_eq!(record.devices.len(), 2);
+    }
+
+    #[test]
+    fn a_peer_failure_stops_the_run_as_a_control_error_naming_the_peer() {
+        let mut backend = CpuBackend::new(1, "h");
+        let e = Runner::new(&mut backend, &PeerDied, small_plan())
+            .run(Record::new("collbench"), &mut NoObserver)
+            .unwrap_err();
+        assert!(
+            matches!(&e, RunError::Control(m) if m.contains("rank 1 on host h1")),
+            "{e:?}"
+        );
+    }
+}

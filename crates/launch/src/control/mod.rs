@@ -19,14 +19,14 @@
 //! instead of waiting out their own timeouts. Every wait has a deadline.
 //! After a failure every call returns the first failure's message, which
 //! names the rank and host.
-
 //!
 //! Files, one job each: this one holds the public face ([`Control`], its
 //! calls and its goodbye); `shared` the state the background threads share
 //! with the caller; `call` the request/reply machinery of one call
 //! (sequence numbers, deadlines, buffering); `rendezvous` joining (hello,
 //! refusals, Ready); `liveness` the reader and heartbeat threads that turn
-//! a dead or silent peer into a failure naming it.
+//! a dead or silent peer into a failure naming it; `tests` runs ranks as
+//! threads against hand-made bad clients.
 
 mod call;
 mod liveness;
@@ -74,8 +74,9 @@ pub struct Control {
 
 impl Control {
     /// Joins the job: rank 0 listens and waits for everyone, the others
-    /// connect to rank 0. Returns when every rank has joined, or fails at
-    /// `--timeout-s` naming the missing ranks. A world of one opens no socket.
+    /// connect to rank 0. Returns when every rank has joined, or fails
+    /// after `args.timeout_s` (`--timeout-s`) naming the missing ranks. A
+    /// world of one opens no socket.
     pub fn connect(world: &World, args: &LaunchOptions) -> Result<Control, LaunchError> {
         Control::connect_with_info(world, args, Vec::new())
     }
