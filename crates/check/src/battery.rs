@@ -2,8 +2,8 @@
 //! backend (and the multi-process launch) is driven exactly as `collbench
 //! run` drives it, with result checking on.
 
+use collbench_core::Bootstrap;
 use collbench_core::{Collective, DataType, ReduceOp};
-use collbench_launch::Control;
 use collbench_runner::{Average, Backend, Plan, RootSel, RunObserver, Runner};
 use serde::Serialize;
 
@@ -69,7 +69,7 @@ impl RunObserver for Notes {
 /// on the other processes.
 pub fn run_case(
     backend: &mut dyn Backend,
-    control: &Control,
+    control: &dyn Bootstrap,
     req: CaseRequest,
     iters: Iterations,
 ) -> anyhow::Result<Option<CaseOutcome>> {
@@ -116,12 +116,8 @@ pub fn run_case(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use collbench_core::SingleProcess;
     use collbench_runner::cpu::CpuBackend;
-
-    fn control() -> Control {
-        let world = collbench_launch::World::discover(&Default::default()).unwrap();
-        Control::connect(&world, &Default::default()).unwrap()
-    }
 
     #[test]
     fn measures_a_checked_case_on_the_cpu_backend() {
@@ -135,7 +131,8 @@ mod tests {
             warmup: 1,
             timed: 2,
         };
-        let Some(CaseOutcome::Measured(m)) = run_case(&mut b, &control(), req, it).unwrap() else {
+        let Some(CaseOutcome::Measured(m)) = run_case(&mut b, &SingleProcess, req, it).unwrap()
+        else {
             panic!("expected a measurement");
         };
         assert_eq!(m.op, "all_reduce");

@@ -7,8 +7,8 @@ use crate::localize::{self, Localization};
 use crate::prometheus;
 use crate::verdict::{self, Fractions, Line, Metric, Status};
 use crate::CheckArgs;
+use collbench_core::Bootstrap;
 use collbench_core::{size::format_size, Collective, DataType};
-use collbench_launch::Control;
 use collbench_runner::Backend;
 use serde::Serialize;
 
@@ -146,7 +146,7 @@ fn iterations(args: &CheckArgs, metric: Metric) -> Iterations {
 pub fn check_main(
     args: &CheckArgs,
     backend: &mut dyn Backend,
-    control: &Control,
+    control: &dyn Bootstrap,
     _argv: &[String],
 ) -> anyhow::Result<i32> {
     if !(0.0 < args.pair_fraction && args.pair_fraction < 1.0) {

@@ -1,25 +1,25 @@
 //! collbench-check: health verdicts against baselines (`collbench check`),
 //! localisation of slow ranks and links, the built-in baselines
-//! (`collbench baselines`), and local checks (`collbench doctor`).
+//! (`collbench baselines`).
 //!
 //! Not for: measuring (the runner does that through a backend) or
 //! printing benchmark tables (collbench-output). Modules, one job each:
 //! [`baseline`] (TOML format and built-ins), [`battery`] (runs one case
 //! through the runner), [`verdict`] (PASS/WARN/FAIL per line),
 //! [`localize`] (pairwise tests, culprits, heatmap), [`prometheus`]
-//! (textfile metrics), [`doctor`] (local checks), `check` (the command).
+//! (textfile metrics), `check` (the command). Local checks of drivers,
+//! GPUs and network (`collbench doctor`) live in collbench-doctor.
 
 pub mod baseline;
 pub mod battery;
 mod check;
-pub mod doctor;
 pub mod localize;
 pub mod prometheus;
 pub mod verdict;
 
 pub use check::CheckReport;
 
-use collbench_launch::Control;
+use collbench_core::Bootstrap;
 use collbench_runner::Backend;
 use std::path::PathBuf;
 
@@ -63,16 +63,6 @@ pub struct CheckArgs {
     pub prometheus: Option<PathBuf>,
 }
 
-/// `collbench doctor` flags.
-///
-/// Exit codes: 0 when every check passes or is skipped, 1 warn, 2 fail.
-#[derive(clap::Args, Debug, Clone)]
-pub struct DoctorArgs {
-    /// Print the checks as JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
 /// `collbench baselines` flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BaselinesArgs {
@@ -97,21 +87,10 @@ pub enum BaselinesAction {
 pub fn check_main(
     args: &CheckArgs,
     backend: &mut dyn Backend,
-    control: &Control,
+    control: &dyn Bootstrap,
     argv: &[String],
 ) -> anyhow::Result<i32> {
     check::check_main(args, backend, control, argv)
-}
-
-/// Runs the local checks; returns the exit code.
-pub fn doctor_main(args: &DoctorArgs) -> anyhow::Result<i32> {
-    let checks = doctor::run_all();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&checks)?);
-    } else {
-        print!("{}", doctor::render(&checks));
-    }
-    Ok(doctor::exit_code(&checks))
 }
 
 /// Lists or shows built-in baselines.

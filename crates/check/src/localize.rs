@@ -9,8 +9,8 @@
 //! slowest member's pace) narrows down one slow rank in log2(n) runs.
 
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use collbench_core::Bootstrap;
 use collbench_core::{size::format_size, Collective, DataType};
-use collbench_launch::Control;
 use collbench_runner::Backend;
 use serde::Serialize;
 
@@ -204,7 +204,7 @@ pub fn analyse(m: &PairMatrix, fraction: f64, hosts: &[String]) -> Findings {
 /// Runs sendrecv on a subset of ranks; best-of-placements busbw in GB/s.
 fn subset_busbw(
     backend: &dyn Backend,
-    control: &Control,
+    control: &dyn Bootstrap,
     ranks: &[usize],
     size_bytes: u64,
     iters: Iterations,
@@ -232,7 +232,7 @@ fn subset_busbw(
 /// `progress` hears one line per finished test.
 pub fn localize(
     backend: &dyn Backend,
-    control: &Control,
+    control: &dyn Bootstrap,
     size_bytes: u64,
     iters: Iterations,
     fraction: f64,
@@ -309,7 +309,7 @@ pub fn localize(
 /// slower than the other; returns the single rank it ends on, if any.
 fn bisect(
     backend: &dyn Backend,
-    control: &Control,
+    control: &dyn Bootstrap,
     size_bytes: u64,
     iters: Iterations,
     fraction: f64,

@@ -111,7 +111,7 @@ pub struct RunArgs {
     pub backend: BackendArgs,
 
     #[command(flatten)]
-    pub launch: collbench_launch::LaunchArgs,
+    pub launch: crate::launch_args::LaunchArgs,
 }
 
 /// Which backend runs the ranks, and how many (shared by `run` and `check`).

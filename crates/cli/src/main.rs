@@ -9,9 +9,10 @@
 mod aliases;
 mod args;
 mod exit;
+mod launch_args;
 mod meta;
 mod observer;
-mod preflight_cmd;
+mod preflight;
 mod run_cmd;
 
 use args::RunArgs;
@@ -38,7 +39,7 @@ enum Command {
     Run(RunArgs),
     /// Check that every rank of a multi-process job can reach the others
     /// (exit 0 pass, 3 missing ranks or mismatched versions).
-    Preflight(collbench_launch::PreflightArgs),
+    Preflight(preflight::PreflightArgs),
     /// Write Slurm, Kubernetes or mpirun launch files.
     Gen(collbench_gen::GenArgs),
     /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench) into a report.
@@ -52,10 +53,10 @@ enum Command {
         #[command(flatten)]
         backend: args::BackendArgs,
         #[command(flatten)]
-        launch: collbench_launch::LaunchArgs,
+        launch: launch_args::LaunchArgs,
     },
     /// Local checks of drivers, GPUs, NCCL, network and limits.
-    Doctor(collbench_check::DoctorArgs),
+    Doctor(collbench_doctor::DoctorArgs),
     /// List or show built-in baselines.
     Baselines(collbench_check::BaselinesArgs),
     /// Create `<op>_perf` symlinks to this binary in DIR (drop-in for nccl-tests).
@@ -122,7 +123,7 @@ fn real_main() -> Result<i32, Failure> {
     let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, "collbench"))?;
     match cli.command {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
-        Command::Preflight(a) => preflight_cmd::run(&a),
+        Command::Preflight(a) => preflight::run(&a),
         Command::Gen(a) => collbench_gen::run(&a)
             .map(|_| code::OK)
             .map_err(|e| Failure::usage(format!("{e:#}"))),
@@ -154,7 +155,7 @@ fn real_main() -> Result<i32, Failure> {
             })
         }
         Command::Doctor(a) => {
-            collbench_check::doctor_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
+            collbench_doctor::doctor_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
         }
         Command::Baselines(a) => {
             collbench_check::baselines_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))

@@ -3,9 +3,10 @@
 
 use crate::args::{BackendArgs, RunArgs};
 use crate::exit::{code, Failure};
+use crate::launch_args::LaunchArgs;
 use crate::observer::TextObserver;
 use collbench_core::size::Step;
-use collbench_launch::{Control, LaunchArgs, World};
+use collbench_launch::{Control, LaunchOptions, World};
 use collbench_output::{text::TextOptions, Format};
 use collbench_runner::cpu::CpuBackend;
 use collbench_runner::{Average, Backend, Plan, RootSel, Runner};
@@ -219,7 +220,7 @@ pub fn open_backend(
             Err(why) => cpu(Some(format!("no GPU found ({why})"))),
         },
         #[cfg(feature = "mpi")]
-        "mpi" => collbench_mpi::MpiBackend::new(world)
+        "mpi" => collbench_mpi::MpiBackend::new(control, &world.hostname)
             .map(|b| Box::new(b) as Box<dyn Backend>)
             .map_err(|e| Failure {
                 code: code::BACKEND,
@@ -249,16 +250,17 @@ pub type MpiSession = Option<collbench_mpi::Session>;
 #[cfg(not(feature = "mpi"))]
 pub type MpiSession = ();
 
-/// The launch flags to discover the world with. Under `--backend mpi`, MPI
+/// The launch options to discover the world with. Under `--backend mpi`, MPI
 /// starts first and supplies rank, size and rank 0's address, which plain
 /// `mpirun` does not publish; keep the session until the run ends.
 pub fn launch_args(
     b: &BackendArgs,
     launch: &LaunchArgs,
-) -> Result<(MpiSession, LaunchArgs), Failure> {
+) -> Result<(MpiSession, LaunchOptions), Failure> {
+    let launch = launch.options();
     #[cfg(feature = "mpi")]
     if b.name == "mpi" {
-        let (session, launch) = collbench_mpi::bootstrap(launch)?;
+        let (session, launch) = collbench_mpi::bootstrap(&launch)?;
         return Ok((Some(session), launch));
     }
     // Say so before world discovery, which would fail first under mpirun.
@@ -266,7 +268,7 @@ pub fn launch_args(
     if b.name == "mpi" {
         return Err(no_mpi());
     }
-    Ok((Default::default(), launch.clone()))
+    Ok((Default::default(), launch))
 }
 
 /// Runs the benchmark; returns the exit code.

@@ -4,12 +4,15 @@
 //! data types ([`DataType`]), reduction operators ([`ReduceOp`]), size sweeps
 //! ([`size`]), the exact verification patterns ([`verify`]), time statistics
 //! ([`stats`]) and the result model ([`record::Record`]) that printers,
-//! checkers and report writers consume.
+//! checkers and report writers consume; and [`Bootstrap`], the seam through
+//! which the runner, checks and backends talk to the job's other processes
+//! (implemented by collbench-launch).
 //!
 //! Not for: I/O, backends, printing. This crate has no `unsafe` and no
 //! heavy dependencies.
 #![forbid(unsafe_code)]
 
+pub mod bootstrap;
 pub mod collective;
 pub mod dtype;
 pub mod element;
@@ -20,6 +23,7 @@ pub mod size;
 pub mod stats;
 pub mod verify;
 
+pub use bootstrap::{Bootstrap, PeerFailure, SingleProcess};
 pub use collective::{Collective, CollectiveSpec, Counts};
 pub use dtype::DataType;
 pub use record::{CaseResult, DeviceInfo, Placement, Record, RunSettings};

@@ -18,12 +18,46 @@
 //! describe the outer step, not this process.
 
 use crate::hostlist;
-use crate::world::Launcher;
 use crate::LaunchError;
+use serde::Serialize;
 
 /// An environment lookup: `Some(value)` when the variable is set.
 pub trait Env: Fn(&str) -> Option<String> {}
 impl<F: Fn(&str) -> Option<String>> Env for F {}
+
+/// The launcher that started this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// No launcher: one process, no sockets.
+    Single,
+    /// Flags or `COLLBENCH_*` variables only.
+    Explicit,
+    /// Slurm `srun`.
+    Slurm,
+    /// OpenMPI `mpirun`.
+    OpenMpi,
+    /// MPICH/Hydra, Intel MPI or another PMI launcher.
+    Pmi,
+    /// torchrun or anything setting RANK/WORLD_SIZE/MASTER_ADDR.
+    Torchrun,
+    /// Kubernetes Indexed Job or JobSet.
+    Kubernetes,
+}
+
+impl std::fmt::Display for Launcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Launcher::Single => "single process",
+            Launcher::Explicit => "explicit",
+            Launcher::Slurm => "slurm",
+            Launcher::OpenMpi => "openmpi",
+            Launcher::Pmi => "pmi",
+            Launcher::Torchrun => "torchrun",
+            Launcher::Kubernetes => "kubernetes",
+        })
+    }
+}
 
 /// What one launcher's variables say; `None` where it says nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,23 +2,27 @@
 //! plane between processes (rendezvous, barrier, broadcast, gather, failure
 //! detection). Bulk data never moves here: the backends (NCCL, MPI) do that.
 //!
-//! CONTRACT (used by the runner and the CLI; keep these signatures):
-//! - `LaunchArgs` (clap::Args, flattened into `run`, `preflight`, `check`)
-//! - `World::discover(&LaunchArgs) -> Result<World, LaunchError>`
-//! - `Control::connect(&World, &LaunchArgs) -> Result<Control, LaunchError>`
+//! CONTRACT (used by the CLI and the NCCL backend; keep these signatures):
+//! - [`LaunchOptions`] (plain data; the CLI's clap flags fill it)
+//! - `World::discover(&LaunchOptions) -> Result<World, LaunchError>`
+//! - `Control::connect(&World, &LaunchOptions) -> Result<Control, LaunchError>`
 //!   and its methods `rank`, `world_size`, `barrier`, `broadcast`, `gather`,
-//!   `all_gather`, `abort`.
-//! - `PreflightArgs`, `RankInfo`, `preflight::run(&PreflightArgs, RankInfo) -> anyhow::Result<i32>`
+//!   `all_gather`, `abort`; [`Control`] also implements
+//!   [`collbench_core::Bootstrap`], which is all the runner, the checks and
+//!   the backends need to see of it.
 //!
 //! Modules, one job each:
 //! - [`hostlist`]: Slurm hostlist expressions (`gpu-[01-04,07],login1`).
 //! - [`env`]: what each launcher's environment variables say.
-//! - [`world`]: flags + environment -> [`World`] (rank, size, rendezvous, token).
+//! - [`world`]: options + environment -> [`World`] (rank, size, rendezvous, token).
 //! - `wire`: the framed, versioned messages on the TCP control plane.
 //! - [`control`]: the control plane itself ([`Control`]).
 //! - [`gpu`]: local rank -> GPU indices.
 //! - [`split`]: NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK colors.
-//! - [`preflight`]: the `collbench preflight` command.
+//!
+//! Not for: command-line parsing or commands (the CLI owns its flags and
+//! `collbench preflight`), nor exit codes (errors say what failed; the CLI
+//! decides the code).
 
 #![forbid(unsafe_code)]
 
@@ -26,20 +30,14 @@ pub mod control;
 pub mod env;
 pub mod gpu;
 pub mod hostlist;
-pub mod preflight;
 pub mod split;
 mod wire;
 pub mod world;
 
 pub use control::Control;
 pub use gpu::gpu_for_local_rank;
-pub use preflight::{PreflightArgs, RankInfo};
 pub use split::split_color;
 pub use world::{Launcher, World};
-
-/// Exit code of a run that failed because of a peer or the launch: a rank
-/// missing, refused, crashed or silent, or a world that cannot be discovered.
-pub const EXIT_PEER_FAILURE: i32 = 3;
 
 /// Errors of world discovery and of the control plane. Each reads as one
 /// line that names the problem and, where there is one, the fix.
@@ -66,10 +64,10 @@ pub enum LaunchError {
     },
 }
 
-impl LaunchError {
-    /// The process exit code for this error (always [`EXIT_PEER_FAILURE`]).
-    pub fn exit_code(&self) -> i32 {
-        EXIT_PEER_FAILURE
+/// Every launch error is a peer failure to the runner and the backends.
+impl From<LaunchError> for collbench_core::PeerFailure {
+    fn from(e: LaunchError) -> Self {
+        collbench_core::PeerFailure::new(e.to_string())
     }
 }
 
@@ -96,39 +94,34 @@ pub(crate) fn ranks_phrase(ranks: &[usize]) -> String {
     }
 }
 
-/// Launch flags shared by every multi-process command. Each overrides what
-/// the launcher's environment says (see [`World::discover`]).
-#[derive(clap::Args, Debug, Clone)]
-pub struct LaunchArgs {
-    /// This process's rank (overrides launcher variables).
-    #[arg(long)]
+/// How to join the job. Each field overrides what the launcher's
+/// environment says (see [`World::discover`]); the CLI fills it from its
+/// flags (`--rank`, `--world-size`, `--local-rank`, `--rendezvous`,
+/// `--token`, `--bind`, `--timeout-s`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchOptions {
+    /// This process's rank.
     pub rank: Option<usize>,
-    /// Number of processes (overrides launcher variables).
-    #[arg(long)]
+    /// Number of processes.
     pub world_size: Option<usize>,
     /// Rank of this process on its host.
-    #[arg(long)]
     pub local_rank: Option<usize>,
-    /// HOST:PORT where rank 0 listens (HOST alone keeps the default port).
-    #[arg(long)]
+    /// `HOST:PORT` where rank 0 listens (`HOST` alone keeps the default port).
     pub rendezvous: Option<String>,
     /// Job token every rank must share (default: COLLBENCH_TOKEN, else the
     /// launcher's job id), so two jobs or a stray process never join.
-    #[arg(long)]
     pub token: Option<String>,
     /// Address rank 0 listens on (default 0.0.0.0, every interface).
-    #[arg(long)]
     pub bind: Option<String>,
     /// Seconds before a missing or silent peer is an error.
-    #[arg(long, default_value_t = 60)]
     pub timeout_s: u64,
 }
 
-impl Default for LaunchArgs {
-    /// No overrides and the CLI's default 60 s timeout (a derived `Default`
-    /// would give a 0 s deadline).
+impl Default for LaunchOptions {
+    /// No overrides and a 60 s timeout (a derived `Default` would give a
+    /// 0 s deadline).
     fn default() -> Self {
-        LaunchArgs {
+        LaunchOptions {
             rank: None,
             world_size: None,
             local_rank: None,

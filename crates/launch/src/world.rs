@@ -11,50 +11,16 @@
 //! `20000 + fnv1a(job id) % 20000` when the launcher has a job id (two jobs
 //! sharing a host get different ports), else [`DEFAULT_PORT`].
 
+pub use crate::env::Launcher;
 use crate::env::{self, Env, LauncherEnv};
-use crate::LaunchArgs;
 use crate::LaunchError;
-use serde::Serialize;
+use crate::LaunchOptions;
 
 /// Control-plane port when neither flags, variables nor a job id give one.
 pub const DEFAULT_PORT: u16 = 29517;
 
 /// Token of a job whose launcher has no job id and where none was given.
 pub const DEFAULT_TOKEN: &str = "collbench";
-
-/// The launcher that started this process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Launcher {
-    /// No launcher: one process, no sockets.
-    Single,
-    /// Flags or `COLLBENCH_*` variables only.
-    Explicit,
-    /// Slurm `srun`.
-    Slurm,
-    /// OpenMPI `mpirun`.
-    OpenMpi,
-    /// MPICH/Hydra, Intel MPI or another PMI launcher.
-    Pmi,
-    /// torchrun or anything setting RANK/WORLD_SIZE/MASTER_ADDR.
-    Torchrun,
-    /// Kubernetes Indexed Job or JobSet.
-    Kubernetes,
-}
-
-impl std::fmt::Display for Launcher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Launcher::Single => "single process",
-            Launcher::Explicit => "explicit",
-            Launcher::Slurm => "slurm",
-            Launcher::OpenMpi => "openmpi",
-            Launcher::Pmi => "pmi",
-            Launcher::Torchrun => "torchrun",
-            Launcher::Kubernetes => "kubernetes",
-        })
-    }
-}
 
 /// This process's place in the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +51,7 @@ pub struct World {
 
 impl World {
     /// Reads the flags and the real environment; see [`World::discover_from`].
-    pub fn discover(args: &LaunchArgs) -> Result<World, LaunchError> {
+    pub fn discover(args: &LaunchOptions) -> Result<World, LaunchError> {
         World::discover_from(args, &|k: &str| std::env::var(k).ok(), &system_hostname())
     }
 
@@ -95,7 +61,7 @@ impl World {
     /// Errors name what to set: e.g. a rank > 0 under plain `mpirun` cannot
     /// know where rank 0 is, and is told to set COLLBENCH_RENDEZVOUS.
     pub fn discover_from<E: Env>(
-        args: &LaunchArgs,
+        args: &LaunchOptions,
         env: &E,
         system_hostname: &str,
     ) -> Result<World, LaunchError> {
@@ -272,7 +238,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn discover(args: &LaunchArgs, pairs: &[(&str, &str)]) -> Result<World, LaunchError> {
+    fn discover(args: &LaunchOptions, pairs: &[(&str, &str)]) -> Result<World, LaunchError> {
         let map: HashMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -281,7 +247,7 @@ mod tests {
     }
 
     fn ok(pairs: &[(&str, &str)]) -> World {
-        discover(&LaunchArgs::default(), pairs).unwrap()
+        discover(&LaunchOptions::default(), pairs).unwrap()
     }
 
     #[test]
@@ -342,16 +308,16 @@ mod tests {
             ("COLLBENCH_PORT", "2000"),
             ("COLLBENCH_TOKEN", "env-token"),
         ];
-        let w = discover(&LaunchArgs::default(), &vars).unwrap();
+        let w = discover(&LaunchOptions::default(), &vars).unwrap();
         assert_eq!(
             (w.rank, w.rendezvous_port, w.token.as_str()),
             (2, 2000, "env-token")
         );
-        let args = LaunchArgs {
+        let args = LaunchOptions {
             rank: Some(3),
             rendezvous: Some("h9:3000".into()),
             token: Some("flag-token".into()),
-            ..LaunchArgs::default()
+            ..LaunchOptions::default()
         };
         let w = discover(&args, &vars).unwrap();
         assert_eq!(w.rank, 3);
@@ -383,7 +349,7 @@ mod tests {
     #[test]
     fn plain_mpirun_rank_above_zero_is_told_what_to_set() {
         let e = discover(
-            &LaunchArgs::default(),
+            &LaunchOptions::default(),
             &[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")],
         )
         .unwrap_err()
@@ -402,7 +368,7 @@ mod tests {
 
     #[test]
     fn kubernetes_needs_size_and_rendezvous_from_the_manifest() {
-        let e = discover(&LaunchArgs::default(), &[("JOB_COMPLETION_INDEX", "1")])
+        let e = discover(&LaunchOptions::default(), &[("JOB_COMPLETION_INDEX", "1")])
             .unwrap_err()
             .to_string();
         assert!(e.contains("COLLBENCH_WORLD_SIZE"), "{e}");
@@ -421,13 +387,13 @@ mod tests {
     #[test]
     fn inconsistent_worlds_are_errors() {
         assert!(discover(
-            &LaunchArgs::default(),
+            &LaunchOptions::default(),
             &[("COLLBENCH_RANK", "4"), ("COLLBENCH_WORLD_SIZE", "4")]
         )
         .is_err());
-        assert!(discover(&LaunchArgs::default(), &[("COLLBENCH_WORLD_SIZE", "4")]).is_err());
-        assert!(discover(&LaunchArgs::default(), &[("COLLBENCH_WORLD_SIZE", "0")]).is_err());
-        let e = discover(&LaunchArgs::default(), &[("COLLBENCH_RANK", "zero")])
+        assert!(discover(&LaunchOptions::default(), &[("COLLBENCH_WORLD_SIZE", "4")]).is_err());
+        assert!(discover(&LaunchOptions::default(), &[("COLLBENCH_WORLD_SIZE", "0")]).is_err());
+        let e = discover(&LaunchOptions::default(), &[("COLLBENCH_RANK", "zero")])
             .unwrap_err()
             .to_string();
         assert!(e.contains("COLLBENCH_RANK"), "{e}");

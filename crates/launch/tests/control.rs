@@ -1,6 +1,6 @@
 //! The control plane on 127.0.0.1, ranks as threads of this test.
 
-use collbench_launch::{Control, LaunchArgs, LaunchError, Launcher, World};
+use collbench_launch::{Control, LaunchError, LaunchOptions, Launcher, World};
 use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -29,10 +29,10 @@ fn world(rank: usize, n: usize, port: u16, token: &str) -> World {
     }
 }
 
-fn args(timeout_s: u64) -> LaunchArgs {
-    LaunchArgs {
+fn args(timeout_s: u64) -> LaunchOptions {
+    LaunchOptions {
         timeout_s,
-        ..LaunchArgs::default()
+        ..LaunchOptions::default()
     }
 }
 
@@ -102,8 +102,8 @@ fn many_calls_in_a_row_stay_in_step() {
 
 #[test]
 fn single_process_needs_no_socket() {
-    let w = World::discover_from(&LaunchArgs::default(), &|_: &str| None, "h").unwrap();
-    let control = Control::connect(&w, &LaunchArgs::default()).unwrap();
+    let w = World::discover_from(&LaunchOptions::default(), &|_: &str| None, "h").unwrap();
+    let control = Control::connect(&w, &LaunchOptions::default()).unwrap();
     control.barrier().unwrap();
     assert_eq!(control.all_gather(vec![1]).unwrap(), vec![vec![1]]);
     assert_eq!(control.broadcast(Some(vec![2])).unwrap(), vec![2]);
@@ -314,4 +314,34 @@ fn orderly_exit_is_not_a_failure_but_a_late_call_says_who_left() {
         message.contains("rank 1 on host host1 left before barrier #2"),
         "{message}"
     );
+}
+
+#[test]
+fn through_the_bootstrap_trait_calls_and_failures_are_the_same() {
+    use collbench_core::Bootstrap;
+    let results = run_ranks(3, 10, |rank, control| {
+        let control = control.unwrap();
+        let job: &dyn Bootstrap = &control;
+        assert_eq!((job.rank(), job.world_size()), (rank, 3));
+        let all = job.all_gather(vec![rank as u8]).unwrap();
+        let gathered = job.gather(vec![10 + rank as u8]).unwrap();
+        let id = job.broadcast((rank == 0).then(|| b"id".to_vec())).unwrap();
+        if rank == 2 {
+            control.abort("disk on fire");
+        }
+        let failure = job.all_gather(vec![]).unwrap_err();
+        (all, gathered, id, failure.to_string())
+    });
+    for (rank, (all, gathered, id, failure)) in results.into_iter().enumerate() {
+        assert_eq!(all, vec![vec![0], vec![1], vec![2]]);
+        match rank {
+            0 => assert_eq!(gathered, Some(vec![vec![10], vec![11], vec![12]])),
+            _ => assert_eq!(gathered, None),
+        }
+        assert_eq!(id, b"id");
+        assert!(
+            failure.contains("rank 2 on host host2 aborted: disk on fire"),
+            "rank {rank}: {failure}"
+        );
+    }
 }

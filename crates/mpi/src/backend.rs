@@ -6,8 +6,7 @@ use crate::coll::{self, Ctx, Ptrs};
 use crate::ops::{self, Op};
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
-use collbench_core::{verify::Pattern, with_element, DeviceInfo};
-use collbench_launch::World;
+use collbench_core::{verify::Pattern, with_element, Bootstrap, DeviceInfo};
 use collbench_runner::host_buffers::HostBuffers;
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
 use mpi::ffi;
@@ -29,9 +28,10 @@ pub struct MpiBackend {
 
 /// Send, receive and scratch buffers (8-byte aligned), grown on demand.
 impl MpiBackend {
-    /// The backend for this process. MPI must be running (see
-    /// [`crate::bootstrap`]) and agree with the control plane's `world`.
-    pub fn new(world: &World) -> Result<MpiBackend, BackendError> {
+    /// The backend for this process on `host` (the name shown for it). MPI
+    /// must be running (see [`crate::bootstrap`]) and agree with the job's
+    /// control plane, `job`, on rank and size.
+    pub fn new(job: &dyn Bootstrap, host: &str) -> Result<MpiBackend, BackendError> {
         if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
             return Err(BackendError::Library(
                 "MPI is not running: --backend mpi must start MPI before the control plane (collbench_mpi::bootstrap)".into(),
@@ -44,10 +44,11 @@ impl MpiBackend {
             "MPI_Comm_set_errhandler",
         )?;
         let (rank, world_size) = (comm.rank() as usize, comm.size() as usize);
-        if (rank, world_size) != (world.rank, world.world_size) {
+        if (rank, world_size) != (job.rank(), job.world_size()) {
             return Err(BackendError::Library(format!(
                 "MPI says rank {rank} of {world_size} but the control plane says rank {} of {}: drop --rank/--world-size under mpirun",
-                world.rank, world.world_size
+                job.rank(),
+                job.world_size()
             )));
         }
         let library = mpi::environment::library_version()
@@ -63,7 +64,7 @@ impl MpiBackend {
             comm,
             rank,
             world_size,
-            host: world.hostname.clone(),
+            host: host.to_string(),
             library,
             buffers: HostBuffers::default(),
         })

@@ -3,7 +3,7 @@
 //! `mpirun` does not publish. Rank 0 chooses one and broadcasts it.
 
 use collbench_launch::world::{parse_rendezvous, system_hostname};
-use collbench_launch::{LaunchArgs, LaunchError};
+use collbench_launch::{LaunchError, LaunchOptions};
 use mpi::environment::Universe;
 use mpi::traits::{Communicator, Root};
 
@@ -18,7 +18,7 @@ pub struct Session {
 /// given), and `rendezvous` as rank 0 chose it: `--rendezvous` or
 /// COLLBENCH_RENDEZVOUS when set, else rank 0's host name and
 /// COLLBENCH_PORT or a free port. Collective: every rank must call it.
-pub fn bootstrap(args: &LaunchArgs) -> Result<(Session, LaunchArgs), LaunchError> {
+pub fn bootstrap(args: &LaunchOptions) -> Result<(Session, LaunchOptions), LaunchError> {
     let universe = mpi::initialize().ok_or_else(|| {
         LaunchError::Discovery("MPI was already initialised in this process".into())
     })?;
@@ -58,13 +58,13 @@ pub fn bootstrap(args: &LaunchArgs) -> Result<(Session, LaunchArgs), LaunchError
 }
 
 /// Rank 0's choice of `HOST:PORT` for the control plane.
-fn choose_rendezvous(args: &LaunchArgs) -> Result<String, LaunchError> {
+fn choose_rendezvous(args: &LaunchOptions) -> Result<String, LaunchError> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     choose_rendezvous_from(args, &env, &system_hostname())
 }
 
 fn choose_rendezvous_from(
-    args: &LaunchArgs,
+    args: &LaunchOptions,
     env: &dyn Fn(&str) -> Option<String>,
     host: &str,
 ) -> Result<String, LaunchError> {
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn explicit_rendezvous_wins() {
-        let args = LaunchArgs {
+        let args = LaunchOptions {
             rendezvous: Some("node7:4000".into()),
             ..Default::default()
         };
@@ -134,13 +134,13 @@ mod tests {
             "node7:4000"
         );
         let env = env_of(&[("COLLBENCH_RENDEZVOUS", "other:1")]);
-        let none = LaunchArgs::default();
+        let none = LaunchOptions::default();
         assert_eq!(choose_rendezvous_from(&none, &env, "h").unwrap(), "other:1");
     }
 
     #[test]
     fn host_and_port_from_rank_0() {
-        let args = LaunchArgs::default();
+        let args = LaunchOptions::default();
         let env = env_of(&[("COLLBENCH_PORT", "29600")]);
         assert_eq!(
             choose_rendezvous_from(&args, &env, "h0").unwrap(),

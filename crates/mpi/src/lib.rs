@@ -4,7 +4,8 @@
 //! cargo feature; the default build never needs an MPI library.
 //!
 //! - [`bootstrap`]: starts MPI and tells the control plane where rank 0
-//!   listens (call it before `World::discover`/`Control::connect`).
+//!   listens (call it before `World::discover`/`Control::connect`); the
+//!   one part of this crate that knows collbench-launch.
 //! - [`MpiBackend`]: one rank per process, host buffers, every collective
 //!   of the table through MPI, checked with core's exact patterns.
 //!

@@ -1,16 +1,16 @@
 //! The measuring loop: plan -> backend -> per-rank measurements -> Record.
 //!
 //! Every process runs the same plan in the same order (collective
-//! libraries require it); per-rank results travel to rank 0 over the
-//! control plane, and only rank 0 assembles rows and tells observers.
+//! libraries require it); per-rank results travel to rank 0 through the
+//! job's [`Bootstrap`] (the control plane), and only rank 0 assembles rows
+//! and tells observers.
 
 use crate::backend::{Backend, BackendError, CaseSpec, Measurement, Timing};
 use crate::plan::Plan;
 use collbench_core::{
-    record::RunSettings, verify::mix, CaseResult, Collective, DeviceInfo, Placement, Record,
-    TimeStats,
+    record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, PeerFailure,
+    Placement, Record, TimeStats,
 };
-use collbench_launch::Control;
 use serde::{Deserialize, Serialize};
 
 /// Receives results as they are measured (printers, progress bars).
@@ -43,8 +43,8 @@ pub enum RunError {
     Control(String),
 }
 
-impl From<collbench_launch::LaunchError> for RunError {
-    fn from(e: collbench_launch::LaunchError) -> RunError {
+impl From<PeerFailure> for RunError {
+    fn from(e: PeerFailure) -> RunError {
         RunError::Control(e.to_string())
     }
 }
@@ -61,14 +61,14 @@ struct RankReport {
 /// Drives a [`Plan`] through a [`Backend`].
 pub struct Runner<'a> {
     backend: &'a mut dyn Backend,
-    control: &'a Control,
+    control: &'a dyn Bootstrap,
     plan: Plan,
 }
 
 impl<'a> Runner<'a> {
     /// A runner for this process's backend; `control` connects the
     /// processes of the job (a world of one for single-process runs).
-    pub fn new(backend: &'a mut dyn Backend, control: &'a Control, plan: Plan) -> Runner<'a> {
+    pub fn new(backend: &'a mut dyn Backend, control: &'a dyn Bootstrap, plan: Plan) -> Runner<'a> {
         Runner {
             backend,
             control,
@@ -305,4 +305,67 @@ fn case_seed(case: &CaseSpec, pass: u32) -> u64 {
     h = mix(h ^ case.counts.param_count);
     h = mix(h ^ case.in_place as u64);
     mix(h ^ pass as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::CpuBackend;
+    use collbench_core::SingleProcess;
+
+    /// Rank 0 of a job whose other process died before the first gather.
+    struct PeerDied;
+
+    impl Bootstrap for PeerDied {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn world_size(&self) -> usize {
+            2
+        }
+        fn broadcast(&self, _: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
+            Err(PeerFailure::new("rank 1 on host h1 disconnected"))
+        }
+        fn gather(&self, _: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
+            Err(PeerFailure::new("rank 1 on host h1 disconnected"))
+        }
+        fn all_gather(&self, _: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
+            Err(PeerFailure::new("rank 1 on host h1 disconnected"))
+        }
+    }
+
+    fn small_plan() -> Plan {
+        Plan {
+            collectives: vec![Collective::AllReduce],
+            min_bytes: 1024,
+            max_bytes: 1024,
+            warmup_iters: 0,
+            iters: 1,
+            ..Plan::default()
+        }
+    }
+
+    #[test]
+    fn a_world_of_one_gives_rank_0_the_record() {
+        let mut backend = CpuBackend::new(2, "h");
+        let record = Runner::new(&mut backend, &SingleProcess, small_plan())
+            .run(Record::new("collbench"), &mut NoObserver)
+            .unwrap()
+            .expect("rank 0 gets the record");
+        assert_eq!(record.results.len(), 1);
+        assert_eq!(record.settings.processes, 1);
+        assert_eq!(record.devices.len(), 2);
+    }
+
+    #[test]
+    fn a_peer_failure_stops_the_run_as_a_control_error_naming_the_peer() {
+        let mut backend = CpuBackend::new(1, "h");
+        let e = Runner::new(&mut backend, &PeerDied, small_plan())
+            .run(Record::new("collbench"), &mut NoObserver)
+            .unwrap_err();
+        assert!(
+            matches!(&e, RunError::Control(m) if m.contains("rank 1 on host h1")),
+            "{e:?}"
+        );
+    }
 }

@@ -1,10 +1,21 @@
-//! `collbench doctor`: quick local checks of what collective benchmarks
-//! depend on, each PASS/WARN/FAIL/SKIP with a one-line hint.
+//! collbench-doctor: `collbench doctor`, quick local checks of what
+//! collective benchmarks depend on (CUDA driver, GPUs through NVML, NCCL,
+//! InfiniBand ports, NCCL_* variables, memlock, /dev/shm, the control-plane
+//! port), each PASS/WARN/FAIL/SKIP with a one-line hint.
 //!
 //! Every check reads the machine through a thin probe and judges it with
 //! a pure function over what it read (text of /proc files, variable
 //! values, device lists), so the judging is unit-tested on any machine.
 //! Nothing here may block: the whole run must finish in a few seconds.
+//!
+//! Modules, one job each: [`gpu`] (driver, NVML, per-GPU health),
+//! [`nccl`] (the library collbench would load), [`net`] (InfiniBand and
+//! NCCL network variables), [`limits`] (memlock, /dev/shm, port).
+//!
+//! Not for: anything that needs other processes or runs collectives
+//! (`collbench preflight` and `collbench check` do that). It is its own
+//! crate so that only it carries NVML, libloading and the NCCL loader:
+//! collbench-check stays free of them.
 
 pub mod gpu;
 pub mod limits;
@@ -12,6 +23,27 @@ pub mod nccl;
 pub mod net;
 
 use serde::Serialize;
+
+/// `collbench doctor` flags.
+///
+/// Exit codes: 0 when every check passes or is skipped, 1 warn, 2 fail.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DoctorArgs {
+    /// Print the checks as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the local checks and prints them; returns the exit code.
+pub fn doctor_main(args: &DoctorArgs) -> anyhow::Result<i32> {
+    let checks = run_all();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        print!("{}", render(&checks));
+    }
+    Ok(exit_code(&checks))
+}
 
 /// Outcome of one check, ordered from best to worst (SKIP is neutral).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

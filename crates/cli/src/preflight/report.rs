@@ -1,141 +1,15 @@
-//! `collbench preflight`: every rank checks in with rank 0, which prints the
-//! world (rank, host, local rank, GPUs, driver, NCCL) and a verdict.
-//!
-//! FAIL when ranks are missing at the deadline, when a rank dies or goes
-//! silent, or when collbench, driver or NCCL versions differ between ranks
-//! (a common cause of NCCL hangs). Exit codes: 0 PASS, 3
-//! ([`crate::EXIT_PEER_FAILURE`]) FAIL. Only rank 0 prints the report; the
-//! others print nothing unless they fail themselves (one line on stderr).
+//! Rank 0's report: one row per rank (missing ones too), the problems
+//! found (missing ranks, versions that differ), as text or JSON.
 
-use crate::control::PeerHello;
-use crate::{Control, LaunchArgs, LaunchError, World, EXIT_PEER_FAILURE};
-use serde::{Deserialize, Serialize};
+use super::{Outcome, PreflightFormat, RankInfo};
+use collbench_launch::control::PeerHello;
+use collbench_launch::World;
+use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// Flags of `collbench preflight`.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct PreflightArgs {
-    /// Where this process sits in the job.
-    #[command(flatten)]
-    pub launch: LaunchArgs,
-    /// Output format of rank 0's report.
-    #[arg(long, value_enum, default_value_t = PreflightFormat::Text)]
-    pub format: PreflightFormat,
-}
-
-/// Output format of the preflight report.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum PreflightFormat {
-    /// A table and a verdict line.
-    #[default]
-    Text,
-    /// One JSON object.
-    Json,
-}
-
-/// What one rank says about itself; the CLI fills it in.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RankInfo {
-    /// Host name; [`run`] replaces it with [`World::hostname`] (the Slurm node
-    /// name when there is one), so the CLI may leave it empty.
-    pub host: String,
-    /// Process id; [`run`] fills it in.
-    pub pid: u32,
-    /// `CARGO_PKG_VERSION` of the collbench binary.
-    pub collbench_version: String,
-    /// Backend this rank would use (`cpu`, `nccl`, `mpi`).
-    pub backend: String,
-    /// GPUs this rank drives (names or UUIDs), empty without GPUs.
-    pub gpus: Vec<String>,
-    /// GPU driver version, when there is a driver.
-    pub driver: Option<String>,
-    /// NCCL version, when NCCL was found.
-    pub nccl_version: Option<String>,
-    /// CUDA_VISIBLE_DEVICES as this rank saw it.
-    pub cuda_visible_devices: Option<String>,
-}
-
-/// Test-only: the rank named here exits abruptly right after joining, to
-/// test that the others notice and name it.
-const DIE_AFTER_CONNECT: &str = "COLLBENCH_TEST_DIE_AFTER_CONNECT";
-
-/// Runs the preflight check on this rank. Returns the exit code: 0 PASS, 3
-/// FAIL. Launch and peer failures are reported (one line on stderr) and
-/// give 3 rather than an error.
-pub fn run(args: &PreflightArgs, mut info: RankInfo) -> anyhow::Result<i32> {
-    let world = match World::discover(&args.launch) {
-        Ok(world) => world,
-        Err(e) => {
-            eprintln!("collbench preflight: {e}");
-            return Ok(EXIT_PEER_FAILURE);
-        }
-    };
-    info.host = world.hostname.clone();
-    info.pid = std::process::id();
-    let said = |e: &LaunchError| {
-        eprintln!(
-            "collbench preflight: rank {} on host {}: {e}",
-            world.rank, world.hostname
-        )
-    };
-
-    let control = match Control::connect_with_info(&world, &args.launch, serde_json::to_vec(&info)?)
-    {
-        Ok(control) => control,
-        Err(LaunchError::MissingRanks {
-            missing,
-            joined,
-            timeout_s,
-            listen,
-        }) => {
-            let problem = LaunchError::MissingRanks {
-                missing: missing.clone(),
-                timeout_s,
-                listen,
-                joined: vec![],
-            };
-            let report = Report::new(&world, &joined, &missing, vec![problem.to_string()]);
-            print!("{}", report.render(args.format));
-            return Ok(EXIT_PEER_FAILURE);
-        }
-        Err(e) => {
-            said(&e);
-            return Ok(EXIT_PEER_FAILURE);
-        }
-    };
-    if std::env::var(DIE_AFTER_CONNECT)
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        == Some(world.rank)
-    {
-        std::process::exit(1);
-    }
-
-    // Everyone who joined must still be there: a rank that died since is
-    // named here rather than reported as PASS.
-    if let Err(e) = control.barrier() {
-        said(&e);
-        return Ok(EXIT_PEER_FAILURE);
-    }
-    let verdict = if world.rank == 0 {
-        let report = Report::new(&world, &control.hellos(), &[], vec![]);
-        print!("{}", report.render(args.format));
-        control.broadcast(Some(vec![report.exit_code() as u8]))
-    } else {
-        control.broadcast(None)
-    };
-    match verdict {
-        Ok(code) => Ok(code.first().map_or(EXIT_PEER_FAILURE, |&c| i32::from(c))),
-        Err(e) => {
-            said(&e);
-            Ok(EXIT_PEER_FAILURE)
-        }
-    }
-}
 
 /// Rank 0's view of the world, ready to print.
 #[derive(Debug, Serialize)]
-struct Report {
+pub(super) struct Report {
     verdict: &'static str,
     problems: Vec<String>,
     world_size: usize,
@@ -157,7 +31,7 @@ struct Row {
 }
 
 impl Report {
-    fn new(
+    pub(super) fn new(
         world: &World,
         joined: &[PeerHello],
         missing: &[usize],
@@ -199,15 +73,16 @@ impl Report {
         }
     }
 
-    fn exit_code(&self) -> i32 {
+    /// PASS when nothing is wrong.
+    pub(super) fn outcome(&self) -> Outcome {
         if self.problems.is_empty() {
-            0
+            Outcome::Pass
         } else {
-            EXIT_PEER_FAILURE
+            Outcome::Fail
         }
     }
 
-    fn render(&self, format: PreflightFormat) -> String {
+    pub(super) fn render(&self, format: PreflightFormat) -> String {
         match format {
             PreflightFormat::Json => {
                 serde_json::to_string_pretty(self).expect("report serializes") + "\n"
@@ -351,7 +226,7 @@ fn rank_ranges(ranks: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::Launcher;
+    use collbench_launch::Launcher;
 
     fn world(n: usize) -> World {
         World {
@@ -392,7 +267,7 @@ mod tests {
             .map(|r| hello(r, if r < 2 { "n1" } else { "n2" }, Some("2.21.5")))
             .collect();
         let report = Report::new(&world(4), &hellos, &[], vec![]);
-        assert_eq!(report.exit_code(), 0);
+        assert_eq!(report.outcome(), Outcome::Pass);
         let text = report.render(PreflightFormat::Text);
         assert!(
             text.starts_with("collbench preflight: 4 ranks on 2 hosts"),
@@ -414,7 +289,7 @@ mod tests {
             hello(3, "n2", None),
         ];
         let report = Report::new(&world(4), &hellos, &[], vec![]);
-        assert_eq!(report.exit_code(), EXIT_PEER_FAILURE);
+        assert_eq!(report.outcome(), Outcome::Fail);
         let text = report.render(PreflightFormat::Text);
         assert!(
             text.contains("FAIL: NCCL version differs between ranks: 2.19.3 on rank 2, 2.21.5 on ranks 0-1, none on rank 3"),

@@ -1,0 +1,82 @@
+//! The launch flags shared by every multi-process command (`run`,
+//! `preflight`, `check`), turned into collbench-launch's plain
+//! [`LaunchOptions`].
+
+use collbench_launch::LaunchOptions;
+
+/// Launch flags shared by every multi-process command. Each overrides what
+/// the launcher's environment says (see `collbench_launch::World::discover`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct LaunchArgs {
+    /// This process's rank (overrides launcher variables).
+    #[arg(long)]
+    pub rank: Option<usize>,
+    /// Number of processes (overrides launcher variables).
+    #[arg(long)]
+    pub world_size: Option<usize>,
+    /// Rank of this process on its host.
+    #[arg(long)]
+    pub local_rank: Option<usize>,
+    /// HOST:PORT where rank 0 listens (HOST alone keeps the default port).
+    #[arg(long)]
+    pub rendezvous: Option<String>,
+    /// Job token every rank must share (default: COLLBENCH_TOKEN, else the
+    /// launcher's job id), so two jobs or a stray process never join.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Address rank 0 listens on (default 0.0.0.0, every interface).
+    #[arg(long)]
+    pub bind: Option<String>,
+    /// Seconds before a missing or silent peer is an error.
+    #[arg(long, default_value_t = 60)]
+    pub timeout_s: u64,
+}
+
+impl LaunchArgs {
+    /// The flags as collbench-launch takes them.
+    pub fn options(&self) -> LaunchOptions {
+        LaunchOptions {
+            rank: self.rank,
+            world_size: self.world_size,
+            local_rank: self.local_rank,
+            rendezvous: self.rendezvous.clone(),
+            token: self.token.clone(),
+            bind: self.bind.clone(),
+            timeout_s: self.timeout_s,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        launch: LaunchArgs,
+    }
+
+    #[test]
+    fn flags_become_options_and_the_default_timeout_is_60_s() {
+        let cli = Cli::parse_from([
+            "x",
+            "--rank",
+            "2",
+            "--world-size",
+            "4",
+            "--rendezvous",
+            "h:1",
+        ]);
+        let options = cli.launch.options();
+        assert_eq!(options.rank, Some(2));
+        assert_eq!(options.world_size, Some(4));
+        assert_eq!(options.rendezvous.as_deref(), Some("h:1"));
+        assert_eq!(options.timeout_s, 60);
+        assert_eq!(
+            Cli::parse_from(["x"]).launch.options(),
+            LaunchOptions::default()
+        );
+    }
+}

@@ -1,0 +1,94 @@
+//! The check-in: join the control plane with this rank's [`RankInfo`]
+//! attached, make sure everyone who joined is still there, and let rank 0
+//! print the report and tell everyone the verdict.
+
+use super::report::Report;
+use super::{Outcome, PreflightFormat, RankInfo};
+use collbench_launch::{Control, LaunchError, LaunchOptions, World};
+
+/// Test-only: the rank named here exits abruptly right after joining, to
+/// test that the others notice and name it.
+const DIE_AFTER_CONNECT: &str = "COLLBENCH_TEST_DIE_AFTER_CONNECT";
+
+/// Verdict byte rank 0 sends: 0 pass, else fail (3, what earlier releases
+/// sent and used as the exit code, so a mixed job still agrees).
+const VERDICT_FAIL: u8 = 3;
+
+/// Runs the preflight check on this rank. Launch and peer failures are
+/// reported here (one line on stderr, or rank 0's report) and are a
+/// [`Outcome::Fail`] rather than an error.
+pub fn run(launch: &LaunchOptions, format: PreflightFormat, mut info: RankInfo) -> Outcome {
+    let world = match World::discover(launch) {
+        Ok(world) => world,
+        Err(e) => {
+            eprintln!("collbench preflight: {e}");
+            return Outcome::Fail;
+        }
+    };
+    info.host = world.hostname.clone();
+    info.pid = std::process::id();
+    let said = |e: &LaunchError| {
+        eprintln!(
+            "collbench preflight: rank {} on host {}: {e}",
+            world.rank, world.hostname
+        )
+    };
+
+    let attached = serde_json::to_vec(&info).expect("rank info serialises");
+    let control = match Control::connect_with_info(&world, launch, attached) {
+        Ok(control) => control,
+        Err(LaunchError::MissingRanks {
+            missing,
+            joined,
+            timeout_s,
+            listen,
+        }) => {
+            let problem = LaunchError::MissingRanks {
+                missing: missing.clone(),
+                timeout_s,
+                listen,
+                joined: vec![],
+            };
+            let report = Report::new(&world, &joined, &missing, vec![problem.to_string()]);
+            print!("{}", report.render(format));
+            return Outcome::Fail;
+        }
+        Err(e) => {
+            said(&e);
+            return Outcome::Fail;
+        }
+    };
+    if std::env::var(DIE_AFTER_CONNECT)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        == Some(world.rank)
+    {
+        std::process::exit(1);
+    }
+
+    // Everyone who joined must still be there: a rank that died since is
+    // named here rather than reported as PASS.
+    if let Err(e) = control.barrier() {
+        said(&e);
+        return Outcome::Fail;
+    }
+    let verdict = if world.rank == 0 {
+        let report = Report::new(&world, &control.hellos(), &[], vec![]);
+        print!("{}", report.render(format));
+        let byte = match report.outcome() {
+            Outcome::Pass => 0,
+            Outcome::Fail => VERDICT_FAIL,
+        };
+        control.broadcast(Some(vec![byte]))
+    } else {
+        control.broadcast(None)
+    };
+    match verdict {
+        Ok(byte) if byte.first() == Some(&0) => Outcome::Pass,
+        Ok(_) => Outcome::Fail,
+        Err(e) => {
+            said(&e);
+            Outcome::Fail
+        }
+    }
+}

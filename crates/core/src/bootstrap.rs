@@ -1,0 +1,89 @@
+//! [`Bootstrap`]: the little the runner, the checks and the backends need
+//! from the processes of a job: who this process is, and small messages
+//! (results, device lists, unique ids) exchanged between processes.
+//!
+//! collbench-launch implements it over TCP (`collbench_launch::Control`);
+//! [`SingleProcess`] is the world of one, for single-process runs and
+//! tests. Bulk data never moves through it: backends do that.
+
+/// A failure of the job's processes to talk: a peer missing, refused,
+/// crashed or silent, a deadline passed, or ranks making different calls.
+/// The message names the rank and host where known, in one line; the CLI
+/// decides what exit code a peer failure gets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PeerFailure {
+    /// What failed, in one line.
+    pub message: String,
+}
+
+impl PeerFailure {
+    /// A failure with this message.
+    pub fn new(message: impl Into<String>) -> PeerFailure {
+        PeerFailure {
+            message: message.into(),
+        }
+    }
+}
+
+/// The processes of one job, as seen from one of them. Every process must
+/// make the same calls in the same order (they are collective); each call
+/// returns when its part is done or with the job's first failure.
+pub trait Bootstrap {
+    /// This process's rank, `0..world_size()`.
+    fn rank(&self) -> usize;
+    /// Number of processes.
+    fn world_size(&self) -> usize;
+    /// Rank 0 passes `Some(data)`; every process returns rank 0's data.
+    fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure>;
+    /// Rank 0 gets every process's data indexed by rank; the others get
+    /// `None` (and do not wait for rank 0).
+    fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure>;
+    /// Every process gets every process's data indexed by rank.
+    fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure>;
+}
+
+/// A job of one process: every call returns at once with this process's
+/// own data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SingleProcess;
+
+impl Bootstrap for SingleProcess {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn world_size(&self) -> usize {
+        1
+    }
+    fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
+        data.ok_or_else(|| {
+            PeerFailure::new("broadcast: rank 0 must pass the data (a bug in the caller)")
+        })
+    }
+    fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
+        Ok(Some(vec![data]))
+    }
+    fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
+        Ok(vec![data])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_world_of_one_returns_its_own_data() {
+        let one: &dyn Bootstrap = &SingleProcess;
+        assert_eq!((one.rank(), one.world_size()), (0, 1));
+        assert_eq!(one.broadcast(Some(vec![1, 2])).unwrap(), vec![1, 2]);
+        assert_eq!(one.gather(vec![3]).unwrap(), Some(vec![vec![3]]));
+        assert_eq!(one.all_gather(vec![4]).unwrap(), vec![vec![4]]);
+    }
+
+    #[test]
+    fn rank_0_without_data_is_a_caller_bug_not_a_panic() {
+        let e = SingleProcess.broadcast(None).unwrap_err();
+        assert!(e.to_string().contains("rank 0 must pass the data"), "{e}");
+    }
+}

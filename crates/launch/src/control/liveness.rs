@@ -1,0 +1,94 @@
+//! Liveness: one reader thread per connection and one heartbeat thread
+//! per process. A peer that closes without a goodbye or sends nothing for
+//! the timeout becomes the job's failure, named by rank and host.
+
+use super::shared::{Event, Peer, Shared};
+use crate::wire::{self, Msg, ReadError};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Heartbeat period: a few beats per timeout, so one late beat is no alarm.
+pub(super) fn heartbeat_interval(timeout: Duration) -> Duration {
+    (timeout / 4).clamp(Duration::from_millis(20), Duration::from_secs(2))
+}
+
+/// Reads one connection until it closes; turns every way it can end
+/// badly into a job failure naming the peer.
+pub(super) fn spawn_reader(shared: Arc<Shared>, peer: Arc<Peer>, mut stream: TcpStream) {
+    let _ = stream.set_read_timeout(Some(shared.timeout));
+    let _ = stream.set_write_timeout(Some(shared.timeout));
+    let name = format!("collbench-rx-{}", peer.rank);
+    let _ = thread::Builder::new().name(name).spawn(move || {
+        read_until_end(&shared, &peer, &mut stream);
+        peer.reader_done.store(true, Ordering::SeqCst);
+    });
+}
+
+fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
+    loop {
+        let frame = wire::read_frame(stream);
+        if shared.closing.load(Ordering::SeqCst) {
+            return;
+        }
+        let who = peer.name();
+        let reason = match frame {
+            Ok((Msg::Heartbeat, _)) => continue,
+            Ok((Msg::Bye, _)) => {
+                peer.left.store(true, Ordering::SeqCst);
+                shared.event(Event::Left(peer.rank));
+                return;
+            }
+            Ok((msg @ (Msg::Contribute { .. } | Msg::Result { .. } | Msg::Ready), payload)) => {
+                shared.event(Event::Frame {
+                    from: peer.rank,
+                    msg,
+                    payload,
+                });
+                continue;
+            }
+            Ok((Msg::Abort { reason }, _)) if peer.rank == 0 => {
+                format!("rank 0 stopped the job: {reason}")
+            }
+            // A rank's own abort reason already names it (see `abort`).
+            Ok((Msg::Abort { reason }, _)) => reason,
+            Ok((other, _)) => {
+                format!("{who} sent an unexpected {other:?} (a different collbench version?)")
+            }
+            Err(ReadError::Closed) => {
+                format!("{who} disconnected (its process exited, crashed or was killed)")
+            }
+            Err(ReadError::Silent) => format!(
+                "{who} sent nothing for {} s (stopped, hung or unreachable)",
+                shared.timeout.as_secs()
+            ),
+            Err(e) => format!("{who}: {e}"),
+        };
+        shared.fail(reason, Some(peer.rank));
+        return;
+    }
+}
+
+/// Sends heartbeats to every peer until closing (one thread per process).
+pub(super) fn spawn_heartbeat(shared: Arc<Shared>) {
+    let interval = heartbeat_interval(shared.timeout);
+    let _ = thread::Builder::new()
+        .name("collbench-heartbeat".into())
+        .spawn(move || {
+            let mut next = Instant::now();
+            while !shared.closing.load(Ordering::SeqCst) {
+                if Instant::now() >= next {
+                    for peer in shared.peers() {
+                        if !peer.left.load(Ordering::SeqCst) {
+                            // A failed write is the reader's to report.
+                            let _ = peer.send(&Msg::Heartbeat, &[]);
+                        }
+                    }
+                    next = Instant::now() + interval;
+                }
+                thread::sleep(interval.min(Duration::from_millis(20)));
+            }
+        });
+}

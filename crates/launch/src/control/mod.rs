@@ -1,0 +1,304 @@
+//! The control plane: small messages between ranks over TCP, star-shaped
+//! around rank 0.
+//!
+//! Rank 0 listens on the rendezvous port; every other rank connects (with
+//! retries until the deadline) and says hello (protocol version, job token,
+//! rank, world size, host). Rank 0 refuses, and logs one line about, a
+//! hello with a wrong token or world size, a rank out of range, or a rank
+//! that already joined: two jobs or a stray client never join each other.
+//! When all have joined, rank 0 says Ready.
+//!
+//! Collectives go through rank 0: a rank sends its part (`Contribute`), rank
+//! 0 answers (`Result`). Every call carries a sequence number and its kind,
+//! so ranks that call different things fail with a message saying so.
+//!
+//! Failures: one reader thread per connection and one heartbeat thread per
+//! process. A peer that closes without a goodbye (exit, crash, kill) or
+//! sends nothing for the timeout (stopped, hung, unreachable) fails the
+//! job; rank 0 then sends Abort to everyone else, so they fail at once
+//! instead of waiting out their own timeouts. Every wait has a deadline.
+//! After a failure every call returns the first failure's message, which
+//! names the rank and host.
+//!
+//! Files, one job each: this one holds the public face ([`Control`], its
+//! calls and its goodbye); `shared` the state the background threads share
+//! with the caller; `call` the request/reply machinery of one call
+//! (sequence numbers, deadlines, buffering); `rendezvous` joining (hello,
+//! refusals, Ready); `liveness` the reader and heartbeat threads that turn
+//! a dead or silent peer into a failure naming it; `tests` runs ranks as
+//! threads against hand-made bad clients.
+
+mod call;
+mod liveness;
+mod rendezvous;
+mod shared;
+#[cfg(test)]
+mod tests;
+
+use crate::wire::{self, Msg, Op};
+use crate::{LaunchError, LaunchOptions, World};
+use call::start_call;
+use collbench_core::PeerFailure;
+use rendezvous::{join_as_peer, join_as_root};
+use shared::{lock, Link};
+use std::io::Read;
+use std::net::Shutdown;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// A rank as it introduced itself to rank 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerHello {
+    /// Its rank.
+    pub rank: usize,
+    /// Its local rank.
+    pub local_rank: usize,
+    /// Its host, as it names itself ([`World::hostname`]).
+    pub host: String,
+    /// Its process id.
+    pub pid: u32,
+    /// What it attached to the hello (preflight: its `RankInfo` as JSON).
+    pub info: Vec<u8>,
+}
+
+/// The control plane of this process. Methods take `&self` and are meant
+/// for one thread at a time (they serialize on an internal lock).
+pub struct Control {
+    world: World,
+    timeout: Duration,
+    /// `None` for a world of one: no sockets at all.
+    link: Option<Link>,
+    /// This rank's own hello (what `hellos` reports in a world of one).
+    own: PeerHello,
+}
+
+impl Control {
+    /// Joins the job: rank 0 listens and waits for everyone, the others
+    /// connect to rank 0. Returns when every rank has joined, or fails
+    /// after `args.timeout_s` (`--timeout-s`) naming the missing ranks. A
+    /// world of one opens no socket.
+    pub fn connect(world: &World, args: &LaunchOptions) -> Result<Control, LaunchError> {
+        Control::connect_with_info(world, args, Vec::new())
+    }
+
+    /// [`Control::connect`], attaching `info` to this rank's hello; rank 0
+    /// sees every rank's attachment in [`Control::hellos`] (and in
+    /// [`LaunchError::MissingRanks`] when some never come).
+    pub fn connect_with_info(
+        world: &World,
+        args: &LaunchOptions,
+        info: Vec<u8>,
+    ) -> Result<Control, LaunchError> {
+        let timeout = Duration::from_secs(args.timeout_s.max(1));
+        let own = PeerHello {
+            rank: world.rank,
+            local_rank: world.local_rank,
+            host: world.hostname.clone(),
+            pid: std::process::id(),
+            info,
+        };
+        let link = match (world.world_size, world.rank) {
+            (1, _) => None,
+            (_, 0) => Some(join_as_root(world, timeout, own.clone())?),
+            _ => Some(join_as_peer(world, timeout, own.clone())?),
+        };
+        Ok(Control {
+            world: world.clone(),
+            timeout,
+            link,
+            own,
+        })
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> usize {
+        self.world.rank
+    }
+
+    /// Number of ranks.
+    pub fn world_size(&self) -> usize {
+        self.world.world_size
+    }
+
+    /// The world this control plane was built for.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// Rank 0: every rank's hello (with its attachment), indexed by rank.
+    /// Other ranks: only their own.
+    pub fn hellos(&self) -> Vec<PeerHello> {
+        match &self.link {
+            Some(link) if !link.hellos.is_empty() => link.hellos.clone(),
+            _ => vec![self.own.clone()],
+        }
+    }
+
+    /// The job's first failure, if any (names the rank and host).
+    pub fn failure(&self) -> Option<String> {
+        self.link.as_ref().and_then(|l| l.shared.failure())
+    }
+
+    /// Runs `hook` once, on a background thread, when the job fails (a peer
+    /// died, went silent or aborted): the place to abort NCCL communicators
+    /// that would otherwise wait forever for the dead peer.
+    pub fn on_failure(&self, hook: impl Fn(&str) + Send + 'static) {
+        if let Some(link) = &self.link {
+            *lock(&link.shared.hook) = Some(Box::new(hook));
+            if let Some(reason) = link.shared.failure() {
+                if let Some(hook) = lock(&link.shared.hook).as_ref() {
+                    hook(&reason);
+                }
+            }
+        }
+    }
+
+    /// Waits until every rank has arrived.
+    pub fn barrier(&self) -> Result<(), LaunchError> {
+        let Some(link) = &self.link else {
+            return Ok(());
+        };
+        let (mut state, seq) = start_call(link)?;
+        if self.world.rank == 0 {
+            self.collect(link, &mut state, Op::Barrier, seq, Vec::new())?;
+            self.answer_all(link, Op::Barrier, seq, &[])
+        } else {
+            self.contribute(link, Op::Barrier, seq, &[])?;
+            self.await_answer(link, &mut state, Op::Barrier, seq)
+                .map(drop)
+        }
+    }
+
+    /// Rank 0 passes `Some(data)`; every rank returns rank 0's data.
+    pub fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, LaunchError> {
+        if self.world.rank == 0 && data.is_none() {
+            return Err(LaunchError::Control(
+                "broadcast: rank 0 must pass the data (a bug in the caller)".into(),
+            ));
+        }
+        let Some(link) = &self.link else {
+            return Ok(data.unwrap_or_default());
+        };
+        let (mut state, seq) = start_call(link)?;
+        match data {
+            Some(data) if self.world.rank == 0 => {
+                self.answer_all(link, Op::Broadcast, seq, &data)?;
+                Ok(data)
+            }
+            _ => self.await_answer(link, &mut state, Op::Broadcast, seq),
+        }
+    }
+
+    /// Rank 0 gets every rank's data indexed by rank; others get `None`
+    /// (and do not wait for rank 0).
+    pub fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, LaunchError> {
+        let Some(link) = &self.link else {
+            return Ok(Some(vec![data]));
+        };
+        let (mut state, seq) = start_call(link)?;
+        if self.world.rank == 0 {
+            self.collect(link, &mut state, Op::Gather, seq, data)
+                .map(Some)
+        } else {
+            self.contribute(link, Op::Gather, seq, &data).map(|_| None)
+        }
+    }
+
+    /// Every rank gets every rank's data indexed by rank.
+    pub fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, LaunchError> {
+        let Some(link) = &self.link else {
+            return Ok(vec![data]);
+        };
+        let (mut state, seq) = start_call(link)?;
+        if self.world.rank == 0 {
+            let parts = self.collect(link, &mut state, Op::AllGather, seq, data)?;
+            self.answer_all(link, Op::AllGather, seq, &wire::pack(&parts))?;
+            Ok(parts)
+        } else {
+            self.contribute(link, Op::AllGather, seq, &data)?;
+            let packed = self.await_answer(link, &mut state, Op::AllGather, seq)?;
+            wire::unpack(&packed)
+                .filter(|parts| parts.len() == self.world.world_size)
+                .ok_or_else(|| {
+                    link.shared.fail(
+                        format!("all_gather #{seq}: rank 0 sent a malformed answer"),
+                        None,
+                    )
+                })
+        }
+    }
+
+    /// Tells every other rank to stop with `reason` (their calls fail with
+    /// a message naming this rank); this rank's later calls fail too.
+    pub fn abort(&self, reason: &str) {
+        if let Some(link) = &self.link {
+            let who = format!("rank {} on host {}", self.world.rank, self.world.hostname);
+            link.shared.fail(format!("{who} aborted: {reason}"), None);
+        }
+    }
+
+    /// Test aid: drop every connection without the goodbye, as a crash
+    /// would, so tests of failure handling can run ranks as threads.
+    #[doc(hidden)]
+    pub fn crash_for_tests(self) {
+        if let Some(link) = &self.link {
+            link.shared.close();
+        }
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Control {
+    /// Says goodbye to every peer, so closing is not mistaken for a crash.
+    fn drop(&mut self) {
+        if let Some(link) = &self.link {
+            link.shared.closing.store(true, Ordering::SeqCst);
+            let peers = link.shared.peers();
+            for peer in &peers {
+                let _ = peer.send(&Msg::Bye, &[]);
+                let _ = lock(&peer.writer).shutdown(Shutdown::Write);
+            }
+            // Lingering close: read until each peer closes its side (or a
+            // short deadline). Closing with unread bytes makes the kernel
+            // send a reset, which can discard a failure notice the peer
+            // has received but not yet read.
+            let deadline = Instant::now() + Duration::from_secs(1);
+            let mut buf = [0u8; 4096];
+            for peer in &peers {
+                let mut stream = lock(&peer.writer);
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+                while Instant::now() < deadline {
+                    match stream.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) => {}
+                        Err(_) => break,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the runner, the checks and the backends see of the control plane.
+impl collbench_core::Bootstrap for Control {
+    fn rank(&self) -> usize {
+        Control::rank(self)
+    }
+    fn world_size(&self) -> usize {
+        Control::world_size(self)
+    }
+    fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
+        Ok(Control::broadcast(self, data)?)
+    }
+    fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
+        Ok(Control::gather(self, data)?)
+    }
+    fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
+        Ok(Control::all_gather(self, data)?)
+    }
+}

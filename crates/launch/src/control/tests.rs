@@ -1,0 +1,109 @@
+//! Failure detection with ranks as threads and hand-made bad clients.
+
+use super::rendezvous::try_join;
+use super::Control;
+use crate::wire::{Msg, PROTOCOL_VERSION};
+use crate::world::Launcher;
+use crate::{LaunchOptions, World};
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn world(rank: usize, n: usize, port: u16) -> World {
+    World {
+        rank,
+        world_size: n,
+        local_rank: 0,
+        local_world_size: 1,
+        hostname: format!("host{rank}"),
+        rendezvous_host: Some("127.0.0.1".into()),
+        rendezvous_port: port,
+        bind: "127.0.0.1".into(),
+        token: "job".into(),
+        launcher: Launcher::Explicit,
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A rank that joins properly and then stops talking, like a process
+/// under SIGSTOP: its socket stays open but heartbeats stop.
+fn silent_rank(port: u16, rank: usize, n: usize) -> TcpStream {
+    let hello = Msg::Hello {
+        protocol: PROTOCOL_VERSION,
+        token: "job".into(),
+        rank,
+        world_size: n,
+        local_rank: 0,
+        host: "frozen".into(),
+        pid: 1,
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match try_join("127.0.0.1", port, &hello, &[], Duration::from_secs(5)) {
+            Ok(stream) => return stream,
+            Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
+            Err(_) => panic!("could not join"),
+        }
+    }
+}
+
+#[test]
+fn a_silent_rank_is_detected_within_the_timeout() {
+    let port = free_port();
+    let args = LaunchOptions {
+        timeout_s: 2,
+        ..LaunchOptions::default()
+    };
+    let args2 = args.clone();
+    let root = thread::spawn(move || {
+        let control = Control::connect(&world(0, 3, port), &args).unwrap();
+        let start = Instant::now();
+        (control.barrier().unwrap_err().to_string(), start.elapsed())
+    });
+    let live = thread::spawn(move || {
+        let control = Control::connect(&world(1, 3, port), &args2).unwrap();
+        control.barrier().unwrap_err().to_string()
+    });
+    let _frozen = silent_rank(port, 2, 3);
+    let (root_error, waited) = root.join().unwrap();
+    assert!(
+        root_error.contains("rank 2 on host frozen sent nothing for 2 s"),
+        "{root_error}"
+    );
+    assert!(waited < Duration::from_secs(2 + 5), "{waited:?}");
+    let live_error = live.join().unwrap();
+    assert!(live_error.contains("rank 2 on host frozen"), "{live_error}");
+}
+
+#[test]
+fn garbage_clients_are_dropped_and_the_job_goes_on() {
+    let port = free_port();
+    let args = LaunchOptions {
+        timeout_s: 5,
+        ..LaunchOptions::default()
+    };
+    let args2 = args.clone();
+    let root = thread::spawn(move || {
+        Control::connect(&world(0, 2, port), &args2).map(|c| c.all_gather(vec![7]))
+    });
+    thread::sleep(Duration::from_millis(200));
+    let mut http = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    http.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut huge = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    huge.write_all(&[0xff; 8]).unwrap();
+    let peer = Control::connect(&world(1, 2, port), &args).unwrap();
+    assert_eq!(peer.all_gather(vec![8]).unwrap(), vec![vec![7], vec![8]]);
+    assert_eq!(
+        root.join().unwrap().unwrap().unwrap(),
+        vec![vec![7], vec![8]]
+    );
+}
