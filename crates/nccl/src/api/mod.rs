@@ -3,8 +3,9 @@
 //!
 //! Soundness rests on three things the types keep:
 //! - communicators are [`Communicator`]s, made only by ncclCommInit* and
-//!   nulled when destroyed or aborted (NCCL refuses a null communicator
-//!   with ncclInvalidArgument), so no call sees a freed one;
+//!   nulled when destroyed or aborted, so no call sees a freed one (a null
+//!   one fails NCCL's argument checks; the backend issues nothing after an
+//!   abort anyway);
 //! - buffers are [`DevicePtr`](crate::cuda::DevicePtr)s, device addresses NCCL dereferences on the
 //!   GPU only (an address outside an allocation is a CUDA error there);
 //! - host memory NCCL reads or writes is a Rust value or slice of the
@@ -68,8 +69,9 @@ impl Nccl {
     pub fn error(&self, what: &str, r: NcclResult) -> NcclError {
         // SAFETY: ncclGetErrorString takes any result code by value.
         let msg = text(unsafe { (self.get_error_string)(r) });
-        // SAFETY: ncclGetLastError(NULL) asks for the thread's last error;
-        // NULL is the documented argument for "no communicator".
+        // SAFETY: ncclGetLastError only reads its communicator argument,
+        // and NULL asks for the last error of any communicator; it returns
+        // a library-owned string (see `text`).
         let last = self
             .get_last_error
             .and_then(|f| text(unsafe { f(std::ptr::null_mut()) }));
