@@ -7,22 +7,26 @@ use crate::ParseError;
 use serde::{Deserialize, Serialize};
 
 /// A collective operation collbench can run.
+///
+/// The discriminants are a contract with the GPU verification kernels
+/// (`crates/nccl/kernels/verify.cu` receives `collective as i32`); a test
+/// in collbench-nccl checks them against the .cu file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Collective {
-    AllReduce,
-    AllGather,
-    ReduceScatter,
+    AllReduce = 0,
+    AllGather = 1,
+    ReduceScatter = 2,
     #[serde(rename = "alltoall")]
-    AllToAll,
-    Broadcast,
-    Reduce,
+    AllToAll = 3,
+    Broadcast = 4,
+    Reduce = 5,
     #[serde(rename = "sendrecv")]
-    SendRecv,
-    Gather,
-    Scatter,
+    SendRecv = 6,
+    Gather = 7,
+    Scatter = 8,
     #[serde(rename = "hypercube")]
-    HyperCube,
+    HyperCube = 9,
 }
 
 /// How a collective treats the reduction operator.

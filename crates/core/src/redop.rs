@@ -4,17 +4,21 @@ use crate::ParseError;
 use serde::{Deserialize, Serialize};
 
 /// A reduction operator (`-o`).
+///
+/// The discriminants are a contract with the GPU verification kernels
+/// (`crates/nccl/kernels/verify.cu` receives `op as i32`); a test in
+/// collbench-nccl checks them against the .cu file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum ReduceOp {
-    Sum,
-    Prod,
-    Max,
-    Min,
-    Avg,
+    Sum = 0,
+    Prod = 1,
+    Max = 2,
+    Min = 3,
+    Avg = 4,
     /// ncclRedOpCreatePreMulSum: each rank's input is multiplied by a
     /// per-rank scalar before the sum.
-    MulSum,
+    MulSum = 5,
 }
 
 impl ReduceOp {

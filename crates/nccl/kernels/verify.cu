@@ -8,8 +8,10 @@
 // the driver API, so users need no toolkit.
 //
 // Keep in step with verify.rs: mix(), Pattern::input/reduced/modulus,
-// output_source() and ulp_distance(). Enum numbering follows the Rust
-// declaration order of Collective and ReduceOp.
+// output_source() and ulp_distance(). The enum values below equal the
+// explicit discriminants of Collective and ReduceOp in crates/core; the
+// cu_contract tests in crates/nccl/src/kernels.rs check them, and the
+// layout of Params, against this file.
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -28,8 +30,8 @@ struct Params {
   int world;
   int rank;
   int root;
-  int coll;   // Collective, declaration order
-  int redop;  // ReduceOp, declaration order; -1 = data movement only
+  int coll;   // Collective as i32 (its explicit discriminant)
+  int redop;  // ReduceOp as i32; -1 = data movement only
   int tol;    // ULPs allowed (2 for floating avg)
 };
 

@@ -1,11 +1,13 @@
 //! NCCL's C API, resolved at run time from the library found by
 //! [`crate::loader`]. Only what collbench calls; optional symbols (newer
-//! NCCL) are `Option`s checked against the version before use.
+//! NCCL) are `Option`s checked against the version before use. The raw
+//! entry points are called only by the safe methods in [`crate::api`].
 
+use crate::error::NcclError;
 use libloading::Library;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
 
-/// `ncclComm_t`
+/// `ncclComm_t` as the C functions take it.
 pub type Comm = *mut c_void;
 /// `cudaStream_t` (the same handle as the driver's `CUstream`)
 pub type Stream = *mut c_void;
@@ -24,9 +26,11 @@ pub struct UniqueId {
 }
 
 impl UniqueId {
+    /// The id as bytes, to send to the other processes.
     pub fn to_bytes(&self) -> Vec<u8> {
         self.internal.iter().map(|&c| c as u8).collect()
     }
+    /// The id from another process's bytes (`None` unless 128 bytes).
     pub fn from_bytes(b: &[u8]) -> Option<UniqueId> {
         if b.len() != 128 {
             return None;
@@ -51,17 +55,18 @@ pub struct Nccl {
     /// and unmapping the code under them crashes the process at exit.
     _lib: std::mem::ManuallyDrop<Library>,
     pub version: c_int,
-    pub get_error_string: unsafe extern "C" fn(NcclResult) -> *const c_char,
-    pub get_last_error: Option<unsafe extern "C" fn(Comm) -> *const c_char>,
-    pub get_unique_id: unsafe extern "C" fn(*mut UniqueId) -> NcclResult,
-    pub comm_init_rank: unsafe extern "C" fn(*mut Comm, c_int, UniqueId, c_int) -> NcclResult,
-    pub comm_init_all: unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> NcclResult,
-    pub comm_destroy: unsafe extern "C" fn(Comm) -> NcclResult,
-    pub comm_abort: unsafe extern "C" fn(Comm) -> NcclResult,
-    pub comm_get_async_error: unsafe extern "C" fn(Comm, *mut NcclResult) -> NcclResult,
-    pub group_start: unsafe extern "C" fn() -> NcclResult,
-    pub group_end: unsafe extern "C" fn() -> NcclResult,
-    pub all_reduce: unsafe extern "C" fn(
+    pub(crate) get_error_string: unsafe extern "C" fn(NcclResult) -> *const c_char,
+    pub(crate) get_last_error: Option<unsafe extern "C" fn(Comm) -> *const c_char>,
+    pub(crate) get_unique_id: unsafe extern "C" fn(*mut UniqueId) -> NcclResult,
+    pub(crate) comm_init_rank:
+        unsafe extern "C" fn(*mut Comm, c_int, UniqueId, c_int) -> NcclResult,
+    pub(crate) comm_init_all: unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> NcclResult,
+    pub(crate) comm_destroy: unsafe extern "C" fn(Comm) -> NcclResult,
+    pub(crate) comm_abort: unsafe extern "C" fn(Comm) -> NcclResult,
+    pub(crate) comm_get_async_error: unsafe extern "C" fn(Comm, *mut NcclResult) -> NcclResult,
+    pub(crate) group_start: unsafe extern "C" fn() -> NcclResult,
+    pub(crate) group_end: unsafe extern "C" fn() -> NcclResult,
+    pub(crate) all_reduce: unsafe extern "C" fn(
         *const c_void,
         *mut c_void,
         usize,
@@ -70,7 +75,7 @@ pub struct Nccl {
         Comm,
         Stream,
     ) -> NcclResult,
-    pub all_gather: unsafe extern "C" fn(
+    pub(crate) all_gather: unsafe extern "C" fn(
         *const c_void,
         *mut c_void,
         usize,
@@ -78,7 +83,7 @@ pub struct Nccl {
         Comm,
         Stream,
     ) -> NcclResult,
-    pub reduce_scatter: unsafe extern "C" fn(
+    pub(crate) reduce_scatter: unsafe extern "C" fn(
         *const c_void,
         *mut c_void,
         usize,
@@ -87,7 +92,7 @@ pub struct Nccl {
         Comm,
         Stream,
     ) -> NcclResult,
-    pub broadcast: unsafe extern "C" fn(
+    pub(crate) broadcast: unsafe extern "C" fn(
         *const c_void,
         *mut c_void,
         usize,
@@ -96,7 +101,7 @@ pub struct Nccl {
         Comm,
         Stream,
     ) -> NcclResult,
-    pub reduce: unsafe extern "C" fn(
+    pub(crate) reduce: unsafe extern "C" fn(
         *const c_void,
         *mut c_void,
         usize,
@@ -106,16 +111,16 @@ pub struct Nccl {
         Comm,
         Stream,
     ) -> NcclResult,
-    pub send:
+    pub(crate) send:
         unsafe extern "C" fn(*const c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
-    pub recv:
+    pub(crate) recv:
         unsafe extern "C" fn(*mut c_void, usize, DataTypeId, c_int, Comm, Stream) -> NcclResult,
-    pub red_op_create_pre_mul_sum: Option<
+    pub(crate) red_op_create_pre_mul_sum: Option<
         unsafe extern "C" fn(*mut RedOpId, *mut c_void, DataTypeId, c_int, Comm) -> NcclResult,
     >,
-    pub red_op_destroy: Option<unsafe extern "C" fn(RedOpId, Comm) -> NcclResult>,
+    pub(crate) red_op_destroy: Option<unsafe extern "C" fn(RedOpId, Comm) -> NcclResult>,
     /// NCCL >= 2.28
-    pub alltoall: Option<
+    pub(crate) alltoall: Option<
         unsafe extern "C" fn(
             *const c_void,
             *mut c_void,
@@ -126,19 +131,7 @@ pub struct Nccl {
         ) -> NcclResult,
     >,
     /// NCCL >= 2.28
-    pub gather: Option<
-        unsafe extern "C" fn(
-            *const c_void,
-            *mut c_void,
-            usize,
-            DataTypeId,
-            c_int,
-            Comm,
-            Stream,
-        ) -> NcclResult,
-    >,
-    /// NCCL >= 2.28
-    pub scatter: Option<
+    pub(crate) gather: Option<
         unsafe extern "C" fn(
             *const c_void,
             *mut c_void,
@@ -149,31 +142,44 @@ pub struct Nccl {
             Stream,
         ) -> NcclResult,
     >,
-    pub comm_register:
+    /// NCCL >= 2.28
+    pub(crate) scatter: Option<
+        unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            DataTypeId,
+            c_int,
+            Comm,
+            Stream,
+        ) -> NcclResult,
+    >,
+    pub(crate) comm_register:
         Option<unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void) -> NcclResult>,
-    pub comm_deregister: Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
+    pub(crate) comm_deregister: Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
     /// NCCL >= 2.19: memory NCCL can map into other ranks (`-R 2`).
-    pub mem_alloc: Option<unsafe extern "C" fn(*mut *mut c_void, usize) -> NcclResult>,
-    pub mem_free: Option<unsafe extern "C" fn(*mut c_void) -> NcclResult>,
+    pub(crate) mem_alloc: Option<unsafe extern "C" fn(*mut *mut c_void, usize) -> NcclResult>,
+    pub(crate) mem_free: Option<unsafe extern "C" fn(*mut c_void) -> NcclResult>,
     /// NCCL >= 2.27: symmetric window registration (`-R 2`); collective.
-    pub comm_window_register: Option<
+    pub(crate) comm_window_register: Option<
         unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void, c_int) -> NcclResult,
     >,
-    pub comm_window_deregister: Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
+    pub(crate) comm_window_deregister:
+        Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
 }
 
 /// `NCCL_WIN_COLL_SYMMETRIC`: every rank passes the same offset into its
 /// window, so NCCL may use its symmetric-memory kernels.
 pub const NCCL_WIN_COLL_SYMMETRIC: c_int = 0x01;
 
-unsafe impl Send for Nccl {}
-unsafe impl Sync for Nccl {}
-
 macro_rules! sym {
     ($lib:expr, $name:literal) => {
         *$lib
             .get(concat!($name, "\0").as_bytes())
-            .map_err(|e| format!("{} is missing from the NCCL library: {e}", $name))?
+            .map_err(|e| NcclError::MissingSymbol {
+                symbol: $name,
+                reason: e.to_string(),
+            })?
     };
 }
 
@@ -185,7 +191,11 @@ macro_rules! opt_sym {
 
 impl Nccl {
     /// Resolves every symbol from an opened library.
-    pub fn from_library(lib: Library, version: c_int) -> Result<Nccl, String> {
+    pub fn from_library(lib: Library, version: c_int) -> Result<Nccl, NcclError> {
+        // SAFETY: each symbol is read with the C signature NCCL's nccl.h
+        // declares for it (the field types above), from a library that
+        // stays mapped for the life of the process (ManuallyDrop), so the
+        // function pointers never dangle.
         unsafe {
             let n = Nccl {
                 get_error_string: sym!(lib, "ncclGetErrorString"),
@@ -234,27 +244,6 @@ impl Nccl {
             Ok(n)
         }
     }
-
-    /// Turns a result code into an error message with NCCL's own words
-    /// (ncclGetErrorString and, where there is one, ncclGetLastError).
-    pub fn check(&self, what: &str, r: NcclResult) -> Result<(), String> {
-        if r == NCCL_SUCCESS {
-            return Ok(());
-        }
-        let s = unsafe { CStr::from_ptr((self.get_error_string)(r)) }
-            .to_string_lossy()
-            .into_owned();
-        let last = self
-            .get_last_error
-            .map(|f| unsafe { f(std::ptr::null_mut()) })
-            .filter(|p| !p.is_null())
-            .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-            .filter(|s| !s.is_empty());
-        Err(match last {
-            Some(l) => format!("{what} failed: {s} ({l})"),
-            None => format!("{what} failed: {s} (set NCCL_DEBUG=WARN for details)"),
-        })
-    }
 }
 
 /// NCCL's id for a collbench data type.
@@ -288,7 +277,35 @@ pub fn redop_id(op: collbench_core::ReduceOp) -> RedOpId {
     }
 }
 
-/// A C pointer for `ptr::null` arguments.
-pub fn null() -> *mut c_void {
-    std::ptr::null_mut()
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::{DataType, ReduceOp};
+
+    #[test]
+    fn data_type_ids_follow_nccl_h() {
+        // ncclInt8 = 0 ... ncclFloat8e5m2 = 11, in DataType::ALL's order.
+        let ids: Vec<DataTypeId> = DataType::ALL.into_iter().map(dtype_id).collect();
+        assert_eq!(ids, (0..12).collect::<Vec<_>>());
+        assert_eq!(dtype_id(DataType::Float), 7);
+        assert_eq!(dtype_id(DataType::Bfloat16), 9);
+    }
+
+    #[test]
+    fn built_in_reductions_follow_nccl_h_and_mulsum_starts_from_sum() {
+        let ids: Vec<RedOpId> = ReduceOp::ALL.into_iter().map(redop_id).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 4, 0]);
+    }
+
+    #[test]
+    fn unique_ids_round_trip_as_128_bytes() {
+        let mut id = UniqueId { internal: [0; 128] };
+        id.internal[0] = 7;
+        id.internal[127] = -1;
+        let b = id.to_bytes();
+        assert_eq!(b.len(), 128);
+        assert_eq!((b[0], b[127]), (7, 255));
+        assert_eq!(UniqueId::from_bytes(&b).unwrap().internal, id.internal);
+        assert!(UniqueId::from_bytes(&b[..127]).is_none());
+    }
 }

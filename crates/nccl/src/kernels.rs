@@ -1,7 +1,8 @@
 //! The GPU verification kernels (kernels/verify.cu, embedded as PTX) and
 //! the host-side fallback used when they cannot be loaded.
 
-use crate::cuda::{self, DeviceBuffer, Function, Module, Stream};
+use crate::cuda::{self, DeviceBuffer, DevicePtr, Function, Module, Stream};
+use crate::error::CudaError;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
 use collbench_core::verify::{output_source, ulp_distance, Pattern, Source};
@@ -61,6 +62,24 @@ impl KernelParams {
     }
 }
 
+/// Why the kernels could not be loaded (the backend then checks on the
+/// host).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// COLLBENCH_PTX names a file that cannot be read.
+    #[error("cannot read COLLBENCH_PTX={path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    /// The PTX has no kernels (a placeholder checked in without nvcc).
+    #[error("the embedded verification PTX is empty (regenerate it with crates/nccl/kernels/regen-ptx.sh)")]
+    Empty,
+    /// The driver refused the module or a kernel.
+    #[error(transparent)]
+    Cuda(#[from] CudaError),
+}
+
 /// Loaded kernels on one device (load in that device's context).
 pub struct Kernels {
     _module: Module,
@@ -79,17 +98,18 @@ fn index(t: DataType) -> usize {
 impl Kernels {
     /// Loads the embedded PTX, or the file named by COLLBENCH_PTX (for
     /// trying regenerated kernels without a rebuild).
-    pub fn load() -> Result<Kernels, String> {
+    pub fn load() -> Result<Kernels, LoadError> {
         let text = match std::env::var("COLLBENCH_PTX") {
-            Ok(path) => std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read COLLBENCH_PTX={path}: {e}"))?,
+            Ok(path) => {
+                std::fs::read_to_string(&path).map_err(|source| LoadError::Read { path, source })?
+            }
             Err(_) => PTX.to_string(),
         };
         if !text.contains(".entry") {
-            return Err("the embedded verification PTX is empty (regenerate it with crates/nccl/kernels/regen-ptx.sh)".into());
+            return Err(LoadError::Empty);
         }
         let module = Module::load_ptx(&text)?;
-        let get = |kind: &str| -> Result<[Function; 12], String> {
+        let get = |kind: &str| -> Result<[Function; 12], CudaError> {
             let v: Vec<Function> = DataType::ALL
                 .iter()
                 .map(|t| module.function(&format!("collbench_{kind}_{}", t.name())))
@@ -112,41 +132,51 @@ impl Kernels {
     /// result.
     pub fn check(
         &self,
-        out: *const c_void,
+        out: DevicePtr,
         p: &KernelParams,
         dtype: DataType,
         s: &Stream,
-    ) -> Result<u64, String> {
-        cuda::memset_async(self.wrong.as_ptr(0), 0, 8, s)?;
+    ) -> Result<u64, CudaError> {
+        cuda::memset_async(self.wrong.at(0), 0, 8, s)?;
         let mut p = *p;
-        let mut o = out;
-        let mut w = self.wrong.ptr;
+        let mut o = out.addr();
+        let mut w = self.wrong.at(0).addr();
         let mut args = [
             &mut o as *mut _ as *mut c_void,
             &mut p as *mut _ as *mut c_void,
             &mut w as *mut _ as *mut c_void,
         ];
+        // SAFETY: collbench_check_<type>(const T* out, Params p, u64* wrong)
+        // in verify.cu: two device addresses (u64, pointer-sized) and a
+        // repr(C) copy of Params, each pointed to by `args` and alive for
+        // the call (the driver copies argument values at launch). `wrong`
+        // is this struct's own 8-byte buffer; `_module` keeps the kernel
+        // loaded.
         unsafe { self.check[index(dtype)].launch(Self::grid(p.recv_count), 256, &mut args, s)? };
         s.synchronize()?;
         let mut bytes = [0u8; 8];
-        cuda::copy_to_host(&mut bytes, self.wrong.as_ptr(0))?;
+        cuda::copy_to_host(&mut bytes, self.wrong.at(0))?;
         Ok(u64::from_le_bytes(bytes))
     }
 
     /// Writes the input pattern into `buf` (send_count elements of `dtype`).
     pub fn fill(
         &self,
-        buf: *mut c_void,
+        buf: DevicePtr,
         p: &KernelParams,
         dtype: DataType,
         s: &Stream,
-    ) -> Result<(), String> {
+    ) -> Result<(), CudaError> {
         let mut p = *p;
-        let mut b = buf;
+        let mut b = buf.addr();
         let mut args = [
             &mut b as *mut _ as *mut c_void,
             &mut p as *mut _ as *mut c_void,
         ];
+        // SAFETY: collbench_fill_<type>(T* buf, Params p) in verify.cu: a
+        // device address (u64, pointer-sized) and a repr(C) copy of Params,
+        // pointed to by `args` and alive for the call; `_module` keeps the
+        // kernel loaded.
         unsafe { self.fill[index(dtype)].launch(Self::grid(p.send_count), 256, &mut args, s) }
     }
 }
@@ -189,11 +219,157 @@ pub fn host_check(case: &CaseSpec, rank: usize, seed: u64, out: &[u8]) -> u64 {
 }
 
 fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
-    // SAFETY: plain-old-data element types, read as bytes.
+    // SAFETY: the element types (integers, floats, half, f8) are plain
+    // data without padding, so all size_of_val(v) bytes behind the live
+    // slice are initialised; the byte view borrows `v`, so it cannot
+    // outlive it.
     unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
 }
 
 /// The bytes of one element of `dtype` with value `v` (premulsum scalars).
 pub fn scalar_bytes(dtype: DataType, v: f64) -> Vec<u8> {
     with_element!(dtype, T => as_bytes(&[T::from_value(v)]).to_vec())
+}
+
+/// The Rust <-> CUDA contract, read from kernels/verify.cu as written: the
+/// enum values the kernels compare `coll` and `redop` with, the layout of
+/// `struct Params`, and one kernel pair per data type.
+#[cfg(test)]
+mod cu_contract {
+    use super::KernelParams;
+    use collbench_core::{Collective, DataType, ReduceOp};
+    use std::collections::BTreeMap;
+    use std::mem::offset_of;
+
+    const CU: &str = include_str!("../kernels/verify.cu");
+
+    /// Every C `enum { A, B = 4, C };` in the file, as name -> value.
+    fn enums() -> Vec<BTreeMap<String, i64>> {
+        let mut out = Vec::new();
+        let mut rest = CU;
+        while let Some(at) = rest.find("enum {") {
+            let body = &rest[at + "enum {".len()..];
+            let end = body.find('}').expect("enum closes");
+            let mut next = 0;
+            let mut map = BTreeMap::new();
+            for item in body[..end]
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+            {
+                let (name, value) = match item.split_once('=') {
+                    Some((n, v)) => (n.trim(), v.trim().parse().expect("integer value")),
+                    None => (item, next),
+                };
+                map.insert(name.to_string(), value);
+                next = value + 1;
+            }
+            out.push(map);
+            rest = &body[end..];
+        }
+        out
+    }
+
+    /// The enum that holds `member`.
+    fn enum_with(member: &str) -> BTreeMap<String, i64> {
+        enums()
+            .into_iter()
+            .find(|e| e.contains_key(member))
+            .unwrap_or_else(|| panic!("verify.cu has no enum with {member}"))
+    }
+
+    #[test]
+    fn collective_values_match_verify_cu() {
+        let cu = enum_with("ALL_REDUCE");
+        assert_eq!(cu.len(), Collective::ALL.len(), "{cu:?}");
+        for c in Collective::ALL {
+            let name = c.name().to_ascii_uppercase();
+            assert_eq!(
+                cu.get(&name),
+                Some(&(c as i64)),
+                "{c:?} is {name} in verify.cu"
+            );
+        }
+    }
+
+    #[test]
+    fn reduce_op_values_match_verify_cu() {
+        let cu = enum_with("SUM");
+        assert_eq!(cu.len(), ReduceOp::ALL.len(), "{cu:?}");
+        for op in ReduceOp::ALL {
+            let name = op.name().to_ascii_uppercase();
+            assert_eq!(
+                cu.get(&name),
+                Some(&(op as i64)),
+                "{op:?} is {name} in verify.cu"
+            );
+        }
+    }
+
+    #[test]
+    fn every_enum_value_the_kernels_switch_on_is_known() {
+        // `case X:` labels in verify.cu name only members of the two enums.
+        let known: Vec<String> = enums().into_iter().flat_map(|e| e.into_keys()).collect();
+        for line in CU.lines() {
+            for part in line.split("case ").skip(1) {
+                let label = part.split(':').next().unwrap().trim();
+                assert!(
+                    known.iter().any(|k| k == label),
+                    "case {label} is no enum member"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn params_layout_matches_verify_cu() {
+        let body = CU.split("struct Params {").nth(1).expect("struct Params");
+        let body = &body[..body.find("};").expect("Params closes")];
+        let mut offset = 0usize;
+        let mut fields = 0;
+        for line in body.lines() {
+            let decl = line.split("//").next().unwrap().trim();
+            let Some(decl) = decl.strip_suffix(';') else {
+                continue;
+            };
+            let (ty, name) = decl.split_once(' ').expect("type and name");
+            let size = match ty {
+                "u64" => 8,
+                "int" => 4,
+                other => panic!("unexpected field type {other}"),
+            };
+            offset = offset.next_multiple_of(size);
+            let rust = match name.trim() {
+                "seed" => offset_of!(KernelParams, seed),
+                "modulus" => offset_of!(KernelParams, modulus),
+                "send_count" => offset_of!(KernelParams, send_count),
+                "recv_count" => offset_of!(KernelParams, recv_count),
+                "param_count" => offset_of!(KernelParams, param_count),
+                "world" => offset_of!(KernelParams, world),
+                "rank" => offset_of!(KernelParams, rank),
+                "root" => offset_of!(KernelParams, root),
+                "coll" => offset_of!(KernelParams, coll),
+                "redop" => offset_of!(KernelParams, redop),
+                "tol" => offset_of!(KernelParams, tol),
+                other => panic!("Params.{other} has no KernelParams field"),
+            };
+            assert_eq!(rust, offset, "Params.{name}");
+            offset += size;
+            fields += 1;
+        }
+        assert_eq!(fields, 11);
+        assert_eq!(
+            std::mem::size_of::<KernelParams>(),
+            offset.next_multiple_of(8)
+        );
+    }
+
+    #[test]
+    fn every_data_type_has_its_kernels() {
+        for t in DataType::ALL {
+            let line = format!("KERNELS({}, ", t.name());
+            assert!(CU.contains(&line), "verify.cu lacks {line}...)");
+        }
+        assert_eq!(CU.matches("\nKERNELS(").count(), DataType::ALL.len());
+    }
 }

@@ -3,14 +3,25 @@
 //! The CUDA driver is reached through cudarc's run-time loaded bindings and
 //! NCCL is opened by path ([`loader`]), so the same binary starts on
 //! machines without either and falls back to the CPU backend there.
+//!
+//! Layers, bottom up: [`ffi`] (NCCL's entry points as loaded), [`api`] and
+//! [`cuda`] (one safe method per library call; all `unsafe` lives there
+//! and in [`kernels`]' launches), [`group`] (groups that always close),
+//! [`error`] (typed errors that become `BackendError` with `?`), and
+//! [`backend`] (the benchmark itself, safe Rust).
 
+mod affinity;
+pub mod api;
 pub mod backend;
 pub mod cuda;
+pub mod error;
 pub mod ffi;
+pub mod group;
 pub mod kernels;
 pub mod loader;
 
 pub use backend::NcclBackend;
+pub use error::{CudaError, NcclError};
 
 use std::path::PathBuf;
 
@@ -32,6 +43,6 @@ pub struct NcclOptions {
 }
 
 /// Number of CUDA GPUs visible, or why none can be used.
-pub fn gpu_count() -> Result<usize, String> {
+pub fn gpu_count() -> Result<usize, CudaError> {
     cuda::device_count()
 }

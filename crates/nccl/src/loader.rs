@@ -115,10 +115,15 @@ pub fn open(explicit: Option<&Path>) -> Result<(libloading::Library, FoundNccl),
             tried.push(format!("{} (absent)", path.display()));
             continue;
         }
-        // SAFETY: loading NCCL runs its initialisers, which are benign.
+        // SAFETY: loading a shared library runs its initialisers; NCCL's
+        // only set up its own state. The path is one the user or the
+        // system's library folders name as libnccl.
         match unsafe { libloading::Library::new(&path) } {
             Ok(lib) => {
                 let mut v = 0i32;
+                // SAFETY: ncclGetVersion(int*) writes one int through its
+                // argument, here `v`, a live local; the symbol's type is the
+                // one nccl.h declares, and `lib` stays loaded for the call.
                 let ok = unsafe {
                     lib.get::<unsafe extern "C" fn(*mut i32) -> i32>(b"ncclGetVersion\0")
                         .map(|f| f(&mut v) == 0)

@@ -1,0 +1,276 @@
+//! Send and receive buffers: allocation (cuMemAlloc, or ncclMemAlloc under
+//! `-R 2`), registration (`-R 1` ncclCommRegister, `-R 2` symmetric
+//! windows), and the offsets each operation uses (rotation through the
+//! allocation, `-u` misalignment, in-place layouts).
+
+use super::NcclBackend;
+use crate::cuda::{DeviceBuffer, DevicePtr};
+use crate::group::Group;
+use collbench_runner::{BackendError, CaseSpec};
+
+/// Bytes each buffer needs for sizes up to `largest`: exactly what the
+/// largest case touches (nccl-tests allocates the same); `-u` needs one
+/// element more at most (8 bytes covers every type).
+pub(crate) fn buffer_bytes(largest: u64, unalign: u64) -> usize {
+    largest as usize + unalign as usize * 8
+}
+
+/// Byte offsets of one rank's operands for the operation at `iter`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Offsets {
+    /// Into the send buffer, or into the receive buffer when in place.
+    pub(crate) send: u64,
+    /// Into the receive buffer.
+    pub(crate) recv: u64,
+    /// In place: the input lies in the receive buffer.
+    pub(crate) in_place: bool,
+}
+
+/// Offsets rotate through the allocation like nccl-tests' (each operation
+/// one slice further, within `max_bytes`), so caches do not flatter small
+/// sizes; every offset is shifted by `unalign` elements (`-u`). In place,
+/// the input and output sit at the collective's in-place offsets for
+/// `rank` within the receive buffer.
+pub(crate) fn offsets(
+    case: &CaseSpec,
+    rank: usize,
+    iter: u64,
+    max_bytes: u64,
+    rotate: bool,
+    unalign: u64,
+) -> Offsets {
+    let elt = case.dtype.size_bytes() as u64;
+    let c = &case.counts;
+    let t = c.send_count.max(c.recv_count) * elt;
+    let steps = if t > 0 && rotate {
+        (max_bytes / t).max(1)
+    } else {
+        1
+    };
+    let shift = t * (iter % steps) + unalign * elt;
+    let r = rank as u64;
+    if case.in_place {
+        Offsets {
+            send: shift + c.send_inplace_offset * r * elt,
+            recv: shift + c.recv_inplace_offset * r * elt,
+            in_place: true,
+        }
+    } else {
+        Offsets {
+            send: shift,
+            recv: shift,
+            in_place: false,
+        }
+    }
+}
+
+/// The out-of-memory error: what failed, the free memory and the fix.
+fn oom_message(
+    e: &dyn std::fmt::Display,
+    bytes: usize,
+    ordinal: usize,
+    free: usize,
+    total: usize,
+) -> String {
+    format!(
+        "{e} for {bytes} bytes on GPU {ordinal} ({free} of {total} bytes free): the largest size that fits is about {} bytes; lower -e",
+        free / 2
+    )
+}
+
+impl NcclBackend {
+    /// Makes sure each GPU has send and receive buffers for `bytes`. All
+    /// GPUs' buffers are the same size, so they are (re)allocated together:
+    /// `-R 2` registers them collectively.
+    pub(crate) fn ensure_buffers(&mut self, bytes: u64) -> Result<(), BackendError> {
+        let bytes = buffer_bytes(bytes, self.unalign);
+        let have = self.gpus[0].recv.as_ref().map(|b| b.bytes).unwrap_or(0);
+        if have >= bytes {
+            return Ok(());
+        }
+        self.release_buffers();
+        for i in 0..self.gpus.len() {
+            self.gpus[i].dev.bind()?;
+            let send = self.alloc_buffer(i, bytes)?;
+            let recv = self.alloc_buffer(i, bytes)?;
+            (self.gpus[i].send, self.gpus[i].recv) = (Some(send), Some(recv));
+        }
+        match self.opts.register {
+            1 => self.register_buffers(),
+            2 => self.register_windows(),
+            _ => Ok(()),
+        }
+    }
+
+    /// One buffer on local GPU `i`: cuMemAlloc, or ncclMemAlloc under `-R 2`
+    /// (window registration needs memory NCCL can map into other ranks).
+    fn alloc_buffer(&self, i: usize, bytes: usize) -> Result<DeviceBuffer, BackendError> {
+        let gpu = &self.gpus[i];
+        let oom = |e: &dyn std::fmt::Display| {
+            let (free, total) = gpu.dev.mem_info();
+            BackendError::OutOfMemory(oom_message(e, bytes, gpu.dev.ordinal, free, total))
+        };
+        if self.opts.register != 2 {
+            return DeviceBuffer::alloc(bytes).map_err(|e| oom(&e));
+        }
+        if !self.nccl.has_mem_alloc() {
+            return Err(BackendError::Unsupported(
+                "-R 2 needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister): use -R 1".into(),
+            ));
+        }
+        self.nccl.mem_alloc(bytes).map_err(|e| oom(&e))
+    }
+
+    /// `-R 1`: ncclCommRegister on every buffer (local, not collective).
+    fn register_buffers(&mut self) -> Result<(), BackendError> {
+        if !self.nccl.has_comm_register() {
+            return Err(BackendError::Unsupported(
+                "-R 1 needs NCCL >= 2.19 (ncclCommRegister)".into(),
+            ));
+        }
+        for gpu in &mut self.gpus {
+            gpu.dev.bind()?;
+            for buf in [gpu.send.as_ref(), gpu.recv.as_ref()].into_iter().flatten() {
+                let handle = self.nccl.comm_register(&gpu.comm, buf)?;
+                gpu.reg.push(handle);
+            }
+        }
+        Ok(())
+    }
+
+    /// `-R 2`: symmetric windows over every buffer. Registration is
+    /// collective over each communicator, so the GPUs of this process
+    /// register inside one group.
+    fn register_windows(&mut self) -> Result<(), BackendError> {
+        if !self.nccl.has_window_register() {
+            return Err(BackendError::Unsupported(
+                "-R 2 needs NCCL >= 2.27 (ncclCommWindowRegister): use -R 1".into(),
+            ));
+        }
+        let mut owners = Vec::new();
+        let mut bufs = Vec::new();
+        for (i, gpu) in self.gpus.iter().enumerate() {
+            for buf in [gpu.send.as_ref(), gpu.recv.as_ref()].into_iter().flatten() {
+                owners.push(i);
+                bufs.push((&gpu.comm, buf));
+            }
+        }
+        let wins = self.nccl.window_register_all(&bufs)?;
+        for (i, w) in owners.into_iter().zip(wins) {
+            self.gpus[i].win.extend(w);
+        }
+        Ok(())
+    }
+
+    /// Undoes `-R 1`/`-R 2` registration and frees every buffer.
+    pub(crate) fn release_buffers(&mut self) {
+        let n = &self.nccl;
+        if self.gpus.iter().any(|g| !g.win.is_empty()) {
+            // Deregistering a window is collective too: one group. Errors
+            // are ignored, as the buffers go anyway.
+            let group = Group::start(n);
+            for gpu in &mut self.gpus {
+                for w in gpu.win.drain(..) {
+                    n.window_deregister(&gpu.comm, w);
+                }
+            }
+            if let Ok(g) = group {
+                let _ = g.end();
+            }
+        }
+        for gpu in &mut self.gpus {
+            let _ = gpu.dev.bind();
+            for h in gpu.reg.drain(..) {
+                n.comm_deregister(&gpu.comm, h);
+            }
+            gpu.send = None;
+            gpu.recv = None;
+        }
+    }
+
+    /// Buffer addresses (send, receive) of local GPU `i` for the operation
+    /// at `iter` (see [`offsets`]).
+    pub(crate) fn ptrs(
+        &self,
+        case: &CaseSpec,
+        i: usize,
+        iter: u64,
+        max_bytes: u64,
+    ) -> (DevicePtr, DevicePtr) {
+        let gpu = &self.gpus[i];
+        let o = offsets(case, gpu.rank, iter, max_bytes, self.rotate, self.unalign);
+        let recv = gpu.recv.as_ref().expect("buffers allocated");
+        let send = if o.in_place {
+            recv
+        } else {
+            gpu.send.as_ref().expect("buffers allocated")
+        };
+        (send.at(o.send), recv.at(o.recv))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::test_case;
+    use collbench_core::{Collective, DataType};
+
+    #[test]
+    fn buffers_hold_the_largest_case_plus_the_misalignment() {
+        assert_eq!(buffer_bytes(1 << 20, 0), 1 << 20);
+        assert_eq!(buffer_bytes(1 << 20, 3), (1 << 20) + 24);
+    }
+
+    #[test]
+    fn offsets_rotate_within_the_largest_size() {
+        // 1 KiB float all_reduce in a 4 KiB sweep: four slices, then wrap.
+        let c = test_case(Collective::AllReduce, DataType::Float, 1024, 2, false);
+        let at = |iter| offsets(&c, 1, iter, 4096, true, 0);
+        let seen: Vec<u64> = (0..6).map(|i| at(i).send).collect();
+        assert_eq!(seen, [0, 1024, 2048, 3072, 0, 1024]);
+        assert_eq!(at(2).recv, 2048);
+        assert!(!at(2).in_place);
+        // Without rotation (COLLBENCH_NO_ROTATE) every operation is at 0.
+        assert_eq!(offsets(&c, 1, 3, 4096, false, 0).send, 0);
+    }
+
+    #[test]
+    fn a_size_larger_than_the_sweep_does_not_rotate() {
+        let c = test_case(Collective::AllReduce, DataType::Float, 8192, 2, false);
+        assert_eq!(offsets(&c, 0, 5, 4096, true, 0).send, 0);
+    }
+
+    #[test]
+    fn unalign_shifts_by_whole_elements() {
+        let c = test_case(Collective::AllReduce, DataType::Double, 1024, 2, false);
+        let o = offsets(&c, 0, 0, 1024, true, 1);
+        assert_eq!((o.send, o.recv), (8, 8));
+    }
+
+    #[test]
+    fn in_place_all_gather_input_sits_at_the_rank_slice_of_the_output() {
+        // all_gather, 4 ranks, 4 KiB output: each rank sends 1 KiB, and in
+        // place its input is its own slice of the receive buffer.
+        let c = test_case(Collective::AllGather, DataType::Float, 4096, 4, true);
+        let o = offsets(&c, 2, 0, 4096, true, 0);
+        assert!(o.in_place);
+        assert_eq!(o.send, 2 * 1024);
+        assert_eq!(o.recv, 0);
+    }
+
+    #[test]
+    fn in_place_reduce_scatter_output_sits_at_the_rank_slice_of_the_input() {
+        let c = test_case(Collective::ReduceScatter, DataType::Float, 4096, 4, true);
+        let o = offsets(&c, 3, 0, 4096, true, 0);
+        assert_eq!((o.send, o.recv), (0, 3 * 1024));
+    }
+
+    #[test]
+    fn out_of_memory_names_the_size_the_gpu_and_the_fix() {
+        let m = oom_message(&"cuMemAlloc failed: out of memory", 1 << 30, 1, 600, 1000);
+        assert_eq!(
+            m,
+            "cuMemAlloc failed: out of memory for 1073741824 bytes on GPU 1 (600 of 1000 bytes free): the largest size that fits is about 300 bytes; lower -e"
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! The NCCL backend: one process drives `g` GPUs (one communicator rank
+//! each), timed like nccl-tests (host wall clock around the whole loop,
+//! ending when every stream has finished) with per-iteration CUDA events
+//! for percentiles, and checked on the GPU by the verification kernels.
+//!
+//! Split along its seams: `setup` (loading, devices, communicators),
+//! `buffers` (allocation, registration, rotation), `issue` (the NCCL
+//! calls of each collective), `timing` (timed loop, events, graphs,
+//! waiting) and `verify` (the check pass). This file holds the state and
+//! the [`Backend`] entry points.
+
+// Backend code is safe Rust: every library call goes through the safe
+// layers (crate::api, crate::cuda, crate::kernels, crate::affinity).
+#![forbid(unsafe_code)]
+
+mod buffers;
+mod issue;
+mod setup;
+mod timing;
+mod verify;
+
+use crate::api::{Communicator, Registration, Window};
+use crate::cuda::{Device, DeviceBuffer, Stream};
+use crate::ffi::Nccl;
+use crate::kernels::Kernels;
+use crate::loader::FoundNccl;
+use crate::NcclOptions;
+use collbench_core::collective::RedopUse;
+use collbench_core::{Collective, DeviceInfo, ReduceOp};
+use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
+
+/// One local GPU: its context, stream, communicator and buffers.
+///
+/// Fields drop in declaration order: everything that lives in the device's
+/// context goes before `dev`, which releases the context.
+pub(crate) struct Gpu {
+    pub(crate) kernels: Option<Kernels>,
+    pub(crate) send: Option<DeviceBuffer>,
+    pub(crate) recv: Option<DeviceBuffer>,
+    pub(crate) stream: Stream,
+    pub(crate) comm: Communicator,
+    /// Rank in this GPU's communicator.
+    pub(crate) rank: usize,
+    /// Rank among all GPUs of the job (differs from `rank` with
+    /// NCCL_TESTS_SPLIT groups).
+    pub(crate) global_rank: usize,
+    /// NCCL_TESTS_SPLIT colour of this process.
+    pub(crate) group: u64,
+    /// ncclCommRegister handles of send and receive buffers (`-R 1`).
+    pub(crate) reg: Vec<Registration>,
+    /// Symmetric windows over send and receive buffers (`-R 2`).
+    pub(crate) win: Vec<Window>,
+    pub(crate) dev: Device,
+}
+
+/// CUDA GPUs driven through NCCL.
+pub struct NcclBackend {
+    pub(crate) nccl: Nccl,
+    pub(crate) found: FoundNccl,
+    pub(crate) gpus: Vec<Gpu>,
+    pub(crate) world_size: usize,
+    pub(crate) host: String,
+    pub(crate) opts: NcclOptions,
+    /// Set after a timeout or async error: communicators were aborted.
+    pub(crate) aborted: bool,
+    /// A throwaway graph has been captured and replayed (`-G`).
+    pub(crate) graphs_warmed: bool,
+    /// Rotate buffer offsets between iterations (off with
+    /// COLLBENCH_NO_ROTATE=1, for diagnosing cache effects).
+    pub(crate) rotate: bool,
+    /// Elements every buffer is misaligned by (`-u`).
+    pub(crate) unalign: u64,
+}
+
+/// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
+/// remote run stops.
+pub(crate) fn debug(what: &str) {
+    if std::env::var_os("COLLBENCH_DEBUG").is_some() {
+        eprintln!("collbench debug: {what}");
+    }
+}
+
+/// The collectives `-R 2` (symmetric windows) runs. Verified on H200 x2 /
+/// NCCL 2.28.3 with one and two processes for these four; broadcast with
+/// two GPUs in one process never finished at 2 MiB.
+fn runs_with_windows(c: Collective) -> bool {
+    matches!(
+        c,
+        Collective::AllReduce
+            | Collective::AllGather
+            | Collective::ReduceScatter
+            | Collective::AllToAll
+    )
+}
+
+/// Mulsum on a reducing collective: needs a premulsum operator per GPU.
+pub(crate) fn needs_pre_mul_sum(case: &CaseSpec) -> bool {
+    case.redop == ReduceOp::MulSum && case.collective.spec().redop == RedopUse::Reduces
+}
+
+impl NcclBackend {
+    pub(crate) fn ensure_usable(&self) -> Result<(), BackendError> {
+        if self.aborted {
+            return Err(BackendError::Library(
+                "the NCCL communicators were aborted after an earlier error".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for NcclBackend {
+    fn drop(&mut self) {
+        if self.aborted {
+            return;
+        }
+        for gpu in &self.gpus {
+            let _ = gpu.dev.bind();
+            let _ = gpu.stream.synchronize();
+        }
+        self.release_buffers();
+        for gpu in &mut self.gpus {
+            let _ = gpu.dev.bind();
+            let _ = self.nccl.comm_destroy(&mut gpu.comm);
+        }
+    }
+}
+
+impl Backend for NcclBackend {
+    fn info(&self) -> BackendInfo {
+        BackendInfo {
+            name: "nccl".into(),
+            library: Some(format!("NCCL {}", self.found.version_string())),
+            library_path: Some(self.found.path.display().to_string()),
+            library_version_code: Some(self.found.version_code as u32),
+            devices: self
+                .gpus
+                .iter()
+                .map(|g| DeviceInfo {
+                    rank: g.global_rank as u64,
+                    group: g.group,
+                    pid: std::process::id() as u64,
+                    host: self.host.clone(),
+                    device: g.dev.ordinal as u64,
+                    bus_id: Some(g.dev.pci_bus_id()),
+                    name: g.dev.name(),
+                })
+                .collect(),
+        }
+    }
+
+    fn local_ranks(&self) -> usize {
+        self.gpus.len()
+    }
+
+    fn world_size(&self) -> usize {
+        self.world_size
+    }
+
+    fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
+        if self.opts.register == 2 && !runs_with_windows(case.collective) {
+            return Err(BackendError::Unsupported(
+                "-R 2 runs all_reduce, all_gather, reduce_scatter and alltoall only (broadcast hung at 2 MiB with symmetric windows on NCCL 2.28.3): use -R 1 for this collective".into(),
+            ));
+        }
+        if case.dtype.is_f8() {
+            if self.found.version_code < 22400 {
+                return Err(BackendError::Unsupported(format!(
+                    "{} needs NCCL >= 2.24 (found {})",
+                    case.dtype,
+                    self.found.version_string()
+                )));
+            }
+            if let Some(g) = self.gpus.iter().find(|g| g.dev.compute_capability().0 < 9) {
+                return Err(BackendError::Unsupported(format!(
+                    "{} needs compute capability >= 9.0 (GPU {} is {:?})",
+                    case.dtype,
+                    g.dev.ordinal,
+                    g.dev.compute_capability()
+                )));
+            }
+        }
+        if needs_pre_mul_sum(case) && !self.nccl.has_pre_mul_sum() {
+            return Err(BackendError::Unsupported(
+                "mulsum needs NCCL >= 2.11".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
+        self.unalign = elements;
+        Ok(())
+    }
+
+    fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError> {
+        debug(&format!(
+            "time {} {} {} in_place={}",
+            case.collective,
+            case.dtype,
+            case.size_bytes(),
+            case.in_place
+        ));
+        self.ensure_usable()?;
+        self.ensure_buffers(timing.max_bytes.max(case.size_bytes()))?;
+        let ops = self.make_ops(case)?;
+        let result = self.time_inner(case, timing, &ops);
+        self.free_ops(case, &ops);
+        result
+    }
+
+    fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError> {
+        debug("check");
+        self.ensure_usable()?;
+        self.ensure_buffers(case.size_bytes())?;
+        let ops = self.make_ops(case)?;
+        let result = self.check_inner(case, seed, corrupt, &ops);
+        self.free_ops(case, &ops);
+        result
+    }
+}
+
+/// A case for the unit tests of the backend's pure logic.
+#[cfg(test)]
+pub(crate) fn test_case(
+    collective: Collective,
+    dtype: collbench_core::DataType,
+    size_bytes: u64,
+    world_size: usize,
+    in_place: bool,
+) -> CaseSpec {
+    CaseSpec {
+        collective,
+        dtype,
+        redop: ReduceOp::Sum,
+        root: 0,
+        counts: collective.counts(size_bytes, dtype.size_bytes(), world_size),
+        in_place,
+        world_size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::DataType;
+
+    #[test]
+    fn windows_run_the_four_verified_collectives() {
+        let ok: Vec<Collective> = Collective::ALL
+            .into_iter()
+            .filter(|&c| runs_with_windows(c))
+            .collect();
+        assert_eq!(
+            ok,
+            [
+                Collective::AllReduce,
+                Collective::AllGather,
+                Collective::ReduceScatter,
+                Collective::AllToAll
+            ]
+        );
+    }
+
+    #[test]
+    fn premulsum_only_for_mulsum_on_reducing_collectives() {
+        let mut c = test_case(Collective::AllReduce, DataType::Float, 1024, 2, false);
+        assert!(!needs_pre_mul_sum(&c));
+        c.redop = ReduceOp::MulSum;
+        assert!(needs_pre_mul_sum(&c));
+        c.collective = Collective::AllGather;
+        assert!(!needs_pre_mul_sum(&c));
+    }
+}

@@ -1,0 +1,212 @@
+//! Setting up: loading NCCL, picking this process's GPUs, splitting the
+//! processes into NCCL_TESTS_SPLIT groups and creating the communicators.
+
+use super::{debug, Gpu, NcclBackend};
+use crate::affinity;
+use crate::api::Communicator;
+use crate::cuda::{self, Device, Stream};
+use crate::ffi::{Nccl, UniqueId};
+use crate::kernels::Kernels;
+use crate::loader;
+use crate::NcclOptions;
+use collbench_launch::Control;
+use collbench_runner::BackendError;
+
+/// Which of the visible GPUs this process drives: `g` of them, GPUs
+/// 0..g alone, or under a launcher this local rank's share.
+fn pick_devices(procs: usize, g: usize, local_rank: usize) -> Vec<usize> {
+    if procs == 1 {
+        (0..g).collect()
+    } else {
+        let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+        collbench_launch::gpu_for_local_rank(local_rank, g, visible.as_deref())
+    }
+}
+
+/// `-g` too large for the GPUs there are: one line with the fix.
+fn check_devices(
+    devices: &[usize],
+    g: usize,
+    count: usize,
+    procs: usize,
+    local_rank: usize,
+) -> Result<(), BackendError> {
+    if devices.len() != g || devices.iter().any(|&d| d >= count) {
+        return Err(BackendError::Library(format!(
+            "asked for {g} GPU(s) per process{} but only {count} are visible: lower -g or check CUDA_VISIBLE_DEVICES",
+            if procs > 1 { format!(" at local rank {local_rank}") } else { String::new() }
+        )));
+    }
+    Ok(())
+}
+
+/// The processes of `rank`'s NCCL_TESTS_SPLIT group (same colour), and
+/// `rank`'s index among them.
+fn split_group(colors: &[u64], color: u64, rank: usize) -> (Vec<usize>, usize) {
+    let group: Vec<usize> = (0..colors.len()).filter(|&p| colors[p] == color).collect();
+    let index = group.iter().position(|&p| p == rank).unwrap_or(0);
+    (group, index)
+}
+
+/// Pins the thread that launches collectives to one CPU, as mpirun binds
+/// each rank by default: NCCL's host-side launch path is a few
+/// microseconds, and migrations between cores show up at small sizes.
+/// Done after communicator creation so NCCL's own threads keep the whole
+/// mask. COLLBENCH_PIN=0 turns it off.
+fn pin_driving_thread(local_rank: usize) {
+    if std::env::var("COLLBENCH_PIN").as_deref() == Ok("0") {
+        return;
+    }
+    if let Some(cpu) = affinity::pin_current_thread(local_rank) {
+        debug(&format!("pinned the launching thread to CPU {cpu}"));
+    }
+}
+
+impl NcclBackend {
+    /// Loads NCCL, picks this process's GPUs and creates the communicators
+    /// (exchanging the NCCL id over `control` when there are several
+    /// processes).
+    pub fn new(opts: &NcclOptions, control: &Control) -> Result<NcclBackend, BackendError> {
+        let count = cuda::device_count()?;
+        if count == 0 {
+            return Err(BackendError::Library(
+                "no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES and nvidia-smi); use --backend cpu".into(),
+            ));
+        }
+        let (lib, found) = loader::open(opts.lib_path.as_deref())
+            .map_err(|e| BackendError::Library(e.to_string()))?;
+        let nccl = Nccl::from_library(lib, found.version_code)?;
+        let procs = control.world_size();
+        let g = opts
+            .gpus_per_process
+            .unwrap_or(if procs == 1 { count } else { 1 });
+        let devices = pick_devices(procs, g, opts.local_rank);
+        check_devices(&devices, g, count, procs, opts.local_rank)?;
+        if opts.register > 2 {
+            return Err(BackendError::Unsupported(format!(
+                "-R {} is not a registration mode: use 0 (none), 1 (ncclCommRegister) or 2 (symmetric windows)",
+                opts.register
+            )));
+        }
+        // NCCL_TESTS_SPLIT(_MASK) splits the processes into groups that run
+        // side by side, each with its own communicator (as nccl-tests does).
+        let color = if procs > 1 {
+            collbench_launch::split_color(control.rank(), |k| std::env::var(k).ok())
+        } else {
+            0
+        };
+        let colors: Vec<u64> = if procs > 1 {
+            control
+                .all_gather(color.to_le_bytes().to_vec())
+                .map_err(|e| BackendError::Library(e.to_string()))?
+                .iter()
+                .map(|b| u64::from_le_bytes(b.as_slice().try_into().unwrap_or([0; 8])))
+                .collect()
+        } else {
+            vec![0]
+        };
+        let (group, index_in_group) = split_group(&colors, color, control.rank());
+        let world_size = group.len() * g;
+        let first_rank = index_in_group * g;
+        let mut gpus = Vec::with_capacity(g);
+        for (i, &ordinal) in devices.iter().enumerate() {
+            let dev = Device::open(ordinal)?;
+            let stream = Stream::new(opts.stream_null)?;
+            gpus.push(Gpu {
+                dev,
+                stream,
+                comm: Communicator::null(),
+                rank: first_rank + i,
+                global_rank: control.rank() * g + i,
+                group: color,
+                reg: Vec::new(),
+                win: Vec::new(),
+                send: None,
+                recv: None,
+                kernels: None,
+            });
+        }
+        let comms = if procs == 1 {
+            let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
+            nccl.comm_init_all(&devs)?
+        } else {
+            // The first process of each group makes its group's NCCL id.
+            let mine = if index_in_group == 0 {
+                nccl.get_unique_id()?.to_bytes()
+            } else {
+                Vec::new()
+            };
+            let ids = control
+                .all_gather(mine)
+                .map_err(|e| BackendError::Library(e.to_string()))?;
+            let id = UniqueId::from_bytes(&ids[group[0]]).ok_or_else(|| {
+                BackendError::Library("malformed NCCL id from the group's first rank".into())
+            })?;
+            let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
+            nccl.comm_init_ranks(world_size, id, &ranks, |i| -> Result<(), BackendError> {
+                Ok(gpus[i].dev.bind()?)
+            })?
+        };
+        for (gpu, c) in gpus.iter_mut().zip(comms) {
+            gpu.comm = c;
+        }
+        let mut warned = false;
+        for gpu in &mut gpus {
+            gpu.dev.bind()?;
+            match Kernels::load() {
+                Ok(k) => gpu.kernels = Some(k),
+                Err(e) if !warned => {
+                    eprintln!("collbench: warning: GPU verification kernels unavailable ({e}); checking on the host instead, which is slower");
+                    warned = true;
+                }
+                Err(_) => {}
+            }
+        }
+        pin_driving_thread(opts.local_rank);
+        Ok(NcclBackend {
+            nccl,
+            found,
+            gpus,
+            world_size,
+            host: collbench_launch::world::system_hostname(),
+            opts: opts.clone(),
+            aborted: false,
+            graphs_warmed: false,
+            rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
+            unalign: 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_process_takes_the_first_g_gpus() {
+        assert_eq!(pick_devices(1, 3, 0), [0, 1, 2]);
+    }
+
+    #[test]
+    fn too_many_gpus_is_one_line_with_the_fix() {
+        assert!(check_devices(&[0, 1], 2, 2, 1, 0).is_ok());
+        let e = check_devices(&[0, 1, 2], 3, 2, 1, 0)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "asked for 3 GPU(s) per process but only 2 are visible: lower -g or check CUDA_VISIBLE_DEVICES"
+        );
+        let e = check_devices(&[4], 1, 2, 4, 3).unwrap_err().to_string();
+        assert!(e.contains("at local rank 3"), "{e}");
+    }
+
+    #[test]
+    fn split_groups_by_colour() {
+        // Ranks 0 and 2 share colour 0; 1 and 3 colour 1.
+        let colors = [0, 1, 0, 1];
+        assert_eq!(split_group(&colors, 0, 0), (vec![0, 2], 0));
+        assert_eq!(split_group(&colors, 1, 3), (vec![1, 3], 1));
+        assert_eq!(split_group(&[0], 0, 0), (vec![0], 0));
+    }
+}

@@ -1,0 +1,323 @@
+//! Timing: warmup, the timed loop (bare, then a second pass with
+//! per-iteration events, or events inline from 1 GiB), CUDA graphs (`-G`),
+//! and waiting for the streams while watching NCCL's async errors and the
+//! `-T` timeout.
+
+use super::{debug, NcclBackend};
+use crate::cuda::{Event, Graph};
+use crate::ffi::RedOpId;
+use crate::group::{self, Group};
+use collbench_runner::{BackendError, CaseSpec, Measurement, Timing};
+use std::time::{Duration, Instant};
+
+/// Whether the per-iteration events go in the timed loop itself:
+/// COLLBENCH_ITER_EVENTS=inline|separate, else only from 1 GiB.
+///
+/// A timing event between two collectives on a stream costs a few
+/// microseconds per iteration on the GPU (measured on H200: +2-4 us per
+/// iteration from 4 MiB to 128 MiB against a bare loop), and host time at
+/// small sizes. So the timed loop runs bare, as nccl-tests', and a second
+/// pass of the same length takes the per-iteration times; only from
+/// 1 GiB, where an iteration takes milliseconds and the gap is below 0.1%,
+/// are the events recorded in the timed loop.
+fn inline_events(setting: Option<&str>, size_bytes: u64) -> bool {
+    match setting {
+        Some("inline") => true,
+        Some("separate") => false,
+        _ => size_bytes >= 1 << 30,
+    }
+}
+
+/// Per-operation seconds for each of `n` local ranks: the loop's wall
+/// (`total`) and issue (`cpu`) times over `ops` operations.
+fn per_operation(total: f64, cpu: f64, ops: u64, n: usize, iter_times_us: Vec<f64>) -> Measurement {
+    let per = ops as f64;
+    Measurement {
+        rank_time_s: vec![total / per; n],
+        rank_cputime_s: vec![cpu / per; n],
+        iter_times_us,
+    }
+}
+
+impl NcclBackend {
+    pub(crate) fn time_inner(
+        &mut self,
+        case: &CaseSpec,
+        timing: &Timing,
+        ops: &[RedOpId],
+    ) -> Result<Measurement, BackendError> {
+        let agg = timing.agg_iters.max(1) as u64;
+        let iters = timing.iters.max(1) as u64;
+        let max = timing.max_bytes.max(case.size_bytes());
+        for _ in 0..timing.warmup_iters {
+            self.launch(case, 0, max, ops)?;
+        }
+        self.wait_all()?;
+        if timing.graph > 0 {
+            return self.time_graph(case, timing, ops);
+        }
+        let setting = std::env::var("COLLBENCH_ITER_EVENTS").ok();
+        let inline_events = inline_events(setting.as_deref(), case.size_bytes());
+        let (total, cpu, mut iter_times_us) =
+            self.timed_loop(case, iters, agg, max, ops, timing.blocking, inline_events)?;
+        if !inline_events {
+            iter_times_us = self
+                .timed_loop(case, iters, agg, max, ops, timing.blocking, true)?
+                .2;
+        }
+        Ok(per_operation(
+            total,
+            cpu,
+            iters * agg,
+            self.gpus.len(),
+            iter_times_us,
+        ))
+    }
+
+    /// One timed iteration: `agg` collectives (`-m`), in one group when
+    /// there are several.
+    fn launch_iteration(
+        &self,
+        case: &CaseSpec,
+        it: u64,
+        agg: u64,
+        max: u64,
+        ops: &[RedOpId],
+    ) -> Result<(), BackendError> {
+        let group = Group::start_if(agg > 1, &self.nccl)?;
+        for a in 0..agg {
+            self.launch(case, it * agg + a, max, ops)?;
+        }
+        group::end_if(group)?;
+        Ok(())
+    }
+
+    /// `-G`: captures the timed iterations in one CUDA graph per GPU and
+    /// replays it `timing.graph` times; time = wall clock of the replays /
+    /// (iterations x aggregation x replays), as nccl-tests.
+    fn time_graph(
+        &mut self,
+        case: &CaseSpec,
+        timing: &Timing,
+        ops: &[RedOpId],
+    ) -> Result<Measurement, BackendError> {
+        let agg = timing.agg_iters.max(1) as u64;
+        let iters = timing.iters.max(1) as u64;
+        let max = timing.max_bytes.max(case.size_bytes());
+        if !self.graphs_warmed {
+            // The first graph of a process pays one-time costs when it is
+            // captured and first replayed (measured: 0.2-0.9 us per
+            // iteration more at the first size, in the C reference too);
+            // a throwaway one-iteration graph takes them before any timing.
+            let graphs = self.capture(case, 1, agg, max, ops)?;
+            self.replay(&graphs, 1)?;
+            self.wait_all()?;
+            self.graphs_warmed = true;
+        }
+        let graphs = self.capture(case, iters, agg, max, ops)?;
+        // Capture and instantiation take each process its own time; one
+        // plain collective realigns the ranks before the timer starts
+        // (nccl-tests puts a barrier there), so a late peer's setup is not
+        // charged to the replays (measured: 3-5% at small sizes with two
+        // processes).
+        self.launch(case, 0, max, ops)?;
+        self.wait_all()?;
+        debug("graph: launch");
+        let start = Instant::now();
+        self.replay(&graphs, timing.graph)?;
+        let cpu = start.elapsed().as_secs_f64();
+        self.wait_all()?;
+        let total = start.elapsed().as_secs_f64();
+        let ops_done = iters * agg * timing.graph as u64;
+        Ok(per_operation(
+            total,
+            cpu,
+            ops_done,
+            self.gpus.len(),
+            Vec::new(),
+        ))
+    }
+
+    /// Captures `iters` iterations (each `agg` collectives in one group) on
+    /// every GPU's stream; returns the instantiated, uploaded graphs.
+    fn capture(
+        &mut self,
+        case: &CaseSpec,
+        iters: u64,
+        agg: u64,
+        max: u64,
+        ops: &[RedOpId],
+    ) -> Result<Vec<Graph>, BackendError> {
+        debug("graph: capture");
+        for g in &self.gpus {
+            g.dev.bind()?;
+            g.stream.begin_capture()?;
+        }
+        for it in 0..iters {
+            self.launch_iteration(case, it, agg, max, ops)?;
+        }
+        // Every capture ends before any graph is instantiated: a group over
+        // several GPUs of one thread ties their captures together, and
+        // instantiating the first while the second was still capturing
+        // never returned (NCCL 2.28, H200).
+        let mut graphs = Vec::new();
+        for (i, g) in self.gpus.iter().enumerate() {
+            debug(&format!("graph: end capture on GPU {i}"));
+            g.dev.bind()?;
+            graphs.push(g.stream.end_capture()?);
+        }
+        debug("graph: instantiate");
+        for (g, graph) in self.gpus.iter().zip(&mut graphs) {
+            g.dev.bind()?;
+            graph.instantiate()?;
+            graph.upload(&g.stream)?;
+        }
+        Ok(graphs)
+    }
+
+    /// Launches every GPU's graph `times` times.
+    fn replay(&self, graphs: &[Graph], times: u32) -> Result<(), BackendError> {
+        for _ in 0..times {
+            for (g, graph) in self.gpus.iter().zip(graphs) {
+                if self.gpus.len() > 1 {
+                    g.dev.bind()?;
+                }
+                graph.launch(&g.stream)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The timed loop: returns (wall seconds to completion, seconds to
+    /// issue, per-iteration microseconds when `events`).
+    #[allow(clippy::too_many_arguments)]
+    fn timed_loop(
+        &mut self,
+        case: &CaseSpec,
+        iters: u64,
+        agg: u64,
+        max: u64,
+        ops: &[RedOpId],
+        blocking: u32,
+        events: bool,
+    ) -> Result<(f64, f64, Vec<f64>), BackendError> {
+        // Events belong to GPU 0's context, like the stream they time.
+        self.gpus[0].dev.bind()?;
+        let evs: Vec<Event> = if events {
+            (0..=iters)
+                .map(|_| Event::new())
+                .collect::<Result<_, _>>()?
+        } else {
+            Vec::new()
+        };
+        let multi = self.gpus.len() > 1;
+        let start = Instant::now();
+        if events {
+            evs[0].record(&self.gpus[0].stream)?;
+        }
+        for it in 0..iters {
+            self.launch_iteration(case, it, agg, max, ops)?;
+            if events {
+                if multi {
+                    self.gpus[0].dev.bind()?;
+                }
+                evs[it as usize + 1].record(&self.gpus[0].stream)?;
+            }
+            if blocking > 0 {
+                self.wait_all()?;
+            }
+        }
+        let cpu = start.elapsed().as_secs_f64();
+        self.wait_all()?;
+        let total = start.elapsed().as_secs_f64();
+        let iter_us = evs
+            .windows(2)
+            .map(|w| {
+                w[0].elapsed_ms(&w[1])
+                    .map(|ms| ms as f64 * 1000.0 / agg as f64)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((total, cpu, iter_us))
+    }
+
+    /// Waits for every stream, polling NCCL's async errors and the `-T`
+    /// timeout so a broken peer aborts the communicators instead of hanging.
+    pub(crate) fn wait_all(&mut self) -> Result<(), BackendError> {
+        let start = Instant::now();
+        let timeout = (self.opts.timeout_s > 0).then(|| Duration::from_secs(self.opts.timeout_s));
+        let mut polls = 0u64;
+        for i in 0..self.gpus.len() {
+            if self.gpus.len() > 1 {
+                self.gpus[i].dev.bind()?;
+            }
+            loop {
+                if self.gpus[i].stream.query()? {
+                    break;
+                }
+                polls += 1;
+                if polls.is_multiple_of(1024) {
+                    self.check_async()?;
+                    if let Some(t) = timeout {
+                        if start.elapsed() > t {
+                            self.abort();
+                            return Err(BackendError::Timeout(format!(
+                                "a collective did not finish within -T {} s: communicators aborted (a peer may be stuck or dead)",
+                                t.as_secs()
+                            )));
+                        }
+                    }
+                }
+                std::hint::spin_loop();
+            }
+        }
+        Ok(())
+    }
+
+    /// NCCL's asynchronous errors (a failed peer or network): abort the
+    /// communicators and say so.
+    fn check_async(&mut self) -> Result<(), BackendError> {
+        let failed = self
+            .gpus
+            .iter()
+            .find_map(|gpu| self.nccl.async_error(&gpu.comm).err());
+        if let Some(e) = failed {
+            self.abort();
+            return Err(BackendError::Library(format!("{e}: communicators aborted")));
+        }
+        Ok(())
+    }
+
+    /// ncclCommAbort on every communicator, once.
+    fn abort(&mut self) {
+        if self.aborted {
+            return;
+        }
+        for gpu in &mut self.gpus {
+            let _ = gpu.dev.bind();
+            let _ = self.nccl.comm_abort(&mut gpu.comm);
+        }
+        self.aborted = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_go_inline_from_one_gib_unless_told() {
+        assert!(!inline_events(None, (1 << 30) - 1));
+        assert!(inline_events(None, 1 << 30));
+        assert!(inline_events(Some("inline"), 8));
+        assert!(!inline_events(Some("separate"), 1 << 32));
+        assert!(!inline_events(Some("other"), 8));
+    }
+
+    #[test]
+    fn times_are_per_operation_for_every_local_rank() {
+        let m = per_operation(2.0, 0.5, 100, 2, vec![1.0]);
+        assert_eq!(m.rank_time_s, [0.02, 0.02]);
+        assert_eq!(m.rank_cputime_s, [0.005, 0.005]);
+        assert_eq!(m.iter_times_us, [1.0]);
+    }
+}

@@ -1,0 +1,113 @@
+//! The check pass: poison the outputs, write the inputs (GPU kernels, or
+//! a copy from the host when they are unavailable), run the case once and
+//! count wrong elements.
+
+use super::NcclBackend;
+use crate::cuda::{self, DevicePtr};
+use crate::ffi::RedOpId;
+use crate::kernels::{self, KernelParams};
+use collbench_runner::{BackendError, CaseSpec};
+
+/// Everything the result of `case` on `rank` can land in, as (start,
+/// bytes): the receive slice, or in place the whole shared buffer, which
+/// starts `send_inplace_offset` elements per rank before the input.
+fn poison_region(
+    case: &CaseSpec,
+    rank: usize,
+    send: DevicePtr,
+    recv: DevicePtr,
+) -> (DevicePtr, usize) {
+    let elt = case.dtype.size_bytes();
+    let c = &case.counts;
+    if case.in_place {
+        let base = send.back_by(c.send_inplace_offset * rank as u64 * elt as u64);
+        (base, c.send_count.max(c.recv_count) as usize * elt)
+    } else {
+        (recv, c.recv_count as usize * elt)
+    }
+}
+
+impl NcclBackend {
+    pub(crate) fn check_inner(
+        &mut self,
+        case: &CaseSpec,
+        seed: u64,
+        corrupt: bool,
+        ops: &[RedOpId],
+    ) -> Result<u64, BackendError> {
+        let elt = case.dtype.size_bytes();
+        let c = case.counts;
+        let max = case.size_bytes();
+        for i in 0..self.gpus.len() {
+            let (send, recv) = self.ptrs(case, i, 0, max);
+            let gpu = &self.gpus[i];
+            gpu.dev.bind()?;
+            // Poison everything the result can land in, then write inputs.
+            let (base, bytes) = poison_region(case, gpu.rank, send, recv);
+            cuda::memset_async(base, 0xff, bytes, &gpu.stream)?;
+            match &gpu.kernels {
+                Some(k) => k.fill(
+                    send,
+                    &KernelParams::new(case, gpu.rank, seed),
+                    case.dtype,
+                    &gpu.stream,
+                )?,
+                None => {
+                    gpu.stream.synchronize()?;
+                    cuda::copy_to_device(send, &kernels::host_input(case, gpu.rank, seed))?;
+                }
+            }
+        }
+        self.wait_all()?;
+        self.launch(case, 0, max, ops)?;
+        self.wait_all()?;
+        let mut wrong = 0;
+        for i in 0..self.gpus.len() {
+            let (_, recv) = self.ptrs(case, i, 0, max);
+            let gpu = &self.gpus[i];
+            gpu.dev.bind()?;
+            if corrupt && gpu.rank == case.root && c.recv_count > 0 {
+                cuda::memset_async(recv, 0xff, elt, &gpu.stream)?;
+            }
+            wrong += match &gpu.kernels {
+                Some(k) => k.check(
+                    recv,
+                    &KernelParams::new(case, gpu.rank, seed),
+                    case.dtype,
+                    &gpu.stream,
+                )?,
+                None => {
+                    gpu.stream.synchronize()?;
+                    let mut host = vec![0u8; c.recv_count as usize * elt];
+                    cuda::copy_to_host(&mut host, recv)?;
+                    kernels::host_check(case, gpu.rank, seed, &host)
+                }
+            };
+        }
+        Ok(wrong)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::test_case;
+    use collbench_core::{Collective, DataType};
+
+    #[test]
+    fn out_of_place_poisons_the_receive_slice() {
+        let c = test_case(Collective::AllGather, DataType::Float, 4096, 4, false);
+        let (send, recv) = (DevicePtr::from_addr(0x10000), DevicePtr::from_addr(0x20000));
+        assert_eq!(poison_region(&c, 2, send, recv), (recv, 4096));
+    }
+
+    #[test]
+    fn in_place_poisons_the_whole_shared_buffer() {
+        // In place, rank 2's all_gather input is its slice of the output:
+        // the poisoned region starts two slices before it.
+        let c = test_case(Collective::AllGather, DataType::Float, 4096, 4, true);
+        let base = DevicePtr::from_addr(0x20000);
+        let send = base.offset_by(2 * 1024);
+        assert_eq!(poison_region(&c, 2, send, base), (base, 4096));
+    }
+}
