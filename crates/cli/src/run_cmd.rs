@@ -203,6 +203,7 @@ pub fn open_backend(
             register: tuning.local_register,
             timeout_s: tuning.timeout,
             stream_null: tuning.stream_null > 0,
+            host: world.hostname.clone(),
         };
         collbench_nccl::NcclBackend::new(&opts, control)
             .map(|b| Box::new(b) as Box<dyn Backend>)

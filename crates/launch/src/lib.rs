@@ -17,8 +17,6 @@
 //! - [`world`]: options + environment -> [`World`] (rank, size, rendezvous, token).
 //! - `wire`: the framed, versioned messages on the TCP control plane.
 //! - [`control`]: the control plane itself ([`Control`]).
-//! - [`gpu`]: local rank -> GPU indices.
-//! - [`split`]: NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK colors.
 //!
 //! Not for: command-line parsing or commands (the CLI owns its flags and
 //! `collbench preflight`), nor exit codes (errors say what failed; the CLI
@@ -28,15 +26,11 @@
 
 pub mod control;
 pub mod env;
-pub mod gpu;
 pub mod hostlist;
-pub mod split;
 mod wire;
 pub mod world;
 
 pub use control::Control;
-pub use gpu::gpu_for_local_rank;
-pub use split::split_color;
 pub use world::{Launcher, World};
 
 /// Errors of world discovery and of the control plane. Each reads as one

@@ -16,9 +16,11 @@ pub mod backend;
 pub mod cuda;
 pub mod error;
 pub mod ffi;
+pub mod gpu_choice;
 pub mod group;
 pub mod kernels;
 pub mod loader;
+pub mod split;
 
 pub use backend::NcclBackend;
 pub use error::{CudaError, NcclError};
@@ -40,6 +42,8 @@ pub struct NcclOptions {
     pub timeout_s: u64,
     /// Use the default (null) stream (`-y`).
     pub stream_null: bool,
+    /// This process's host name, as the launcher reported it.
+    pub host: String,
 }
 
 /// Number of CUDA GPUs visible, or why none can be used.

@@ -9,7 +9,7 @@ use crate::ffi::{Nccl, UniqueId};
 use crate::kernels::Kernels;
 use crate::loader;
 use crate::NcclOptions;
-use collbench_launch::Control;
+use collbench_core::Bootstrap;
 use collbench_runner::BackendError;
 
 /// Which of the visible GPUs this process drives: `g` of them, GPUs
@@ -19,7 +19,7 @@ fn pick_devices(procs: usize, g: usize, local_rank: usize) -> Vec<usize> {
         (0..g).collect()
     } else {
         let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-        collbench_launch::gpu_for_local_rank(local_rank, g, visible.as_deref())
+        crate::gpu_choice::gpu_for_local_rank(local_rank, g, visible.as_deref())
     }
 }
 
@@ -66,7 +66,7 @@ impl NcclBackend {
     /// Loads NCCL, picks this process's GPUs and creates the communicators
     /// (exchanging the NCCL id over `control` when there are several
     /// processes).
-    pub fn new(opts: &NcclOptions, control: &Control) -> Result<NcclBackend, BackendError> {
+    pub fn new(opts: &NcclOptions, control: &dyn Bootstrap) -> Result<NcclBackend, BackendError> {
         let count = cuda::device_count()?;
         if count == 0 {
             return Err(BackendError::Library(
@@ -91,7 +91,7 @@ impl NcclBackend {
         // NCCL_TESTS_SPLIT(_MASK) splits the processes into groups that run
         // side by side, each with its own communicator (as nccl-tests does).
         let color = if procs > 1 {
-            collbench_launch::split_color(control.rank(), |k| std::env::var(k).ok())
+            crate::split::split_color(control.rank(), |k| std::env::var(k).ok())
         } else {
             0
         };
@@ -168,7 +168,7 @@ impl NcclBackend {
             found,
             gpus,
             world_size,
-            host: collbench_launch::world::system_hostname(),
+            host: opts.host.clone(),
             opts: opts.clone(),
             aborted: false,
             graphs_warmed: false,
