@@ -3,8 +3,9 @@
 //! What a collective is ([`Collective`] and its [`CollectiveSpec`] table),
 //! data types ([`DataType`]), reduction operators ([`ReduceOp`]), size sweeps
 //! ([`size`]), the exact verification patterns ([`verify`]), time statistics
-//! ([`stats`]) and the result model ([`record::Record`]) that printers,
-//! checkers and report writers consume.
+//! ([`stats`]), the result model ([`record::Record`]) that printers,
+//! checkers and report writers consume, and the pairwise bandwidth matrix
+//! ([`pairs::PairMatrix`]) that `check` writes and `report` reads.
 //!
 //! Not for: I/O, backends, printing. This crate has no `unsafe` and no
 //! heavy dependencies.
@@ -14,6 +15,7 @@ pub mod collective;
 pub mod dtype;
 pub mod element;
 pub mod f8_tables;
+pub mod pairs;
 pub mod record;
 pub mod redop;
 pub mod size;
