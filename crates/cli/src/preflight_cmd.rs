@@ -1,7 +1,7 @@
 //! `collbench preflight`: what this rank can see, handed to the launch
 //! crate's check-in.
 
-use crate::exit::{code, Failure};
+use crate::exit::{Failure, Outcome};
 use collbench_launch::{PreflightArgs, RankInfo};
 
 /// This rank's GPUs, driver and NCCL, as far as they can be found.
@@ -38,10 +38,9 @@ fn rank_info(args: &PreflightArgs) -> RankInfo {
     info
 }
 
-/// Runs the check-in; returns the exit code (0 pass, 3 failure).
-pub fn run(args: &PreflightArgs) -> Result<i32, Failure> {
-    collbench_launch::preflight::run(args, rank_info(args)).map_err(|e| Failure {
-        code: code::LAUNCH,
-        message: format!("{e:#}"),
-    })
+/// Runs the check-in.
+pub fn run(args: &PreflightArgs) -> Result<Outcome, Failure> {
+    collbench_launch::preflight::run(args, rank_info(args))
+        .map(Outcome::preflight)
+        .map_err(|e| Failure::new(Outcome::PreflightFail, format!("{e:#}")))
 }

@@ -3,12 +3,11 @@
 //! localisation of a slowed rank. Small sizes and few iterations keep
 //! each test to a few seconds on a 2-core machine with a debug build.
 
-use assert_cmd::Command;
-use std::path::Path;
+mod common;
 
-fn collbench() -> Command {
-    Command::cargo_bin("collbench").unwrap()
-}
+use assert_cmd::Command;
+use common::collbench;
+use std::path::Path;
 
 /// A baseline for 4 CPU ranks at 1 MiB; `all_gather_gbps` lets a test
 /// set one op impossibly high. Other figures are far below what even a
