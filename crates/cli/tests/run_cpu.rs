@@ -210,7 +210,10 @@ fn markdown_and_json_files_by_extension() {
         .success();
     // The same case table as `collbench report` prints.
     let md = std::fs::read_to_string(&md).unwrap();
-    assert!(md.contains("| size | count | type | redop | root |"), "{md}");
+    assert!(
+        md.contains("| size | count | type | redop | root |"),
+        "{md}"
+    );
     assert!(md.contains("| 64 B | 16 | float | sum | -1 |"), "{md}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
