@@ -190,7 +190,6 @@ mod tests {
             count: size / 4,
             out_of_place: Some(p(1.5)),
             in_place: in_place.then(|| p(2.0)),
-            ..CaseResult::default()
         }
     }
 
