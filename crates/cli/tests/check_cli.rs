@@ -5,7 +5,6 @@
 
 mod common;
 
-use assert_cmd::Command;
 use common::collbench;
 use std::path::Path;
 
@@ -300,8 +299,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
     let json = dir.path().join("check.json");
     let run = dir.path().join("run.json");
     let html = dir.path().join("r.html");
-    let out = Command::cargo_bin("collbench")
-        .unwrap()
+    let out = collbench()
         .args([
             "check",
             "--backend",
@@ -323,8 +321,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Command::cargo_bin("collbench")
-        .unwrap()
+    collbench()
         .args([
             "run",
             "all_reduce",
@@ -342,8 +339,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
         .arg(&run)
         .assert()
         .success();
-    Command::cargo_bin("collbench")
-        .unwrap()
+    collbench()
         .arg("report")
         .arg(&run)
         .arg("--matrix")
@@ -359,8 +355,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
     );
     assert!(page.matches("<svg").count() >= 3, "charts and heatmap");
     // A file that is not check output is one clear error.
-    let out = Command::cargo_bin("collbench")
-        .unwrap()
+    let out = collbench()
         .arg("report")
         .arg(&run)
         .arg("--matrix")

@@ -49,18 +49,7 @@ fn every_op_type_and_redop_is_exact_for_several_rank_counts() {
 
 #[test]
 fn a_corrupted_element_is_counted_once_and_fails_the_run() {
-    for op in [
-        "all_reduce",
-        "all_gather",
-        "reduce_scatter",
-        "alltoall",
-        "broadcast",
-        "reduce",
-        "sendrecv",
-        "gather",
-        "scatter",
-        "hypercube",
-    ] {
+    for op in collbench_core::Collective::ALL.map(|c| c.name()) {
         let out = collbench()
             .args([
                 "run",
