@@ -142,13 +142,14 @@ fn iterations(args: &CheckArgs, metric: Metric) -> Iterations {
     }
 }
 
-/// Runs the check; returns the exit code (0 pass, 1 warn, 2 fail).
+/// Runs the check; returns rank 0's verdict (Pass, Warn or Fail) on
+/// every rank.
 pub fn check_main(
     args: &CheckArgs,
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
     _argv: &[String],
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<Status> {
     if !(0.0 < args.pair_fraction && args.pair_fraction < 1.0) {
         anyhow::bail!(
             "--pair-fraction must be between 0 and 1 (got {}), e.g. 0.8",
@@ -295,9 +296,12 @@ pub fn check_main(
         }
     }
     // Every process exits with rank 0's verdict, so a launcher that looks
-    // at any rank's exit code sees the same answer.
+    // at any rank's exit code sees the same answer. The verdict travels as
+    // its exit code's byte.
     let code = control.broadcast(root.then(|| vec![status.exit_code() as u8]))?;
-    Ok(Status::from_exit_code(code.first().copied().unwrap_or(2) as i32).exit_code())
+    Ok(Status::from_exit_code(
+        code.first().copied().unwrap_or(2) as i32
+    ))
 }
 
 /// The self-consistency line from the pairwise tests.

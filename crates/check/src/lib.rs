@@ -82,19 +82,19 @@ pub enum BaselinesAction {
     },
 }
 
-/// Runs the battery and prints the verdict; returns the exit code
-/// (0 pass, 1 warn, 2 fail).
+/// Runs the battery and prints the verdict; returns it (Pass, Warn or
+/// Fail: the CLI maps it to the exit code).
 pub fn check_main(
     args: &CheckArgs,
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
     argv: &[String],
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<verdict::Status> {
     check::check_main(args, backend, control, argv)
 }
 
 /// Lists or shows built-in baselines.
-pub fn baselines_main(args: &BaselinesArgs) -> anyhow::Result<i32> {
+pub fn baselines_main(args: &BaselinesArgs) -> anyhow::Result<()> {
     match &args.action {
         None | Some(BaselinesAction::List) => print!("{}", baselines_table()),
         Some(BaselinesAction::Show { name }) => {
@@ -102,7 +102,7 @@ pub fn baselines_main(args: &BaselinesArgs) -> anyhow::Result<i32> {
             print!("{text}");
         }
     }
-    Ok(0)
+    Ok(())
 }
 
 /// The `baselines list` table.

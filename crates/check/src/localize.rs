@@ -17,44 +17,7 @@ use serde::Serialize;
 /// Worlds up to this size get every pair; larger ones ring + bisection.
 pub const ALL_PAIRS_MAX: usize = 16;
 
-/// Rank x rank sendrecv bandwidth (GB/s); `None` where not measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairMatrix {
-    /// One label per rank (`r3@host`).
-    pub labels: Vec<String>,
-    /// Symmetric; the diagonal and untested pairs are `None` (`null`).
-    pub gbps: Vec<Vec<Option<f64>>>,
-}
-
-impl PairMatrix {
-    /// An empty matrix over `labels`.
-    pub fn new(labels: Vec<String>) -> PairMatrix {
-        let n = labels.len();
-        PairMatrix {
-            labels,
-            gbps: vec![vec![None; n]; n],
-        }
-    }
-
-    fn set(&mut self, a: usize, b: usize, v: f64) {
-        self.gbps[a][b] = Some(v);
-        self.gbps[b][a] = Some(v);
-    }
-
-    /// Measured pairs (a < b) with their bandwidth.
-    pub fn pairs(&self) -> Vec<(usize, usize, f64)> {
-        let n = self.labels.len();
-        let mut out = Vec::new();
-        for a in 0..n {
-            for b in a + 1..n {
-                if let Some(v) = self.gbps[a][b] {
-                    out.push((a, b, v));
-                }
-            }
-        }
-        out
-    }
-}
+pub use collbench_core::pairs::PairMatrix;
 
 /// A rank most of whose pairs are slow.
 #[derive(Debug, Clone, PartialEq, Serialize)]

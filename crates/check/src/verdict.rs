@@ -25,7 +25,10 @@ pub enum Status {
 }
 
 impl Status {
-    /// The documented exit code: 0 pass, 1 warn, 2 fail.
+    /// The exit code the CLI gives this verdict (0 pass, 1 warn, 2 fail),
+    /// for the check JSON's `exit_code` field and for telling other ranks
+    /// the verdict; the CLI's `exit.rs` maps verdicts to exit codes and
+    /// tests that it agrees with this.
     pub fn exit_code(self) -> i32 {
         match self {
             Status::Info | Status::Pass => 0,

@@ -3,6 +3,7 @@
 
 use clap::Args;
 use collbench_core::{size::parse_size, Collective, DataType, ReduceOp};
+use collbench_output::Format;
 
 fn size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
@@ -92,9 +93,9 @@ pub struct RunArgs {
     #[arg(short = 'u', long = "unalign", default_value_t = 0)]
     pub unalign: u32,
 
-    /// Format of stdout: text (nccl-tests layout), json, csv.
-    #[arg(long, default_value = "text")]
-    pub format: String,
+    /// Format of stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Also write results to FILE (.txt .json .csv .md picks the format).
     #[arg(long)]
     pub output: Option<std::path::PathBuf>,
@@ -110,12 +111,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub backend: BackendArgs,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Launch")]
     pub launch: crate::launch_args::LaunchArgs,
 }
 
 /// Which backend runs the ranks, and how many (shared by `run` and `check`).
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Backend")]
 pub struct BackendArgs {
     /// Threads per process (nccl-tests -t; collbench drives all local
     /// devices from one thread, so values above 1 multiply -g).
@@ -124,9 +126,9 @@ pub struct BackendArgs {
     /// Devices per process: GPUs for nccl, rank threads for cpu.
     #[arg(short = 'g', long = "ngpus")]
     pub ngpus: Option<usize>,
-    /// Backend: auto (nccl when GPUs are found, else cpu), cpu, nccl, mpi.
-    #[arg(long = "backend", default_value = "auto")]
-    pub name: String,
+    /// Backend that runs the ranks.
+    #[arg(long = "backend", value_enum, default_value_t = BackendName::Auto)]
+    pub name: BackendName,
     /// CPU backend: number of ranks (threads in this process).
     #[arg(long)]
     pub ranks: Option<usize>,
@@ -137,6 +139,19 @@ pub struct BackendArgs {
     /// Test hook: make this CPU rank slow.
     #[arg(long, hide = true)]
     pub test_slow_rank: Option<usize>,
+}
+
+/// The backends `--backend` names.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendName {
+    /// nccl when GPUs are found, else cpu.
+    Auto,
+    /// Built in: ranks are threads of one process.
+    Cpu,
+    /// NVIDIA GPUs through NCCL.
+    Nccl,
+    /// MPI collectives (builds with the `mpi` feature).
+    Mpi,
 }
 
 /// Parses a comma/space separated list where `all` means every value.

@@ -1,60 +1,258 @@
-//! One mapping from failures to exit codes, documented in the README.
+//! The one place where outcomes become exit codes. Libraries return what
+//! happened (a verdict, a comparison, an error); `main` turns it into an
+//! [`Outcome`] here. The README's exit-code tables are generated from the
+//! lists and meanings below, which only the tests need: a test keeps the
+//! tables verbatim in README.md.
 
-/// Exit codes of `collbench run` (and the aliases).
-pub mod code {
-    /// Everything ran and every checked element was right.
-    pub const OK: i32 = 0;
-    /// Some results were wrong (#wrong > 0).
-    pub const WRONG: i32 = 1;
+/// How a command ended. Each outcome has one documented exit code;
+/// commands share codes (1 is "wrong results" for `run`, "warn" for
+/// `check`, "regression" for `compare`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// `run`: everything ran and every checked element was right.
+    Ok,
+    /// `run`: some results were wrong (#wrong > 0).
+    Wrong,
     /// Bad command line or input: nothing ran.
-    pub const USAGE: i32 = 2;
+    Usage,
     /// A peer process failed, or the job could not be assembled.
-    pub const LAUNCH: i32 = 3;
-    /// The backend or its library failed (missing library, CUDA/NCCL error,
-    /// out of memory).
-    pub const BACKEND: i32 = 4;
+    Launch,
+    /// The backend or its library failed (missing library, CUDA/NCCL
+    /// error, out of memory).
+    Backend,
     /// An operation did not finish within the timeout.
-    pub const TIMEOUT: i32 = 5;
+    Timeout,
+    /// `check`: every figure passes.
+    CheckPass,
+    /// `check`: some figure is below the warning line.
+    CheckWarn,
+    /// `check`: some figure fails, a result is wrong, or the check could
+    /// not run.
+    CheckFail,
+    /// `compare`: no case regressed.
+    NoRegression,
+    /// `compare`: some case regressed beyond the threshold.
+    Regression,
+    /// `compare`: an input cannot be read, or the two share no case.
+    CompareUnusable,
+    /// `preflight`: every rank checked in with the same versions.
+    PreflightPass,
+    /// `preflight`: ranks are missing or versions differ.
+    PreflightFail,
+    /// `doctor`: every check passes or is skipped.
+    DoctorPass,
+    /// `doctor`: some check warns.
+    DoctorWarn,
+    /// `doctor`: some check fails.
+    DoctorFail,
 }
 
-/// A failure that ends the program with `code` after printing `message`
-/// as one line on stderr.
+/// The outcomes of `run` (and the `<op>_perf` aliases), in code order.
+#[cfg(test)]
+const RUN: [Outcome; 6] = [
+    Outcome::Ok,
+    Outcome::Wrong,
+    Outcome::Usage,
+    Outcome::Launch,
+    Outcome::Backend,
+    Outcome::Timeout,
+];
+
+/// The other commands and their own outcomes, in code order.
+#[cfg(test)]
+const OTHERS: [(&str, &[Outcome]); 4] = [
+    (
+        "check",
+        &[Outcome::CheckPass, Outcome::CheckWarn, Outcome::CheckFail],
+    ),
+    (
+        "compare",
+        &[
+            Outcome::NoRegression,
+            Outcome::Regression,
+            Outcome::CompareUnusable,
+        ],
+    ),
+    (
+        "preflight",
+        &[Outcome::PreflightPass, Outcome::PreflightFail],
+    ),
+    (
+        "doctor",
+        &[
+            Outcome::DoctorPass,
+            Outcome::DoctorWarn,
+            Outcome::DoctorFail,
+        ],
+    ),
+];
+
+impl Outcome {
+    /// The process exit code.
+    pub const fn code(self) -> i32 {
+        match self {
+            Outcome::Ok
+            | Outcome::CheckPass
+            | Outcome::NoRegression
+            | Outcome::PreflightPass
+            | Outcome::DoctorPass => 0,
+            Outcome::Wrong | Outcome::CheckWarn | Outcome::Regression | Outcome::DoctorWarn => 1,
+            Outcome::Usage
+            | Outcome::CheckFail
+            | Outcome::CompareUnusable
+            | Outcome::DoctorFail => 2,
+            Outcome::Launch | Outcome::PreflightFail => 3,
+            Outcome::Backend => 4,
+            Outcome::Timeout => 5,
+        }
+    }
+
+    /// What the code means, as the README says it.
+    #[cfg(test)]
+    const fn meaning(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ran, every checked element right",
+            Outcome::Wrong => "wrong results (#wrong > 0)",
+            Outcome::Usage => "usage error (bad flag, size, name, unwritable output): nothing ran",
+            Outcome::Launch => "launch failure: a peer missing, refused, dead or silent",
+            Outcome::Backend => "backend failure: library missing, CUDA/NCCL error, out of memory",
+            Outcome::Timeout => "an operation exceeded `-T` seconds; communicators were aborted",
+            Outcome::CheckPass => "pass",
+            Outcome::CheckWarn => "warn",
+            Outcome::CheckFail => "fail (a wrong result always fails), or the check could not run",
+            Outcome::NoRegression => "no regression",
+            Outcome::Regression => "regression",
+            Outcome::CompareUnusable => "an input cannot be read, or the two share no case",
+            Outcome::PreflightPass => "every rank checked in, versions match",
+            Outcome::PreflightFail => "ranks are missing or versions differ",
+            Outcome::DoctorPass => "every check passes or is skipped",
+            Outcome::DoctorWarn => "a check warns",
+            Outcome::DoctorFail => "a check fails",
+        }
+    }
+
+    /// `check`'s verdict.
+    pub fn check(status: collbench_check::verdict::Status) -> Outcome {
+        use collbench_check::verdict::Status;
+        match status {
+            Status::Info | Status::Pass => Outcome::CheckPass,
+            Status::Warn => Outcome::CheckWarn,
+            Status::Fail => Outcome::CheckFail,
+        }
+    }
+
+    /// `compare`'s finding.
+    pub fn compare(found: collbench_report::CompareOutcome) -> Outcome {
+        use collbench_report::CompareOutcome;
+        match found {
+            CompareOutcome::NoRegression => Outcome::NoRegression,
+            CompareOutcome::Regression => Outcome::Regression,
+            CompareOutcome::Unusable => Outcome::CompareUnusable,
+        }
+    }
+
+    /// `doctor`'s worst status, which `collbench_check::doctor_main` still
+    /// hands over as 0 (pass or skip), 1 (warn) or 2 (fail).
+    pub fn doctor(worst: i32) -> Outcome {
+        match worst {
+            0 => Outcome::DoctorPass,
+            1 => Outcome::DoctorWarn,
+            _ => Outcome::DoctorFail,
+        }
+    }
+}
+
+/// The README's table of `run`'s exit codes.
+#[cfg(test)]
+fn run_table() -> String {
+    let mut out = String::from("| code | meaning |\n| --- | --- |\n");
+    for o in RUN {
+        out += &format!("| {} | {} |\n", o.code(), o.meaning());
+    }
+    out
+}
+
+/// The README's table of the other commands' exit codes.
+#[cfg(test)]
+fn others_table() -> String {
+    let mut out = String::from("| command | code | meaning |\n| --- | --- | --- |\n");
+    for (command, outcomes) in OTHERS {
+        for o in outcomes {
+            out += &format!("| `{command}` | {} | {} |\n", o.code(), o.meaning());
+        }
+    }
+    out
+}
+
+/// A failure that ends the program with its outcome's code after printing
+/// `message` as one line on stderr.
 #[derive(Debug)]
 pub struct Failure {
-    pub code: i32,
+    pub outcome: Outcome,
     pub message: String,
 }
 
 impl Failure {
-    pub fn usage(message: impl Into<String>) -> Failure {
+    /// A failure with this outcome.
+    pub fn new(outcome: Outcome, message: impl Into<String>) -> Failure {
         Failure {
-            code: code::USAGE,
+            outcome,
             message: message.into(),
         }
+    }
+
+    /// A usage error: nothing ran.
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure::new(Outcome::Usage, message)
     }
 }
 
 impl From<collbench_runner::RunError> for Failure {
     fn from(e: collbench_runner::RunError) -> Failure {
         use collbench_runner::{BackendError, RunError};
-        let code = match &e {
-            RunError::Plan(_) => code::USAGE,
-            RunError::Control(_) => code::LAUNCH,
-            RunError::Backend(BackendError::Timeout(_)) => code::TIMEOUT,
-            RunError::Backend(_) => code::BACKEND,
+        let outcome = match &e {
+            RunError::Plan(_) => Outcome::Usage,
+            RunError::Control(_) => Outcome::Launch,
+            RunError::Backend(BackendError::Timeout(_)) => Outcome::Timeout,
+            RunError::Backend(_) => Outcome::Backend,
         };
-        Failure {
-            code,
-            message: e.to_string(),
-        }
+        Failure::new(outcome, e.to_string())
     }
 }
 
 impl From<collbench_launch::LaunchError> for Failure {
     fn from(e: collbench_launch::LaunchError) -> Failure {
-        Failure {
-            code: code::LAUNCH,
-            message: e.to_string(),
+        Failure::new(Outcome::Launch, e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const README: &str = include_str!("../../../README.md");
+
+    #[test]
+    fn readme_holds_the_generated_tables() {
+        for table in [run_table(), others_table()] {
+            assert!(
+                README.contains(&table),
+                "README.md lacks this exit-code table (paste it in):\n{table}"
+            );
+        }
+    }
+
+    #[test]
+    fn run_codes_are_0_to_5_in_order() {
+        let codes: Vec<i32> = RUN.iter().map(|o| o.code()).collect();
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn check_codes_match_the_check_json() {
+        use collbench_check::verdict::Status;
+        for s in [Status::Info, Status::Pass, Status::Warn, Status::Fail] {
+            assert_eq!(Outcome::check(s).code(), s.exit_code(), "{s:?}");
         }
     }
 }

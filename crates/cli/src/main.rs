@@ -8,6 +8,7 @@
 
 mod aliases;
 mod args;
+mod backend_open;
 mod exit;
 mod launch_args;
 mod meta;
@@ -16,9 +17,9 @@ mod preflight;
 mod run_cmd;
 
 use args::RunArgs;
+use backend_open::{Mode, Tuning};
 use clap::{Parser, Subcommand};
-use exit::{code, Failure};
-use run_cmd::Mode;
+use exit::{Failure, Outcome};
 
 /// Measure, verify and report collective-communication performance.
 #[derive(Parser, Debug)]
@@ -34,7 +35,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run collectives with nccl-tests' flags (exit 0 ok, 1 wrong results,
-    /// 2 usage, 3 launch, 4 backend, 5 timeout).
+    /// 2 usage, 3 launch, 4 backend, 5 timeout: see `exit::RUN`).
     #[command(disable_version_flag = true)]
     Run(RunArgs),
     /// Check that every rank of a multi-process job can reach the others
@@ -52,7 +53,7 @@ enum Command {
         check: collbench_check::CheckArgs,
         #[command(flatten)]
         backend: args::BackendArgs,
-        #[command(flatten)]
+        #[command(flatten, next_help_heading = "Launch")]
         launch: launch_args::LaunchArgs,
     },
     /// Local checks of drivers, GPUs, NCCL, network and limits.
@@ -74,7 +75,8 @@ struct AliasCli {
     args: RunArgs,
 }
 
-/// Prints a clap error as one line (help and version print in full).
+/// Prints a clap error as one line (help and version print in full). A
+/// bad value keeps clap's list of possible values on that line.
 fn clap_failure(e: clap::Error, hint: &str) -> Failure {
     use clap::error::ErrorKind;
     if matches!(
@@ -86,9 +88,9 @@ fn clap_failure(e: clap::Error, hint: &str) -> Failure {
         let _ = e.print();
         std::process::exit(
             if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                code::USAGE
+                Outcome::Usage.code()
             } else {
-                code::OK
+                Outcome::Ok.code()
             },
         );
     }
@@ -99,10 +101,21 @@ fn clap_failure(e: clap::Error, hint: &str) -> Failure {
         .unwrap_or("invalid command line")
         .trim_start_matches("error: ")
         .to_string();
-    Failure::usage(format!("{first} (see '{hint} --help')"))
+    let values = rendered
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("[possible values: "))
+        .map(|v| format!(": use {}", v.trim_end_matches(']')))
+        .unwrap_or_default();
+    Failure::usage(format!("{first}{values} (see '{hint} --help')"))
 }
 
-fn real_main() -> Result<i32, Failure> {
+/// A library's error as a usage failure (`{:#}` prints anyhow's chain of
+/// causes on one line).
+fn usage(e: impl std::fmt::Display) -> Failure {
+    Failure::usage(format!("{e:#}"))
+}
+
+fn real_main() -> Result<Outcome, Failure> {
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -124,53 +137,41 @@ fn real_main() -> Result<i32, Failure> {
     match cli.command {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
         Command::Preflight(a) => preflight::run(&a),
-        Command::Gen(a) => collbench_gen::run(&a)
-            .map(|_| code::OK)
-            .map_err(|e| Failure::usage(format!("{e:#}"))),
-        Command::Report(a) => {
-            collbench_report::report_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
-        }
-        Command::Compare(a) => {
-            collbench_report::compare_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
-        }
+        Command::Gen(a) => collbench_gen::run(&a).map(|_| Outcome::Ok).map_err(usage),
+        Command::Report(a) => collbench_report::report_main(&a)
+            .map(|_| Outcome::Ok)
+            .map_err(usage),
+        Command::Compare(a) => collbench_report::compare_main(&a)
+            .map(Outcome::compare)
+            .map_err(usage),
         Command::Check {
             check,
             backend,
             launch,
         } => {
-            // Under --backend mpi, MPI starts first and supplies the world.
-            let (_mpi, launch) = run_cmd::launch_args(&backend, &launch)?;
-            let world = collbench_launch::World::discover(&launch)?;
-            let control = collbench_launch::Control::connect(&world, &launch)?;
-            let mut b = run_cmd::open_backend(
-                &backend,
-                Default::default(),
-                Mode::Native,
-                &world,
-                &control,
-            )?;
-            collbench_check::check_main(&check, b.as_mut(), &control, &argv).map_err(|e| Failure {
-                code: 2,
-                message: format!("{e:#}"),
-            })
+            let mut opened =
+                backend_open::open(&backend, &launch, Tuning::default(), Mode::Native)?;
+            collbench_check::check_main(&check, opened.backend.as_mut(), &opened.control, &argv)
+                .map(Outcome::check)
+                .map_err(|e| Failure::new(Outcome::CheckFail, format!("{e:#}")))
         }
-        Command::Doctor(a) => {
-            collbench_doctor::doctor_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
-        }
-        Command::Baselines(a) => {
-            collbench_check::baselines_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
-        }
-        Command::InstallAliases { dir } => aliases::install(&dir).map(|_| code::OK),
+        Command::Doctor(a) => collbench_doctor::doctor_main(&a)
+            .map(Outcome::doctor)
+            .map_err(usage),
+        Command::Baselines(a) => collbench_check::baselines_main(&a)
+            .map(|_| Outcome::Ok)
+            .map_err(usage),
+        Command::InstallAliases { dir } => aliases::install(&dir).map(|_| Outcome::Ok),
     }
 }
 
 fn main() {
-    let code = match real_main() {
-        Ok(c) => c,
+    let outcome = match real_main() {
+        Ok(o) => o,
         Err(f) => {
             eprintln!("collbench: {}", f.message.trim_end());
-            f.code
+            f.outcome
         }
     };
-    std::process::exit(code);
+    std::process::exit(outcome.code());
 }

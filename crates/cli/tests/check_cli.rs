@@ -3,12 +3,10 @@
 //! localisation of a slowed rank. Small sizes and few iterations keep
 //! each test to a few seconds on a 2-core machine with a debug build.
 
-use assert_cmd::Command;
-use std::path::Path;
+mod common;
 
-fn collbench() -> Command {
-    Command::cargo_bin("collbench").unwrap()
-}
+use common::collbench;
+use std::path::Path;
 
 /// A baseline for 4 CPU ranks at 1 MiB; `all_gather_gbps` lets a test
 /// set one op impossibly high. Other figures are far below what even a
@@ -301,8 +299,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
     let json = dir.path().join("check.json");
     let run = dir.path().join("run.json");
     let html = dir.path().join("r.html");
-    let out = Command::cargo_bin("collbench")
-        .unwrap()
+    let out = collbench()
         .args([
             "check",
             "--backend",
@@ -324,8 +321,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Command::cargo_bin("collbench")
-        .unwrap()
+    collbench()
         .args([
             "run",
             "all_reduce",
@@ -343,8 +339,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
         .arg(&run)
         .assert()
         .success();
-    Command::cargo_bin("collbench")
-        .unwrap()
+    collbench()
         .arg("report")
         .arg(&run)
         .arg("--matrix")
@@ -360,8 +355,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
     );
     assert!(page.matches("<svg").count() >= 3, "charts and heatmap");
     // A file that is not check output is one clear error.
-    let out = Command::cargo_bin("collbench")
-        .unwrap()
+    let out = collbench()
         .arg("report")
         .arg(&run)
         .arg("--matrix")

@@ -1,11 +1,9 @@
 //! `collbench gen` as a user runs it: output to stdout or `-o FILE`, and
 //! refusals as one line with exit code 2.
 
-use assert_cmd::Command;
+mod common;
 
-fn collbench() -> Command {
-    Command::cargo_bin("collbench").unwrap()
-}
+use common::collbench;
 
 #[test]
 fn mpirun_line_goes_to_stdout() {

@@ -151,18 +151,7 @@ fn every_type_and_operator_is_exact() {
 
 #[test]
 fn a_corrupted_element_is_counted_once_and_fails_the_run() {
-    for op in [
-        "all_reduce",
-        "all_gather",
-        "reduce_scatter",
-        "alltoall",
-        "broadcast",
-        "reduce",
-        "sendrecv",
-        "gather",
-        "scatter",
-        "hypercube",
-    ] {
+    for op in collbench_core::Collective::ALL.map(|c| c.name()) {
         let out = mpirun(
             4,
             &[

@@ -1,21 +1,11 @@
 //! `collbench preflight` end to end: several processes of the real binary
 //! on loopback, started with torchrun-style variables (no launcher needed).
 
-use std::io::Read;
-use std::net::TcpListener;
+mod common;
+
+use common::{finish, free_port, Finished, BIN};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_collbench");
-
-/// A port that was free a moment ago.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `collbench preflight` as rank `rank` of `n`, torchrun style, on loopback.
 fn rank_command(rank: usize, n: usize, port: u16) -> Command {
@@ -52,48 +42,6 @@ fn rank_command(rank: usize, n: usize, port: u16) -> Command {
     cmd
 }
 
-/// What one finished process said.
-#[derive(Debug)]
-struct Outcome {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Waits for `child` until `deadline`, killing it after (then code None).
-fn finish(mut child: Child, deadline: Instant) -> Outcome {
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    Outcome {
-        code,
-        stdout,
-        stderr,
-    }
-}
-
 fn spawn_all(n: usize, port: u16, extra: impl Fn(usize, &mut Command)) -> Vec<Child> {
     (0..n)
         .map(|rank| {
@@ -111,7 +59,7 @@ fn four_torchrun_style_processes_pass_preflight() {
     let children = spawn_all(4, port, |_, cmd| {
         cmd.args(["--timeout-s", "30"]);
     });
-    let outcomes: Vec<Outcome> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    let outcomes: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
     let root = &outcomes[0];
     assert_eq!(root.code, Some(0), "{root:?}");
     assert!(
@@ -155,7 +103,7 @@ fn json_report_lists_every_rank() {
     let children = spawn_all(2, port, |_, cmd| {
         cmd.args(["--format", "json", "--timeout-s", "30"]);
     });
-    let outcomes: Vec<Outcome> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    let outcomes: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
     assert_eq!(outcomes[0].code, Some(0), "{:?}", outcomes[0]);
     let report: serde_json::Value =
         serde_json::from_str(&outcomes[0].stdout).expect("rank 0 prints JSON");
@@ -178,7 +126,7 @@ fn a_rank_killed_mid_way_is_named_and_everyone_exits_non_zero_quickly() {
         cmd.args(["--timeout-s", &timeout_s.to_string()])
             .env("COLLBENCH_TEST_DIE_AFTER_CONNECT", "2");
     });
-    let outcomes: Vec<Outcome> = children
+    let outcomes: Vec<Finished> = children
         .into_iter()
         .map(|c| finish(c, start + Duration::from_secs(timeout_s + 30)))
         .collect();
@@ -258,7 +206,7 @@ fn missing_ranks_fail_with_a_table_naming_them() {
         // A world of 3 of which only ranks 0 and 1 start.
         cmd.env("WORLD_SIZE", "3").args(["--timeout-s", "2"]);
     });
-    let outcomes: Vec<Outcome> = children
+    let outcomes: Vec<Finished> = children
         .into_iter()
         .map(|c| finish(c, start + Duration::from_secs(30)))
         .collect();

@@ -1,6 +1,8 @@
 //! `collbench report` and `collbench compare` as a user runs them.
 
-use assert_cmd::Command;
+mod common;
+
+use common::collbench;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -8,10 +10,6 @@ fn anchor(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../report/tests/fixtures/anchors")
         .join(name)
-}
-
-fn collbench() -> Command {
-    Command::cargo_bin("collbench").unwrap()
 }
 
 /// A copy of all_reduce.txt with the out-of-place busbw (8th column) of the

@@ -2,12 +2,10 @@
 //! type and operator checked exactly, for several rank counts; the fault
 //! hook caught; machine-readable outputs valid.
 
-use assert_cmd::Command;
-use std::path::Path;
+mod common;
 
-fn collbench() -> Command {
-    Command::cargo_bin("collbench").unwrap()
-}
+use common::collbench;
+use std::path::Path;
 
 /// Result rows of nccl-tests text: (size, #wrong out-of-place, #wrong in-place).
 fn rows(stdout: &str) -> Vec<(u64, String, String)> {
@@ -51,18 +49,7 @@ fn every_op_type_and_redop_is_exact_for_several_rank_counts() {
 
 #[test]
 fn a_corrupted_element_is_counted_once_and_fails_the_run() {
-    for op in [
-        "all_reduce",
-        "all_gather",
-        "reduce_scatter",
-        "alltoall",
-        "broadcast",
-        "reduce",
-        "sendrecv",
-        "gather",
-        "scatter",
-        "hypercube",
-    ] {
+    for op in collbench_core::Collective::ALL.map(|c| c.name()) {
         let out = collbench()
             .args([
                 "run",
@@ -210,9 +197,13 @@ fn markdown_and_json_files_by_extension() {
         .arg(&json)
         .assert()
         .success();
-    assert!(std::fs::read_to_string(&md)
-        .unwrap()
-        .contains("| size (B) |"));
+    // The same case table as `collbench report` prints.
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("| size | count | type | redop | root |"),
+        "{md}"
+    );
+    assert!(md.contains("| 64 B | 16 | float | sum | -1 |"), "{md}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["results"][0]["op"], "sendrecv");

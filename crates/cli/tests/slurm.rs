@@ -4,11 +4,11 @@
 //! Runs only with COLLBENCH_SLURM_TESTS=1 (CI sets it after the setup
 //! script); with it set, a missing `srun` is a failure, not a skip.
 
-use std::io::Read;
+mod common;
+
+use common::{Finished, BIN};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_collbench");
 
 /// One Slurm test at a time: the emulated cluster fits one 4-task job, and
 /// a job queued behind another would spoil the timing checks.
@@ -50,44 +50,9 @@ fn srun_preflight(tasks: usize, extra_env: &[(&str, &str)], args: &[&str]) -> Co
     cmd
 }
 
-#[derive(Debug)]
-struct Outcome {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn finish(mut child: Child, limit: Duration) -> Outcome {
-    let deadline = Instant::now() + limit;
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    Outcome {
-        code,
-        stdout,
-        stderr,
-    }
+/// Waits for `child` at most `limit`.
+fn finish(child: Child, limit: Duration) -> Finished {
+    common::finish(child, Instant::now() + limit)
 }
 
 #[test]

@@ -3,10 +3,11 @@
 //! What a collective is ([`Collective`] and its [`CollectiveSpec`] table),
 //! data types ([`DataType`]), reduction operators ([`ReduceOp`]), size sweeps
 //! ([`size`]), the exact verification patterns ([`verify`]), time statistics
-//! ([`stats`]) and the result model ([`record::Record`]) that printers,
-//! checkers and report writers consume; and [`Bootstrap`], the seam through
-//! which the runner, checks and backends talk to the job's other processes
-//! (implemented by collbench-launch).
+//! ([`stats`]), the result model ([`record::Record`]) that printers,
+//! checkers and report writers consume, the pairwise bandwidth matrix
+//! ([`pairs::PairMatrix`]) that `check` writes and `report` reads; and
+//! [`Bootstrap`], the seam through which the runner, checks and backends
+//! talk to the job's other processes (implemented by collbench-launch).
 //!
 //! Not for: I/O, backends, printing. This crate has no `unsafe` and no
 //! heavy dependencies.
@@ -17,6 +18,7 @@ pub mod collective;
 pub mod dtype;
 pub mod element;
 pub mod f8_tables;
+pub mod pairs;
 pub mod record;
 pub mod redop;
 pub mod size;

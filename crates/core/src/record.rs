@@ -228,17 +228,22 @@ impl Record {
     /// placement of every row (both out-of-place and in-place), `ops`
     /// restricting it to some ops when given.
     pub fn avg_busbw(&self, op: Option<&str>) -> f64 {
-        let (sum, n) = self
-            .results
-            .iter()
-            .filter(|r| op.is_none_or(|o| r.op == o))
-            .flat_map(|r| r.placements())
-            .fold((0.0, 0usize), |(s, n), (_, p)| (s + p.busbw_gbps, n + 1));
-        if n == 0 {
-            0.0
-        } else {
-            sum / n as f64
-        }
+        avg_busbw(self.results.iter().filter(|r| op.is_none_or(|o| r.op == o)))
+    }
+}
+
+/// nccl-tests' "Avg bus bandwidth" over `rows`: the mean busbw of every
+/// measured placement (out-of-place and in-place each count once); 0 when
+/// nothing was measured. The one place this average is computed.
+pub fn avg_busbw<'a>(rows: impl IntoIterator<Item = &'a CaseResult>) -> f64 {
+    let (sum, n) = rows
+        .into_iter()
+        .flat_map(|r| r.placements())
+        .fold((0.0, 0usize), |(s, n), (_, p)| (s + p.busbw_gbps, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        sum / n as f64
     }
 }
 

@@ -24,15 +24,45 @@ pub fn parse_size(s: &str) -> Result<u64, ParseError> {
     n.checked_mul(1u64 << shift).ok_or_else(err)
 }
 
-/// Formats a byte count the short way users write it (`8`, `64K`, `8G`).
-pub fn format_size(bytes: u64) -> String {
+/// How [`format_bytes`] writes a byte count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteStyle {
+    /// The way users write sizes, read back exactly by [`parse_size`]:
+    /// `8`, `64K`, `8G`, and `1536` when no unit divides the count.
+    Flag,
+    /// For tables: a binary unit with a space, `8 B`, `64 KiB`, `8 GiB`,
+    /// one decimal when no unit divides the count (`1.5 KiB`).
+    Table,
+}
+
+/// The one byte-count formatter: every message, table and chart axis
+/// writes sizes through it, in one of two [`ByteStyle`]s.
+pub fn format_bytes(bytes: u64, style: ByteStyle) -> String {
     for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
         let unit = 1u64 << shift;
-        if bytes >= unit && bytes.is_multiple_of(unit) {
-            return format!("{}{}", bytes / unit, suffix);
+        if bytes < unit {
+            continue;
         }
+        let exact = bytes.is_multiple_of(unit);
+        return match (style, exact) {
+            (ByteStyle::Flag, true) => format!("{}{suffix}", bytes / unit),
+            (ByteStyle::Flag, false) => bytes.to_string(),
+            (ByteStyle::Table, true) => format!("{} {suffix}iB", bytes / unit),
+            (ByteStyle::Table, false) => {
+                format!("{:.1} {suffix}iB", bytes as f64 / unit as f64)
+            }
+        };
     }
-    bytes.to_string()
+    match style {
+        ByteStyle::Flag => bytes.to_string(),
+        ByteStyle::Table => format!("{bytes} B"),
+    }
+}
+
+/// Formats a byte count the short way users write it (`8`, `64K`, `8G`):
+/// [`format_bytes`] in [`ByteStyle::Flag`].
+pub fn format_size(bytes: u64) -> String {
+    format_bytes(bytes, ByteStyle::Flag)
 }
 
 /// How one size leads to the next.
@@ -44,14 +74,15 @@ pub enum Step {
     Bytes(u64),
 }
 
-/// Errors in a sweep definition.
+/// Errors in a sweep definition: the one place where the sweep's limits
+/// are checked, worded with the `run` flags that set them.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SweepError {
-    #[error("minimum size {min} is larger than maximum size {max}: make -b <= -e")]
+    #[error("-b/--minbytes ({min}) is larger than -e/--maxbytes ({max}): make -b <= -e")]
     MinAboveMax { min: u64, max: u64 },
-    #[error("step factor must be at least 2 (got {0}): use -f 2 or more, or -i BYTES for a linear sweep")]
+    #[error("-f/--stepfactor must be 2 or more (got {0}): use -f 2 for doubling sizes, or -i BYTES for a linear sweep")]
     Factor(u64),
-    #[error("step size must be at least 1 byte: use -i 1 or more")]
+    #[error("-i/--stepbytes must be at least 1")]
     ZeroStep,
 }
 
@@ -86,6 +117,18 @@ pub fn sweep(min: u64, max: u64, step: Step) -> Result<Vec<u64>, SweepError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn bytes_in_both_styles() {
+        assert_eq!(format_bytes(8, ByteStyle::Table), "8 B");
+        assert_eq!(format_bytes(1024, ByteStyle::Table), "1 KiB");
+        assert_eq!(format_bytes(1536, ByteStyle::Table), "1.5 KiB");
+        assert_eq!(format_bytes(8 << 30, ByteStyle::Table), "8 GiB");
+        assert_eq!(format_bytes(8 << 30, ByteStyle::Flag), "8G");
+        assert_eq!(format_bytes(1536, ByteStyle::Flag), "1536");
+        assert_eq!(format_bytes(512, ByteStyle::Flag), "512");
+        assert_eq!(format_bytes(0, ByteStyle::Flag), "0");
+    }
 
     #[test]
     fn suffixes_are_binary() {

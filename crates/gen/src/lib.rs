@@ -4,7 +4,7 @@
 //!
 //! It only writes text; it never submits anything. Every user value that
 //! lands in a shell script is shell-quoted (`quote`), every manifest is built
-//! from typed structs and serialised by serde_yaml, and names Kubernetes or a
+//! from typed structs and serialised by serde_norway, and names Kubernetes or a
 //! shell would reject or misread are refused up front (`validate`).
 
 #![forbid(unsafe_code)]

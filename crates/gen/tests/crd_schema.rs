@@ -15,7 +15,7 @@ mod common;
 use common::gen;
 
 use serde::Deserialize;
-use serde_yaml::Value;
+use serde_norway::Value;
 use std::collections::BTreeMap;
 
 // ---- shared core/v1 and batch/v1 subset ----
@@ -316,8 +316,8 @@ fn generate(kind: &str) -> String {
 }
 
 /// Splits the multi-document YAML and deserialises each document as `T`.
-fn docs(text: &str) -> Vec<serde_yaml::Deserializer<'_>> {
-    serde_yaml::Deserializer::from_str(text).collect()
+fn docs(text: &str) -> Vec<serde_norway::Deserializer<'_>> {
+    serde_norway::Deserializer::from_str(text).collect()
 }
 
 fn env<'a>(c: &'a Container, name: &str) -> Option<&'a str> {

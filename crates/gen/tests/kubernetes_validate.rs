@@ -12,7 +12,7 @@ mod common;
 use common::gen;
 
 use serde::Deserialize;
-use serde_yaml::{Mapping, Value};
+use serde_norway::{Mapping, Value};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -23,7 +23,7 @@ fn enabled() -> bool {
 }
 
 fn docs(text: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(text)
+    serde_norway::Deserializer::from_str(text)
         .map(|d| Value::deserialize(d).unwrap())
         .collect()
 }
@@ -71,7 +71,7 @@ fn object(api_version: &str, kind: &str, name: &str, field: &str, body: &Value) 
 fn validate(name: &str, docs: &[Value]) -> Result<(), String> {
     let text = docs
         .iter()
-        .map(|d| serde_yaml::to_string(d).unwrap())
+        .map(|d| serde_norway::to_string(d).unwrap())
         .collect::<Vec<_>>()
         .join("---\n");
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("kv-{name}.yaml"));

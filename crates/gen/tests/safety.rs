@@ -167,15 +167,15 @@ fn slurm_script_keeps_hostile_values_literal() {
 }
 
 /// Parses every YAML document of `text`.
-fn docs(text: &str) -> Vec<serde_yaml::Value> {
+fn docs(text: &str) -> Vec<serde_norway::Value> {
     use serde::Deserialize;
-    serde_yaml::Deserializer::from_str(text)
-        .map(|d| serde_yaml::Value::deserialize(d).unwrap())
+    serde_norway::Deserializer::from_str(text)
+        .map(|d| serde_norway::Value::deserialize(d).unwrap())
         .collect()
 }
 
 /// The env list of a container as (name, value) pairs.
-fn env_of(container: &serde_yaml::Value) -> Vec<(String, String)> {
+fn env_of(container: &serde_norway::Value) -> Vec<(String, String)> {
     container["env"]
         .as_sequence()
         .unwrap()
@@ -250,7 +250,7 @@ fn k8s_yaml_round_trips_hostile_values() {
 }
 
 /// Follows a `/a/0/b` path through a YAML value.
-fn pointer<'a>(v: &'a serde_yaml::Value, path: &str) -> &'a serde_yaml::Value {
+fn pointer<'a>(v: &'a serde_norway::Value, path: &str) -> &'a serde_norway::Value {
     path.split('/')
         .skip(1)
         .fold(v, |v, key| match key.parse::<usize>() {

@@ -21,12 +21,20 @@ pub trait Exporter {
     fn serialize(&self, record: &Record) -> Vec<u8>;
 }
 
-/// Output formats, for `--format` and `--output FILE.ext`.
+/// Output formats, for `--format` and `--output FILE.ext`. With the
+/// `clap` feature it is a `clap::ValueEnum`, so `--help` lists the values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
+    /// nccl-tests' text layout.
+    #[cfg_attr(feature = "clap", value(alias = "txt"))]
     Text,
+    /// collbench's JSON record (schema/record.schema.json).
     Json,
+    /// One row per case and placement.
     Csv,
+    /// GitHub tables.
+    #[cfg_attr(feature = "clap", value(name = "md", alias = "markdown"))]
     Markdown,
 }
 
@@ -36,17 +44,6 @@ impl Format {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match ext.as_str() {
             "txt" | "log" | "text" => Format::Text,
-            "json" => Format::Json,
-            "csv" => Format::Csv,
-            "md" | "markdown" => Format::Markdown,
-            _ => return None,
-        })
-    }
-
-    /// Parses `--format`.
-    pub fn parse(s: &str) -> Option<Format> {
-        Some(match s {
-            "text" | "txt" => Format::Text,
             "json" => Format::Json,
             "csv" => Format::Csv,
             "md" | "markdown" => Format::Markdown,

@@ -1,8 +1,150 @@
-//! Markdown tables for tickets and pull requests.
+//! Markdown tables for tickets and pull requests: the one table model
+//! ([`Table`]), the one GitHub table writer ([`table`]) and the tables of a
+//! record ([`cases_table`], [`summary_table`]). `collbench run --output
+//! FILE.md` and `collbench report` both print through here, so a case
+//! looks the same in both.
 
-use crate::units::fixed_width;
+use crate::units;
 use crate::Exporter;
-use collbench_core::Record;
+use collbench_core::{CaseResult, Record};
+use std::fmt::Write;
+
+/// A table: header, which columns are numeric (right-aligned), and rows
+/// of formatted cells. Markdown and HTML writers both print it.
+pub struct Table {
+    pub header: Vec<&'static str>,
+    pub numeric: Vec<bool>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// A GitHub table; `|` inside cells is escaped so it cannot split a cell.
+pub fn table(t: &Table) -> String {
+    let mut out = format!("| {} |\n|", t.header.join(" | "));
+    for numeric in &t.numeric {
+        out.push_str(if *numeric { " ---: |" } else { " :--- |" });
+    }
+    out.push('\n');
+    for row in &t.rows {
+        let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
+
+/// Size, count, type, redop, root, then time/algbw/busbw/#wrong for
+/// out-of-place and, when any case measured it, in-place (`-` where a
+/// case lacks a placement).
+pub fn cases_table(cases: &[&CaseResult]) -> Table {
+    let has_ip = cases.iter().any(|c| c.in_place.is_some());
+    let mut header = vec![
+        "size",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "time (µs)",
+        "algbw (GB/s)",
+        "busbw (GB/s)",
+        "#wrong",
+    ];
+    if has_ip {
+        header.extend([
+            "in-place time (µs)",
+            "in-place algbw (GB/s)",
+            "in-place busbw (GB/s)",
+            "in-place #wrong",
+        ]);
+    }
+    let numeric = (0..header.len()).map(|i| !(i == 2 || i == 3)).collect();
+    let rows = cases
+        .iter()
+        .map(|c| {
+            let mut row = vec![
+                units::bytes(c.size_bytes),
+                c.count.to_string(),
+                c.dtype.clone(),
+                c.redop.clone(),
+                c.root.to_string(),
+            ];
+            let halves = if has_ip {
+                vec![&c.out_of_place, &c.in_place]
+            } else {
+                vec![&c.out_of_place]
+            };
+            for p in halves {
+                match p {
+                    Some(p) => row.extend([
+                        units::us(p.time_us),
+                        units::gbps(p.algbw_gbps),
+                        units::gbps(p.busbw_gbps),
+                        units::wrong(p.wrong),
+                    ]),
+                    None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
+                }
+            }
+            row
+        })
+        .collect();
+    Table {
+        header,
+        numeric,
+        rows,
+    }
+}
+
+/// Op -> busbw at the largest size, peak busbw, time at the smallest size
+/// (like vendors' baseline tables), one row per (op, type) of each record,
+/// grouped by op so that records sit next to each other. With `labels`
+/// (one per record) a `run` column names the record of each row.
+pub fn summary_table(records: &[&Record], labels: Option<&[String]>) -> Table {
+    let mut ops: Vec<String> = Vec::new();
+    for op in records.iter().flat_map(|r| r.ops()) {
+        if !ops.contains(&op) {
+            ops.push(op);
+        }
+    }
+    let mut rows = Vec::new();
+    for op in ops {
+        for (i, record) in records.iter().enumerate() {
+            for s in record.summaries().into_iter().filter(|s| s.op == op) {
+                let mut row = vec![s.op.clone(), s.dtype.clone()];
+                if let Some(labels) = labels {
+                    row.push(labels[i].clone());
+                }
+                row.extend([
+                    units::gbps(s.busbw_at_largest_gbps),
+                    units::bytes(s.largest_bytes),
+                    units::gbps(s.peak_busbw_gbps),
+                    units::bytes(s.peak_at_bytes),
+                    units::us(s.time_at_smallest_us),
+                    units::bytes(s.smallest_bytes),
+                    s.wrong.to_string(),
+                ]);
+                rows.push(row);
+            }
+        }
+    }
+    let mut header = vec!["op", "type"];
+    if labels.is_some() {
+        header.push("run");
+    }
+    header.extend([
+        "busbw at largest (GB/s)",
+        "largest",
+        "peak busbw (GB/s)",
+        "peak at",
+        "time at smallest (µs)",
+        "smallest",
+        "#wrong",
+    ]);
+    let text_columns = header.len() - 7;
+    let numeric = (0..header.len()).map(|i| i >= text_columns).collect();
+    Table {
+        header,
+        numeric,
+        rows,
+    }
+}
 
 /// One table per collective plus the summary.
 pub struct MarkdownExporter;
@@ -16,52 +158,81 @@ impl Exporter for MarkdownExporter {
             record.settings.world_size
         );
         for op in record.ops() {
-            s += &format!("## {op}\n\n");
-            s += "| size (B) | count | type | redop | root | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong | in-place time (us) | in-place busbw (GB/s) | in-place #wrong |\n";
-            s += "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-            for r in record.op_results(&op) {
-                let cell =
-                    |p: Option<&collbench_core::Placement>,
-                     f: &dyn Fn(&collbench_core::Placement) -> String| {
-                        p.map(f).unwrap_or_else(|| "N/A".into())
-                    };
-                let wrong = |p: &collbench_core::Placement| {
-                    p.wrong
-                        .map(|w| w.to_string())
-                        .unwrap_or_else(|| "N/A".into())
-                };
-                let (o, i) = (r.out_of_place.as_ref(), r.in_place.as_ref());
-                s += &format!(
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    r.size_bytes,
-                    r.count,
-                    r.dtype,
-                    r.redop,
-                    r.root,
-                    cell(o, &|p| fixed_width(p.time_us, 7).trim().to_string()),
-                    cell(o, &|p| format!("{:.2}", p.algbw_gbps)),
-                    cell(o, &|p| format!("{:.2}", p.busbw_gbps)),
-                    cell(o, &wrong),
-                    cell(i, &|p| fixed_width(p.time_us, 7).trim().to_string()),
-                    cell(i, &|p| format!("{:.2}", p.busbw_gbps)),
-                    cell(i, &wrong),
-                );
-            }
+            let _ = writeln!(s, "## {op}\n");
+            s += &table(&cases_table(&record.op_results(&op).collect::<Vec<_>>()));
             s.push('\n');
         }
-        s += "## Summary\n\n| collective | type | busbw at largest (GB/s) | largest (B) | peak busbw (GB/s) | time at smallest (us) | #wrong |\n|---|---|---:|---:|---:|---:|---:|\n";
-        for sm in record.summaries() {
-            s += &format!(
-                "| {} | {} | {:.2} | {} | {:.2} | {:.2} | {} |\n",
-                sm.op,
-                sm.dtype,
-                sm.busbw_at_largest_gbps,
-                sm.largest_bytes,
-                sm.peak_busbw_gbps,
-                sm.time_at_smallest_us,
-                sm.wrong
-            );
-        }
+        s += "## Summary\n\n";
+        s += &table(&summary_table(&[record], None));
         s.into_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::Placement;
+
+    fn case(op: &str, size: u64, in_place: bool) -> CaseResult {
+        let p = |busbw: f64| Placement {
+            time_us: 10.0,
+            algbw_gbps: busbw,
+            busbw_gbps: busbw,
+            wrong: Some(0),
+            ..Placement::default()
+        };
+        CaseResult {
+            op: op.into(),
+            dtype: "float".into(),
+            redop: "sum".into(),
+            root: -1,
+            size_bytes: size,
+            count: size / 4,
+            out_of_place: Some(p(1.5)),
+            in_place: in_place.then(|| p(2.0)),
+        }
+    }
+
+    #[test]
+    fn in_place_columns_only_when_measured() {
+        let a = case("all_reduce", 1024, false);
+        let t = cases_table(&[&a]);
+        assert_eq!(t.header.len(), 9);
+        assert_eq!(t.rows[0][0], "1 KiB");
+        let b = case("all_reduce", 2048, true);
+        let t = cases_table(&[&a, &b]);
+        assert_eq!(t.header.len(), 13);
+        assert_eq!(t.rows[0][9], "-");
+        assert_eq!(t.rows[1][11], "2.00");
+    }
+
+    #[test]
+    fn exporter_writes_github_tables() {
+        let mut r = Record::new("collbench");
+        r.results = vec![
+            case("all_reduce", 1024, true),
+            case("all_reduce", 4096, true),
+        ];
+        let md = String::from_utf8(MarkdownExporter.serialize(&r)).unwrap();
+        assert!(
+            md.contains("## all_reduce\n\n| size | count | type |"),
+            "{md}"
+        );
+        assert!(md.contains("| 4 KiB | 1024 | float | sum | -1 | 10.00 | 1.50 | 1.50 | 0 | 10.00 | 2.00 | 2.00 | 0 |"), "{md}");
+        assert!(
+            md.contains("## Summary\n\n| op | type | busbw at largest (GB/s) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| all_reduce | float | 1.50 | 4 KiB | 1.50 | 4 KiB | 10.00 | 1 KiB | 0 |"),
+            "{md}"
+        );
+        // A delimiter row follows every header.
+        for (i, line) in md.lines().enumerate() {
+            if line.starts_with("| size |") || line.starts_with("| op |") {
+                assert!(md.lines().nth(i + 1).unwrap().starts_with("| "));
+                assert!(md.lines().nth(i + 1).unwrap().ends_with(": |"));
+            }
+        }
     }
 }

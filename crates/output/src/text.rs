@@ -184,20 +184,6 @@ pub fn out_of_bounds(rows: &[CaseResult]) -> u64 {
         .count() as u64
 }
 
-/// Mean busbw over every half-row, as nccl-tests' "Avg bus bandwidth".
-pub fn avg_busbw(rows: &[CaseResult]) -> f64 {
-    let v: Vec<f64> = rows
-        .iter()
-        .flat_map(|r| r.placements())
-        .map(|(_, p)| p.busbw_gbps)
-        .collect();
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
-    }
-}
-
 /// The closing lines of a collective's block.
 pub fn footer(op: &str, rows: &[CaseResult]) -> String {
     let oob = out_of_bounds(rows);
@@ -210,7 +196,7 @@ pub fn footer(op: &str, rows: &[CaseResult]) -> String {
     s += &format!(
         "# {:<20} : {} \n",
         "Avg bus bandwidth",
-        c_g(avg_busbw(rows))
+        c_g(collbench_core::record::avg_busbw(rows))
     );
     s += "#\n";
     s += &format!("# Collective test concluded: {}\n#\n", program_name(op));

@@ -1,5 +1,55 @@
-//! Number formatting shared by every printer, so each shows the same
-//! value the same way.
+//! The one place where numbers become text, so every printer, table,
+//! chart and comparison shows sizes, times and bandwidths the same way:
+//! nccl-tests' C formats ([`fixed_width`], [`c_exp`], [`c_g`]) for the text
+//! layout, and short fixed forms ([`bytes`], [`gbps`], [`us`], ...) for
+//! Markdown, HTML and comparisons.
+
+use collbench_core::size::{format_bytes, ByteStyle};
+
+/// Bytes with a binary unit: `8 B`, `64 KiB`, `1.5 MiB`, `8 GiB`.
+/// Exact multiples print without decimals so table rows stay short.
+pub fn bytes(n: u64) -> String {
+    format_bytes(n, ByteStyle::Table)
+}
+
+/// Bytes for a chart axis, where space is short: `8`, `64K`, `8G` (the
+/// form users write on the command line).
+pub fn bytes_short(n: f64) -> String {
+    format_bytes(n.round().max(0.0) as u64, ByteStyle::Flag)
+}
+
+/// A bandwidth in GB/s with two decimals, as nccl-tests prints it.
+pub fn gbps(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// A time in microseconds with two decimals.
+pub fn us(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// A NEW/BASE ratio: `0.900`.
+pub fn ratio(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.3}")
+    } else {
+        "-".to_string()
+    }
+}
+
+/// A percentage threshold: `5%`, `12.5%`.
+pub fn pct(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}%")
+    } else {
+        format!("{v}%")
+    }
+}
+
+/// A wrong-element count; `N/A` when it was not checked.
+pub fn wrong(v: Option<u64>) -> String {
+    v.map_or_else(|| "N/A".to_string(), |w| w.to_string())
+}
 
 /// nccl-tests' fixed-width float: two decimals if they fit in `width`,
 /// else one, else none, else exponent form cut to `width`.
@@ -83,6 +133,25 @@ mod tests {
         assert_eq!(fixed_width(12345678.0, 7), "1.2e+07");
         assert_eq!(fixed_width(349.58, 6), "349.58");
         assert_eq!(fixed_width(0.000638, 6), "  0.00");
+    }
+
+    #[test]
+    fn bytes_uses_binary_units() {
+        assert_eq!(bytes(8), "8 B");
+        assert_eq!(bytes(1024), "1 KiB");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(8589934592), "8 GiB");
+        assert_eq!(bytes_short(8589934592.0), "8G");
+        assert_eq!(bytes_short(512.0), "512");
+    }
+
+    #[test]
+    fn numbers_have_fixed_decimals() {
+        assert_eq!(gbps(349.579), "349.58");
+        assert_eq!(us(12.5), "12.50");
+        assert_eq!(ratio(0.9), "0.900");
+        assert_eq!(pct(5.0), "5%");
+        assert_eq!(wrong(None), "N/A");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! * [`render`]: Markdown and HTML writers, [`render::charts`] (plotters SVG,
 //!   including [`heatmap_svg`] for bandwidth matrices).
 //! * [`compare`]: NEW vs BASE with a documented noise rule.
-//! * [`units`]: the one number formatter.
+//! * [`units`]: collbench-output's number formatter, re-exported.
 //!
 //! Not for: running benchmarks or judging them against baselines (`check`).
 
@@ -16,7 +16,7 @@
 pub mod compare;
 pub mod parse;
 pub mod render;
-pub mod units;
+pub use collbench_output::units;
 
 pub use parse::{parse_file, parse_paths, parse_str, FileError, Format, ParseError};
 pub use render::charts::heatmap_svg;
@@ -45,52 +45,34 @@ pub struct ReportArgs {
 }
 
 /// Reads the pairwise matrix of a `collbench check --json` file
-/// (`localization.matrix`: `labels` and `gbps`, `null` where untested).
+/// (`localization.matrix`, a [`collbench_core::pairs::PairMatrix`];
+/// untested pairs become NaN, which the heatmap leaves blank).
 pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html::Matrix> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", path.display()))?;
-    let m = &v["localization"]["matrix"];
-    let labels: Vec<String> = m["labels"]
-        .as_array()
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "{}: no localization.matrix.labels: pass the JSON of a `collbench check --json FILE` run that made pairwise tests",
-                path.display()
-            )
-        })?
-        .iter()
-        .map(|l| l.as_str().unwrap_or("?").to_string())
-        .collect();
-    let gbps: Vec<Vec<f64>> = m["gbps"]
-        .as_array()
-        .map(|rows| {
-            rows.iter()
-                .map(|row| {
-                    row.as_array()
-                        .map(|cells| {
-                            cells
-                                .iter()
-                                .map(|c| c.as_f64().unwrap_or(f64::NAN))
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if gbps.len() != labels.len() || gbps.iter().any(|r| r.len() != labels.len()) {
+    let file: collbench_core::pairs::CheckMatrixFile = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not check JSON: {e}", path.display()))?;
+    let Some(m) = file.localization.map(|l| l.matrix) else {
+        anyhow::bail!(
+            "{}: no localization.matrix: pass the JSON of a `collbench check --json FILE` run that made pairwise tests",
+            path.display()
+        );
+    };
+    if !m.is_square() {
         anyhow::bail!(
             "{}: localization.matrix.gbps is not {n} x {n}",
             path.display(),
-            n = labels.len()
+            n = m.labels.len()
         );
     }
     Ok(render::html::Matrix {
         title: format!("Pairwise sendrecv bandwidth ({})", path.display()),
-        labels,
-        gbps,
+        labels: m.labels,
+        gbps: m
+            .gbps
+            .into_iter()
+            .map(|row| row.into_iter().map(|c| c.unwrap_or(f64::NAN)).collect())
+            .collect(),
     })
 }
 
@@ -113,15 +95,15 @@ pub struct CompareArgs {
     pub format: Option<Format>,
 }
 
-/// Runs `collbench report`; returns the exit code.
-pub fn report_main(args: &ReportArgs) -> anyhow::Result<i32> {
+/// Runs `collbench report`.
+pub fn report_main(args: &ReportArgs) -> anyhow::Result<()> {
     let records = parse_paths(&args.inputs, args.format)?;
     if records.is_empty() {
         anyhow::bail!("no benchmark results found in the inputs");
     }
     let Some(path) = &args.output else {
         std::io::stdout().write_all(render::markdown::render(&records).as_bytes())?;
-        return Ok(0);
+        return Ok(());
     };
     let ext = path
         .extension()
@@ -145,12 +127,24 @@ pub fn report_main(args: &ReportArgs) -> anyhow::Result<i32> {
     };
     std::fs::write(path, text)
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
-    Ok(0)
+    Ok(())
 }
 
-/// Runs `collbench compare`; returns the exit code (1 on regression, 2 when
-/// an input cannot be read or the two share no case).
-pub fn compare_main(args: &CompareArgs) -> anyhow::Result<i32> {
+/// What `collbench compare` found (the CLI turns it into the exit code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOutcome {
+    /// No case regressed.
+    NoRegression,
+    /// At least one case regressed beyond the threshold.
+    Regression,
+    /// An input could not be read, or the two share no case (said on
+    /// stderr).
+    Unusable,
+}
+
+/// Runs `collbench compare`: prints the table and verdict line, and says
+/// whether a case regressed.
+pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
         anyhow::bail!("--threshold must be a non-negative percentage");
     }
@@ -159,7 +153,7 @@ pub fn compare_main(args: &CompareArgs) -> anyhow::Result<i32> {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("collbench compare: {e}");
-            return Ok(2);
+            return Ok(CompareOutcome::Unusable);
         }
     };
     let cmp = compare::compare(&base, &new, args.threshold);
@@ -169,14 +163,14 @@ pub fn compare_main(args: &CompareArgs) -> anyhow::Result<i32> {
             args.base.display(),
             args.new.display()
         );
-        return Ok(2);
+        return Ok(CompareOutcome::Unusable);
     }
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", cmp.table())?;
     writeln!(out, "{}", cmp.verdict_line())?;
     Ok(if cmp.regressions().next().is_some() {
-        1
+        CompareOutcome::Regression
     } else {
-        0
+        CompareOutcome::NoRegression
     })
 }

@@ -4,7 +4,7 @@
 //! FAIL when ranks are missing at the deadline, when a rank dies or goes
 //! silent, or when collbench, driver or NCCL versions differ between ranks
 //! (a common cause of NCCL hangs). Exit codes: 0 PASS, 3 FAIL
-//! ([`code::LAUNCH`]). Only rank 0 prints the report; the others print
+//! ([`ExitOutcome::PreflightFail`]). Only rank 0 prints the report; the others print
 //! nothing unless they fail themselves (one line on stderr).
 //!
 //! Files: this one has the flags and what this rank can see; `checkin` the
@@ -13,7 +13,7 @@
 mod checkin;
 mod report;
 
-use crate::exit::{code, Failure};
+use crate::exit::{Failure, Outcome as ExitOutcome};
 use crate::launch_args::LaunchArgs;
 use serde::{Deserialize, Serialize};
 
@@ -103,12 +103,12 @@ fn rank_info(args: &PreflightArgs) -> RankInfo {
     info
 }
 
-/// Runs the check-in; returns the exit code (0 pass, 3 failure).
-pub fn run(args: &PreflightArgs) -> Result<i32, Failure> {
+/// Runs the check-in.
+pub fn run(args: &PreflightArgs) -> Result<ExitOutcome, Failure> {
     Ok(
         match checkin::run(&args.launch.options(), args.format, rank_info(args)) {
-            Outcome::Pass => code::OK,
-            Outcome::Fail => code::LAUNCH,
+            Outcome::Pass => ExitOutcome::PreflightPass,
+            Outcome::Fail => ExitOutcome::PreflightFail,
         },
     )
 }

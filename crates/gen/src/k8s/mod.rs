@@ -182,5 +182,5 @@ pub fn render(args: &K8sArgs) -> Result<String> {
 }
 
 fn yaml<T: Serialize>(doc: &T) -> Result<String> {
-    Ok(serde_yaml::to_string(doc)?)
+    Ok(serde_norway::to_string(doc)?)
 }

@@ -1,4 +1,4 @@
-//! Typed Kubernetes objects, only the fields collbench writes. serde_yaml
+//! Typed Kubernetes objects, only the fields collbench writes. serde_norway
 //! turns them into YAML, so every user value is quoted correctly whatever it
 //! contains; field names follow the API's camelCase spelling.
 

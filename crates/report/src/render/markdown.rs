@@ -1,7 +1,9 @@
 //! The Markdown report for GitHub: a summary across runs, the environment,
 //! then one table per run and op (numbers right-aligned).
 
-use super::{all_ops, cases_table, environment_table, notes, runs, summary_table, Table};
+use super::{all_ops, cases_table, environment_table, notes, runs, summary_table};
+// Re-exported: the compare table prints through the same writer.
+pub use collbench_output::markdown::table;
 use std::fmt::Write;
 
 use collbench_core::Record;
@@ -34,20 +36,6 @@ pub fn render(records: &[Record]) -> String {
         for n in notes {
             let _ = writeln!(out, "- {n}");
         }
-    }
-    out
-}
-
-/// A GitHub table; `|` inside cells is escaped so it cannot split a cell.
-pub(crate) fn table(t: &Table) -> String {
-    let mut out = format!("| {} |\n|", t.header.join(" | "));
-    for numeric in &t.numeric {
-        out.push_str(if *numeric { " ---: |" } else { " :--- |" });
-    }
-    out.push('\n');
-    for row in &t.rows {
-        let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
 }

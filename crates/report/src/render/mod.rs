@@ -8,57 +8,15 @@ pub mod markdown;
 
 use crate::units;
 use collbench_core::{CaseResult, Placement, Record};
+pub use collbench_output::markdown::{cases_table, Table};
 use std::collections::BTreeMap;
 
-/// A table both renderers print: header, which columns are numeric
-/// (right-aligned), and rows of formatted cells.
-pub struct Table {
-    pub header: Vec<&'static str>,
-    pub numeric: Vec<bool>,
-    pub rows: Vec<Vec<String>>,
-}
-
-/// Op -> busbw at the largest size, peak busbw, time at the smallest size
-/// (like vendors' baseline tables), one row per (op, type, run), grouped by
-/// op so that runs sit next to each other.
+/// The summary across runs ([`collbench_output::markdown::summary_table`]
+/// with a `run` column).
 pub fn summary_table(runs: &[Run]) -> Table {
-    let mut rows = Vec::new();
-    for op in all_ops(runs) {
-        for run in runs {
-            for s in run.record.summaries().into_iter().filter(|s| s.op == op) {
-                rows.push(vec![
-                    s.op.clone(),
-                    s.dtype.clone(),
-                    run.label.clone(),
-                    units::gbps(s.busbw_at_largest_gbps),
-                    units::bytes(s.largest_bytes),
-                    units::gbps(s.peak_busbw_gbps),
-                    units::bytes(s.peak_at_bytes),
-                    units::us(s.time_at_smallest_us),
-                    units::bytes(s.smallest_bytes),
-                    s.wrong.to_string(),
-                ]);
-            }
-        }
-    }
-    Table {
-        header: vec![
-            "op",
-            "type",
-            "run",
-            "busbw at largest (GB/s)",
-            "largest",
-            "peak busbw (GB/s)",
-            "peak at",
-            "time at smallest (µs)",
-            "smallest",
-            "#wrong",
-        ],
-        numeric: vec![
-            false, false, false, true, true, true, true, true, true, true,
-        ],
-        rows,
-    }
+    let records: Vec<&Record> = runs.iter().map(|r| r.record).collect();
+    let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+    collbench_output::markdown::summary_table(&records, Some(&labels))
 }
 
 /// Tool, library, ranks, hosts, devices and the log's average busbw per run.
@@ -93,66 +51,6 @@ pub fn environment_table(runs: &[Run]) -> Table {
             "avg busbw (GB/s)",
         ],
         numeric: vec![false, false, false, true, false, false, true],
-        rows,
-    }
-}
-
-/// Size, count, type, redop, root, then time/algbw/busbw/#wrong for
-/// out-of-place and, when any case measured it, in-place.
-pub fn cases_table(cases: &[&CaseResult]) -> Table {
-    let has_ip = cases.iter().any(|c| c.in_place.is_some());
-    let mut header = vec![
-        "size",
-        "count",
-        "type",
-        "redop",
-        "root",
-        "time (µs)",
-        "algbw (GB/s)",
-        "busbw (GB/s)",
-        "#wrong",
-    ];
-    if has_ip {
-        header.extend([
-            "in-place time (µs)",
-            "in-place algbw (GB/s)",
-            "in-place busbw (GB/s)",
-            "in-place #wrong",
-        ]);
-    }
-    let numeric = (0..header.len()).map(|i| !(i == 2 || i == 3)).collect();
-    let rows = cases
-        .iter()
-        .map(|c| {
-            let mut row = vec![
-                units::bytes(c.size_bytes),
-                c.count.to_string(),
-                c.dtype.clone(),
-                c.redop.clone(),
-                c.root.to_string(),
-            ];
-            let halves = if has_ip {
-                vec![&c.out_of_place, &c.in_place]
-            } else {
-                vec![&c.out_of_place]
-            };
-            for p in halves {
-                match p {
-                    Some(p) => row.extend([
-                        units::us(p.time_us),
-                        units::gbps(p.algbw_gbps),
-                        units::gbps(p.busbw_gbps),
-                        units::wrong(p.wrong),
-                    ]),
-                    None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
-                }
-            }
-            row
-        })
-        .collect();
-    Table {
-        header,
-        numeric,
         rows,
     }
 }

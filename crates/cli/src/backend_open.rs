@@ -1,0 +1,168 @@
+//! Opening a backend for `run` and `check`: the MPI session (under
+//! `--backend mpi`), world discovery, the control plane, then the backend
+//! the flags name with its NCCL tuning. One way in, so every command that
+//! measures starts the same job the same way.
+
+use crate::args::{BackendArgs, BackendName};
+use crate::exit::{Failure, Outcome};
+use crate::launch_args::LaunchArgs;
+use collbench_launch::{Control, LaunchOptions, World};
+use collbench_runner::cpu::CpuBackend;
+use collbench_runner::Backend;
+
+/// How the command was invoked: the `<op>_perf` aliases keep nccl-tests'
+/// defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Native,
+    Alias,
+}
+
+/// NCCL tuning flags that live among the run flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tuning {
+    pub local_register: u32,
+    pub timeout: u64,
+    pub stream_null: u32,
+}
+
+/// A backend ready to measure, with what it runs on. Fields drop in
+/// order: the backend before the control plane, MPI last (dropping the
+/// session finalises MPI).
+pub struct Opened {
+    pub backend: Box<dyn Backend>,
+    pub control: Control,
+    _mpi: MpiSession,
+}
+
+/// Starts MPI when asked, discovers the world, connects the control plane
+/// and opens the backend.
+pub fn open(
+    b: &BackendArgs,
+    launch: &LaunchArgs,
+    tuning: Tuning,
+    mode: Mode,
+) -> Result<Opened, Failure> {
+    let (mpi, launch) = launch_args(b, launch)?;
+    let world = World::discover(&launch)?;
+    let control = Control::connect(&world, &launch)?;
+    let backend = open_backend(b, tuning, mode, &world, &control)?;
+    Ok(Opened {
+        backend,
+        control,
+        _mpi: mpi,
+    })
+}
+
+fn default_cpu_ranks(a: &BackendArgs, mode: Mode) -> usize {
+    if let Some(g) = a.ngpus {
+        return g * a.nthreads.max(1);
+    }
+    match mode {
+        Mode::Alias => a.nthreads.max(1),
+        Mode::Native => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .clamp(2, 8),
+    }
+}
+
+/// Chooses and opens the backend.
+fn open_backend(
+    a: &BackendArgs,
+    tuning: Tuning,
+    mode: Mode,
+    world: &World,
+    control: &Control,
+) -> Result<Box<dyn Backend>, Failure> {
+    if a.ranks == Some(0) {
+        return Err(Failure::usage("--ranks must be at least 1"));
+    }
+    if a.ngpus == Some(0) {
+        return Err(Failure::usage("-g/--ngpus must be at least 1"));
+    }
+    let cpu = |note: Option<String>| -> Result<Box<dyn Backend>, Failure> {
+        if world.world_size > 1 {
+            return Err(Failure::usage(format!(
+                "the CPU backend runs all ranks in one process, but this is rank {} of {} processes: use --backend nccl (GPUs) or run one process with --ranks N",
+                world.rank, world.world_size
+            )));
+        }
+        let ranks = a.ranks.unwrap_or_else(|| default_cpu_ranks(a, mode));
+        if let Some(n) = note {
+            eprintln!("collbench: {n}: using the built-in CPU backend with {ranks} rank threads");
+        }
+        Ok(Box::new(
+            CpuBackend::new(ranks, &world.hostname).with_slow_rank(a.test_slow_rank),
+        ))
+    };
+    let nccl = || -> Result<Box<dyn Backend>, Failure> {
+        let opts = collbench_nccl::NcclOptions {
+            lib_path: a.nccl_lib.clone(),
+            gpus_per_process: a.ngpus.map(|g| g * a.nthreads.max(1)).or(match mode {
+                Mode::Alias => Some(a.nthreads.max(1)),
+                Mode::Native => None,
+            }),
+            local_rank: world.local_rank,
+            register: tuning.local_register,
+            timeout_s: tuning.timeout,
+            stream_null: tuning.stream_null > 0,
+            host: world.hostname.clone(),
+        };
+        collbench_nccl::NcclBackend::new(&opts, control)
+            .map(|b| Box::new(b) as Box<dyn Backend>)
+            .map_err(|e| Failure::new(Outcome::Backend, e.to_string()))
+    };
+    match a.name {
+        BackendName::Cpu => cpu(None),
+        BackendName::Nccl => nccl(),
+        BackendName::Auto => match collbench_nccl::gpu_count() {
+            Ok(n) if n > 0 => nccl(),
+            Ok(_) => cpu(Some("no GPU found".into())),
+            Err(why) => cpu(Some(format!("no GPU found ({why})"))),
+        },
+        #[cfg(feature = "mpi")]
+        BackendName::Mpi => collbench_mpi::MpiBackend::new(control, &world.hostname)
+            .map(|b| Box::new(b) as Box<dyn Backend>)
+            .map_err(|e| Failure::new(Outcome::Backend, e.to_string())),
+        #[cfg(not(feature = "mpi"))]
+        BackendName::Mpi => Err(no_mpi()),
+    }
+}
+
+/// `--backend mpi` in a build without the `mpi` feature.
+#[cfg(not(feature = "mpi"))]
+fn no_mpi() -> Failure {
+    Failure::new(
+        Outcome::Backend,
+        "this collbench was built without MPI support: rebuild with `cargo build --release --features mpi`, or use --backend nccl/cpu",
+    )
+}
+
+/// MPI, while running (finalised on drop); nothing without the feature.
+#[cfg(feature = "mpi")]
+type MpiSession = Option<collbench_mpi::Session>;
+/// MPI, while running (finalised on drop); nothing without the feature.
+#[cfg(not(feature = "mpi"))]
+type MpiSession = ();
+
+/// The launch flags to discover the world with. Under `--backend mpi`, MPI
+/// starts first and supplies rank, size and rank 0's address, which plain
+/// `mpirun` does not publish; keep the session until the run ends.
+fn launch_args(
+    b: &BackendArgs,
+    launch: &LaunchArgs,
+) -> Result<(MpiSession, LaunchOptions), Failure> {
+    let launch = launch.options();
+    #[cfg(feature = "mpi")]
+    if b.name == BackendName::Mpi {
+        let (session, launch) = collbench_mpi::bootstrap(&launch)?;
+        return Ok((Some(session), launch));
+    }
+    // Say so before world discovery, which would fail first under mpirun.
+    #[cfg(not(feature = "mpi"))]
+    if b.name == BackendName::Mpi {
+        return Err(no_mpi());
+    }
+    Ok((Default::default(), launch))
+}
