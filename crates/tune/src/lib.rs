@@ -1,0 +1,35 @@
+//! collbench-tune: the engine of `collbench tune`, which finds NCCL
+//! settings that beat NCCL's defaults on this machine, proves each gain with
+//! an interval from interleaved repeats, and writes what production can
+//! load (shell lines, a tuner CSV in the format of NCCL's example tuner).
+//!
+//! What is here: candidate settings ([`setting`]), the search over op and
+//! size bands within a budget ([`search`]), the statistics engine shared
+//! with `run -n auto` ([`stats`]), the result types ([`report`]) and their
+//! writers ([`render`]), the tuner CSV writer, parser and matcher
+//! ([`tuner_csv`]), and a noisy scripted measurer for tests ([`fake`]).
+//!
+//! Not for: touching NCCL or a GPU. Measurements come through the
+//! [`Measurer`] trait; the NCCL measurer, the embedded tuner plugin and the
+//! CLI live in other crates. No `unsafe`, no I/O besides what callers pass
+//! in.
+#![forbid(unsafe_code)]
+
+pub mod fake;
+pub mod measure;
+pub mod render;
+pub mod report;
+pub mod search;
+pub mod setting;
+pub mod space;
+pub mod stats;
+pub mod tuner_csv;
+
+pub use measure::{MeasureError, Measurer, Sample};
+pub use report::{BandReport, CandidateReport, CandidateStatus, End, Outcome, TuneReport};
+pub use search::{tune, Phase, Progress, TuneConfig};
+pub use setting::{AlgoProto, Algorithm, Case, Cost, CtaPolicy, Protocol, Registration, Setting};
+pub use space::{Band, CandidateSpace};
+pub use stats::{AdaptiveStop, Decision, GainRule, Interval, StopReason, StopRule, Verdict};
+
+pub use tuner_csv::{TunerConfig, TunerCsvError, TunerCsvErrors, TunerQuery, TunerRow};
