@@ -57,6 +57,8 @@ pub struct FakeMeasurer {
     drift_log: f64,
     /// Every call, in order: what was measured and with how many iterations.
     pub calls: Vec<(Setting, Case, u32)>,
+    /// Sum of the costs of all samples given out (us).
+    pub spent_us: f64,
 }
 
 impl FakeMeasurer {
@@ -71,6 +73,7 @@ impl FakeMeasurer {
             rng: XorShift::new(seed),
             drift_log: 0.0,
             calls: Vec::new(),
+            spent_us: 0.0,
         }
     }
 
@@ -103,9 +106,11 @@ impl Measurer for FakeMeasurer {
         };
         self.drift_log += self.drift * self.rng.normal();
         let time_us = truth * self.drift_log.exp() * (self.noise * self.rng.normal()).exp();
+        let cost_us = time_us * f64::from(iters.max(1)) + self.overhead_us;
+        self.spent_us += cost_us;
         Ok(Sample {
             time_us,
-            cost_us: time_us * f64::from(iters.max(1)) + self.overhead_us,
+            cost_us,
             algo_proto: Some(AlgoProto {
                 algorithm: setting.algorithm.unwrap_or(Algorithm::Ring),
                 protocol: setting.protocol.unwrap_or(Protocol::Simple),

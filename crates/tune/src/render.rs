@@ -22,6 +22,20 @@ const HEADER: [&str; 8] = [
     "busbw / cost",
 ];
 
+/// The band as `[from, to)` (`[from, to]` for the last band, which ends
+/// at the largest size swept).
+fn band_text(b: &BandReport, last: bool) -> String {
+    if last {
+        format!("[{}, {}]", human(b.band.min_bytes), human(b.band.max_bytes))
+    } else {
+        format!(
+            "[{}, {})",
+            human(b.band.min_bytes),
+            human(b.band.max_bytes + 1)
+        )
+    }
+}
+
 /// A size the short way when it is a whole unit (`512M`), else with one
 /// decimal (`362.0M`).
 fn human(bytes: u64) -> String {
@@ -56,8 +70,8 @@ fn opt(x: Option<f64>, digits: usize) -> String {
 }
 
 /// The cells of one band's row.
-fn row(b: &BandReport) -> [String; 8] {
-    let band = format!("{}-{}", human(b.band.min_bytes), human(b.band.max_bytes));
+fn row(b: &BandReport, last: bool) -> [String; 8] {
+    let band = band_text(b, last);
     let (best, gain, after) = match &b.outcome {
         Outcome::Gain {
             setting,
@@ -68,7 +82,7 @@ fn row(b: &BandReport) -> [String; 8] {
         } => (
             setting.to_string(),
             gain_text(ratio),
-            format!("{} / {cost}", opt(*busbw_gbps, 1)),
+            format!("{} / {cost}", opt(*busbw_gbps, 2)),
         ),
         Outcome::NoGain { best, ratio } => {
             let tried = match (best, ratio) {
@@ -85,11 +99,18 @@ fn row(b: &BandReport) -> [String; 8] {
         human(b.band.probe_bytes),
         band,
         opt(b.default_time_us, 2),
-        opt(b.default_busbw_gbps, 1),
+        opt(b.default_busbw_gbps, 2),
         best,
         gain,
         after,
     ]
+}
+
+/// Whether band `i` is its op's last (it ends at the largest size swept).
+fn is_last(r: &TuneReport, i: usize) -> bool {
+    r.bands
+        .get(i + 1)
+        .is_none_or(|next| next.band.op != r.bands[i].band.op)
 }
 
 /// A closing line saying how the search ended and what it cost.
@@ -103,7 +124,7 @@ fn footer(r: &TuneReport) -> String {
         .max_channels
         .map_or(String::new(), |n| format!(", at most {n} channels"));
     format!(
-        "{how}; measured {:.1} s of a {:.1} s budget{limit}; gain = busbw gain, shown when the time ratio's 95% interval excludes 1 and time drops by >= {:.0}%",
+        "{how}; measured {:.1} s of a {:.1} s budget{limit}; a gain is shown when the whole 95% interval of the time ratio (fresh interleaved pairs) means >= {:.0}% less time",
         r.spent_us / 1e6,
         r.budget_us / 1e6,
         r.gain_rule.min_gain * 100.0
@@ -113,7 +134,12 @@ fn footer(r: &TuneReport) -> String {
 /// The aligned text table (columns padded to their widest cell).
 pub fn text(r: &TuneReport) -> String {
     let rows: Vec<[String; 8]> = std::iter::once(HEADER.map(String::from))
-        .chain(r.bands.iter().map(row))
+        .chain(
+            r.bands
+                .iter()
+                .enumerate()
+                .map(|(i, b)| row(b, is_last(r, i))),
+        )
         .collect();
     let widths: Vec<usize> = (0..8)
         .map(|c| rows.iter().map(|x| x[c].chars().count()).max().unwrap_or(0))
@@ -138,8 +164,8 @@ pub fn markdown(r: &TuneReport) -> String {
     let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
     let mut out = line(&HEADER.map(String::from));
     out.push_str(&line(&[" --- "; 8].map(|s| s.trim().to_string())));
-    for b in &r.bands {
-        out.push_str(&line(&row(b)));
+    for (i, b) in r.bands.iter().enumerate() {
+        out.push_str(&line(&row(b, is_last(r, i))));
     }
     out.push('\n');
     out.push_str(&footer(r));
@@ -186,10 +212,12 @@ pub fn env_lines(s: &Setting) -> Vec<String> {
     out
 }
 
-/// Shell lines for one uniform setting: the setting that won the most
+/// Shell lines for one uniform setting: of the settings that won bands
+/// and can be set by environment variables, the one that won the most
 /// bands (ties: the larger total gain), with a comment naming where it won
-/// and warning that a uniform setting applies to every size; or a comment
-/// saying there is nothing to set.
+/// and warning that a variable applies to every size. Winners that need
+/// the application (buffer registration) follow as comments. Without any
+/// winner, one comment says there is nothing to set.
 pub fn shell(r: &TuneReport) -> String {
     let mut wins: Vec<(&Setting, Vec<&BandReport>, f64)> = Vec::new();
     for b in &r.bands {
@@ -203,31 +231,57 @@ pub fn shell(r: &TuneReport) -> String {
             }
         }
     }
-    wins.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(b.2.total_cmp(&a.2)));
-    let Some((setting, bands, _)) = wins.first() else {
+    if wins.is_empty() {
         return "# collbench tune: no setting beat NCCL's defaults by the gain rule; nothing to set\n".to_string();
+    }
+    wins.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(b.2.total_cmp(&a.2)));
+    let by_env = |s: &Setting| {
+        s.channels.is_some()
+            || s.algorithm.is_some()
+            || s.protocol.is_some()
+            || s.cta_policy != CtaPolicy::Default
     };
-    let measured = r.bands.len();
-    let list: Vec<String> = bands
-        .iter()
-        .map(|b| {
-            let g = b.gain().map_or(0.0, |(_, i)| busbw_gain_pct(i).0);
-            format!(
-                "{} {} {g:+.1}%",
-                b.band.op.name(),
-                human(b.band.probe_bytes)
-            )
-        })
-        .collect();
-    let mut out = format!(
-        "# collbench tune: {setting} beat NCCL's defaults in {} of {measured} bands: {}\n",
-        bands.len(),
-        list.join(", ")
-    );
-    out.push_str("# A variable applies to every op and size in the process: use the tuner config for per-band settings.\n");
-    for l in env_lines(setting) {
-        out.push_str(&l);
-        out.push('\n');
+    let where_won = |bands: &[&BandReport]| {
+        let list: Vec<String> = bands
+            .iter()
+            .map(|b| {
+                let g = b.gain().map_or(0.0, |(_, i)| busbw_gain_pct(i).0);
+                format!(
+                    "{} {} {g:+.1}%",
+                    b.band.op.name(),
+                    human(b.band.probe_bytes)
+                )
+            })
+            .collect();
+        format!(
+            "{} of {} bands: {}",
+            bands.len(),
+            r.bands.len(),
+            list.join(", ")
+        )
+    };
+    let mut out = String::new();
+    match wins.iter().find(|w| by_env(w.0)) {
+        Some((setting, bands, _)) => {
+            out.push_str(&format!(
+                "# collbench tune: {setting} beat NCCL's defaults in {}\n",
+                where_won(bands)
+            ));
+            out.push_str("# A variable applies to every op and size in the process: use the tuner config for per-band settings.\n");
+            for l in env_lines(setting) {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+        None => out
+            .push_str("# collbench tune: no winning setting can be set by environment variables\n"),
+    }
+    for (setting, bands, _) in wins.iter().filter(|w| !by_env(w.0)) {
+        out.push_str(&format!("# also {setting} won {}\n", where_won(bands)));
+        for l in env_lines(setting) {
+            out.push_str(&l);
+            out.push('\n');
+        }
     }
     out
 }

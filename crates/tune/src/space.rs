@@ -17,16 +17,18 @@ pub struct Band {
 }
 
 /// The bands for one op from the sweep's sizes (sorted, deduplicated):
-/// one band per size, with edges at the geometric midpoints between
+/// one band per size, with edges near the geometric midpoints between
 /// neighbouring sizes, so each probe sits in the middle of its band (in log
-/// size, the axis NCCL's choices change along). The first band starts at
-/// the smallest size and the last ends at the largest: `tune` claims
+/// size, the axis NCCL's choices change along). Edges are rounded to a
+/// power of two or 1.5 times one (with `-f 4` they are exact powers of
+/// two), so they read well in tables and CSV files. The first band starts
+/// at the smallest size and the last ends at the largest: `tune` claims
 /// nothing about sizes it did not sweep.
 pub fn bands(op: Collective, sizes: &[u64]) -> Vec<Band> {
     let mut s: Vec<u64> = sizes.to_vec();
     s.sort_unstable();
     s.dedup();
-    let edge = |a: u64, b: u64| ((a as f64) * (b as f64)).sqrt().ceil() as u64;
+    let edge = |a: u64, b: u64| nice(((a as f64) * (b as f64)).sqrt());
     (0..s.len())
         .map(|i| Band {
             op,
@@ -43,6 +45,19 @@ pub fn bands(op: Collective, sizes: &[u64]) -> Vec<Band> {
             probe_bytes: s[i],
         })
         .collect()
+}
+
+/// The value of the form 2^k or 3 * 2^(k-1) nearest to `x` in log scale.
+fn nice(x: f64) -> u64 {
+    if x < 2.0 {
+        return x.round().max(1.0) as u64;
+    }
+    let k = x.log2().floor() as i32;
+    let lo = 2f64.powi(k);
+    [lo, 1.5 * lo, 2.0 * lo]
+        .into_iter()
+        .min_by(|a, b| (a.ln() - x.ln()).abs().total_cmp(&(b.ln() - x.ln()).abs()))
+        .unwrap_or(lo) as u64
 }
 
 /// Which candidates to try.
@@ -176,6 +191,9 @@ mod tests {
         assert_eq!((b[0].min_bytes, b[0].max_bytes), (8, 8));
         assert_eq!((b[1].min_bytes, b[1].max_bytes), (9, 11));
         assert_eq!((b[2].min_bytes, b[2].max_bytes), (12, 16));
+        let b = bands(Collective::AllReduce, &[8, 64 << 10, 4 << 20, 512 << 20]);
+        let edges: Vec<u64> = b.iter().skip(1).map(|x| x.min_bytes).collect();
+        assert_eq!(edges, vec![768, 512 << 10, 48 << 20]);
     }
 
     #[test]
