@@ -27,7 +27,7 @@ pub mod tuner_csv;
 
 pub use measure::{MeasureError, Measurer, Sample};
 pub use report::{BandReport, CandidateReport, CandidateStatus, End, Outcome, TuneReport};
-pub use search::{tune, Phase, Progress, TuneConfig};
+pub use search::{parse_budget, tune, BudgetError, Phase, Progress, TuneConfig};
 pub use setting::{AlgoProto, Algorithm, Case, Cost, CtaPolicy, Protocol, Registration, Setting};
 pub use space::{Band, CandidateSpace};
 pub use stats::{AdaptiveStop, Decision, GainRule, Interval, StopReason, StopRule, Verdict};

@@ -35,7 +35,19 @@ pub enum MeasureError {
 /// Takes timed repeats. Every call measures `iters` back-to-back
 /// iterations of `case` under `setting` (after the measurer's own warm-up)
 /// and returns their mean time. The search interleaves calls (default,
-/// candidate, default, ...), so a measurer must not cache across calls.
+/// candidate, default, ...), so a measurer must not cache results across
+/// calls (it may and should keep communicators and buffers).
+///
+/// What the search relies on (the NCCL measurer must keep to it):
+/// - `Setting::default()` is NCCL untouched: no override in the tuner
+///   plugin, a communicator without minCTAs/maxCTAs/CTAPolicy, buffers
+///   not registered.
+/// - A candidate NCCL silently does not follow is `Unsupported`, never a
+///   sample: e.g. a forced algorithm/protocol NCCL marks as not offered
+///   (the embedded plugin counts those as "rejected"), or a channel count
+///   above what the communicator was built with. Otherwise the default
+///   would be measured under the candidate's name.
+/// - `cost_us` is real wall time, setup included, so `--budget` holds.
 pub trait Measurer {
     /// One repeat of `iters` iterations.
     fn measure(

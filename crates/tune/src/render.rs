@@ -2,9 +2,9 @@
 //! the shell lines of a uniform setting. (The tuner CSV is in
 //! [`crate::tuner_csv`].)
 //!
-//! "gain" in the tables is the busbw gain, `default time / candidate time
-//! - 1`, with its 95% interval from the confirmation pairs, so the numbers
-//! read like nccl-tests' busbw columns.
+//! "gain" in the tables is the busbw gain,
+//! `default time / candidate time - 1`, with its 95% interval from the
+//! confirmation pairs, so the numbers read like nccl-tests' busbw columns.
 
 use crate::report::{BandReport, End, Outcome, TuneReport};
 use crate::setting::{CtaPolicy, Registration, Setting};

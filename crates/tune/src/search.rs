@@ -392,7 +392,7 @@ impl Search<'_> {
         }
         let default = Setting::default();
         let before = self.spent_us;
-        let (d, c) = if k % 2 == 0 {
+        let (d, c) = if k.is_multiple_of(2) {
             let d = self.one(st, &default, phase)?;
             (d, self.one(st, cand, phase)?)
         } else {
@@ -455,6 +455,31 @@ impl Search<'_> {
     }
 }
 
+/// A `--budget` value the user typed is not a duration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--budget '{0}' is not a duration: write a number with s, m or h (e.g. 90s, 10m, 1h)")]
+pub struct BudgetError(pub String);
+
+/// Parses `--budget`: a positive number with `s`, `m` or `h` (a bare
+/// number is seconds), into microseconds.
+pub fn parse_budget(s: &str) -> Result<f64, BudgetError> {
+    let t = s.trim();
+    let (num, unit) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c.to_ascii_lowercase()),
+        _ => (t, 's'),
+    };
+    let scale = match unit {
+        's' => 1.0,
+        'm' => 60.0,
+        'h' => 3600.0,
+        _ => return Err(BudgetError(s.to_string())),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale * 1e6),
+        _ => Err(BudgetError(s.to_string())),
+    }
+}
+
 fn geo_mean(logs: &[f64]) -> Option<f64> {
     (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
@@ -464,4 +489,21 @@ fn geo_mean(logs: &[f64]) -> Option<f64> {
 pub fn busbw_gbps(op: Collective, bytes: u64, world_size: usize, time_us: f64) -> f64 {
     let counts = op.counts(bytes, 4, world_size);
     op.algbw_gbps(counts.param_count, 4, world_size, time_us * 1e-6) * op.busbw_factor(world_size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_as_users_write_them() {
+        assert_eq!(parse_budget("10m"), Ok(600e6));
+        assert_eq!(parse_budget("90s"), Ok(90e6));
+        assert_eq!(parse_budget("1.5h"), Ok(5400e6));
+        assert_eq!(parse_budget("45"), Ok(45e6));
+        for bad in ["", "m", "0m", "-1s", "10x", "ten"] {
+            let e = parse_budget(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--budget") && e.contains("e.g. 90s"), "{e}");
+        }
+    }
 }

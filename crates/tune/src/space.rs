@@ -167,6 +167,22 @@ pub fn candidates(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn bands_always_tile_and_hold_their_probe(sizes in prop::collection::vec(1u64..(1 << 40), 1..12)) {
+            let b = bands(Collective::AllReduce, &sizes);
+            prop_assert_eq!(b[0].min_bytes, *sizes.iter().min().unwrap());
+            prop_assert_eq!(b[b.len() - 1].max_bytes, *sizes.iter().max().unwrap());
+            for w in b.windows(2) {
+                prop_assert_eq!(w[0].max_bytes + 1, w[1].min_bytes);
+            }
+            for x in &b {
+                prop_assert!(x.min_bytes <= x.probe_bytes && x.probe_bytes <= x.max_bytes);
+            }
+        }
+    }
 
     #[test]
     fn bands_tile_the_sweep_without_gaps() {

@@ -202,9 +202,9 @@ fn a_tune_report_becomes_rows_and_notes() {
     // symmetric registration wins at 1 MiB (a note, not a row).
     let truth: Truth = Box::new(|s: &Setting, c| {
         let base = 10.0 + c.bytes as f64 / 250e3;
-        let f = if c.bytes >= 64 << 20 && s.channels == Some(64) {
-            0.7
-        } else if c.bytes < 2 << 20 && s.registration == Registration::Symmetric {
+        let wide = c.bytes >= 64 << 20 && s.channels == Some(64);
+        let symmetric = c.bytes < 2 << 20 && s.registration == Registration::Symmetric;
+        let f = if wide || symmetric {
             0.7
         } else if s.is_default() {
             1.0
