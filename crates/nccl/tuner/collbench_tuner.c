@@ -139,6 +139,14 @@ static cb_override cb_ovr = {0, -1, -1, -1, 0};
 static char cb_error[512] = "";
 static uint64_t cb_calls = 0, cb_applied = 0, cb_rejected = 0;
 
+/* The last call's outcome per collective: the pair the cost table now
+ * points NCCL to (claimed, or NCCL's own lowest cost) and the channel
+ * count the plugin set (0: NCCL's own). */
+typedef struct {
+  int seen, algo, proto, channels;
+} cb_choice;
+static cb_choice cb_last[ncclFuncAllReduce + 1];
+
 typedef struct {
   size_t nRanks, nNodes;
   ncclDebugLogger_t log;
@@ -366,6 +374,25 @@ __attribute__((visibility("default"))) void collbench_tuner_counters(uint64_t* c
   pthread_mutex_unlock(&cb_lock);
 }
 
+/* What the last call of collective `coll` (an ncclFunc_t id) left NCCL to
+ * run: algorithm and protocol as cost table indices, and the channel count
+ * the plugin set (0: NCCL chooses). With no override or rule this is
+ * NCCL's own pick of algorithm and protocol (the lowest cost in its table,
+ * as NCCL selects), which is how collbench names a channel-count-only
+ * setting in a tuner CSV. Returns 0, or -1 if no such call was seen. */
+__attribute__((visibility("default"))) int collbench_tuner_last_choice(int coll, int* algo, int* proto,
+                                                                       int* channels) {
+  if (coll < 0 || coll > ncclFuncAllReduce) return -1;
+  pthread_mutex_lock(&cb_lock);
+  cb_choice c = cb_last[coll];
+  pthread_mutex_unlock(&cb_lock);
+  if (!c.seen) return -1;
+  if (algo) *algo = c.algo;
+  if (proto) *proto = c.proto;
+  if (channels) *channels = c.channels;
+  return 0;
+}
+
 /* ---- the plugin ------------------------------------------------------------ */
 
 static ncclResult_t cb_init(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
@@ -415,6 +442,20 @@ static int cb_claim(float* table, int numAlgo, int numProto, int algo, int proto
   return 1;
 }
 
+/* Records the lowest-cost offered pair (first in table order on ties, as
+ * NCCL scans) for collbench_tuner_last_choice. Caller holds cb_lock. */
+static void cb_record(ncclFunc_t coll, const float* table, int numAlgo, int numProto, int channels) {
+  if ((int)coll < 0 || (int)coll > ncclFuncAllReduce) return;
+  int best = -1;
+  for (int i = 0; i < numAlgo * numProto; i++)
+    if (table[i] != CB_ALGO_PROTO_IGNORE && table[i] >= 0.0f && (best < 0 || table[i] < table[best])) best = i;
+  if (best < 0) return;
+  cb_last[coll].seen = 1;
+  cb_last[coll].algo = best / numProto;
+  cb_last[coll].proto = best % numProto;
+  cb_last[coll].channels = channels;
+}
+
 static ncclResult_t cb_get_coll_info(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                                      float** collCostTable, int numAlgo, int numProto, int regBuff,
                                      int* nChannels) {
@@ -434,6 +475,7 @@ static ncclResult_t cb_get_coll_info(void* context, ncclFunc_t collType, size_t 
     } else {
       cb_rejected++;
     }
+    cb_record(collType, table, numAlgo, numProto, *nChannels);
     pthread_mutex_unlock(&cb_lock);
     return ncclSuccess;
   }
@@ -454,6 +496,7 @@ static ncclResult_t cb_get_coll_info(void* context, ncclFunc_t collType, size_t 
                cb_algo_names[r->algo], cb_proto_names[r->proto], r->channels);
     break;
   }
+  cb_record(collType, table, numAlgo, numProto, *nChannels);
   pthread_mutex_unlock(&cb_lock);
   return ncclSuccess;
 }
