@@ -427,6 +427,16 @@ impl Search<'_> {
             st.iters
         };
         match self.m.measure(setting, &case, iters) {
+            Ok(sample)
+                if !(sample.time_us > 0.0
+                    && sample.time_us.is_finite()
+                    && sample.cost_us >= 0.0) =>
+            {
+                Err(Halt::Failed(format!(
+                    "the measurer returned a time of {} us for {setting}",
+                    sample.time_us
+                )))
+            }
             Ok(sample) => {
                 self.spent_us += sample.cost_us;
                 if setting.is_default() {
