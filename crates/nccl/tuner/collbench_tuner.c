@@ -33,6 +33,9 @@
  * Build check: gcc -shared -fPIC -O2 -Wall -Werror -o t.so collbench_tuner.c
  */
 
+/* getline() and strerror() also under a strict -std=c99/c11. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
