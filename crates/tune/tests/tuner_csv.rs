@@ -243,3 +243,45 @@ fn a_tune_report_becomes_rows_and_notes() {
     assert!(text.starts_with(FORMAT_LINE));
     assert_eq!(TunerConfig::parse(&text).unwrap(), csv);
 }
+
+/// The quoted names in the C initializer that starts at `marker`.
+fn c_names<'a>(source: &'a str, marker: &str) -> Vec<&'a str> {
+    let start = source.find(marker).expect("marker in the C source");
+    let body = &source[start..];
+    let body = &body[..body.find("};").expect("end of initializer")];
+    body.split('"').skip(1).step_by(2).collect()
+}
+
+#[test]
+fn the_c_plugin_uses_the_same_names_and_ids() {
+    // The plugin indexes NCCL's cost table by position in these lists, so
+    // they must follow the ids of Algorithm/Protocol (NCCL's tuner.h).
+    let c = include_str!("../../nccl/tuner/collbench_tuner.c");
+    let algos: Vec<&str> = Algorithm::ALL.iter().map(|a| a.csv_name()).collect();
+    assert_eq!(c_names(c, "cb_algo_names[CB_NUM_ALGORITHMS] ="), algos);
+    let protos: Vec<&str> = Protocol::ALL.iter().map(|p| p.csv_name()).collect();
+    assert_eq!(c_names(c, "cb_proto_names[CB_NUM_PROTOCOLS] ="), protos);
+    let colls = c_names(c, "cb_coll_names[] =");
+    assert_eq!(
+        colls,
+        [
+            "broadcast",
+            "reduce",
+            "allgather",
+            "reducescatter",
+            "allreduce"
+        ]
+    );
+    let enum_names = [
+        "ncclFuncBroadcast",
+        "ncclFuncReduce",
+        "ncclFuncAllGather",
+        "ncclFuncReduceScatter",
+        "ncclFuncAllReduce",
+    ];
+    for (id, (name, en)) in colls.iter().zip(enum_names).enumerate() {
+        let op = collbench_tune::setting::tuner_coll_from_name(name).unwrap();
+        assert_eq!(collbench_tune::setting::tuner_coll_name(op), Some(*name));
+        assert!(c.contains(&format!("{en} = {id},")), "{en} must be {id}");
+    }
+}
