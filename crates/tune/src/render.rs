@@ -192,6 +192,9 @@ pub fn env_lines(s: &Setting) -> Vec<String> {
     if let Some(p) = s.protocol {
         vars.push(format!("NCCL_PROTO={}", p.env_name()));
     }
+    for (k, v) in &s.env {
+        vars.push(format!("{k}={v}"));
+    }
     if s.cta_policy != CtaPolicy::Default {
         vars.push(format!("NCCL_CTA_POLICY={}", s.cta_policy.nccl_value()));
         notes.push("# or ncclConfig_t.CTAPolicy in the application".to_string());
@@ -240,6 +243,7 @@ pub fn shell(r: &TuneReport) -> String {
             || s.algorithm.is_some()
             || s.protocol.is_some()
             || s.cta_policy != CtaPolicy::Default
+            || !s.env.is_empty()
     };
     let where_won = |bands: &[&BandReport]| {
         let list: Vec<String> = bands

@@ -168,6 +168,12 @@ pub struct Setting {
     pub registration: Registration,
     /// CTA policy of the communicator.
     pub cta_policy: CtaPolicy,
+    /// Other `NCCL_*` variables (name, value), for knobs that only exist
+    /// as environment variables (e.g. `NCCL_BUFFSIZE`). NCCL reads them
+    /// once per process, so the measurer runs such a setting in a child
+    /// process (see docs/tune.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
 }
 
 impl Setting {
@@ -208,6 +214,9 @@ impl fmt::Display for Setting {
             CtaPolicy::Default => {}
             CtaPolicy::Efficiency => parts.push("cta=efficiency".to_string()),
             CtaPolicy::Zero => parts.push("cta=zero".to_string()),
+        }
+        for (k, v) in &self.env {
+            parts.push(format!("{k}={v}"));
         }
         if parts.is_empty() {
             f.write_str("default")
@@ -316,10 +325,11 @@ mod tests {
             protocol: Some(Protocol::Ll128),
             registration: Registration::Symmetric,
             cta_policy: CtaPolicy::Efficiency,
+            env: vec![("NCCL_BUFFSIZE".into(), "4194304".into())],
         };
         assert_eq!(
             s.to_string(),
-            "channels=64, ring/ll128, -R 2, cta=efficiency"
+            "channels=64, ring/ll128, -R 2, cta=efficiency, NCCL_BUFFSIZE=4194304"
         );
         assert_eq!(s.cost().to_string(), "64 SMs, symmetric windows");
     }

@@ -239,9 +239,10 @@ impl TunerConfig {
             };
             if setting.registration != Registration::None
                 || setting.cta_policy != CtaPolicy::Default
+                || !setting.env.is_empty()
             {
                 notes.push(format!(
-                    "{where_}: needs buffer registration or a CTA policy, which the application sets, not the tuner"
+                    "{where_}: needs buffer registration, a CTA policy or environment variables, which the application sets, not the tuner"
                 ));
                 continue;
             }

@@ -256,3 +256,39 @@ fn a_failed_default_ends_the_search_with_the_bands_so_far() {
     assert_eq!(r.bands.len(), 2);
     assert_eq!(r.bands[1].outcome, Outcome::Incomplete);
 }
+
+#[test]
+fn nccls_default_buffer_size_spelled_out_is_no_gain() {
+    // The check: NCCL_BUFFSIZE=4194304 (NCCL's default) as the only
+    // candidate, 5 runs of 5.
+    let explicit = Setting {
+        env: vec![("NCCL_BUFFSIZE".into(), "4194304".into())],
+        ..Setting::default()
+    };
+    for seed in 0..5 {
+        let mut m = FakeMeasurer::new(
+            77 + seed,
+            Box::new(|_, c| Some(20.0 + c.bytes as f64 / 250e3)),
+        );
+        let mut cfg = TuneConfig::new(
+            vec![Collective::AllReduce],
+            vec![8, 64 << 20],
+            2,
+            1,
+            20.0 * S,
+        );
+        cfg.space = collbench_tune::CandidateSpace {
+            channels: vec![],
+            algo_proto: false,
+            registration: false,
+            cta_policy: false,
+            extra: vec![explicit.clone()],
+        };
+        let r = run(&mut m, &cfg);
+        for b in &r.bands {
+            assert_eq!(b.candidates.len(), 1);
+            assert!(b.gain().is_none(), "seed {seed}: {:?}", b.outcome);
+        }
+        assert!(m.calls.iter().any(|(s, _, _)| *s == explicit));
+    }
+}
