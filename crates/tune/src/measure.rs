@@ -1,0 +1,59 @@
+//! The measurement seam: the search asks a [`Measurer`] for one timed
+//! repeat of one setting at a time and never learns how it was taken. The
+//! NCCL measurer (communicators built with `ncclConfig_t`, the embedded
+//! tuner plugin switched per candidate) lives with the NCCL backend; tests
+//! use [`crate::fake::FakeMeasurer`].
+
+use crate::setting::{AlgoProto, Case, Setting};
+use serde::{Deserialize, Serialize};
+
+/// One timed repeat of one setting.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Time per iteration (us), averaged over the repeat's iterations.
+    pub time_us: f64,
+    /// Wall time the repeat took, warm-up and setup included (us): what
+    /// the search charges against `--budget`.
+    pub cost_us: f64,
+    /// The algorithm and protocol NCCL ran, where the measurer can tell
+    /// (the tuner CSV needs them to name a channel-count-only setting).
+    pub algo_proto: Option<AlgoProto>,
+}
+
+/// Why a measurement gave no sample.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum MeasureError {
+    /// The setting cannot run on this machine or for this op (e.g. NVLS
+    /// without NVLink SHARP): the search skips the candidate and says why.
+    #[error("not supported here: {0}")]
+    Unsupported(String),
+    /// The measurement failed: the search stops and reports what it has.
+    #[error("measurement failed: {0}")]
+    Failed(String),
+}
+
+/// Takes timed repeats. Every call measures `iters` back-to-back
+/// iterations of `case` under `setting` (after the measurer's own warm-up)
+/// and returns their mean time. The search interleaves calls (default,
+/// candidate, default, ...), so a measurer must not cache results across
+/// calls (it may and should keep communicators and buffers).
+///
+/// What the search relies on (the NCCL measurer must keep to it):
+/// - `Setting::default()` is NCCL untouched: no override in the tuner
+///   plugin, a communicator without minCTAs/maxCTAs/CTAPolicy, buffers
+///   not registered.
+/// - A candidate NCCL silently does not follow is `Unsupported`, never a
+///   sample: e.g. a forced algorithm/protocol NCCL marks as not offered
+///   (the embedded plugin counts those as "rejected"), or a channel count
+///   above what the communicator was built with. Otherwise the default
+///   would be measured under the candidate's name.
+/// - `cost_us` is real wall time, setup included, so `--budget` holds.
+pub trait Measurer {
+    /// One repeat of `iters` iterations.
+    fn measure(
+        &mut self,
+        setting: &Setting,
+        case: &Case,
+        iters: u32,
+    ) -> Result<Sample, MeasureError>;
+}

@@ -1,0 +1,291 @@
+//! Writers for a [`TuneReport`]: the aligned text table, Markdown, JSON and
+//! the shell lines of a uniform setting. (The tuner CSV is in
+//! [`crate::tuner_csv`].)
+//!
+//! "gain" in the tables is the busbw gain,
+//! `default time / candidate time - 1`, with its 95% interval from the
+//! confirmation pairs, so the numbers read like nccl-tests' busbw columns.
+
+use crate::report::{BandReport, End, Outcome, TuneReport};
+use crate::setting::{CtaPolicy, Registration, Setting};
+use crate::stats::Interval;
+use collbench_core::size::format_size;
+
+const HEADER: [&str; 8] = [
+    "op",
+    "size",
+    "band",
+    "default us",
+    "busbw",
+    "best",
+    "gain [95% CI]",
+    "busbw / cost",
+];
+
+/// The band as `[from, to)` (`[from, to]` for the last band, which ends
+/// at the largest size swept).
+fn band_text(b: &BandReport, last: bool) -> String {
+    if last {
+        format!("[{}, {}]", human(b.band.min_bytes), human(b.band.max_bytes))
+    } else {
+        format!(
+            "[{}, {})",
+            human(b.band.min_bytes),
+            human(b.band.max_bytes + 1)
+        )
+    }
+}
+
+/// A size the short way when it is a whole unit (`512M`), else with one
+/// decimal (`362.0M`).
+fn human(bytes: u64) -> String {
+    for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        let unit = 1u64 << shift;
+        if bytes >= unit {
+            if bytes.is_multiple_of(unit) {
+                return format_size(bytes);
+            }
+            return format!("{:.1}{suffix}", bytes as f64 / unit as f64);
+        }
+    }
+    bytes.to_string()
+}
+
+/// busbw gain in percent from a time ratio interval: (estimate, lo, hi).
+fn busbw_gain_pct(r: &Interval) -> (f64, f64, f64) {
+    (
+        (1.0 / r.estimate - 1.0) * 100.0,
+        (1.0 / r.hi - 1.0) * 100.0,
+        (1.0 / r.lo - 1.0) * 100.0,
+    )
+}
+
+fn gain_text(r: &Interval) -> String {
+    let (g, lo, hi) = busbw_gain_pct(r);
+    format!("{g:+.1}% [{lo:+.1}, {hi:+.1}]")
+}
+
+fn opt(x: Option<f64>, digits: usize) -> String {
+    x.map_or("-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+/// The cells of one band's row.
+fn row(b: &BandReport, last: bool) -> [String; 8] {
+    let band = band_text(b, last);
+    let (best, gain, after) = match &b.outcome {
+        Outcome::Gain {
+            setting,
+            ratio,
+            busbw_gbps,
+            cost,
+            ..
+        } => (
+            setting.to_string(),
+            gain_text(ratio),
+            format!("{} / {cost}", opt(*busbw_gbps, 2)),
+        ),
+        Outcome::NoGain { best, ratio } => {
+            let tried = match (best, ratio) {
+                (Some(s), Some(r)) => format!("{} ({s})", gain_text(r)),
+                (Some(s), None) => format!("({s} screened only)"),
+                _ => "-".to_string(),
+            };
+            ("no gain".to_string(), tried, "-".to_string())
+        }
+        Outcome::Incomplete => ("incomplete".to_string(), "-".to_string(), "-".to_string()),
+    };
+    [
+        b.band.op.name().to_string(),
+        human(b.band.probe_bytes),
+        band,
+        opt(b.default_time_us, 2),
+        opt(b.default_busbw_gbps, 2),
+        best,
+        gain,
+        after,
+    ]
+}
+
+/// Whether band `i` is its op's last (it ends at the largest size swept).
+fn is_last(r: &TuneReport, i: usize) -> bool {
+    r.bands
+        .get(i + 1)
+        .is_none_or(|next| next.band.op != r.bands[i].band.op)
+}
+
+/// A closing line saying how the search ended and what it cost.
+fn footer(r: &TuneReport) -> String {
+    let how = match &r.end {
+        End::Complete => "complete".to_string(),
+        End::Interrupted => "interrupted: bands so far shown".to_string(),
+        End::Failed(e) => format!("stopped by a failed measurement ({e}): bands so far shown"),
+    };
+    let limit = r
+        .max_channels
+        .map_or(String::new(), |n| format!(", at most {n} channels"));
+    format!(
+        "{how}; measured {:.1} s of a {:.1} s budget{limit}; a gain is shown when the whole 95% interval of the time ratio (fresh interleaved pairs) means >= {:.0}% less time",
+        r.spent_us / 1e6,
+        r.budget_us / 1e6,
+        r.gain_rule.min_gain * 100.0
+    )
+}
+
+/// The aligned text table (columns padded to their widest cell).
+pub fn text(r: &TuneReport) -> String {
+    let rows: Vec<[String; 8]> = std::iter::once(HEADER.map(String::from))
+        .chain(
+            r.bands
+                .iter()
+                .enumerate()
+                .map(|(i, b)| row(b, is_last(r, i))),
+        )
+        .collect();
+    let widths: Vec<usize> = (0..8)
+        .map(|c| rows.iter().map(|x| x[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for x in &rows {
+        let cells: Vec<String> = x
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str(&footer(r));
+    out.push('\n');
+    out
+}
+
+/// The table as Markdown.
+pub fn markdown(r: &TuneReport) -> String {
+    let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(&HEADER.map(String::from));
+    out.push_str(&line(&[" --- "; 8].map(|s| s.trim().to_string())));
+    for (i, b) in r.bands.iter().enumerate() {
+        out.push_str(&line(&row(b, is_last(r, i))));
+    }
+    out.push('\n');
+    out.push_str(&footer(r));
+    out.push('\n');
+    out
+}
+
+/// The report as pretty JSON.
+pub fn json(r: &TuneReport) -> String {
+    serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// The environment lines that set `s` for a whole process (comments for
+/// what no variable can set).
+pub fn env_lines(s: &Setting) -> Vec<String> {
+    let mut vars = Vec::new();
+    let mut notes = Vec::new();
+    if let Some(n) = s.channels {
+        vars.push(format!("NCCL_MIN_NCHANNELS={n} NCCL_MAX_NCHANNELS={n}"));
+    }
+    if let Some(a) = s.algorithm {
+        vars.push(format!("NCCL_ALGO={}", a.env_name()));
+    }
+    if let Some(p) = s.protocol {
+        vars.push(format!("NCCL_PROTO={}", p.env_name()));
+    }
+    for (k, v) in &s.env {
+        vars.push(format!("{k}={v}"));
+    }
+    if s.cta_policy != CtaPolicy::Default {
+        vars.push(format!("NCCL_CTA_POLICY={}", s.cta_policy.nccl_value()));
+        notes.push("# or ncclConfig_t.CTAPolicy in the application".to_string());
+    }
+    match s.registration {
+        Registration::None => {}
+        Registration::Local => {
+            notes.push("# needs the application to register its buffers (ncclCommRegister; nccl-tests -R 1)".into())
+        }
+        Registration::Symmetric => notes.push(
+            "# needs symmetric windows (ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC; nccl-tests -R 2)".into(),
+        ),
+    }
+    let mut out = notes;
+    if !vars.is_empty() {
+        out.insert(0, format!("export {}", vars.join(" ")));
+    }
+    out
+}
+
+/// Shell lines for one uniform setting: of the settings that won bands
+/// and can be set by environment variables, the one that won the most
+/// bands (ties: the larger total gain), with a comment naming where it won
+/// and warning that a variable applies to every size. Winners that need
+/// the application (buffer registration) follow as comments. Without any
+/// winner, one comment says there is nothing to set.
+pub fn shell(r: &TuneReport) -> String {
+    let mut wins: Vec<(&Setting, Vec<&BandReport>, f64)> = Vec::new();
+    for b in &r.bands {
+        if let Some((s, ratio)) = b.gain() {
+            match wins.iter_mut().find(|w| w.0 == s) {
+                Some(w) => {
+                    w.1.push(b);
+                    w.2 -= ratio.estimate.ln();
+                }
+                None => wins.push((s, vec![b], -ratio.estimate.ln())),
+            }
+        }
+    }
+    if wins.is_empty() {
+        return "# collbench tune: no setting beat NCCL's defaults by the gain rule; nothing to set\n".to_string();
+    }
+    wins.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(b.2.total_cmp(&a.2)));
+    let by_env = |s: &Setting| {
+        s.channels.is_some()
+            || s.algorithm.is_some()
+            || s.protocol.is_some()
+            || s.cta_policy != CtaPolicy::Default
+            || !s.env.is_empty()
+    };
+    let where_won = |bands: &[&BandReport]| {
+        let list: Vec<String> = bands
+            .iter()
+            .map(|b| {
+                let g = b.gain().map_or(0.0, |(_, i)| busbw_gain_pct(i).0);
+                format!(
+                    "{} {} {g:+.1}%",
+                    b.band.op.name(),
+                    human(b.band.probe_bytes)
+                )
+            })
+            .collect();
+        format!(
+            "{} of {} bands: {}",
+            bands.len(),
+            r.bands.len(),
+            list.join(", ")
+        )
+    };
+    let mut out = String::new();
+    match wins.iter().find(|w| by_env(w.0)) {
+        Some((setting, bands, _)) => {
+            out.push_str(&format!(
+                "# collbench tune: {setting} beat NCCL's defaults in {}\n",
+                where_won(bands)
+            ));
+            out.push_str("# A variable applies to every op and size in the process: use the tuner config for per-band settings.\n");
+            for l in env_lines(setting) {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+        None => out
+            .push_str("# collbench tune: no winning setting can be set by environment variables\n"),
+    }
+    for (setting, bands, _) in wins.iter().filter(|w| !by_env(w.0)) {
+        out.push_str(&format!("# also {setting} won {}\n", where_won(bands)));
+        for l in env_lines(setting) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}

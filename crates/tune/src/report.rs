@@ -1,0 +1,123 @@
+//! What a search found, as data (serde: this is the JSON output). The text,
+//! Markdown, shell and CSV writers all read these types.
+
+use crate::setting::{AlgoProto, Cost, Setting};
+use crate::space::Band;
+use crate::stats::{GainRule, Interval};
+use serde::{Deserialize, Serialize};
+
+/// The whole search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneReport {
+    /// Ranks in the communicator (`nRanks` for the tuner CSV).
+    pub world_size: usize,
+    /// Nodes (`nNodes` for the tuner CSV).
+    pub n_nodes: usize,
+    /// The budget (us of wall time).
+    pub budget_us: f64,
+    /// What the measurements cost (us of wall time).
+    pub spent_us: f64,
+    /// The channel limit, if any.
+    pub max_channels: Option<u32>,
+    /// The rule every verdict used.
+    pub gain_rule: GainRule,
+    /// How the search ended.
+    pub end: End,
+    /// One entry per band measured (in order; an interrupted search has
+    /// fewer than it planned, the last one possibly incomplete).
+    pub bands: Vec<BandReport>,
+}
+
+/// How the search ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum End {
+    /// Every band searched.
+    Complete,
+    /// Stopped by the user (Ctrl-C); the bands so far are kept.
+    Interrupted,
+    /// A measurement failed; the bands so far are kept.
+    Failed(String),
+}
+
+/// One op and size band.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandReport {
+    pub band: Band,
+    /// Iterations per repeat (from the calibration).
+    pub iters: u32,
+    /// Default time per iteration at the probe size (geometric mean of the
+    /// band's default repeats, us).
+    pub default_time_us: Option<f64>,
+    /// Default busbw at the probe size (GB/s).
+    pub default_busbw_gbps: Option<f64>,
+    /// What NCCL ran by default, where the measurer could tell.
+    pub default_algo_proto: Option<AlgoProto>,
+    /// The verdict for the band.
+    pub outcome: Outcome,
+    /// Every candidate considered and what became of it.
+    pub candidates: Vec<CandidateReport>,
+    /// Candidates never measured because they need more channels than
+    /// `--max-channels`.
+    pub forbidden: Vec<Setting>,
+    /// What the band's measurements cost (us).
+    pub spent_us: f64,
+}
+
+/// The band's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Outcome {
+    /// The best candidate passed the gain rule on fresh pairs.
+    Gain {
+        setting: Setting,
+        /// Interval of the time ratio candidate/default (confirmation pairs).
+        ratio: Interval,
+        /// busbw with the setting (default busbw / ratio, GB/s).
+        busbw_gbps: Option<f64>,
+        cost: Cost,
+        /// What NCCL ran with the setting, where the measurer could tell.
+        algo_proto: Option<AlgoProto>,
+    },
+    /// Nothing passed the gain rule. `best` is the candidate that came
+    /// closest (and its confirmation interval, if it got one).
+    NoGain {
+        best: Option<Setting>,
+        ratio: Option<Interval>,
+    },
+    /// The search stopped in this band before a verdict.
+    Incomplete,
+}
+
+/// One candidate in one band.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CandidateReport {
+    pub setting: Setting,
+    pub status: CandidateStatus,
+    /// What NCCL ran with the setting, where the measurer could tell.
+    pub algo_proto: Option<AlgoProto>,
+}
+
+/// What became of a candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum CandidateStatus {
+    /// Screened to the end: interval of the time ratio candidate/default.
+    Screened { ratio: Interval },
+    /// Dropped early: its interval lay wholly above 1 (surely slower).
+    Pruned { ratio: Interval },
+    /// The measurer cannot run it here.
+    Unsupported { reason: String },
+    /// No budget (or time) was left to measure it.
+    NotMeasured,
+}
+
+impl BandReport {
+    /// The gain, if the band has one: (setting, ratio interval).
+    pub fn gain(&self) -> Option<(&Setting, &Interval)> {
+        match &self.outcome {
+            Outcome::Gain { setting, ratio, .. } => Some((setting, ratio)),
+            _ => None,
+        }
+    }
+}

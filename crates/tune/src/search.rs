@@ -1,0 +1,519 @@
+//! The search: for each op and size band, screen the candidates against
+//! NCCL's default in interleaved pairs, drop the surely slower ones early,
+//! then re-measure the best one on fresh pairs and let the gain rule decide.
+//!
+//! Budget: what the measurer reports as each repeat's wall cost is charged
+//! against `budget_us`. Each band gets an equal share of what is left when
+//! it starts (so an early band that finishes cheaply leaves more for the
+//! later ones); within a band, `screen_fraction` of the share goes to
+//! screening (split evenly across candidates) and the rest to the
+//! confirmation. A pair is only started if its predicted cost (the
+//! dearest pair seen in the band, plus 10%) fits the budget, so the budget
+//! can be overshot by at most the misprediction of one pair.
+//!
+//! Order inside a pair alternates (default first, then candidate first:
+//! A B B A ...), so a linear drift within a pair cancels over two pairs.
+
+use crate::measure::{MeasureError, Measurer, Sample};
+use crate::report::{BandReport, CandidateReport, CandidateStatus, End, Outcome, TuneReport};
+use crate::setting::{AlgoProto, Case, Setting};
+use crate::space::{bands, candidates, Band, CandidateSpace};
+use crate::stats::{AdaptiveStop, Decision, GainRule, StopRule, Verdict};
+use collbench_core::Collective;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Everything the search needs besides the measurer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuneConfig {
+    /// Ops to tune, in order.
+    pub ops: Vec<Collective>,
+    /// Probe sizes (the `-b/-e/-f` sweep); bands are built around them.
+    pub sizes: Vec<u64>,
+    /// Ranks in the communicator.
+    pub world_size: usize,
+    /// Nodes.
+    pub n_nodes: usize,
+    /// Wall time the measurements may cost (us).
+    pub budget_us: f64,
+    /// Forbid candidates that fix more channels than this.
+    pub max_channels: Option<u32>,
+    /// Which candidates to try.
+    pub space: CandidateSpace,
+    /// Stop rule of a candidate's screening pairs.
+    pub screen: StopRule,
+    /// Stop rule of the winner's confirmation pairs.
+    pub confirm: StopRule,
+    /// The gain rule.
+    pub gain: GainRule,
+    /// Prune a candidate once this many pairs put it surely slower.
+    pub prune_after: u32,
+    /// Share of a band's budget for screening (the rest confirms).
+    pub screen_fraction: f64,
+    /// Aim each repeat at about this long (us): iterations per repeat come
+    /// from one calibration repeat of the default.
+    pub target_repeat_us: f64,
+    /// Iterations per repeat at most.
+    pub max_iters: u32,
+}
+
+impl TuneConfig {
+    /// Defaults: screening to ±3% (3 to 10 pairs), confirmation to ±1%
+    /// (5 to 40 pairs), 2% gain rule, repeats of about 5 ms.
+    pub fn new(
+        ops: Vec<Collective>,
+        sizes: Vec<u64>,
+        world_size: usize,
+        n_nodes: usize,
+        budget_us: f64,
+    ) -> TuneConfig {
+        TuneConfig {
+            ops,
+            sizes,
+            world_size,
+            n_nodes,
+            budget_us,
+            max_channels: None,
+            space: CandidateSpace::default(),
+            screen: StopRule {
+                rel_half_width: 0.03,
+                min_samples: 3,
+                max_samples: 10,
+                ..StopRule::default()
+            },
+            confirm: StopRule::default(),
+            gain: GainRule::default(),
+            prune_after: 3,
+            screen_fraction: 0.6,
+            target_repeat_us: 5_000.0,
+            max_iters: 1000,
+        }
+    }
+}
+
+/// The search's phase, for progress lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Calibrate,
+    Screen,
+    Confirm,
+}
+
+/// One progress event, sent before each measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    pub band: &'a Band,
+    /// 0-based index of the band among all bands of all ops.
+    pub band_index: usize,
+    pub bands_total: usize,
+    pub setting: &'a Setting,
+    pub phase: Phase,
+    /// Budget spent and left (us).
+    pub spent_us: f64,
+    pub budget_left_us: f64,
+}
+
+/// Runs the search. `stop` is polled before every measurement (set it from
+/// a Ctrl-C handler): the search then returns what it measured so far with
+/// `End::Interrupted`. `progress` hears about every measurement.
+pub fn tune(
+    measurer: &mut dyn Measurer,
+    cfg: &TuneConfig,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&Progress),
+) -> TuneReport {
+    let all: Vec<Band> = cfg
+        .ops
+        .iter()
+        .flat_map(|op| bands(*op, &cfg.sizes))
+        .collect();
+    let mut s = Search {
+        m: measurer,
+        cfg,
+        stop,
+        progress,
+        spent_us: 0.0,
+        bands_total: all.len(),
+    };
+    let mut out = Vec::new();
+    let mut end = End::Complete;
+    for (i, band) in all.iter().enumerate() {
+        let share = (cfg.budget_us - s.spent_us).max(0.0) / (all.len() - i) as f64;
+        let (report, band_end) = s.band(band, i, share);
+        out.push(report);
+        if let Some(e) = band_end {
+            end = e;
+            break;
+        }
+    }
+    TuneReport {
+        world_size: cfg.world_size,
+        n_nodes: cfg.n_nodes,
+        budget_us: cfg.budget_us,
+        spent_us: s.spent_us,
+        max_channels: cfg.max_channels,
+        gain_rule: cfg.gain,
+        end,
+        bands: out,
+    }
+}
+
+/// Why a band stopped short.
+enum Halt {
+    Stop,
+    Budget,
+    /// The measurer cannot run a candidate here (the default always can).
+    Unsupported(String),
+    Failed(String),
+}
+
+struct Search<'a> {
+    m: &'a mut dyn Measurer,
+    cfg: &'a TuneConfig,
+    stop: &'a AtomicBool,
+    progress: &'a mut dyn FnMut(&Progress),
+    spent_us: f64,
+    bands_total: usize,
+}
+
+/// Per-band state: the budget line, the default's samples, the pair costs.
+struct BandState<'b> {
+    band: &'b Band,
+    index: usize,
+    iters: u32,
+    start_us: f64,
+    limit_us: f64,
+    max_pair_us: f64,
+    default_logs: Vec<f64>,
+    default_ap: Option<AlgoProto>,
+}
+
+impl Search<'_> {
+    fn band(&mut self, band: &Band, index: usize, share: f64) -> (BandReport, Option<End>) {
+        let (allowed, forbidden) = candidates(&self.cfg.space, band.op, self.cfg.max_channels);
+        let mut st = BandState {
+            band,
+            index,
+            iters: 1,
+            start_us: self.spent_us,
+            limit_us: self.spent_us + share,
+            max_pair_us: 0.0,
+            default_logs: Vec::new(),
+            default_ap: None,
+        };
+        let mut reports: Vec<CandidateReport> = allowed
+            .iter()
+            .map(|s| CandidateReport {
+                setting: s.clone(),
+                status: CandidateStatus::NotMeasured,
+                algo_proto: None,
+            })
+            .collect();
+        let result = self.run_band(&mut st, &mut reports, share);
+        let (outcome, end) = match result {
+            Ok(outcome) => (outcome, None),
+            Err(Halt::Budget) => (self.no_gain_from_screening(&reports), None),
+            Err(Halt::Stop) => (Outcome::Incomplete, Some(End::Interrupted)),
+            Err(Halt::Failed(e) | Halt::Unsupported(e)) => {
+                (Outcome::Incomplete, Some(End::Failed(e)))
+            }
+        };
+        let default_time_us = geo_mean(&st.default_logs);
+        let busbw = |t_us: f64| busbw_gbps(band.op, band.probe_bytes, self.cfg.world_size, t_us);
+        let outcome = match outcome {
+            Outcome::Gain {
+                setting,
+                ratio,
+                cost,
+                algo_proto,
+                ..
+            } => Outcome::Gain {
+                busbw_gbps: default_time_us.map(|t| busbw(t * ratio.estimate)),
+                setting,
+                ratio,
+                cost,
+                algo_proto,
+            },
+            other => other,
+        };
+        let report = BandReport {
+            band: *band,
+            iters: st.iters,
+            default_time_us,
+            default_busbw_gbps: default_time_us.map(busbw),
+            default_algo_proto: st.default_ap,
+            outcome,
+            candidates: reports,
+            forbidden,
+            spent_us: self.spent_us - st.start_us,
+        };
+        (report, end)
+    }
+
+    fn run_band(
+        &mut self,
+        st: &mut BandState,
+        reports: &mut [CandidateReport],
+        share: f64,
+    ) -> Result<Outcome, Halt> {
+        let default = Setting::default();
+        // Calibration: one repeat of one iteration sets the iteration count.
+        let cal = self.one(st, &default, Phase::Calibrate)?;
+        st.iters =
+            ((self.cfg.target_repeat_us / cal.time_us).ceil() as u32).clamp(1, self.cfg.max_iters);
+        let overhead = (cal.cost_us - cal.time_us).max(0.0);
+        st.max_pair_us = 2.0 * (cal.time_us * f64::from(st.iters) + overhead);
+
+        // Screening.
+        let screen_end = st.start_us + share * self.cfg.screen_fraction;
+        for k in 0..reports.len() {
+            let left = (screen_end - self.spent_us).max(0.0);
+            let rule = StopRule {
+                max_cost_us: left / (reports.len() - k) as f64,
+                ..self.cfg.screen
+            };
+            let setting = reports[k].setting.clone();
+            let mut stop = AdaptiveStop::new(rule);
+            let status = self.screen_one(
+                st,
+                &setting,
+                &mut stop,
+                &mut reports[k].algo_proto,
+                screen_end,
+            )?;
+            reports[k].status = status;
+        }
+
+        // Pick the best screened candidate (lowest estimated ratio below 1).
+        let best = reports
+            .iter()
+            .filter_map(|r| match &r.status {
+                CandidateStatus::Screened { ratio } if ratio.estimate < 1.0 => {
+                    Some((r, ratio.estimate))
+                }
+                _ => None,
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(r, _)| r.clone());
+        let Some(best) = best else {
+            return Ok(self.no_gain_from_screening(reports));
+        };
+
+        // Confirmation on fresh pairs: only these decide.
+        let rule = StopRule {
+            max_cost_us: (st.limit_us - self.spent_us).max(0.0),
+            ..self.cfg.confirm
+        };
+        let mut stop = AdaptiveStop::new(rule);
+        let mut ap = best.algo_proto;
+        loop {
+            match self.pair(st, &best.setting, stop.len(), Phase::Confirm, st.limit_us) {
+                Ok((d, c)) => {
+                    ap = c.algo_proto.or(ap);
+                    if stop.push_pair(d.time_us, c.time_us, d.cost_us + c.cost_us)
+                        != Decision::Continue
+                    {
+                        break;
+                    }
+                }
+                Err(Halt::Budget) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        let Some(ratio) = stop.interval() else {
+            return Ok(Outcome::NoGain {
+                best: Some(best.setting),
+                ratio: None,
+            });
+        };
+        Ok(match self.cfg.gain.judge(&ratio) {
+            Verdict::Gain => Outcome::Gain {
+                cost: best.setting.cost(),
+                setting: best.setting,
+                ratio,
+                busbw_gbps: None,
+                algo_proto: ap,
+            },
+            Verdict::NoGain | Verdict::Slower => Outcome::NoGain {
+                best: Some(best.setting),
+                ratio: Some(ratio),
+            },
+        })
+    }
+
+    /// Screens one candidate until its stop rule, the pruning test, the
+    /// screening budget or an unsupported answer ends it.
+    fn screen_one(
+        &mut self,
+        st: &mut BandState,
+        setting: &Setting,
+        stop: &mut AdaptiveStop,
+        ap: &mut Option<AlgoProto>,
+        screen_end: f64,
+    ) -> Result<CandidateStatus, Halt> {
+        loop {
+            let (d, c) = match self.pair(st, setting, stop.len(), Phase::Screen, screen_end) {
+                Ok(pair) => pair,
+                Err(Halt::Budget) => break,
+                Err(Halt::Unsupported(reason)) => {
+                    return Ok(CandidateStatus::Unsupported { reason })
+                }
+                Err(e) => return Err(e),
+            };
+            *ap = c.algo_proto;
+            let decision = stop.push_pair(d.time_us, c.time_us, d.cost_us + c.cost_us);
+            if let Some(ratio) = stop.interval() {
+                if stop.len() >= self.cfg.prune_after && ratio.lo > 1.0 {
+                    return Ok(CandidateStatus::Pruned { ratio });
+                }
+            }
+            if decision != Decision::Continue {
+                break;
+            }
+        }
+        Ok(match stop.interval() {
+            Some(ratio) => CandidateStatus::Screened { ratio },
+            None => CandidateStatus::NotMeasured,
+        })
+    }
+
+    /// One interleaved pair (order alternating with `k`), if its predicted
+    /// cost fits both `limit_us` and the whole budget.
+    fn pair(
+        &mut self,
+        st: &mut BandState,
+        cand: &Setting,
+        k: u32,
+        phase: Phase,
+        limit_us: f64,
+    ) -> Result<(Sample, Sample), Halt> {
+        let predicted = st.max_pair_us * 1.1;
+        if self.spent_us + predicted > limit_us.min(self.cfg.budget_us) {
+            return Err(Halt::Budget);
+        }
+        let default = Setting::default();
+        let before = self.spent_us;
+        let (d, c) = if k.is_multiple_of(2) {
+            let d = self.one(st, &default, phase)?;
+            (d, self.one(st, cand, phase)?)
+        } else {
+            let c = self.one(st, cand, phase)?;
+            (self.one(st, &default, phase)?, c)
+        };
+        st.max_pair_us = st.max_pair_us.max(self.spent_us - before);
+        Ok((d, c))
+    }
+
+    /// One repeat, with its progress event and stop check.
+    fn one(&mut self, st: &mut BandState, setting: &Setting, phase: Phase) -> Result<Sample, Halt> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(Halt::Stop);
+        }
+        (self.progress)(&Progress {
+            band: st.band,
+            band_index: st.index,
+            bands_total: self.bands_total,
+            setting,
+            phase,
+            spent_us: self.spent_us,
+            budget_left_us: (self.cfg.budget_us - self.spent_us).max(0.0),
+        });
+        let case = Case {
+            op: st.band.op,
+            bytes: st.band.probe_bytes,
+        };
+        let iters = if phase == Phase::Calibrate {
+            1
+        } else {
+            st.iters
+        };
+        match self.m.measure(setting, &case, iters) {
+            Ok(sample)
+                if !(sample.time_us > 0.0
+                    && sample.time_us.is_finite()
+                    && sample.cost_us >= 0.0) =>
+            {
+                Err(Halt::Failed(format!(
+                    "the measurer returned a time of {} us for {setting}",
+                    sample.time_us
+                )))
+            }
+            Ok(sample) => {
+                self.spent_us += sample.cost_us;
+                if setting.is_default() {
+                    if phase != Phase::Calibrate {
+                        st.default_logs.push(sample.time_us.ln());
+                    }
+                    st.default_ap = sample.algo_proto.or(st.default_ap);
+                }
+                Ok(sample)
+            }
+            Err(MeasureError::Unsupported(r)) if !setting.is_default() => Err(Halt::Unsupported(r)),
+            Err(e) => Err(Halt::Failed(e.to_string())),
+        }
+    }
+
+    fn no_gain_from_screening(&self, reports: &[CandidateReport]) -> Outcome {
+        let best = reports
+            .iter()
+            .filter_map(|r| match &r.status {
+                CandidateStatus::Screened { ratio } => Some((r, ratio.estimate)),
+                _ => None,
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(r, _)| r.setting.clone());
+        Outcome::NoGain { best, ratio: None }
+    }
+}
+
+/// A `--budget` value the user typed is not a duration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--budget '{0}' is not a duration: write a number with s, m or h (e.g. 90s, 10m, 1h)")]
+pub struct BudgetError(pub String);
+
+/// Parses `--budget`: a positive number with `s`, `m` or `h` (a bare
+/// number is seconds), into microseconds.
+pub fn parse_budget(s: &str) -> Result<f64, BudgetError> {
+    let t = s.trim();
+    let (num, unit) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c.to_ascii_lowercase()),
+        _ => (t, 's'),
+    };
+    let scale = match unit {
+        's' => 1.0,
+        'm' => 60.0,
+        'h' => 3600.0,
+        _ => return Err(BudgetError(s.to_string())),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale * 1e6),
+        _ => Err(BudgetError(s.to_string())),
+    }
+}
+
+fn geo_mean(logs: &[f64]) -> Option<f64> {
+    (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
+}
+
+/// busbw (GB/s) of `op` at `bytes` (nccl-tests' size, 4-byte elements)
+/// taking `time_us` per iteration, as nccl-tests computes it.
+pub fn busbw_gbps(op: Collective, bytes: u64, world_size: usize, time_us: f64) -> f64 {
+    let counts = op.counts(bytes, 4, world_size);
+    op.algbw_gbps(counts.param_count, 4, world_size, time_us * 1e-6) * op.busbw_factor(world_size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_as_users_write_them() {
+        assert_eq!(parse_budget("10m"), Ok(600e6));
+        assert_eq!(parse_budget("90s"), Ok(90e6));
+        assert_eq!(parse_budget("1.5h"), Ok(5400e6));
+        assert_eq!(parse_budget("45"), Ok(45e6));
+        for bad in ["", "m", "0m", "-1s", "10x", "ten"] {
+            let e = parse_budget(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--budget") && e.contains("e.g. 90s"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! What `tune` varies: a candidate NCCL configuration ([`Setting`]), the
+//! case it is measured on ([`Case`]) and what a setting costs the
+//! application ([`Cost`]).
+//!
+//! Names follow NCCL's own: algorithms and protocols are spelled as in the
+//! example tuner's CSV (`ring`, `ll128`), with their ids from NCCL's
+//! `tuner.h` (`NCCL_ALGO_*`, `NCCL_PROTO_*`), so the CSV, the C plugin and
+//! the report all agree.
+
+use collbench_core::Collective;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// An NCCL algorithm, with the id NCCL's tuner interface gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    Tree,
+    Ring,
+    CollnetDirect,
+    CollnetChain,
+    Nvls,
+    NvlsTree,
+    Pat,
+}
+
+impl Algorithm {
+    /// Every algorithm, in NCCL id order.
+    pub const ALL: [Algorithm; 7] = [
+        Algorithm::Tree,
+        Algorithm::Ring,
+        Algorithm::CollnetDirect,
+        Algorithm::CollnetChain,
+        Algorithm::Nvls,
+        Algorithm::NvlsTree,
+        Algorithm::Pat,
+    ];
+
+    /// The name in the example tuner's CSV (`nvls_tree`).
+    pub fn csv_name(self) -> &'static str {
+        match self {
+            Algorithm::Tree => "tree",
+            Algorithm::Ring => "ring",
+            Algorithm::CollnetDirect => "collnet_direct",
+            Algorithm::CollnetChain => "collnet_chain",
+            Algorithm::Nvls => "nvls",
+            Algorithm::NvlsTree => "nvls_tree",
+            Algorithm::Pat => "pat",
+        }
+    }
+
+    /// The value `NCCL_ALGO` takes for this algorithm alone.
+    pub fn env_name(self) -> &'static str {
+        match self {
+            Algorithm::Tree => "Tree",
+            Algorithm::Ring => "Ring",
+            Algorithm::CollnetDirect => "CollnetDirect",
+            Algorithm::CollnetChain => "CollnetChain",
+            Algorithm::Nvls => "NVLS",
+            Algorithm::NvlsTree => "NVLSTree",
+            Algorithm::Pat => "PAT",
+        }
+    }
+
+    /// `NCCL_ALGO_*` id (index into the tuner's cost table).
+    pub fn nccl_id(self) -> i32 {
+        Algorithm::ALL.iter().position(|a| *a == self).unwrap_or(0) as i32
+    }
+
+    /// Parses the CSV name.
+    pub fn from_csv(s: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.csv_name() == s)
+    }
+}
+
+/// An NCCL protocol, with the id NCCL's tuner interface gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    Ll,
+    Ll128,
+    Simple,
+}
+
+impl Protocol {
+    /// Every protocol, in NCCL id order.
+    pub const ALL: [Protocol; 3] = [Protocol::Ll, Protocol::Ll128, Protocol::Simple];
+
+    /// The name in the example tuner's CSV (`ll128`).
+    pub fn csv_name(self) -> &'static str {
+        match self {
+            Protocol::Ll => "ll",
+            Protocol::Ll128 => "ll128",
+            Protocol::Simple => "simple",
+        }
+    }
+
+    /// The value `NCCL_PROTO` takes for this protocol alone.
+    pub fn env_name(self) -> &'static str {
+        match self {
+            Protocol::Ll => "LL",
+            Protocol::Ll128 => "LL128",
+            Protocol::Simple => "Simple",
+        }
+    }
+
+    /// `NCCL_PROTO_*` id (index into the tuner's cost table).
+    pub fn nccl_id(self) -> i32 {
+        Protocol::ALL.iter().position(|p| *p == self).unwrap_or(0) as i32
+    }
+
+    /// Parses the CSV name.
+    pub fn from_csv(s: &str) -> Option<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.csv_name() == s)
+    }
+}
+
+/// How the user buffers are registered with NCCL (nccl-tests `-R`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Registration {
+    /// Buffers are not registered (nccl-tests `-R 0`, NCCL's default).
+    #[default]
+    None,
+    /// `ncclCommRegister` on the buffers (`-R 1`).
+    Local,
+    /// `ncclCommWindowRegister` with `NCCL_WIN_COLL_SYMMETRIC` (`-R 2`).
+    Symmetric,
+}
+
+/// `ncclConfig_t.CTAPolicy` (NCCL 2.27+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CtaPolicy {
+    /// `NCCL_CTA_POLICY_DEFAULT` (0).
+    #[default]
+    Default,
+    /// `NCCL_CTA_POLICY_EFFICIENCY` (1): fewest CTAs for decent speed.
+    Efficiency,
+    /// `NCCL_CTA_POLICY_ZERO` (2, NCCL 2.28+): no CTAs where NCCL can.
+    Zero,
+}
+
+impl CtaPolicy {
+    /// The `NCCL_CTA_POLICY_*` value.
+    pub fn nccl_value(self) -> i32 {
+        match self {
+            CtaPolicy::Default => 0,
+            CtaPolicy::Efficiency => 1,
+            CtaPolicy::Zero => 2,
+        }
+    }
+}
+
+/// One candidate NCCL configuration. `Setting::default()` is NCCL's own
+/// choice for everything; each field set away from its default is one
+/// change from it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Setting {
+    /// Fixed channel count: `minCTAs = maxCTAs = n` in `ncclConfig_t`
+    /// (per call: the tuner plugin's `nChannels`). `None`: NCCL's choice.
+    pub channels: Option<u32>,
+    /// Forced algorithm (through the tuner plugin). `None`: NCCL's choice.
+    pub algorithm: Option<Algorithm>,
+    /// Forced protocol (through the tuner plugin). `None`: NCCL's choice.
+    pub protocol: Option<Protocol>,
+    /// Buffer registration.
+    pub registration: Registration,
+    /// CTA policy of the communicator.
+    pub cta_policy: CtaPolicy,
+    /// Other `NCCL_*` variables (name, value), for knobs that only exist
+    /// as environment variables (e.g. `NCCL_BUFFSIZE`). NCCL reads them
+    /// once per process, so the measurer runs such a setting in a child
+    /// process (see docs/tune.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
+}
+
+impl Setting {
+    /// True for NCCL's defaults (nothing changed).
+    pub fn is_default(&self) -> bool {
+        *self == Setting::default()
+    }
+
+    /// What this setting takes from the application.
+    pub fn cost(&self) -> Cost {
+        Cost {
+            channels: self.channels,
+            registration: self.registration,
+        }
+    }
+}
+
+impl fmt::Display for Setting {
+    /// Short label: `default`, `channels=64`, `ring/ll128`, `-R 2`, joined
+    /// by `, ` when several fields change.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(n) = self.channels {
+            parts.push(format!("channels={n}"));
+        }
+        match (self.algorithm, self.protocol) {
+            (Some(a), Some(p)) => parts.push(format!("{}/{}", a.csv_name(), p.csv_name())),
+            (Some(a), None) => parts.push(format!("algo={}", a.csv_name())),
+            (None, Some(p)) => parts.push(format!("proto={}", p.csv_name())),
+            (None, None) => {}
+        }
+        match self.registration {
+            Registration::None => {}
+            Registration::Local => parts.push("-R 1".to_string()),
+            Registration::Symmetric => parts.push("-R 2".to_string()),
+        }
+        match self.cta_policy {
+            CtaPolicy::Default => {}
+            CtaPolicy::Efficiency => parts.push("cta=efficiency".to_string()),
+            CtaPolicy::Zero => parts.push("cta=zero".to_string()),
+        }
+        for (k, v) in &self.env {
+            parts.push(format!("{k}={v}"));
+        }
+        if parts.is_empty() {
+            f.write_str("default")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
+/// What a setting takes from the application running next to NCCL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Channels (one CTA, i.e. one SM, each) the setting fixes; `None`:
+    /// as many as NCCL picks by default.
+    pub channels: Option<u32>,
+    /// Registered or symmetric memory the application must provide.
+    pub registration: Registration,
+}
+
+impl fmt::Display for Cost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sms = match self.channels {
+            Some(n) => format!("{n} SMs"),
+            None => "default SMs".to_string(),
+        };
+        match self.registration {
+            Registration::None => f.write_str(&sms),
+            Registration::Local => write!(f, "{sms}, registered buffers"),
+            Registration::Symmetric => write!(f, "{sms}, symmetric windows"),
+        }
+    }
+}
+
+/// The algorithm and protocol NCCL ran (or is told to run) for a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AlgoProto {
+    pub algorithm: Algorithm,
+    pub protocol: Protocol,
+}
+
+impl fmt::Display for AlgoProto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}",
+            self.algorithm.csv_name(),
+            self.protocol.csv_name()
+        )
+    }
+}
+
+/// One measured case: an op at one message size (bytes as nccl-tests'
+/// `size` column, which is also the `nBytes` NCCL hands its tuner).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Case {
+    pub op: Collective,
+    pub bytes: u64,
+}
+
+/// The example tuner's `collective_type` name for an op, where NCCL's
+/// tuner interface covers it (`allreduce`); `None` for the others.
+pub fn tuner_coll_name(op: Collective) -> Option<&'static str> {
+    match op {
+        Collective::Broadcast => Some("broadcast"),
+        Collective::Reduce => Some("reduce"),
+        Collective::AllGather => Some("allgather"),
+        Collective::ReduceScatter => Some("reducescatter"),
+        Collective::AllReduce => Some("allreduce"),
+        _ => None,
+    }
+}
+
+/// The op for a `collective_type` name of the example tuner's CSV.
+pub fn tuner_coll_from_name(s: &str) -> Option<Collective> {
+    [
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::AllReduce,
+    ]
+    .into_iter()
+    .find(|c| tuner_coll_name(*c) == Some(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_nccl_tuner_h() {
+        assert_eq!(Algorithm::Tree.nccl_id(), 0);
+        assert_eq!(Algorithm::Ring.nccl_id(), 1);
+        assert_eq!(Algorithm::Nvls.nccl_id(), 4);
+        assert_eq!(Algorithm::Pat.nccl_id(), 6);
+        assert_eq!(Protocol::Ll.nccl_id(), 0);
+        assert_eq!(Protocol::Simple.nccl_id(), 2);
+    }
+
+    #[test]
+    fn labels_name_every_change() {
+        assert_eq!(Setting::default().to_string(), "default");
+        let s = Setting {
+            channels: Some(64),
+            algorithm: Some(Algorithm::Ring),
+            protocol: Some(Protocol::Ll128),
+            registration: Registration::Symmetric,
+            cta_policy: CtaPolicy::Efficiency,
+            env: vec![("NCCL_BUFFSIZE".into(), "4194304".into())],
+        };
+        assert_eq!(
+            s.to_string(),
+            "channels=64, ring/ll128, -R 2, cta=efficiency, NCCL_BUFFSIZE=4194304"
+        );
+        assert_eq!(s.cost().to_string(), "64 SMs, symmetric windows");
+    }
+
+    #[test]
+    fn csv_names_round_trip() {
+        for a in Algorithm::ALL {
+            assert_eq!(Algorithm::from_csv(a.csv_name()), Some(a));
+        }
+        for p in Protocol::ALL {
+            assert_eq!(Protocol::from_csv(p.csv_name()), Some(p));
+        }
+        for c in Collective::ALL {
+            if let Some(n) = tuner_coll_name(c) {
+                assert_eq!(tuner_coll_from_name(n), Some(c));
+            }
+        }
+    }
+}
