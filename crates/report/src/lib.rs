@@ -14,6 +14,8 @@
 #![forbid(unsafe_code)]
 
 pub mod compare;
+pub mod input;
+pub mod metrics;
 pub mod parse;
 pub mod render;
 pub mod units;

@@ -6,6 +6,7 @@ pub mod charts;
 pub mod html;
 pub mod markdown;
 
+use crate::metrics::{self, or_dash};
 use crate::units;
 use collbench_core::{CaseResult, Placement, Record};
 use std::collections::BTreeMap;
@@ -26,17 +27,28 @@ pub fn summary_table(runs: &[Run]) -> Table {
     for op in all_ops(runs) {
         for run in runs {
             for s in run.record.summaries().into_iter().filter(|s| s.op == op) {
+                let shown = metrics::shown(&s.op);
+                let checked = run
+                    .record
+                    .op_results(&s.op)
+                    .filter(|c| c.dtype == s.dtype)
+                    .flat_map(|c| c.placements())
+                    .any(|(_, p)| p.wrong.is_some());
                 rows.push(vec![
                     s.op.clone(),
                     s.dtype.clone(),
                     run.label.clone(),
-                    units::gbps(s.busbw_at_largest_gbps),
+                    or_dash(shown.busbw, units::gbps(s.busbw_at_largest_gbps)),
                     units::bytes(s.largest_bytes),
-                    units::gbps(s.peak_busbw_gbps),
-                    units::bytes(s.peak_at_bytes),
-                    units::us(s.time_at_smallest_us),
+                    or_dash(shown.busbw, units::gbps(s.peak_busbw_gbps)),
+                    or_dash(shown.busbw, units::bytes(s.peak_at_bytes)),
+                    or_dash(shown.time, units::us(s.time_at_smallest_us)),
                     units::bytes(s.smallest_bytes),
-                    s.wrong.to_string(),
+                    if checked {
+                        s.wrong.to_string()
+                    } else {
+                        "N/A".to_string()
+                    },
                 ]);
             }
         }
@@ -120,6 +132,10 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
             "in-place #wrong",
         ]);
     }
+    let has_mbps = cases.iter().any(|c| metrics::shown(&c.op).mbps);
+    if has_mbps {
+        header.push("bandwidth (MB/s)");
+    }
     let numeric = (0..header.len()).map(|i| !(i == 2 || i == 3)).collect();
     let rows = cases
         .iter()
@@ -136,16 +152,24 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
             } else {
                 vec![&c.out_of_place]
             };
+            let shown = metrics::shown(&c.op);
             for p in halves {
                 match p {
                     Some(p) => row.extend([
-                        units::us(p.time_us),
-                        units::gbps(p.algbw_gbps),
-                        units::gbps(p.busbw_gbps),
+                        or_dash(shown.time, units::us(p.time_us)),
+                        or_dash(shown.algbw, units::gbps(p.algbw_gbps)),
+                        or_dash(shown.busbw, units::gbps(p.busbw_gbps)),
                         units::wrong(p.wrong),
                     ]),
                     None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
                 }
+            }
+            if has_mbps {
+                // OSU prints MB/s (10^6 B/s); algbw holds it in GB/s.
+                row.push(or_dash(
+                    shown.mbps,
+                    main_placement(c).map_or_else(|| "-".into(), |p| units::us(p.algbw_gbps * 1e3)),
+                ));
             }
             row
         })
@@ -254,8 +278,9 @@ pub fn notes(records: &[Record]) -> Vec<&'static str> {
     }
     if records.iter().any(|r| r.source == "osu") {
         out.push(
-            "OSU: algbw = busbw = size / latency for latency tests, and MB/s / 1000 for bandwidth \
-             tests (time = size / bandwidth); OSU prints no rank count, so no bus-bandwidth factor applies.",
+            "OSU: latency tests report time (algbw = size / latency only where size is the whole \
+             buffer: osu_latency, osu_allreduce, osu_reduce, osu_bcast); bandwidth tests report \
+             algbw (also in MB/s, as OSU prints it) and no time; OSU prints no rank count, so no busbw.",
         );
     }
     out
