@@ -15,6 +15,9 @@ pub mod code {
     pub const BACKEND: i32 = 4;
     /// An operation did not finish within the timeout.
     pub const TIMEOUT: i32 = 5;
+    /// `report`: the report was written, but files in a folder were skipped
+    /// (each listed on stderr); `--strict` makes them an error (2) instead.
+    pub const SKIPPED: i32 = 6;
 }
 
 /// A failure that ends the program with `code` after printing `message`

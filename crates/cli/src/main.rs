@@ -126,9 +126,12 @@ fn real_main() -> Result<i32, Failure> {
         Command::Gen(a) => collbench_gen::run(&a)
             .map(|_| code::OK)
             .map_err(|e| Failure::usage(format!("{e:#}"))),
-        Command::Report(a) => {
-            collbench_report::report_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
-        }
+        Command::Report(a) => collbench_report::report_main(&a)
+            .map(|o| match o {
+                collbench_report::ReportOutcome::Complete => code::OK,
+                collbench_report::ReportOutcome::Skipped => code::SKIPPED,
+            })
+            .map_err(|e| Failure::usage(format!("{e:#}"))),
         Command::Compare(a) => {
             collbench_report::compare_main(&a).map_err(|e| Failure::usage(format!("{e:#}")))
         }

@@ -317,7 +317,11 @@ fn osu_tables() {
         })
         .unwrap();
     assert_eq!(peak.size_bytes, 262144);
-    assert_close(peak.out_of_place.as_ref().unwrap().algbw_gbps, 0.11056, 1e-12);
+    assert_close(
+        peak.out_of_place.as_ref().unwrap().algbw_gbps,
+        0.11056,
+        1e-12,
+    );
 
     let r = one("foreign/osu_latency__ai-fabric-lab-v7.4.txt");
     assert_eq!(r.ops(), ["osu_latency"]);

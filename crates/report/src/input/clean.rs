@@ -250,7 +250,10 @@ impl Kind {
                 if !(rest.is_empty() || rest.starts_with(' ')) {
                     return None;
                 }
-                Some((format!("rank {rank}"), rest.strip_prefix(' ').unwrap_or(rest)))
+                Some((
+                    format!("rank {rank}"),
+                    rest.strip_prefix(' ').unwrap_or(rest),
+                ))
             }
             Kind::Pdsh => {
                 let (host, rest) = line.split_once(": ")?;

@@ -62,7 +62,9 @@ impl Parsed {
 
     /// Whether any warning says the log was cut ("partial").
     pub fn partial(&self) -> bool {
-        self.warnings.iter().any(|w| w.message.starts_with("partial"))
+        self.warnings
+            .iter()
+            .any(|w| w.message.starts_with("partial"))
     }
 }
 
@@ -72,6 +74,31 @@ pub struct Inputs {
     pub parsed: Parsed,
     /// One line per file of a folder that was skipped: `PATH: why`.
     pub skipped: Vec<String>,
+}
+
+impl Inputs {
+    /// The "Data quality" section of a Markdown report: files skipped,
+    /// warnings, and figures converted from other units. Empty when there
+    /// is nothing to say.
+    pub fn quality_markdown(&self) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        lines.extend(self.skipped.iter().map(|s| format!("- skipped {s}")));
+        lines.extend(self.parsed.warnings.iter().map(|w| format!("- {w}")));
+        for (r, u) in self.parsed.records.iter().zip(&self.parsed.units) {
+            if u.is_default() {
+                continue;
+            }
+            let name = r.origin.as_deref().unwrap_or(&r.source);
+            lines.push(format!(
+                "- {name}: printed times in {} and bandwidths in {}; converted to µs and GB/s here",
+                u.time, u.bandwidth
+            ));
+        }
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!("\n## Data quality\n\n{}\n", lines.join("\n"))
+    }
 }
 
 /// Reads files and folders. A folder contributes every file in it

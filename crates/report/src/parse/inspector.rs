@@ -169,7 +169,12 @@ mod tests {
                 r#"{{"header":{{"id":"0x1","rank":{rank},"n_ranks":2,"nnodes":1}},"metadata":{{"inspector_output_format_version":"v4.0","hostname":"h{rank}","pid":7}},"coll_perf":{{"coll":"AllReduce","coll_sn":{sn},"coll_msg_size_bytes":1048576,"coll_exec_time_us":{t},"coll_algobw_gbs":{bw},"coll_busbw_gbs":{bw}}}}}"#
             )
         };
-        let text = format!("{}\n{}\n{}", one(0, 1, 10.0, 100.0), one(1, 1, 30.0, 50.0), "{\"header\":");
+        let text = format!(
+            "{}\n{}\n{}",
+            one(0, 1, 10.0, 100.0),
+            one(1, 1, 30.0, 50.0),
+            "{\"header\":"
+        );
         let mut notes = Notes::default();
         let recs = parse(&text, &mut notes).unwrap();
         let r = &recs[0];

@@ -169,8 +169,7 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
         if several && fmt.is_none() {
             continue;
         }
-        let cut = cleaned.cut_last_line
-            && stream.line_map.last() == Some(&cleaned.last_line);
+        let cut = cleaned.cut_last_line && stream.line_map.last() == Some(&cleaned.last_line);
         match parse_one(&stream.text, fmt, origin, cut) {
             Ok((records, notes)) => parts.push((stream, records, notes)),
             Err(e) => {
@@ -208,11 +207,8 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
             _ => origin.to_string(),
         };
         for w in notes.warnings {
-            out.warnings.push(Warning::new(
-                &name,
-                stream.original_line(w.line),
-                w.message,
-            ));
+            out.warnings
+                .push(Warning::new(&name, stream.original_line(w.line), w.message));
         }
         for (k, mut r) in records.into_iter().enumerate() {
             if r.origin.is_none() || label_streams {

@@ -182,7 +182,9 @@ fn placement(
     if skipped > 0 {
         notes.warn(
             0,
-            format!("{path}: {skipped} iteration(s) skipped before the per-iteration statistics (-I)"),
+            format!(
+                "{path}: {skipped} iteration(s) skipped before the per-iteration statistics (-I)"
+            ),
         );
     }
     // -I with several processes: each process's per-iteration times; their

@@ -45,7 +45,10 @@ pub(super) struct Table {
 fn token_ends(line: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut start = None;
-    for (i, c) in line.char_indices().chain(std::iter::once((line.len(), ' '))) {
+    for (i, c) in line
+        .char_indices()
+        .chain(std::iter::once((line.len(), ' ')))
+    {
         match (c.is_whitespace(), start) {
             (true, Some(s)) => {
                 out.push((i, &line[s..i]));
@@ -88,24 +91,18 @@ impl Table {
             .collect();
         if self.units_seen
             || toks.is_empty()
-            || !toks.iter().all(|(_, t)| t.starts_with('(') && t.ends_with(')'))
+            || !toks
+                .iter()
+                .all(|(_, t)| t.starts_with('(') && t.ends_with(')'))
         {
             return Ok(false);
         }
         // Units sit right-aligned under their column; a flattened line lost
         // the alignment, so there they go in order to the columns with units.
-        let aligned = toks
-            .iter()
-            .filter(|(e, _)| self.ends.contains(e))
-            .count();
+        let aligned = toks.iter().filter(|(e, _)| self.ends.contains(e)).count();
         let by_position: Vec<Option<Col>> = if 2 * aligned >= toks.len() {
             toks.iter()
-                .map(|(e, _)| {
-                    self.ends
-                        .iter()
-                        .position(|x| x == e)
-                        .map(|i| self.cols[i])
-                })
+                .map(|(e, _)| self.ends.iter().position(|x| x == e).map(|i| self.cols[i]))
                 .collect()
         } else {
             let mut with_units = self.cols.iter().filter(|c| {
@@ -337,7 +334,10 @@ mod tests {
             parts[1],
             "# size count type redop root time algbw busbw #wrong time algbw busbw #wrong"
         );
-        assert_eq!(parts[2], "# (B) (elements) (us) (GB/s) (GB/s) (us) (GB/s) (GB/s)");
+        assert_eq!(
+            parts[2],
+            "# (B) (elements) (us) (GB/s) (GB/s) (us) (GB/s) (GB/s)"
+        );
         assert_eq!(
             parts[3],
             "1024 32 float none -1 19.60 0.05 0.05 0 19.00 0.05 0.05 0"

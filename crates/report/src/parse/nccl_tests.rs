@@ -210,7 +210,11 @@ impl Parser<'_> {
             ["Rank", ..] => {
                 if let Some(d) = device(&tokens) {
                     if let Some((_, first)) = self.rank_lines.iter().find(|(r, _)| *r == d.rank) {
-                        return Err(interleaved(*first, line_no, &format!("rank {} is listed twice", d.rank)));
+                        return Err(interleaved(
+                            *first,
+                            line_no,
+                            &format!("rank {} is listed twice", d.rank),
+                        ));
                     }
                     self.rank_lines.push((d.rank, line_no));
                     self.cur.devices.push(d);
@@ -263,7 +267,12 @@ impl Parser<'_> {
 
     fn finish(&mut self) {
         if !self.cur.results.is_empty() {
-            if let Some(u) = self.cols.as_ref().map(|t| t.units).filter(|u| !u.is_default()) {
+            if let Some(u) = self
+                .cols
+                .as_ref()
+                .map(|t| t.units)
+                .filter(|u| !u.is_default())
+            {
                 self.notes.units.insert(self.records.len(), u);
             }
             if let Some((e, line)) = self.max_error {
@@ -330,7 +339,11 @@ impl Parser<'_> {
         self.last_row = Some((size, line_no));
         if self.back_to_back.len() >= 2 {
             let (a, b) = self.back_to_back[0];
-            return Err(interleaved(a, b, "the same size is printed on consecutive rows"));
+            return Err(interleaved(
+                a,
+                b,
+                "the same size is printed on consecutive rows",
+            ));
         }
         Ok(())
     }

@@ -98,7 +98,9 @@ fn header_units(tokens: &[&str], line_no: usize) -> Result<(f64, f64), ParseErro
     let mut t = 1.0;
     let mut b = None;
     for cell in tokens {
-        let Some(u) = unit::in_parens(cell) else { continue };
+        let Some(u) = unit::in_parens(cell) else {
+            continue;
+        };
         let bad = || ParseError::at(line_no, format!("unknown unit in header cell '{cell}'"));
         if cell.starts_with("time") {
             t = unit::time(u).ok_or_else(bad)?.1;

@@ -64,7 +64,9 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             if is_uint(first) {
                 match row(c, names, &tokens, &test, line_no) {
                     Ok(r) => rec.results.push(r),
-                    Err(_) if line_no == last && (tokens.len() < c.len() || notes.cut_last_line) => {
+                    Err(_)
+                        if line_no == last && (tokens.len() < c.len() || notes.cut_last_line) =>
+                    {
                         notes.warn(line_no, partial_row(line_no, rec.results.len()));
                     }
                     Err(e) => return Err(e),

@@ -130,7 +130,11 @@ fn column(name: &str, line_no: usize, units: &mut SourceUnits) -> Result<Col, Pa
     let is_bw = n.contains("bandwidth") || n == "mb/s" || n.starts_with("mb/s");
     let is_time = n.contains("lat") || n.starts_with("p50") || n.starts_with("p99");
     if is_bw || is_time {
-        let u = if n == "mb/s" { Some("MB/s") } else { unit::in_parens(name) };
+        let u = if n == "mb/s" {
+            Some("MB/s")
+        } else {
+            unit::in_parens(name)
+        };
         let bad = || {
             ParseError::at(
                 line_no,

@@ -52,10 +52,17 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
         let (name, bw) = if shown.busbw {
             ("bus bandwidth", op_series(&runs, &op, |p| p.busbw_gbps))
         } else {
-            ("algorithm bandwidth", op_series(&runs, &op, |p| p.algbw_gbps))
+            (
+                "algorithm bandwidth",
+                op_series(&runs, &op, |p| p.algbw_gbps),
+            )
         };
         if shown.busbw || shown.algbw {
-            let axis = if shown.busbw { "busbw (GB/s)" } else { "algbw (GB/s)" };
+            let axis = if shown.busbw {
+                "busbw (GB/s)"
+            } else {
+                "algbw (GB/s)"
+            };
             figure(
                 &mut out,
                 &charts::line_chart_svg(&format!("{op}: {name}"), axis, &bw, false),
@@ -97,7 +104,7 @@ fn figure(out: &mut String, svg: &str) {
 }
 
 /// Escapes text for HTML element content and attributes.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
