@@ -65,7 +65,13 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             cur.avg_busbw_gbps = Some(float(value, line_no, "the average bus bandwidth")?);
             in_table = false;
         } else if in_table && tokens.first().is_some_and(|t| is_uint(t)) {
-            match row(&tokens, &op, line_no, factors) {
+            // A row cut by the writer may still read as numbers.
+            let parsed = if line_no == last && notes.cut_last_line {
+                Err(ParseError::whole("cut"))
+            } else {
+                row(&tokens, &op, line_no, factors)
+            };
+            match parsed {
                 Ok(r) => cur.results.push(r),
                 Err(_) if line_no == last && (tokens.len() < 6 || notes.cut_last_line) => {
                     notes.warn(line_no, partial_row(line_no, cur.results.len()));

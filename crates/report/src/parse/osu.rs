@@ -101,7 +101,14 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             continue;
         }
         let rec = cur.get_or_insert_with(|| Record::new("osu"));
-        match row(c, names, &tokens, &op, &dtype, line_no, units) {
+        // A row the writer stopped inside may read as numbers ("430" of
+        // "43092.92"): never trust it.
+        let parsed = if line_no == last && notes.cut_last_line {
+            Err(ParseError::whole("cut"))
+        } else {
+            row(c, names, &tokens, &op, &dtype, line_no, units)
+        };
+        match parsed {
             Ok(r) => rec.results.push(r),
             Err(_) if line_no == last && (tokens.len() < c.len() || notes.cut_last_line) => {
                 notes.warn(line_no, partial_row(line_no, rec.results.len()));
