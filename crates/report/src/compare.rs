@@ -366,9 +366,9 @@ impl Comparison {
         })
     }
 
-    /// Per op: the geometric mean of NEW/BASE bandwidth over sizes
-    /// >= 64 MiB and of NEW/BASE time over sizes <= 64 KiB, e.g.
-    /// `overall: all_reduce busbw x0.912 (8 sizes >= 64 MiB), time x1.031 (14 sizes <= 64 KiB)`.
+    /// Per op: the geometric mean of NEW/BASE bandwidth over sizes from
+    /// 64 MiB up and of NEW/BASE time over sizes up to 64 KiB, e.g.
+    /// `overall: all_reduce busbw x0.912 (8 cases >= 64 MiB), time x1.031 (14 cases <= 64 KiB)`.
     pub fn overall_line(&self) -> String {
         let mut ops: Vec<&str> = Vec::new();
         for r in &self.rows {
