@@ -508,3 +508,29 @@ fn nccl_inspector_json_is_summarised_per_op_and_size() {
     );
     assert_eq!(case(r, 1 << 20).op, "all_reduce");
 }
+
+#[test]
+fn nccom_and_nvshmem_units_come_from_the_header() {
+    let nccom = fixture("foreign/nccom-test__neuron-doc-2rank-fp32-allr.txt");
+    let p = ok(&nccom.replace("time(us)", "time(ms)"));
+    let big = case(&p.records[0], 1073741824)
+        .out_of_place
+        .clone()
+        .unwrap();
+    assert_eq!(big.time_us, 18930.0 * 1000.0);
+    assert_eq!(p.units[0].time, "ms");
+    assert!(err(&nccom.replace("time(us)", "time(jiffies)")).contains("unknown unit"));
+
+    let nv = fixture("foreign/nvshmem-perftest__cscs-alps-gh200-alltoall_latency.txt");
+    let plain = ok(&nv);
+    let p = ok(&nv.replace("latency(us)", "latency(ms)"));
+    let (a, b) = (
+        plain.records[0].results[0].out_of_place.clone().unwrap(),
+        p.records[0].results[0].out_of_place.clone().unwrap(),
+    );
+    assert_eq!(b.time_us, a.time_us * 1000.0);
+    assert_eq!(p.units[0].time, "ms");
+    assert!(
+        err(&nv.replace("busbw(GB/s)", "busbw(GB/fortnight)")).contains("unknown bandwidth unit")
+    );
+}

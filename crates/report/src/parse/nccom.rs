@@ -52,7 +52,11 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
                     "expected the header 'size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s)'",
                 ));
             }
-            factors = header_units(&tokens, line_no)?;
+            let (t, b, units) = header_units(&tokens, line_no)?;
+            factors = (t, b);
+            if !units.is_default() {
+                notes.units.insert(records.len(), units);
+            }
             in_table = true;
         } else if raw.trim_start().starts_with("Avg bus bandwidth") && raw.contains(':') {
             let value = raw
@@ -100,25 +104,30 @@ fn new_record() -> Record {
 /// Factors to us and GB/s from `time(us)` and `algbw(GB/s)`/`busbw(GB/s)`.
 /// nccom-test's GB is 2^30 bytes whatever the spelling; figures stay as
 /// printed (see the module doc), so only the scale between units applies.
-fn header_units(tokens: &[&str], line_no: usize) -> Result<(f64, f64), ParseError> {
+fn header_units(
+    tokens: &[&str],
+    line_no: usize,
+) -> Result<(f64, f64, unit::SourceUnits), ParseError> {
     let mut t = 1.0;
     let mut b = None;
+    let mut names = unit::SourceUnits::default();
     for cell in tokens {
         let Some(u) = unit::in_parens(cell) else {
             continue;
         };
         let bad = || ParseError::at(line_no, format!("unknown unit in header cell '{cell}'"));
         if cell.starts_with("time") {
-            t = unit::time(u).ok_or_else(bad)?.1;
+            (names.time, t) = unit::time(u).ok_or_else(bad)?;
         } else if cell.starts_with("algbw") || cell.starts_with("busbw") {
-            let f = unit::bandwidth(u).ok_or_else(bad)?.1;
+            let (n, f) = unit::bandwidth(u).ok_or_else(bad)?;
+            names.bandwidth = n;
             if b.is_some_and(|x| x != f) {
                 return Err(bad());
             }
             b = Some(f);
         }
     }
-    Ok((t, b.unwrap_or(1.0)))
+    Ok((t, b.unwrap_or(1.0), names))
 }
 
 fn row(

@@ -58,6 +58,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
                 .map(|t| column(t, line_no))
                 .collect::<Result<Vec<_>, _>>()?;
             cols = Some((c, tokens.join(" ")));
+            note_units(&tokens, notes);
         } else if tokens.first() == Some(&"mype:") {
             device(&tokens, &mut rec);
         } else if let (Some((c, names)), Some(first)) = (&cols, tokens.first()) {
@@ -96,6 +97,25 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     rec.devices.sort_by_key(|d| d.rank);
     rec.settings.world_size = rec.devices.len() as u64;
     Ok(vec![rec])
+}
+
+/// Keeps the header's units (when not us and GB/s) for the one record.
+fn note_units(tokens: &[&str], notes: &mut Notes) {
+    let mut u = unit::SourceUnits::default();
+    for t in tokens {
+        let base = t.split('(').next().unwrap_or(t).to_ascii_lowercase();
+        let Some(name) = unit::in_parens(t) else {
+            continue;
+        };
+        if base == "latency" {
+            u.time = unit::time(name).map_or(u.time, |(n, _)| n);
+        } else if ["algbw", "busbw", "bw"].contains(&base.as_str()) {
+            u.bandwidth = unit::bandwidth(name).map_or(u.bandwidth, |(n, _)| n);
+        }
+    }
+    if !u.is_default() {
+        notes.units.insert(0, u);
+    }
 }
 
 /// A header cell; its unit in parentheses must be one we know.
