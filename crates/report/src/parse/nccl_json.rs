@@ -143,10 +143,12 @@ fn settings(c: &Value, rec: &mut Record) -> Result<(), ParseError> {
                 .to_string(),
         });
     }
-    // The JSON lists the main process's devices only; the world is at least that.
+    // The JSON may list one device per process only (2.19 with -g 2 lists
+    // one of the two): each process drives nthreads x ngpus ranks.
     let pids: std::collections::BTreeSet<u64> = rec.devices.iter().map(|d| d.pid).collect();
     rec.settings.processes = pids.len() as u64;
-    rec.settings.world_size = rec.devices.len() as u64;
+    let per_process = rec.settings.threads_per_process.max(1) * rec.settings.gpus_per_thread.max(1);
+    rec.settings.world_size = (rec.devices.len() as u64).max(pids.len() as u64 * per_process);
     Ok(())
 }
 
