@@ -120,7 +120,8 @@ pub struct CompareArgs {
     /// The log to judge against BASE.
     pub new: PathBuf,
     /// Percent change that counts as a regression. Sizes >= 1 MiB are judged
-    /// on busbw (NEW below BASE by more than PCT). Below 1 MiB timing noise
+    /// on busbw, or algbw where the op has no known bus factor (NEW below
+    /// BASE by more than PCT). Below 1 MiB timing noise
     /// dominates, so time is judged instead, and a case regresses only when it
     /// is slower by more than 2 x PCT and by more than 5 µs. Exit status: 1 on
     /// regression, 0 otherwise, 2 when an input cannot be read.
