@@ -6,7 +6,11 @@
 //!   [`parse::parse_file`] and [`parse::parse_paths`].
 //! * [`render`]: Markdown and HTML writers, [`render::charts`] (plotters SVG,
 //!   including [`heatmap_svg`] for bandwidth matrices).
-//! * [`compare`]: NEW vs BASE with a documented noise rule.
+//! * [`input`]: clean-up before parsing (launcher prefixes, line ends,
+//!   colour), data-quality checks after it, folders with stray files.
+//! * [`metrics`]: which figures mean something for which test.
+//! * [`compare`]: NEW vs BASE with a documented noise rule;
+//!   [`compare_sides`] names both sides and warns where they differ.
 //! * [`units`]: the one number formatter.
 //!
 //! Not for: running benchmarks or judging them against baselines (`check`).

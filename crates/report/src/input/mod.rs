@@ -1,5 +1,5 @@
 //! What happens to a log before and after its parser: clean-up of launcher
-//! prefixes and line ends ([`clean`]), data-quality checks on the parsed
+//! prefixes and line ends ([`clean()`]), data-quality checks on the parsed
 //! records ([`quality`]), and reading folders where some files are not logs
 //! ([`read_paths`]).
 

@@ -2,7 +2,10 @@
 //! [`collbench_core::Record`], so reports and comparisons work on any of them.
 //!
 //! One module per format; [`detect`] guesses the format from the text, and
-//! [`parse_file`] / [`parse_paths`] are what the commands call. A parser
+//! [`parse_text`] / [`read_file`] (with warnings) and [`parse_str`] /
+//! [`parse_file`] / [`parse_paths`] (records only) are the entry points.
+//! Every text is cleaned first ([`crate::input::clean()`]), so parsers never
+//! see launcher prefixes, CR line ends or colour codes. A parser
 //! never panics on bad input: it returns a [`ParseError`] naming the line and
 //! what it expected there.
 
@@ -152,7 +155,7 @@ pub fn parse_str(
     parse_text(text, format, origin).map(|p| p.records)
 }
 
-/// Cleans `text` ([`crate::input::clean`]), then parses each stream it
+/// Cleans `text` ([`crate::input::clean()`]), then parses each stream it
 /// holds (one per rank when a launcher prefixed the lines). Streams of a
 /// prefixed log in which no format is found (ranks that printed only NCCL
 /// INFO lines) are left out; when several streams hold results, their
