@@ -45,6 +45,14 @@ pub enum Outcome {
     DoctorWarn,
     /// `doctor`: some check fails.
     DoctorFail,
+    /// `report`: the report was written from every input.
+    ReportComplete,
+    /// `report`: an input named directly cannot be read, or `--strict` and
+    /// a file in a folder cannot.
+    ReportUnusable,
+    /// `report`: the report was written, but files in a folder were
+    /// skipped (each listed on stderr).
+    ReportSkipped,
 }
 
 /// The outcomes of `run` (and the `<op>_perf` aliases), in code order.
@@ -60,7 +68,7 @@ const RUN: [Outcome; 6] = [
 
 /// The other commands and their own outcomes, in code order.
 #[cfg(test)]
-const OTHERS: [(&str, &[Outcome]); 4] = [
+const OTHERS: [(&str, &[Outcome]); 5] = [
     (
         "check",
         &[Outcome::CheckPass, Outcome::CheckWarn, Outcome::CheckFail],
@@ -71,6 +79,14 @@ const OTHERS: [(&str, &[Outcome]); 4] = [
             Outcome::NoRegression,
             Outcome::Regression,
             Outcome::CompareUnusable,
+        ],
+    ),
+    (
+        "report",
+        &[
+            Outcome::ReportComplete,
+            Outcome::ReportUnusable,
+            Outcome::ReportSkipped,
         ],
     ),
     (
@@ -95,15 +111,18 @@ impl Outcome {
             | Outcome::CheckPass
             | Outcome::NoRegression
             | Outcome::PreflightPass
+            | Outcome::ReportComplete
             | Outcome::DoctorPass => 0,
             Outcome::Wrong | Outcome::CheckWarn | Outcome::Regression | Outcome::DoctorWarn => 1,
             Outcome::Usage
             | Outcome::CheckFail
             | Outcome::CompareUnusable
+            | Outcome::ReportUnusable
             | Outcome::DoctorFail => 2,
             Outcome::Launch | Outcome::PreflightFail => 3,
             Outcome::Backend => 4,
             Outcome::Timeout => 5,
+            Outcome::ReportSkipped => 6,
         }
     }
 
@@ -123,6 +142,9 @@ impl Outcome {
             Outcome::NoRegression => "no regression",
             Outcome::Regression => "regression",
             Outcome::CompareUnusable => "an input cannot be read, or the two share no case",
+            Outcome::ReportComplete => "report written, every input read",
+            Outcome::ReportUnusable => "an input named directly cannot be read, or `--strict` and a file in a folder cannot",
+            Outcome::ReportSkipped => "report written, but files in a folder were skipped (listed on stderr)",
             Outcome::PreflightPass => "every rank checked in, versions match",
             Outcome::PreflightFail => "ranks are missing or versions differ",
             Outcome::DoctorPass => "every check passes or is skipped",
@@ -148,6 +170,14 @@ impl Outcome {
             CompareOutcome::NoRegression => Outcome::NoRegression,
             CompareOutcome::Regression => Outcome::Regression,
             CompareOutcome::Unusable => Outcome::CompareUnusable,
+        }
+    }
+
+    /// `report`'s result.
+    pub fn report(done: collbench_report::ReportOutcome) -> Outcome {
+        match done {
+            collbench_report::ReportOutcome::Complete => Outcome::ReportComplete,
+            collbench_report::ReportOutcome::Skipped => Outcome::ReportSkipped,
         }
     }
 

@@ -139,8 +139,8 @@ fn real_main() -> Result<Outcome, Failure> {
         Command::Preflight(a) => preflight::run(&a),
         Command::Gen(a) => collbench_gen::run(&a).map(|_| Outcome::Ok).map_err(usage),
         Command::Report(a) => collbench_report::report_main(&a)
-            .map(|_| Outcome::Ok)
-            .map_err(usage),
+            .map(Outcome::report)
+            .map_err(|e| Failure::new(Outcome::ReportUnusable, format!("{e:#}"))),
         Command::Compare(a) => collbench_report::compare_main(&a)
             .map(Outcome::compare)
             .map_err(usage),

@@ -60,7 +60,10 @@ fn compare_flags_a_ten_percent_busbw_drop_and_names_the_size() {
         .code(1)
         .stdout(predicate::str::contains("REGRESSION: 1 of 62 cases"))
         .stdout(predicate::str::contains(
-            "all_reduce float sum 8 GiB (8589934592 B) out-of-place busbw x0.900",
+            "first: all_reduce float sum 8 GiB (8589934592 B) out-of-place",
+        ))
+        .stdout(predicate::str::contains(
+            "| all_reduce | float | sum | 8 GiB | 8589934592 | out-of-place | busbw (GB/s) | 349.58 | 314.62 | 0.900 |",
         ))
         .stdout(predicate::str::contains("**REGRESSION**"));
 }
@@ -85,7 +88,9 @@ fn compare_text_against_json_of_the_same_run_passes() {
         .arg(anchor("all_reduce.txt"))
         .arg(anchor("all_reduce.json"))
         .assert()
-        .code(0);
+        .code(0)
+        // The JSON lists one device of the process's two: still 2 ranks.
+        .stdout(predicate::str::contains("rank counts differ").not());
 }
 
 #[test]
@@ -136,4 +141,128 @@ fn report_writes_markdown_and_html() {
             && page.contains("all_reduce: bus bandwidth")
             && !page.contains("<script")
     );
+}
+
+/// all_reduce.txt (2 ranks) as if run on 8: six more `# Rank` lines, and
+/// every busbw from 64 MiB up lowered by 20%.
+fn eight_rank_copy(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(anchor("all_reduce.txt")).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        if tokens.len() == 13 && tokens[0].parse::<u64>().is_ok_and(|s| s >= 64 << 20) {
+            let mut t: Vec<String> = tokens.iter().map(|t| t.to_string()).collect();
+            for i in [7, 11] {
+                t[i] = format!("{:.2}", t[i].parse::<f64>().unwrap() * 0.8);
+            }
+            out.push_str(&t.join("  "));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+        if line.contains("Rank  1 Group") {
+            for r in 2..8 {
+                out.push_str(&line.replace("Rank  1", &format!("Rank  {r}")));
+                out.push('\n');
+            }
+        }
+    }
+    let path = dir.join("all_reduce_8ranks.txt");
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[test]
+fn compare_of_2_and_8_ranks_warns_and_prints_overall_and_regressions() {
+    let dir = tempfile::tempdir().unwrap();
+    let eight = eight_rank_copy(dir.path());
+    let out = collbench()
+        .arg("compare")
+        .arg(anchor("all_reduce.txt"))
+        .arg(&eight)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("BASE "), "{out}");
+    assert!(
+        out.contains("2 rank(s)") && out.contains("8 rank(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("warning: rank counts differ (BASE 2, NEW 8)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("overall (NEW/BASE, geometric mean): all_reduce busbw x0.800 (16 cases >= 64 MiB), time x1.000"),
+        "{out}"
+    );
+    assert!(out.contains("Regressions:"), "{out}");
+    assert!(
+        out.contains(
+            "| all_reduce | float | sum | 8 GiB | 8589934592 | out-of-place | busbw (GB/s) |"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("REGRESSION: 16 of 62 cases"), "{out}");
+}
+
+#[test]
+fn compare_lists_sizes_found_on_one_side_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(anchor("all_reduce.txt")).unwrap();
+    let short: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("8589934592"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let path = dir.path().join("short.txt");
+    std::fs::write(&path, short).unwrap();
+    collbench()
+        .arg("compare")
+        .arg(anchor("all_reduce.txt"))
+        .arg(&path)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "only in BASE (2): all_reduce float sum 8 GiB out-of-place, all_reduce float sum 8 GiB in-place",
+        ));
+}
+
+fn foreign_logs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/foreign-logs")
+}
+
+#[test]
+fn report_on_the_foreign_logs_folder_skips_only_its_index() {
+    let dir = foreign_logs();
+    if !dir.is_dir() {
+        eprintln!("skipped: {} not present", dir.display());
+        return;
+    }
+    let out = collbench()
+        .arg("report")
+        .arg(&dir)
+        .assert()
+        .code(6)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let skipped: Vec<&str> = stderr.lines().filter(|l| l.contains(" skipped ")).collect();
+    assert_eq!(skipped.len(), 1, "{stderr}");
+    assert!(skipped[0].contains("INDEX.md"), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("## Data quality"), "{stdout}");
+    // Figures from INDEX.md: nccl-tests busbw 338.82, OSU bandwidth 101.40 MB/s.
+    assert!(stdout.contains("| 338.82 |"), "{stdout}");
+    assert!(stdout.contains("| 101.40 |"), "{stdout}");
+    // --strict makes the skipped file an error.
+    collbench()
+        .args(["report", "--strict"])
+        .arg(&dir)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("INDEX.md"));
 }

@@ -10,6 +10,7 @@
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod metrics;
 pub mod text;
 pub mod units;
 

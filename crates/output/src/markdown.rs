@@ -4,6 +4,7 @@
 //! FILE.md` and `collbench report` both print through here, so a case
 //! looks the same in both.
 
+use crate::metrics::{self, or_dash};
 use crate::units;
 use crate::Exporter;
 use collbench_core::{CaseResult, Record};
@@ -33,7 +34,8 @@ pub fn table(t: &Table) -> String {
 
 /// Size, count, type, redop, root, then time/algbw/busbw/#wrong for
 /// out-of-place and, when any case measured it, in-place (`-` where a
-/// case lacks a placement).
+/// case lacks a placement or a figure means nothing for the test, see
+/// [`metrics`]); OSU bandwidth tests add their figure in MB/s as printed.
 pub fn cases_table(cases: &[&CaseResult]) -> Table {
     let has_ip = cases.iter().any(|c| c.in_place.is_some());
     let mut header = vec![
@@ -55,6 +57,10 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
             "in-place #wrong",
         ]);
     }
+    let has_mbps = cases.iter().any(|c| metrics::shown(&c.op).mbps);
+    if has_mbps {
+        header.push("bandwidth (MB/s)");
+    }
     let numeric = (0..header.len()).map(|i| !(i == 2 || i == 3)).collect();
     let rows = cases
         .iter()
@@ -71,16 +77,25 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
             } else {
                 vec![&c.out_of_place]
             };
+            let shown = metrics::shown(&c.op);
             for p in halves {
                 match p {
                     Some(p) => row.extend([
-                        units::us(p.time_us),
-                        units::gbps(p.algbw_gbps),
-                        units::gbps(p.busbw_gbps),
+                        or_dash(shown.time, units::us(p.time_us)),
+                        or_dash(shown.algbw, units::gbps(p.algbw_gbps)),
+                        or_dash(shown.busbw, units::gbps(p.busbw_gbps)),
                         units::wrong(p.wrong),
                     ]),
                     None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
                 }
+            }
+            if has_mbps {
+                // OSU prints MB/s (10^6 B/s); algbw holds it in GB/s.
+                let main = c.out_of_place.as_ref().or(c.in_place.as_ref());
+                row.push(or_dash(
+                    shown.mbps,
+                    main.map_or_else(|| "-".into(), |p| units::us(p.algbw_gbps * 1e3)),
+                ));
             }
             row
         })
@@ -107,18 +122,29 @@ pub fn summary_table(records: &[&Record], labels: Option<&[String]>) -> Table {
     for op in ops {
         for (i, record) in records.iter().enumerate() {
             for s in record.summaries().into_iter().filter(|s| s.op == op) {
+                let shown = metrics::shown(&s.op);
+                // Unchecked runs (OSU, logs without #wrong) say N/A, not 0.
+                let checked = record
+                    .op_results(&s.op)
+                    .filter(|c| c.dtype == s.dtype)
+                    .flat_map(|c| c.placements())
+                    .any(|(_, p)| p.wrong.is_some());
                 let mut row = vec![s.op.clone(), s.dtype.clone()];
                 if let Some(labels) = labels {
                     row.push(labels[i].clone());
                 }
                 row.extend([
-                    units::gbps(s.busbw_at_largest_gbps),
+                    or_dash(shown.busbw, units::gbps(s.busbw_at_largest_gbps)),
                     units::bytes(s.largest_bytes),
-                    units::gbps(s.peak_busbw_gbps),
-                    units::bytes(s.peak_at_bytes),
-                    units::us(s.time_at_smallest_us),
+                    or_dash(shown.busbw, units::gbps(s.peak_busbw_gbps)),
+                    or_dash(shown.busbw, units::bytes(s.peak_at_bytes)),
+                    or_dash(shown.time, units::us(s.time_at_smallest_us)),
                     units::bytes(s.smallest_bytes),
-                    s.wrong.to_string(),
+                    if checked {
+                        s.wrong.to_string()
+                    } else {
+                        "N/A".to_string()
+                    },
                 ]);
                 rows.push(row);
             }

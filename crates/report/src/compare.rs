@@ -11,11 +11,27 @@
 //!
 //! Improvements are marked the same way in the other direction. When a log
 //! repeats a case (`-N`), the first occurrence counts.
+//!
+//! "Bandwidth" is busbw where the op's bus factor is known, else algbw
+//! (OSU, see [`crate::metrics`]); tests that measure no time (OSU bandwidth
+//! tests) are judged on bandwidth at every size, tests that report no
+//! bandwidth on time at every size.
+//!
+//! Besides the per-case table, a comparison gives an overall line (per op,
+//! the geometric mean of NEW/BASE bandwidth at sizes >= 64 MiB and of
+//! NEW/BASE time at sizes <= 64 KiB), the cases present on one side only,
+//! and the regressions as a table of their own.
 
+use crate::metrics;
 use crate::render::{markdown, Table};
 use crate::units;
 use collbench_core::{Placement, Record};
 use std::collections::BTreeMap;
+
+/// Sizes from this up count in the overall bandwidth ratio.
+pub const OVERALL_BW_FROM_BYTES: u64 = 64 << 20;
+/// Sizes up to this count in the overall time ratio.
+pub const OVERALL_TIME_UP_TO_BYTES: u64 = 64 << 10;
 
 /// Sizes below this are judged on time (latency regime).
 pub const LATENCY_REGIME_BELOW_BYTES: u64 = 1 << 20;
@@ -46,6 +62,9 @@ pub struct Row {
     pub new: Placement,
     /// Whether the case was judged on time (latency regime).
     pub by_time: bool,
+    /// Which bandwidth the op has: `busbw`, or `algbw` where no bus factor
+    /// is known.
+    pub bw_name: &'static str,
     pub verdict: Verdict,
 }
 
@@ -58,6 +77,11 @@ impl Row {
     /// NEW/BASE time (NaN when BASE is 0).
     pub fn time_ratio(&self) -> f64 {
         ratio(self.new.time_us, self.base.time_us)
+    }
+
+    /// NEW/BASE of the op's bandwidth ([`Row::bw_name`]).
+    pub fn bw_ratio(&self) -> f64 {
+        ratio(bw(self.bw_name, &self.new), bw(self.bw_name, &self.base))
     }
 
     /// `all_reduce float sum 8 GiB (8589934592 B) out-of-place`.
@@ -78,6 +102,14 @@ impl Row {
     }
 }
 
+fn bw(name: &str, p: &Placement) -> f64 {
+    if name == "busbw" {
+        p.busbw_gbps
+    } else {
+        p.algbw_gbps
+    }
+}
+
 fn ratio(new: f64, base: f64) -> f64 {
     if base > 0.0 {
         new / base
@@ -91,6 +123,10 @@ fn ratio(new: f64, base: f64) -> f64 {
 pub struct Comparison {
     pub threshold_pct: f64,
     pub rows: Vec<Row>,
+    /// Cases (`op type redop size placement`) only BASE measured.
+    pub only_base: Vec<String>,
+    /// Cases only NEW measured.
+    pub only_new: Vec<String>,
 }
 
 type Key = (String, String, String, i64, u64, &'static str);
@@ -126,12 +162,29 @@ fn cases(records: &[Record]) -> BTreeMap<Key, (usize, Placement)> {
 pub fn compare(base: &[Record], new: &[Record], threshold_pct: f64) -> Comparison {
     let t = threshold_pct / 100.0;
     let new_cases = cases(new);
-    let mut rows: Vec<(usize, Row)> = cases(base)
+    let base_cases = cases(base);
+    let one_side = |a: &BTreeMap<Key, (usize, Placement)>,
+                    b: &BTreeMap<Key, (usize, Placement)>| {
+        let mut v: Vec<(usize, String)> = a
+            .iter()
+            .filter(|(k, _)| !b.contains_key(*k))
+            .map(|(k, (order, _))| (*order, key_name(k)))
+            .collect();
+        v.sort();
+        v.into_iter().map(|(_, n)| n).collect::<Vec<_>>()
+    };
+    let only_base = one_side(&base_cases, &new_cases);
+    let only_new = one_side(&new_cases, &base_cases);
+    let mut rows: Vec<(usize, Row)> = base_cases
         .into_iter()
         .filter_map(|(key, (order, b))| {
             let (_, n) = new_cases.get(&key)?;
             let (op, dtype, redop, root, size_bytes, placement) = key;
-            let by_time = size_bytes < LATENCY_REGIME_BELOW_BYTES || b.busbw_gbps <= 0.0;
+            let shown = metrics::shown(&op);
+            let bw_name = if shown.busbw { "busbw" } else { "algbw" };
+            let has_bw = shown.busbw || shown.algbw;
+            let by_time = shown.time
+                && (!has_bw || size_bytes < LATENCY_REGIME_BELOW_BYTES || bw(bw_name, &b) <= 0.0);
             let verdict = if by_time {
                 let tt = t * TIME_THRESHOLD_FACTOR;
                 let delta = n.time_us - b.time_us;
@@ -142,9 +195,9 @@ pub fn compare(base: &[Record], new: &[Record], threshold_pct: f64) -> Compariso
                 } else {
                     Verdict::Same
                 }
-            } else if n.busbw_gbps < b.busbw_gbps * (1.0 - t) {
+            } else if bw(bw_name, n) < bw(bw_name, &b) * (1.0 - t) {
                 Verdict::Regression
-            } else if n.busbw_gbps > b.busbw_gbps * (1.0 + t) {
+            } else if bw(bw_name, n) > bw(bw_name, &b) * (1.0 + t) {
                 Verdict::Improved
             } else {
                 Verdict::Same
@@ -161,6 +214,7 @@ pub fn compare(base: &[Record], new: &[Record], threshold_pct: f64) -> Compariso
                     base: b,
                     new: n.clone(),
                     by_time,
+                    bw_name,
                     verdict,
                 },
             ))
@@ -170,7 +224,30 @@ pub fn compare(base: &[Record], new: &[Record], threshold_pct: f64) -> Compariso
     Comparison {
         threshold_pct,
         rows: rows.into_iter().map(|(_, r)| r).collect(),
+        only_base,
+        only_new,
     }
+}
+
+/// `all_reduce float sum 8 GiB out-of-place`.
+fn key_name(k: &Key) -> String {
+    let (op, dtype, redop, root, size, placement) = k;
+    let mut s = format!("{op} {dtype}");
+    if !redop.is_empty() && redop != "none" {
+        s = format!("{s} {redop}");
+    }
+    if *root >= 0 {
+        s = format!("{s} root {root}");
+    }
+    format!("{s} {} {placement}", units::bytes(*size))
+}
+
+/// The geometric mean of the finite, positive values; `None` if none.
+fn geomean(values: impl Iterator<Item = f64>) -> Option<(f64, usize)> {
+    let (sum, n) = values
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((0.0, 0usize), |(s, n), v| (s + v.ln(), n + 1));
+    (n > 0).then(|| ((sum / n as f64).exp(), n))
 }
 
 impl Comparison {
@@ -193,13 +270,13 @@ impl Comparison {
                     r.redop.clone(),
                     units::bytes(r.size_bytes),
                     r.placement.to_string(),
-                    units::gbps(r.base.busbw_gbps),
-                    units::gbps(r.new.busbw_gbps),
-                    units::ratio(r.busbw_ratio()),
+                    units::gbps(bw(r.bw_name, &r.base)),
+                    units::gbps(bw(r.bw_name, &r.new)),
+                    units::ratio(r.bw_ratio()),
                     units::us(r.base.time_us),
                     units::us(r.new.time_us),
                     units::ratio(r.time_ratio()),
-                    if r.by_time { "time" } else { "busbw" }.to_string(),
+                    if r.by_time { "time" } else { r.bw_name }.to_string(),
                     match r.verdict {
                         Verdict::Same => "",
                         Verdict::Regression => "**REGRESSION**",
@@ -216,9 +293,9 @@ impl Comparison {
                 "redop",
                 "size",
                 "placement",
-                "base busbw (GB/s)",
-                "new busbw (GB/s)",
-                "busbw new/base",
+                "base bw (GB/s)",
+                "new bw (GB/s)",
+                "bw new/base",
                 "base time (µs)",
                 "new time (µs)",
                 "time new/base",
@@ -232,35 +309,130 @@ impl Comparison {
         })
     }
 
-    /// One line for CI logs: `OK: ...` or `REGRESSION: ...` naming each case.
+    /// The regressions alone, as a table (empty when there are none).
+    pub fn regression_table(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .regressions()
+            .map(|r| {
+                let (metric, base, new, x) = if r.by_time {
+                    (
+                        "time (µs)".to_string(),
+                        units::us(r.base.time_us),
+                        units::us(r.new.time_us),
+                        r.time_ratio(),
+                    )
+                } else {
+                    (
+                        format!("{} (GB/s)", r.bw_name),
+                        units::gbps(bw(r.bw_name, &r.base)),
+                        units::gbps(bw(r.bw_name, &r.new)),
+                        r.bw_ratio(),
+                    )
+                };
+                vec![
+                    r.op.clone(),
+                    r.dtype.clone(),
+                    r.redop.clone(),
+                    units::bytes(r.size_bytes),
+                    r.size_bytes.to_string(),
+                    r.placement.to_string(),
+                    metric,
+                    base,
+                    new,
+                    units::ratio(x),
+                ]
+            })
+            .collect();
+        if rows.is_empty() {
+            return String::new();
+        }
+        markdown::table(&Table {
+            header: vec![
+                "op",
+                "type",
+                "redop",
+                "size",
+                "bytes",
+                "placement",
+                "judged on",
+                "base",
+                "new",
+                "new/base",
+            ],
+            numeric: vec![
+                false, false, false, true, true, false, false, true, true, true,
+            ],
+            rows,
+        })
+    }
+
+    /// Per op: the geometric mean of NEW/BASE bandwidth over sizes from
+    /// 64 MiB up and of NEW/BASE time over sizes up to 64 KiB, e.g.
+    /// `overall: all_reduce busbw x0.912 (8 cases >= 64 MiB), time x1.031 (14 cases <= 64 KiB)`.
+    pub fn overall_line(&self) -> String {
+        let mut ops: Vec<&str> = Vec::new();
+        for r in &self.rows {
+            if !ops.contains(&r.op.as_str()) {
+                ops.push(&r.op);
+            }
+        }
+        let parts: Vec<String> = ops
+            .iter()
+            .map(|op| {
+                let rows = || self.rows.iter().filter(move |r| r.op == *op);
+                let bw_name = rows().next().map_or("busbw", |r| r.bw_name);
+                let shown = metrics::shown(op);
+                let mut s = op.to_string();
+                if shown.busbw || shown.algbw {
+                    s += &match geomean(
+                        rows()
+                            .filter(|r| r.size_bytes >= OVERALL_BW_FROM_BYTES)
+                            .map(Row::bw_ratio),
+                    ) {
+                        Some((g, n)) => {
+                            format!(" {bw_name} x{} ({n} cases >= 64 MiB)", units::ratio(g))
+                        }
+                        None => format!(" {bw_name} - (no case >= 64 MiB)"),
+                    };
+                }
+                if shown.time {
+                    s += &match geomean(
+                        rows()
+                            .filter(|r| r.size_bytes <= OVERALL_TIME_UP_TO_BYTES)
+                            .map(Row::time_ratio),
+                    ) {
+                        Some((g, n)) => {
+                            format!(", time x{} ({n} cases <= 64 KiB)", units::ratio(g))
+                        }
+                        None => ", time - (no case <= 64 KiB)".to_string(),
+                    };
+                }
+                s
+            })
+            .collect();
+        format!("overall (NEW/BASE, geometric mean): {}", parts.join("; "))
+    }
+
+    /// One line for CI logs: `OK: ...` or `REGRESSION: k of n cases ...`
+    /// (the cases are in [`Comparison::regression_table`]).
     pub fn verdict_line(&self) -> String {
         let t = self.threshold_pct;
         let rule = format!(
-            "busbw -{} at >= 1 MiB; time +{} and +{TIME_FLOOR_US} µs below 1 MiB",
+            "bandwidth -{} at >= 1 MiB; time +{} and +{TIME_FLOOR_US} µs below 1 MiB",
             units::pct(t),
             units::pct(t * TIME_THRESHOLD_FACTOR)
         );
-        let bad: Vec<String> = self
-            .regressions()
-            .map(|r| {
-                if r.by_time {
-                    format!("{} time x{}", r.name(), units::ratio(r.time_ratio()))
-                } else {
-                    format!("{} busbw x{}", r.name(), units::ratio(r.busbw_ratio()))
-                }
-            })
-            .collect();
-        if bad.is_empty() {
+        let bad = self.regressions().count();
+        if bad == 0 {
             format!(
                 "OK: no regression in {} common cases ({rule})",
                 self.rows.len()
             )
         } else {
+            let first = self.regressions().next().map(Row::name).unwrap_or_default();
             format!(
-                "REGRESSION: {} of {} cases ({rule}): {}",
-                bad.len(),
-                self.rows.len(),
-                bad.join("; ")
+                "REGRESSION: {bad} of {} cases ({rule}), first: {first}",
+                self.rows.len()
             )
         }
     }
@@ -304,6 +476,13 @@ mod tests {
             c.verdict_line().contains("1073741824"),
             "{}",
             c.verdict_line()
+        );
+        assert!(c.regression_table().contains("| 1073741824 |"));
+        assert!(
+            c.overall_line()
+                .contains("all_reduce busbw x0.900 (1 cases >= 64 MiB)"),
+            "{}",
+            c.overall_line()
         );
         let c = compare(
             std::slice::from_ref(&base),

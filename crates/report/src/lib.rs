@@ -6,7 +6,11 @@
 //!   [`parse::parse_file`] and [`parse::parse_paths`].
 //! * [`render`]: Markdown and HTML writers, [`render::charts`] (plotters SVG,
 //!   including [`heatmap_svg`] for bandwidth matrices).
-//! * [`compare`]: NEW vs BASE with a documented noise rule.
+//! * [`input`]: clean-up before parsing (launcher prefixes, line ends,
+//!   colour), data-quality checks after it, folders with stray files.
+//! * [`metrics`]: which figures mean something for which test.
+//! * [`compare`]: NEW vs BASE with a documented noise rule;
+//!   [`compare_sides`] names both sides and warns where they differ.
 //! * [`units`]: collbench-output's number formatter, re-exported.
 //!
 //! Not for: running benchmarks or judging them against baselines (`check`).
@@ -14,10 +18,13 @@
 #![forbid(unsafe_code)]
 
 pub mod compare;
+pub mod compare_sides;
+pub mod input;
 pub mod parse;
 pub mod render;
-pub use collbench_output::units;
+pub use collbench_output::{metrics, units};
 
+pub use input::{read_paths, Inputs, Parsed, Warning};
 pub use parse::{parse_file, parse_paths, parse_str, FileError, Format, ParseError};
 pub use render::charts::heatmap_svg;
 
@@ -42,6 +49,20 @@ pub struct ReportArgs {
     /// HTML report draws as a heatmap (repeatable).
     #[arg(long, value_name = "CHECK_JSON")]
     pub matrix: Vec<PathBuf>,
+    /// Fail (exit 2) when a file in a folder cannot be read as a log,
+    /// instead of listing it and going on.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// How `collbench report` went, for the CLI's exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportOutcome {
+    /// Every input was read.
+    Complete,
+    /// The report was written, but files of a folder were skipped (each
+    /// listed on stderr with its reason).
+    Skipped,
 }
 
 /// Reads the pairwise matrix of a `collbench check --json` file
@@ -84,7 +105,8 @@ pub struct CompareArgs {
     /// The log to judge against BASE.
     pub new: PathBuf,
     /// Percent change that counts as a regression. Sizes >= 1 MiB are judged
-    /// on busbw (NEW below BASE by more than PCT). Below 1 MiB timing noise
+    /// on busbw, or algbw where the op has no known bus factor (NEW below
+    /// BASE by more than PCT). Below 1 MiB timing noise
     /// dominates, so time is judged instead, and a case regresses only when it
     /// is slower by more than 2 x PCT and by more than 5 µs. Exit status: 1 on
     /// regression, 0 otherwise, 2 when an input cannot be read.
@@ -95,15 +117,31 @@ pub struct CompareArgs {
     pub format: Option<Format>,
 }
 
-/// Runs `collbench report`.
-pub fn report_main(args: &ReportArgs) -> anyhow::Result<()> {
-    let records = parse_paths(&args.inputs, args.format)?;
+/// Runs `collbench report`. Skipped files and data-quality warnings go to
+/// stderr, one line each, and into the report's "Data quality" section.
+pub fn report_main(args: &ReportArgs) -> anyhow::Result<ReportOutcome> {
+    let inputs = read_paths(&args.inputs, args.format, args.strict)?;
+    let mut err = std::io::stderr().lock();
+    for s in &inputs.skipped {
+        writeln!(err, "collbench report: skipped {s}")?;
+    }
+    for w in &inputs.parsed.warnings {
+        writeln!(err, "collbench report: warning: {w}")?;
+    }
+    let outcome = if inputs.skipped.is_empty() {
+        ReportOutcome::Complete
+    } else {
+        ReportOutcome::Skipped
+    };
+    let records = &inputs.parsed.records;
     if records.is_empty() {
         anyhow::bail!("no benchmark results found in the inputs");
     }
+    let quality = inputs.quality_markdown();
     let Some(path) = &args.output else {
-        std::io::stdout().write_all(render::markdown::render(&records).as_bytes())?;
-        return Ok(());
+        let text = render::markdown::render(records) + &quality;
+        std::io::stdout().write_all(text.as_bytes())?;
+        return Ok(outcome);
     };
     let ext = path
         .extension()
@@ -111,14 +149,23 @@ pub fn report_main(args: &ReportArgs) -> anyhow::Result<()> {
         .unwrap_or("")
         .to_ascii_lowercase();
     let text = match ext.as_str() {
-        "md" | "markdown" => render::markdown::render(&records),
+        "md" | "markdown" => render::markdown::render(records) + &quality,
         "html" | "htm" => {
             let matrices = args
                 .matrix
                 .iter()
                 .map(|p| load_check_matrix(p))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            render::html::render(&records, &matrices)
+            let page = render::html::render(records, &matrices);
+            match page.rfind("</body>") {
+                Some(at) if !quality.is_empty() => format!(
+                    "{}<pre>{}</pre>\n{}",
+                    &page[..at],
+                    render::html::esc(&quality),
+                    &page[at..]
+                ),
+                _ => page,
+            }
         }
         _ => anyhow::bail!(
             "{}: unknown report type (use a .md or .html file name)",
@@ -127,7 +174,7 @@ pub fn report_main(args: &ReportArgs) -> anyhow::Result<()> {
     };
     std::fs::write(path, text)
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
-    Ok(())
+    Ok(outcome)
 }
 
 /// What `collbench compare` found (the CLI turns it into the exit code).
@@ -148,7 +195,7 @@ pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
         anyhow::bail!("--threshold must be a non-negative percentage");
     }
-    let read = |p: &PathBuf| parse_paths(std::slice::from_ref(p), args.format);
+    let read = |p: &PathBuf| read_paths(std::slice::from_ref(p), args.format, false);
     let (base, new) = match (read(&args.base), read(&args.new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => {
@@ -156,7 +203,17 @@ pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
             return Ok(CompareOutcome::Unusable);
         }
     };
-    let cmp = compare::compare(&base, &new, args.threshold);
+    {
+        let mut err = std::io::stderr().lock();
+        for s in base.skipped.iter().chain(&new.skipped) {
+            writeln!(err, "collbench compare: skipped {s}")?;
+        }
+        for w in base.parsed.warnings.iter().chain(&new.parsed.warnings) {
+            writeln!(err, "collbench compare: warning: {w}")?;
+        }
+    }
+    let (base_recs, new_recs) = (&base.parsed.records, &new.parsed.records);
+    let cmp = compare::compare(base_recs, new_recs, args.threshold);
     if cmp.rows.is_empty() {
         eprintln!(
             "collbench compare: {} and {} have no case (op, type, size) in common",
@@ -165,8 +222,36 @@ pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
         );
         return Ok(CompareOutcome::Unusable);
     }
+    let (bs, ns) = (
+        compare_sides::side(base_recs),
+        compare_sides::side(new_recs),
+    );
     let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}",
+        compare_sides::header_line("BASE", &args.base.display().to_string(), &bs)
+    )?;
+    writeln!(
+        out,
+        "{}",
+        compare_sides::header_line("NEW ", &args.new.display().to_string(), &ns)
+    )?;
+    for w in compare_sides::warnings(&bs, &ns) {
+        writeln!(out, "{w}")?;
+    }
+    for (side, only) in [("BASE", &cmp.only_base), ("NEW", &cmp.only_new)] {
+        if !only.is_empty() {
+            writeln!(out, "only in {side} ({}): {}", only.len(), only.join(", "))?;
+        }
+    }
+    writeln!(out)?;
     writeln!(out, "{}", cmp.table())?;
+    writeln!(out, "{}", cmp.overall_line())?;
+    let regressions = cmp.regression_table();
+    if !regressions.is_empty() {
+        writeln!(out, "\nRegressions:\n\n{regressions}")?;
+    }
     writeln!(out, "{}", cmp.verdict_line())?;
     Ok(if cmp.regressions().next().is_some() {
         CompareOutcome::Regression

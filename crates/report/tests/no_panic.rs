@@ -1,12 +1,15 @@
 //! Random and mutated text fed to every parser (and the chart drawing):
-//! each must return, never panic.
+//! each must return, never panic. The clean-up step gets the same, plus
+//! fixtures dressed as launchers and terminals leave them, which must read
+//! exactly as the plain ones.
 
-use collbench_report::parse::{parse_str, Format};
+use collbench_report::input::clean;
+use collbench_report::parse::{parse_str, parse_text, Format};
 use collbench_report::render::charts::{heatmap_svg, line_chart_svg, Series};
 use proptest::prelude::*;
 use std::path::Path;
 
-const FORMATS: [Option<Format>; 8] = [
+const FORMATS: [Option<Format>; 9] = [
     None,
     Some(Format::NcclTests),
     Some(Format::NcclJson),
@@ -15,6 +18,7 @@ const FORMATS: [Option<Format>; 8] = [
     Some(Format::Osu),
     Some(Format::Nvshmem),
     Some(Format::CollbenchJson),
+    Some(Format::Inspector),
 ];
 
 /// Every fixture, as seeds for mutation.
@@ -43,7 +47,7 @@ fn parse_all(text: &str) {
 }
 
 /// Pieces that steer the parsers into their table-reading paths.
-const TOKENS: [&str; 16] = [
+const TOKENS: [&str; 24] = [
     "#",
     "size",
     "count",
@@ -60,6 +64,14 @@ const TOKENS: [&str; 16] = [
     "#alltoall_device\n",
     "timestamp",
     "{\"results\":[{",
+    "\r",
+    "\r\n",
+    "\u{1b}[1;31m",
+    "\n  0: ",
+    "\n[1,0]<stdout>:",
+    "\n[3] ",
+    "\nnode1: ",
+    "{\"coll_perf\":{\"coll\":\"AllReduce\",",
 ];
 
 #[derive(Debug, Clone)]
@@ -137,6 +149,44 @@ proptest! {
         let corpus = corpus();
         let text = apply(&corpus[pick % corpus.len()], &edits);
         parse_all(&text);
+    }
+
+    #[test]
+    fn clean_never_panics_and_maps_lines(text in "(?s).{0,400}", pick in any::<usize>(), edits in proptest::collection::vec(edit(), 0..6)) {
+        let corpus = corpus();
+        for t in [text.clone(), apply(&corpus[pick % corpus.len()], &edits)] {
+            let c = clean(&t);
+            for s in &c.streams {
+                prop_assert_eq!(s.line_map.len(), s.text.lines().count());
+                prop_assert!(s.line_map.windows(2).all(|w| w[0] < w[1]));
+                prop_assert!(s.line_map.iter().all(|l| *l >= 1 && *l <= c.last_line));
+            }
+            parse_all(&t);
+        }
+    }
+
+    #[test]
+    fn dressed_fixtures_read_as_the_plain_ones(pick in any::<usize>(), prefix in 0usize..6, crlf in 0usize..3, colour in any::<bool>()) {
+        let corpus = corpus();
+        let plain = &corpus[pick % corpus.len()];
+        let prefix = ["", "  0: ", "[1,0]<stdout>:", "Tue Dec  1 03:02:34 2026[1,0]<stdout>:", "[0] ", "gpu-07: "][prefix];
+        let end = ["\n", "\r\n", "\r"][crlf];
+        let mut dressed = String::new();
+        for l in plain.lines() {
+            if colour {
+                dressed.push_str(&format!("{prefix}\u{1b}[0;32m{l}\u{1b}[0m{end}"));
+            } else {
+                dressed.push_str(&format!("{prefix}{l}{end}"));
+            }
+        }
+        // The plain text with the same (complete) last line.
+        let plain_whole: String = plain.lines().map(|l| format!("{l}\n")).collect();
+        let a = parse_text(&plain_whole, None, "fuzz.txt");
+        let b = parse_text(&dressed, None, "fuzz.txt");
+        prop_assert_eq!(a.is_ok(), b.is_ok(), "{:?} vs {:?}", a.as_ref().err(), b.as_ref().err());
+        if let (Ok(a), Ok(b)) = (a, b) {
+            prop_assert_eq!(a.records, b.records);
+        }
     }
 
     #[test]

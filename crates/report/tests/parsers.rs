@@ -2,7 +2,7 @@
 //! `fixtures/foreign/INDEX.md` and the anchors give.
 
 use collbench_core::{CaseResult, Record};
-use collbench_report::parse::{detect::detect, parse_file, parse_str, Format};
+use collbench_report::parse::{detect::detect, parse_file, parse_str, read_file, Format};
 use std::path::{Path, PathBuf};
 
 fn fixture(rel: &str) -> PathBuf {
@@ -295,18 +295,33 @@ fn osu_tables() {
     assert_eq!((big.size_bytes, big.dtype.as_str()), (1048576, "char"));
     let p = big.out_of_place.as_ref().unwrap();
     assert_close(p.time_us, 18815.58, 1e-9);
-    // size / latency in decimal GB/s.
-    assert_close(p.busbw_gbps, 1048576.0 / 18815.58e3, 1e-12);
+    // size / latency in decimal GB/s is algbw; OSU has no rank count, so no busbw.
+    assert_close(p.algbw_gbps, 1048576.0 / 18815.58e3, 1e-12);
+    assert_eq!(p.busbw_gbps, 0.0);
+    assert_eq!(p.wrong, None, "unchecked OSU runs are N/A, not 0");
 
     let r = one("foreign/osu_bw__ai-fabric-lab-v7.4.txt");
     assert_eq!(r.ops(), ["osu_bw"]);
     assert_eq!(r.results.len(), 23);
     let p = largest(&r).out_of_place.clone().unwrap();
-    assert_close(p.busbw_gbps, 0.10140, 1e-12);
-    assert_close(p.time_us, 4194304.0 / 101.40, 1e-9);
-    let s = &r.summaries()[0];
-    assert_eq!(s.peak_at_bytes, 262144);
-    assert_close(s.peak_busbw_gbps, 0.11056, 1e-12);
+    // OSU's bandwidth is algbw (MB/s / 1000); no time was measured.
+    assert_close(p.algbw_gbps, 0.10140, 1e-12);
+    assert_eq!(p.busbw_gbps, 0.0);
+    assert_eq!(p.time_us, 0.0);
+    let peak = r
+        .results
+        .iter()
+        .max_by(|a, b| {
+            let bw = |c: &collbench_core::CaseResult| c.out_of_place.as_ref().unwrap().algbw_gbps;
+            bw(a).total_cmp(&bw(b))
+        })
+        .unwrap();
+    assert_eq!(peak.size_bytes, 262144);
+    assert_close(
+        peak.out_of_place.as_ref().unwrap().algbw_gbps,
+        0.11056,
+        1e-12,
+    );
 
     let r = one("foreign/osu_latency__ai-fabric-lab-v7.4.txt");
     assert_eq!(r.ops(), ["osu_latency"]);
@@ -449,7 +464,14 @@ fn nccl_tests_cputime_timestamps_multi_block_and_old_layout() {
     assert_eq!(r.devices[3].bus_id.as_deref(), Some("0x07"));
     assert_eq!(r.results[1].root, -1);
     assert_eq!(r.results[1].redop, "sum");
-    assert_eq!(r.results[1].out_of_place.as_ref().unwrap().wrong, Some(0));
+    // The old `res` column is the largest error, not a count: N/A, with a warning.
+    assert_eq!(r.results[1].out_of_place.as_ref().unwrap().wrong, None);
+    let p = read_file(&fixture("small/nccl_old_2016.txt"), None).unwrap();
+    assert!(
+        p.warnings.iter().any(|w| w.message.contains("not a count")),
+        "{:?}",
+        p.warnings
+    );
     assert_close(
         r.results[1].in_place.as_ref().unwrap().busbw_gbps,
         0.06,

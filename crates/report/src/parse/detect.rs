@@ -9,7 +9,9 @@ use super::Format;
 pub fn detect(text: &str) -> Option<Format> {
     let head = text.trim_start();
     if head.starts_with('{') || head.starts_with('[') {
-        return Some(if text.contains("\"schema_version\"") {
+        return Some(if text.contains("\"coll_perf\"") {
+            Format::Inspector
+        } else if text.contains("\"schema_version\"") {
             Format::CollbenchJson
         } else if text.contains("\"out_of_place\"")
             || text.contains("\"nccl_version\"")

@@ -2,22 +2,49 @@
 //! [`collbench_core::Record`], so reports and comparisons work on any of them.
 //!
 //! One module per format; [`detect`] guesses the format from the text, and
-//! [`parse_file`] / [`parse_paths`] are what the commands call. A parser
+//! [`parse_text`] / [`read_file`] (with warnings) and [`parse_str`] /
+//! [`parse_file`] / [`parse_paths`] (records only) are the entry points.
+//! Every text is cleaned first ([`crate::input::clean()`]), so parsers never
+//! see launcher prefixes, CR line ends or colour codes. A parser
 //! never panics on bad input: it returns a [`ParseError`] naming the line and
 //! what it expected there.
 
 pub mod collbench_json;
 pub mod detect;
+pub mod inspector;
 pub mod nccl_json;
+mod nccl_table;
 pub mod nccl_tests;
 pub mod nccom;
 pub mod nvshmem;
 pub mod osu;
 pub mod rccl;
 mod text;
+pub mod unit;
 
+pub use crate::input::{Parsed, Warning};
 use collbench_core::Record;
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
+pub use unit::SourceUnits;
+
+/// What a parser notes beside its records: data-quality warnings and the
+/// source units of records (by index in its output) that were not us/GB/s.
+#[derive(Debug, Default)]
+pub struct Notes {
+    pub warnings: Vec<ParseError>,
+    pub units: BTreeMap<usize, SourceUnits>,
+    /// Given to the parser: the text's last line had no line end (the
+    /// writer was stopped mid-line), so a bad last row is a cut one.
+    pub cut_last_line: bool,
+}
+
+impl Notes {
+    /// A warning about `line` (0: the text as a whole).
+    pub fn warn(&mut self, line: usize, message: impl Into<String>) {
+        self.warnings.push(ParseError::at(line, message));
+    }
+}
 
 /// The log formats collbench reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -36,6 +63,8 @@ pub enum Format {
     Nvshmem,
     /// collbench's own JSON (one Record, or an array of them).
     CollbenchJson,
+    /// NCCL Inspector profiler plugin JSON (one object per collective).
+    Inspector,
 }
 
 impl Format {
@@ -49,6 +78,7 @@ impl Format {
             Format::Osu => "osu",
             Format::Nvshmem => "nvshmem",
             Format::CollbenchJson => "collbench-json",
+            Format::Inspector => "inspector",
         }
     }
 }
@@ -115,40 +145,127 @@ impl FileError {
 
 /// Parses `text` as `format` (detected when `None`). `origin` names the
 /// text in the records (`Record::origin`) and helps guess a missing op name
-/// from a file name such as `all_reduce.txt`.
+/// from a file name such as `all_reduce.txt`. Warnings are dropped; use
+/// [`parse_text`] to get them.
 pub fn parse_str(
     text: &str,
     format: Option<Format>,
     origin: &str,
 ) -> Result<Vec<Record>, ParseError> {
+    parse_text(text, format, origin).map(|p| p.records)
+}
+
+/// Cleans `text` ([`crate::input::clean()`]), then parses each stream it
+/// holds (one per rank when a launcher prefixed the lines). Streams of a
+/// prefixed log in which no format is found (ranks that printed only NCCL
+/// INFO lines) are left out; when several streams hold results, their
+/// records are labelled `origin [rank N]`. Line numbers in errors and
+/// warnings are those of the original text.
+pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Parsed, ParseError> {
+    let cleaned = crate::input::clean(text);
+    let several = cleaned.streams.len() > 1;
+    let mut out = Parsed::default();
+    let mut first_err: Option<ParseError> = None;
+    let mut parts = Vec::new();
+    for stream in &cleaned.streams {
+        let fmt = format.or_else(|| detect::detect(&stream.text));
+        if several && fmt.is_none() {
+            continue;
+        }
+        let cut = cleaned.cut_last_line && stream.line_map.last() == Some(&cleaned.last_line);
+        match parse_one(&stream.text, fmt, origin, cut) {
+            Ok((records, notes)) => parts.push((stream, records, notes)),
+            Err(e) => {
+                let e = ParseError::at(stream.original_line(e.line), e.message);
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    if parts.is_empty() {
+        return Err(ParseError::whole(
+            "cannot tell the format of any rank's output (expected nccl-tests/rccl-tests text or JSON, \
+             nccom-test, OSU, NVSHMEM perftest, NCCL Inspector or collbench JSON); use --format to force one",
+        ));
+    }
+    let label_streams = parts.len() > 1;
+    if let Some(launcher) = cleaned.launcher {
+        if !cleaned.unprefixed.is_empty() {
+            out.warnings.push(Warning::new(
+                origin,
+                cleaned.unprefixed[0],
+                format!(
+                    "{} line(s) without the {launcher} prefix were ignored (first: line {})",
+                    cleaned.unprefixed.len(),
+                    cleaned.unprefixed[0]
+                ),
+            ));
+        }
+    }
+    for (stream, records, notes) in parts {
+        let name = match (&stream.label, label_streams) {
+            (Some(l), true) => format!("{origin} [{l}]"),
+            _ => origin.to_string(),
+        };
+        for w in notes.warnings {
+            out.warnings
+                .push(Warning::new(&name, stream.original_line(w.line), w.message));
+        }
+        for (k, mut r) in records.into_iter().enumerate() {
+            if r.origin.is_none() || label_streams {
+                r.origin = Some(name.clone());
+            }
+            out.units
+                .push(notes.units.get(&k).copied().unwrap_or_default());
+            out.records.push(r);
+        }
+    }
+    crate::input::quality::check(&mut out, origin);
+    Ok(out)
+}
+
+/// Parses one cleaned stream.
+fn parse_one(
+    text: &str,
+    format: Option<Format>,
+    origin: &str,
+    cut_last_line: bool,
+) -> Result<(Vec<Record>, Notes), ParseError> {
     let format = match format {
         Some(f) => f,
         None => detect::detect(text).ok_or_else(|| {
             ParseError::whole(
                 "cannot tell the format (expected nccl-tests/rccl-tests text or JSON, nccom-test, OSU, \
-                 NVSHMEM perftest or collbench JSON); use --format to force one",
+                 NVSHMEM perftest, NCCL Inspector or collbench JSON); use --format to force one",
             )
         })?,
     };
-    let mut records = match format {
-        Format::NcclTests => nccl_tests::parse(text, origin)?,
-        Format::NcclJson => nccl_json::parse(text)?,
-        Format::Rccl => rccl::parse(text, origin)?,
-        Format::Nccom => nccom::parse(text)?,
-        Format::Osu => osu::parse(text)?,
-        Format::Nvshmem => nvshmem::parse(text)?,
-        Format::CollbenchJson => collbench_json::parse(text)?,
+    let mut notes = Notes {
+        cut_last_line,
+        ..Notes::default()
     };
-    for r in &mut records {
-        if r.origin.is_none() {
-            r.origin = Some(origin.to_string());
-        }
-    }
-    Ok(records)
+    let records = match format {
+        Format::NcclTests => nccl_tests::parse(text, origin, &mut notes)?,
+        Format::NcclJson => nccl_json::parse(text, &mut notes)?,
+        Format::Rccl => rccl::parse(text, origin, &mut notes)?,
+        Format::Nccom => nccom::parse(text, &mut notes)?,
+        Format::Osu => osu::parse(text, &mut notes)?,
+        Format::Nvshmem => nvshmem::parse(text, &mut notes)?,
+        Format::CollbenchJson => collbench_json::parse(text)?,
+        Format::Inspector => inspector::parse(text, &mut notes)?,
+    };
+    Ok((records, notes))
 }
 
-/// Reads and parses one file.
+/// Reads and parses one file; warnings are dropped (see [`read_file`]).
 pub fn parse_file(path: &Path, format: Option<Format>) -> Result<Vec<Record>, FileError> {
+    read_file(path, format).map(|p| p.records)
+}
+
+/// Reads and parses one file, with its warnings.
+pub fn read_file(path: &Path, format: Option<Format>) -> Result<Parsed, FileError> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| FileError::Io {
         path: name.clone(),
@@ -157,52 +274,15 @@ pub fn parse_file(path: &Path, format: Option<Format>) -> Result<Vec<Record>, Fi
     // Logs copied from terminals sometimes carry stray non-UTF-8 bytes;
     // they never sit inside the numbers we read.
     let text = String::from_utf8_lossy(&bytes);
-    parse_str(&text, format, &name).map_err(|e| FileError::from_parse(&name, e))
+    parse_text(&text, format, &name).map_err(|e| FileError::from_parse(&name, e))
 }
 
-/// Parses files and directories. A directory contributes every file in it
-/// (recursively, sorted by name) whose format can be detected; other files
-/// there are skipped, while a file named directly must parse.
-pub fn parse_paths(paths: &[PathBuf], format: Option<Format>) -> Result<Vec<Record>, FileError> {
-    let mut records = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            for file in files_under(path)? {
-                if format.is_none() && !detectable(&file) {
-                    continue;
-                }
-                records.append(&mut parse_file(&file, format)?);
-            }
-        } else {
-            records.append(&mut parse_file(path, format)?);
-        }
-    }
-    Ok(records)
-}
-
-/// Whether a file found in a directory looks like a log we read.
-fn detectable(path: &Path) -> bool {
-    std::fs::read(path).is_ok_and(|b| detect::detect(&String::from_utf8_lossy(&b)).is_some())
-}
-
-fn files_under(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
-    let io = |source| FileError::Io {
-        path: dir.display().to_string(),
-        source,
-    };
-    let mut out = Vec::new();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(io)?;
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            out.append(&mut files_under(&p)?);
-        } else {
-            out.push(p);
-        }
-    }
-    Ok(out)
+/// Parses files and directories (see [`crate::input::read_paths`]); files
+/// in a directory that cannot be read are skipped, files named directly
+/// must parse. Warnings and skipped files are dropped.
+pub fn parse_paths(
+    paths: &[std::path::PathBuf],
+    format: Option<Format>,
+) -> Result<Vec<Record>, FileError> {
+    crate::input::read_paths(paths, format, false).map(|i| i.parsed.records)
 }

@@ -4,17 +4,20 @@
 //! Quirks handled: booleans are the strings `"true"`/`"false"`, `root` is a
 //! `%6i`-formatted string (`"    -1"`), NaN is the string `"nan"`, the time
 //! key is `cpu_time` with `-C 1`, and `nwrong` is `null` when unchecked.
+//! With `-I`, `<placement>_per_iter` gives the statistics, and
+//! `per_process_max_times_us` the per-process times (their means fill
+//! `rank_time_us`); skipped iterations are reported as a warning.
 //! The op comes from `args[0]` (`./build/all_reduce_perf`).
 //! Errors name the JSON path (`results[3].out_of_place.bus_bw`); syntax
 //! errors name the line.
 
 use super::nccl_tests::op_name;
-use super::ParseError;
+use super::{Notes, ParseError};
 use collbench_core::{CaseResult, DeviceInfo, Placement, Record, TimeStats};
 use serde_json::Value;
 
 /// Parses one nccl-tests JSON file into one record.
-pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
+pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let doc: Value = serde_json::from_str(text)
         .map_err(|e| ParseError::at(e.line().max(1), format!("expected nccl-tests JSON: {e}")))?;
     let mut rec = Record::new("nccl-tests");
@@ -85,8 +88,8 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
             out_of_place: None,
             in_place: None,
         };
-        case.out_of_place = placement(r, "out_of_place", &path, iters)?;
-        case.in_place = placement(r, "in_place", &path, iters)?;
+        case.out_of_place = placement(r, "out_of_place", &path, iters, notes)?;
+        case.in_place = placement(r, "in_place", &path, iters, notes)?;
         rec.results.push(case);
     }
     rec.avg_busbw_gbps = doc
@@ -140,10 +143,12 @@ fn settings(c: &Value, rec: &mut Record) -> Result<(), ParseError> {
                 .to_string(),
         });
     }
-    // The JSON lists the main process's devices only; the world is at least that.
+    // The JSON may list one device per process only (2.19 with -g 2 lists
+    // one of the two): each process drives nthreads x ngpus ranks.
     let pids: std::collections::BTreeSet<u64> = rec.devices.iter().map(|d| d.pid).collect();
     rec.settings.processes = pids.len() as u64;
-    rec.settings.world_size = rec.devices.len() as u64;
+    let per_process = rec.settings.threads_per_process.max(1) * rec.settings.gpus_per_thread.max(1);
+    rec.settings.world_size = (rec.devices.len() as u64).max(pids.len() as u64 * per_process);
     Ok(())
 }
 
@@ -152,6 +157,7 @@ fn placement(
     key: &str,
     path: &str,
     iters: u64,
+    notes: &mut Notes,
 ) -> Result<Option<Placement>, ParseError> {
     let Some(p) = r.get(key) else { return Ok(None) };
     let path = format!("{path}.{key}");
@@ -170,7 +176,42 @@ fn placement(
                 })?,
         ),
     };
-    let stats = r.get(format!("{key}_per_iter")).map(|s| {
+    let per_iter = r.get(format!("{key}_per_iter"));
+    let skipped = per_iter
+        .and_then(|s| s.get("skipped_iterations"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if skipped > 0 {
+        notes.warn(
+            0,
+            format!(
+                "{path}: {skipped} iteration(s) skipped before the per-iteration statistics (-I)"
+            ),
+        );
+    }
+    // -I with several processes: each process's per-iteration times; their
+    // means are the per-process times (one entry per process).
+    let rank_time_us: Vec<f64> = per_iter
+        .and_then(|s| s.get("per_process_max_times_us"))
+        .and_then(Value::as_array)
+        .map(|procs| {
+            procs
+                .iter()
+                .map(|t| {
+                    let v: Vec<f64> = t
+                        .as_array()
+                        .map(|a| a.iter().filter_map(number).collect())
+                        .unwrap_or_default();
+                    if v.is_empty() {
+                        f64::NAN
+                    } else {
+                        v.iter().sum::<f64>() / v.len() as f64
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let stats = per_iter.map(|s| {
         let f = |k: &str| s.get(k).and_then(number).unwrap_or(0.0);
         TimeStats {
             mean_us: f("avg_us"),
@@ -195,7 +236,7 @@ fn placement(
             .and_then(Value::as_u64)
             .unwrap_or(iters),
         stats,
-        rank_time_us: Vec::new(),
+        rank_time_us,
     }))
 }
 

@@ -19,13 +19,16 @@
 //! file name, then a guess from the first row (size/count ratio, redop and
 //! root), else `unknown`.
 
+use super::nccl_table::{row, unflatten, Table};
 use super::text::{after, float, is_uint, num};
-use super::ParseError;
-use collbench_core::{CaseResult, Collective, DataType, DeviceInfo, Placement, Record};
+use super::{Notes, ParseError};
+use collbench_core::{CaseResult, Collective, DataType, DeviceInfo, Record};
 
 /// Parses nccl-tests text; `origin` (a file name) helps name the op.
-pub fn parse(text: &str, origin: &str) -> Result<Vec<Record>, ParseError> {
-    parse_as(text, origin, "nccl-tests", &|_, _| false)
+/// Data-quality findings (a log cut mid-row, FAILED out-of-bounds lines,
+/// old-format error columns) go to `notes`.
+pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
+    parse_as(text, origin, "nccl-tests", &|_, _| false, notes)
 }
 
 /// Parses nccl-tests-like text as `source`. `extra` sees each line that is
@@ -36,8 +39,23 @@ pub(crate) fn parse_as(
     origin: &str,
     source: &str,
     extra: &dyn Fn(&str, &mut Record) -> bool,
+    notes: &mut Notes,
 ) -> Result<Vec<Record>, ParseError> {
+    let last_line = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .last()
+        .map_or(0, |(i, _)| i + 1);
     let mut p = Parser {
+        notes,
+        flattened: false,
+        raw: String::new(),
+        last_line,
+        rank_lines: Vec::new(),
+        last_row: None,
+        back_to_back: Vec::new(),
+        max_error: None,
         source: source.to_string(),
         records: Vec::new(),
         cur: Record::new(source),
@@ -51,12 +69,24 @@ pub(crate) fn parse_as(
         let line_no = idx + 1;
         match unflatten(raw) {
             Some(parts) => {
+                p.flattened = true;
                 for part in parts {
                     p.line(&part, line_no, extra)?;
                 }
+                p.flattened = false;
             }
             None => p.line(raw, line_no, extra)?,
         }
+    }
+    if !p.cur.results.is_empty() && !p.avg_seen {
+        let n = p.cur.results.len();
+        p.notes.warn(
+            p.last_line,
+            format!(
+                "partial: the log ends before the '# Avg bus bandwidth' line of its last table; \
+                 its {n} complete row(s) are kept"
+            ),
+        );
     }
     p.finish();
     if p.records.is_empty() {
@@ -67,62 +97,33 @@ pub(crate) fn parse_as(
     Ok(p.records)
 }
 
-/// What a column of the result table holds; `usize` is the half
-/// (0 = out-of-place, 1 = in-place).
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Col {
-    Size,
-    Count,
-    Type,
-    Redop,
-    Root,
-    Time(usize),
-    Algbw(usize),
-    Busbw(usize),
-    Wrong(usize),
-    Timestamp,
-    Other,
-}
-
-fn columns(names: &[&str]) -> Vec<Col> {
-    let mut half = 0;
-    let mut seen_time = false;
-    names
-        .iter()
-        .map(|name| match *name {
-            "size" | "bytes" => Col::Size,
-            "count" | "N" => Col::Count,
-            "type" => Col::Type,
-            "redop" | "op" => Col::Redop,
-            "root" => Col::Root,
-            "time" | "cputime" => {
-                if seen_time {
-                    half = 1;
-                }
-                seen_time = true;
-                Col::Time(half)
-            }
-            "algbw" => Col::Algbw(half),
-            "busbw" => Col::Busbw(half),
-            "#wrong" | "wrong" | "error" | "errors" | "res" => Col::Wrong(half),
-            "timestamp" => Col::Timestamp,
-            _ => Col::Other,
-        })
-        .collect()
-}
-
-struct Parser {
+struct Parser<'n> {
+    notes: &'n mut Notes,
+    /// The last non-empty line: a row that fails to parse there was cut.
+    last_line: usize,
+    /// (rank, line) of the current run's `# Rank` lines.
+    rank_lines: Vec<(u64, usize)>,
+    /// (size, line) of the previous row.
+    last_row: Option<(u64, usize)>,
+    /// Pairs of consecutive row lines holding the same size.
+    back_to_back: Vec<(usize, usize)>,
+    /// Largest old-format error value of the current run, and its line.
+    max_error: Option<(f64, usize)>,
+    /// Whether the line being read is part of a flattened one.
+    flattened: bool,
+    /// The current comment line as printed (column alignment matters).
+    raw: String,
     source: String,
     records: Vec<Record>,
     cur: Record,
-    cols: Option<(Vec<Col>, String)>,
+    cols: Option<Table>,
     test_op: Option<String>,
     mention: Option<String>,
     file_op: Option<String>,
     avg_seen: bool,
 }
 
-impl Parser {
+impl Parser<'_> {
     fn line(
         &mut self,
         raw: &str,
@@ -131,16 +132,49 @@ impl Parser {
     ) -> Result<(), ParseError> {
         let trimmed = raw.trim();
         if let Some(body) = trimmed.strip_prefix('#') {
+            self.raw = raw.to_string();
             return self.comment(body.trim(), line_no);
         }
         // Very old builds printed the footer without '#'.
-        if trimmed.starts_with("Avg bus bandwidth") {
+        if trimmed.starts_with("Avg bus bandwidth") || trimmed.starts_with("Out of bounds") {
             return self.comment(trimmed, line_no);
         }
         let tokens: Vec<&str> = trimmed.split_whitespace().collect();
-        if let (Some((cols, names)), Some(first)) = (&self.cols, tokens.first()) {
+        if let (Some(table), Some(first)) = (&self.cols, tokens.first()) {
             if is_uint(first) {
-                let row = row(cols, names, &tokens, line_no)?;
+                // The writer stopped inside this row: even a row that reads
+                // as numbers may hold a cut one ("338.8" of "338.82").
+                let cut = line_no == self.last_line && self.notes.cut_last_line && !self.flattened;
+                let parsed = if cut {
+                    Err(ParseError::whole("cut"))
+                } else {
+                    row(table, &tokens, line_no)
+                };
+                let (row, max_error) = match parsed {
+                    Ok(r) => r,
+                    Err(_)
+                        if line_no == self.last_line
+                            && (tokens.len() < table.cols.len() || self.notes.cut_last_line) =>
+                    {
+                        let n = self.cur.results.len();
+                        self.notes.warn(
+                            line_no,
+                            format!(
+                                "partial: the log ends mid-row at line {line_no}; \
+                                 the {n} complete row(s) before it are kept"
+                            ),
+                        );
+                        self.avg_seen = true;
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                };
+                if let Some(e) = max_error {
+                    if self.max_error.is_none_or(|(m, _)| e > m) {
+                        self.max_error = Some((e, line_no));
+                    }
+                }
+                self.interleave_rows(row.size_bytes, line_no)?;
                 self.push_row(row);
                 return Ok(());
             }
@@ -168,10 +202,21 @@ impl Parser {
             }
             ["nThread", ..] => {
                 self.start_run();
+                // A header with no rows yet starts the run afresh.
+                self.cur.devices.clear();
+                self.rank_lines.clear();
                 self.settings(&tokens, line_no)?;
             }
             ["Rank", ..] => {
                 if let Some(d) = device(&tokens) {
+                    if let Some((_, first)) = self.rank_lines.iter().find(|(r, _)| *r == d.rank) {
+                        return Err(interleaved(
+                            *first,
+                            line_no,
+                            &format!("rank {} is listed twice", d.rank),
+                        ));
+                    }
+                    self.rank_lines.push((d.rank, line_no));
                     self.cur.devices.push(d);
                     let pids: std::collections::BTreeSet<u64> =
                         self.cur.devices.iter().map(|d| d.pid).collect();
@@ -187,7 +232,26 @@ impl Parser {
                 self.finish();
             }
             [first, ..] if (*first == "size" || *first == "bytes") && tokens.len() >= 4 => {
-                self.cols = Some((columns(&tokens), tokens.join(" ")));
+                self.cols = Some(Table::new(&self.raw));
+            }
+            ["Out", "of", "bounds", "values", ":", n, verdict, ..] => {
+                if *verdict != "OK" || *n != "0" {
+                    self.notes.warn(
+                        line_no,
+                        format!(
+                            "nccl-tests found {n} out-of-bounds value(s) ({verdict}): \
+                             the run wrote outside its buffers, so its figures are suspect"
+                        ),
+                    );
+                }
+            }
+            _ if self.cols.as_ref().is_some_and(|t| !t.units_seen)
+                && self.cur.results.is_empty()
+                && tokens.first().is_some_and(|t| t.starts_with('(')) =>
+            {
+                if let Some(t) = self.cols.as_mut() {
+                    t.units_line(&self.raw, line_no)?;
+                }
             }
             _ => self.note_mention(body),
         }
@@ -202,6 +266,28 @@ impl Parser {
     }
 
     fn finish(&mut self) {
+        if !self.cur.results.is_empty() {
+            if let Some(u) = self
+                .cols
+                .as_ref()
+                .map(|t| t.units)
+                .filter(|u| !u.is_default())
+            {
+                self.notes.units.insert(self.records.len(), u);
+            }
+            if let Some((e, line)) = self.max_error {
+                self.notes.warn(
+                    line,
+                    format!(
+                        "the old 'error'/'res' column is the largest error found, not a count of \
+                         wrong elements: #wrong shows N/A (largest error in this table: {e:e})"
+                    ),
+                );
+            }
+        }
+        self.max_error = None;
+        self.last_row = None;
+        self.back_to_back.clear();
         self.cols = None;
         self.avg_seen = false;
         let mut rec = std::mem::replace(&mut self.cur, Record::new(&self.source));
@@ -240,6 +326,26 @@ impl Parser {
             p.iterations = iters;
         }
         self.cur.results.push(row);
+    }
+
+    /// Two rows of the same size on consecutive lines, twice or more in a
+    /// table: two processes printed their tables at once, line by line.
+    fn interleave_rows(&mut self, size: u64, line_no: usize) -> Result<(), ParseError> {
+        if let Some((prev, prev_line)) = self.last_row {
+            if prev == size && size > 0 && prev_line + 1 == line_no {
+                self.back_to_back.push((prev_line, line_no));
+            }
+        }
+        self.last_row = Some((size, line_no));
+        if self.back_to_back.len() >= 2 {
+            let (a, b) = self.back_to_back[0];
+            return Err(interleaved(
+                a,
+                b,
+                "the same size is printed on consecutive rows",
+            ));
+        }
+        Ok(())
     }
 
     fn settings(&mut self, tokens: &[&str], line_no: usize) -> Result<(), ParseError> {
@@ -287,87 +393,15 @@ impl Parser {
     }
 }
 
-fn row(
-    cols: &[Col],
-    names: &str,
-    tokens: &[&str],
-    line_no: usize,
-) -> Result<CaseResult, ParseError> {
-    let mut tokens: Vec<String> = tokens.iter().map(|t| t.to_string()).collect();
-    // -S prints "YYYY-MM-DD HH:MM:SS": one column, two tokens.
-    if cols.contains(&Col::Timestamp) && tokens.len() == cols.len() + 1 {
-        let time = tokens.pop().unwrap_or_default();
-        if let Some(date) = tokens.last_mut() {
-            date.push(' ');
-            date.push_str(&time);
-        }
-    }
-    if tokens.len() != cols.len() {
-        return Err(ParseError::at(
-            line_no,
-            format!(
-                "expected a row of {} columns ({names}), found {} values",
-                cols.len(),
-                tokens.len()
-            ),
-        ));
-    }
-    let mut r = CaseResult {
-        root: -1,
-        ..CaseResult::default()
-    };
-    let mut halves: [Option<Placement>; 2] = [None, None];
-    for (col, tok) in cols.iter().zip(&tokens) {
-        let tok = tok.as_str();
-        match *col {
-            Col::Size => r.size_bytes = num(tok, line_no, "the size in bytes")?,
-            Col::Count => r.count = num(tok, line_no, "the element count")?,
-            Col::Type => r.dtype = tok.to_string(),
-            Col::Redop => r.redop = tok.to_string(),
-            Col::Root => r.root = num(tok, line_no, "the root rank")?,
-            Col::Time(h) => {
-                halves[h].get_or_insert_with(Placement::default).time_us =
-                    float(tok, line_no, "a time in us")?
-            }
-            Col::Algbw(h) => {
-                halves[h].get_or_insert_with(Placement::default).algbw_gbps =
-                    float(tok, line_no, "algbw in GB/s")?
-            }
-            Col::Busbw(h) => {
-                halves[h].get_or_insert_with(Placement::default).busbw_gbps =
-                    float(tok, line_no, "busbw in GB/s")?
-            }
-            Col::Wrong(h) => {
-                halves[h].get_or_insert_with(Placement::default).wrong = wrong(tok, line_no)?
-            }
-            Col::Timestamp | Col::Other => {}
-        }
-    }
-    let [oop, ip] = halves;
-    r.out_of_place = oop;
-    r.in_place = ip;
-    Ok(r)
-}
-
-/// `#wrong`: `N/A` when unchecked; rccl-tests marks counts over its
-/// threshold with `*`; `%6g` may print large counts as `1e+06`.
-fn wrong(tok: &str, line_no: usize) -> Result<Option<u64>, ParseError> {
-    if tok == "N/A" {
-        return Ok(None);
-    }
-    let v: f64 = num(
-        tok.trim_end_matches('*'),
-        line_no,
-        "#wrong (a count or N/A)",
-    )?;
-    if v.is_finite() && v >= 0.0 && v < u64::MAX as f64 {
-        Ok(Some(v as u64))
-    } else {
-        Err(ParseError::at(
-            line_no,
-            format!("expected #wrong (a count or N/A), found '{tok}'"),
-        ))
-    }
+/// The error for output of several processes mixed line by line.
+fn interleaved(first: usize, second: usize, what: &str) -> ParseError {
+    ParseError::at(
+        second,
+        format!(
+            "lines {first} and {second}: {what}: the output of several processes is interleaved; \
+             rerun with srun --label or mpirun --tag-output (or one output file per rank)"
+        ),
+    )
 }
 
 /// `#  Rank  0 Group  0 Pid   1378 on  vm device  0 [0000:00:06] NVIDIA H200`
@@ -479,45 +513,6 @@ fn guess_op(r: &CaseResult, world: u64) -> Option<&'static str> {
     })
 }
 
-/// Splits a line onto which a web page flattened a whole table
-/// (`# out-of-place in-place # size count ... # (B) ... 1024 32 float ... # Avg bus bandwidth : 1.2`)
-/// back into header, rows and footer lines. `None` for ordinary lines.
-fn unflatten(line: &str) -> Option<Vec<String>> {
-    let toks: Vec<&str> = line.split_whitespace().collect();
-    let start = toks
-        .windows(2)
-        .position(|w| w[0] == "#" && (w[1] == "size" || w[1] == "bytes"))?;
-    let names_end = start + 1 + toks[start + 1..].iter().position(|t| *t == "#")?;
-    let names = &toks[start + 1..names_end];
-    let data_start = names_end + 1 + toks[names_end + 1..].iter().position(|t| is_uint(t))?;
-    // Units end where the data starts; a '#' in between means no data here.
-    if toks[names_end + 1..data_start].contains(&"#") {
-        return None;
-    }
-    let data_end = toks[data_start..]
-        .iter()
-        .position(|t| *t == "#")
-        .map_or(toks.len(), |p| data_start + p);
-    let width = names.len() + usize::from(names.contains(&"timestamp"));
-    let mut out = Vec::new();
-    if start > 0 {
-        out.push(toks[..start].join(" "));
-    }
-    out.push(format!("# {}", names.join(" ")));
-    out.extend(
-        toks[data_start..data_end]
-            .chunks(width)
-            .map(|c| c.join(" ")),
-    );
-    for seg in toks[data_end..]
-        .split(|t| *t == "#")
-        .filter(|s| !s.is_empty())
-    {
-        out.push(format!("# {}", seg.join(" ")));
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -544,21 +539,5 @@ mod tests {
             op_in_file_name("x/all_reduce.txt").as_deref(),
             Some("all_reduce")
         );
-    }
-
-    #[test]
-    fn flattened_line_splits_into_rows() {
-        let line = "# out-of-place in-place # size count type redop root time algbw busbw #wrong time algbw busbw #wrong # (B) (elements) (us) (GB/s) (GB/s) (us) (GB/s) (GB/s) 1024 32 float none -1 19.60 0.05 0.05 0 19.00 0.05 0.05 0 2048 64 float none -1 19.63 0.10 0.09 0 19.47 0.11 0.09 0 # Out of bounds values : 0 OK # Avg bus bandwidth : 236.839";
-        let parts = unflatten(line).unwrap();
-        assert_eq!(
-            parts[1],
-            "# size count type redop root time algbw busbw #wrong time algbw busbw #wrong"
-        );
-        assert_eq!(
-            parts[2],
-            "1024 32 float none -1 19.60 0.05 0.05 0 19.00 0.05 0.05 0"
-        );
-        assert_eq!(parts.last().unwrap(), "# Avg bus bandwidth : 236.839");
-        assert!(unflatten("#       size         count      type   redop").is_none());
     }
 }

@@ -18,15 +18,18 @@
 //! * There is no in-place half and no redop/root column; the rows fill
 //!   `out_of_place`, redop is empty and root -1.
 
-use super::text::{float, is_uint, num};
-use super::ParseError;
+use super::text::{float, is_uint, last_line, num, partial_row};
+use super::unit;
+use super::{Notes, ParseError};
 use collbench_core::{CaseResult, Placement, Record};
 
 /// The `settings.average` value that marks P50 times.
 pub const P50: &str = "p50";
 
 /// Parses nccom-test output: one record per table.
-pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
+pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
+    let last = last_line(text);
+    let mut factors = (1.0, 1.0);
     let mut records = Vec::new();
     let mut cur = new_record();
     let mut in_table = false;
@@ -49,6 +52,11 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
                     "expected the header 'size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s)'",
                 ));
             }
+            let (t, b, units) = header_units(&tokens, line_no)?;
+            factors = (t, b);
+            if !units.is_default() {
+                notes.units.insert(records.len(), units);
+            }
             in_table = true;
         } else if raw.trim_start().starts_with("Avg bus bandwidth") && raw.contains(':') {
             let value = raw
@@ -61,7 +69,19 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
             cur.avg_busbw_gbps = Some(float(value, line_no, "the average bus bandwidth")?);
             in_table = false;
         } else if in_table && tokens.first().is_some_and(|t| is_uint(t)) {
-            cur.results.push(row(&tokens, &op, line_no)?);
+            // A row cut by the writer may still read as numbers.
+            let parsed = if line_no == last && notes.cut_last_line {
+                Err(ParseError::whole("cut"))
+            } else {
+                row(&tokens, &op, line_no, factors)
+            };
+            match parsed {
+                Ok(r) => cur.results.push(r),
+                Err(_) if line_no == last && (tokens.len() < 6 || notes.cut_last_line) => {
+                    notes.warn(line_no, partial_row(line_no, cur.results.len()));
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
     if !cur.results.is_empty() {
@@ -81,7 +101,41 @@ fn new_record() -> Record {
     r
 }
 
-fn row(tokens: &[&str], op: &str, line_no: usize) -> Result<CaseResult, ParseError> {
+/// Factors to us and GB/s from `time(us)` and `algbw(GB/s)`/`busbw(GB/s)`.
+/// nccom-test's GB is 2^30 bytes whatever the spelling; figures stay as
+/// printed (see the module doc), so only the scale between units applies.
+fn header_units(
+    tokens: &[&str],
+    line_no: usize,
+) -> Result<(f64, f64, unit::SourceUnits), ParseError> {
+    let mut t = 1.0;
+    let mut b = None;
+    let mut names = unit::SourceUnits::default();
+    for cell in tokens {
+        let Some(u) = unit::in_parens(cell) else {
+            continue;
+        };
+        let bad = || ParseError::at(line_no, format!("unknown unit in header cell '{cell}'"));
+        if cell.starts_with("time") {
+            (names.time, t) = unit::time(u).ok_or_else(bad)?;
+        } else if cell.starts_with("algbw") || cell.starts_with("busbw") {
+            let (n, f) = unit::bandwidth(u).ok_or_else(bad)?;
+            names.bandwidth = n;
+            if b.is_some_and(|x| x != f) {
+                return Err(bad());
+            }
+            b = Some(f);
+        }
+    }
+    Ok((t, b.unwrap_or(1.0), names))
+}
+
+fn row(
+    tokens: &[&str],
+    op: &str,
+    line_no: usize,
+    (to_us, to_gbps): (f64, f64),
+) -> Result<CaseResult, ParseError> {
     let [size, count, dtype, time, algbw, busbw] = tokens else {
         return Err(ParseError::at(
             line_no,
@@ -99,9 +153,9 @@ fn row(tokens: &[&str], op: &str, line_no: usize) -> Result<CaseResult, ParseErr
         redop: String::new(),
         root: -1,
         out_of_place: Some(Placement {
-            time_us: float(time, line_no, "the P50 time in us")?,
-            algbw_gbps: float(algbw, line_no, "algbw in GB/s")?,
-            busbw_gbps: float(busbw, line_no, "busbw in GB/s")?,
+            time_us: float(time, line_no, "the P50 time")? * to_us,
+            algbw_gbps: float(algbw, line_no, "algbw")? * to_gbps,
+            busbw_gbps: float(busbw, line_no, "busbw")? * to_gbps,
             ..Placement::default()
         }),
         in_place: None,

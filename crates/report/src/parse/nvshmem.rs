@@ -15,8 +15,9 @@
 //! Every PE prints the preamble, sometimes after the tables; the `mype`
 //! lines become the device list (no host names there).
 
-use super::text::{after, float, is_uint, num};
-use super::ParseError;
+use super::text::{after, float, is_uint, last_line, num, partial_row};
+use super::unit;
+use super::{Notes, ParseError};
 use collbench_core::{CaseResult, DeviceInfo, Placement, Record};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,15 +27,18 @@ enum Col {
     Type,
     Scope,
     Redop,
-    Latency,
-    Algbw,
-    Busbw,
-    Bw,
+    /// Factor to microseconds from the header's unit.
+    Latency(f64),
+    /// Factors to GB/s from the header's unit.
+    Algbw(f64),
+    Busbw(f64),
+    Bw(f64),
     Other,
 }
 
 /// Parses NVSHMEM perftest output.
-pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
+pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
+    let last = last_line(text);
     let mut rec = Record::new("nvshmem-perftest");
     let mut test = String::from("nvshmem");
     let mut cols: Option<(Vec<Col>, String)> = None;
@@ -49,12 +53,31 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
             test = name.to_string();
             cols = None;
         } else if tokens.first() == Some(&"size(B)") {
-            cols = Some((tokens.iter().map(|t| column(t)).collect(), tokens.join(" ")));
+            let c = tokens
+                .iter()
+                .map(|t| column(t, line_no))
+                .collect::<Result<Vec<_>, _>>()?;
+            cols = Some((c, tokens.join(" ")));
+            note_units(&tokens, notes);
         } else if tokens.first() == Some(&"mype:") {
             device(&tokens, &mut rec);
         } else if let (Some((c, names)), Some(first)) = (&cols, tokens.first()) {
             if is_uint(first) {
-                rec.results.push(row(c, names, &tokens, &test, line_no)?);
+                // A row cut by the writer may still read as numbers.
+                let parsed = if line_no == last && notes.cut_last_line {
+                    Err(ParseError::whole("cut"))
+                } else {
+                    row(c, names, &tokens, &test, line_no)
+                };
+                match parsed {
+                    Ok(r) => rec.results.push(r),
+                    Err(_)
+                        if line_no == last && (tokens.len() < c.len() || notes.cut_last_line) =>
+                    {
+                        notes.warn(line_no, partial_row(line_no, rec.results.len()));
+                    }
+                    Err(e) => return Err(e),
+                }
             } else {
                 cols = None;
             }
@@ -76,19 +99,59 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
     Ok(vec![rec])
 }
 
-fn column(name: &str) -> Col {
-    match name {
-        "size(B)" => Col::Size,
+/// Keeps the header's units (when not us and GB/s) for the one record.
+fn note_units(tokens: &[&str], notes: &mut Notes) {
+    let mut u = unit::SourceUnits::default();
+    for t in tokens {
+        let base = t.split('(').next().unwrap_or(t).to_ascii_lowercase();
+        let Some(name) = unit::in_parens(t) else {
+            continue;
+        };
+        if base == "latency" {
+            u.time = unit::time(name).map_or(u.time, |(n, _)| n);
+        } else if ["algbw", "busbw", "bw"].contains(&base.as_str()) {
+            u.bandwidth = unit::bandwidth(name).map_or(u.bandwidth, |(n, _)| n);
+        }
+    }
+    if !u.is_default() {
+        notes.units.insert(0, u);
+    }
+}
+
+/// A header cell; its unit in parentheses must be one we know.
+fn column(name: &str, line_no: usize) -> Result<Col, ParseError> {
+    let base = name.split('(').next().unwrap_or(name).to_ascii_lowercase();
+    let u = unit::in_parens(name);
+    let bad = |what: &str| {
+        ParseError::at(
+            line_no,
+            format!(
+                "unknown {what} unit in header cell '{name}' (expected us/ms for latency and GB/s or MB/s for bandwidth)"
+            ),
+        )
+    };
+    let time = || {
+        u.and_then(unit::time)
+            .map(|(_, f)| f)
+            .ok_or_else(|| bad("time"))
+    };
+    let bw = || {
+        u.and_then(unit::bandwidth)
+            .map(|(_, f)| f)
+            .ok_or_else(|| bad("bandwidth"))
+    };
+    Ok(match base.as_str() {
+        "size" => Col::Size,
         "count" => Col::Count,
         "type" => Col::Type,
         "scope" => Col::Scope,
         "redop" => Col::Redop,
-        "latency(us)" => Col::Latency,
-        "algbw(GB/s)" => Col::Algbw,
-        "busbw(GB/s)" => Col::Busbw,
-        "bw(GB/s)" | "BW(GB/s)" => Col::Bw,
+        "latency" => Col::Latency(time()?),
+        "algbw" => Col::Algbw(bw()?),
+        "busbw" => Col::Busbw(bw()?),
+        "bw" => Col::Bw(bw()?),
         _ => Col::Other,
-    }
+    })
 }
 
 fn row(
@@ -121,11 +184,11 @@ fn row(
             Col::Type => r.dtype = tok.to_string(),
             Col::Scope => r.op = format!("{test}/{tok}"),
             Col::Redop => r.redop = tok.to_string(),
-            Col::Latency => p.time_us = float(tok, line_no, "a latency in us")?,
-            Col::Algbw => p.algbw_gbps = float(tok, line_no, "algbw in GB/s")?,
-            Col::Busbw => p.busbw_gbps = float(tok, line_no, "busbw in GB/s")?,
-            Col::Bw => {
-                p.algbw_gbps = float(tok, line_no, "a bandwidth in GB/s")?;
+            Col::Latency(f) => p.time_us = float(tok, line_no, "a latency")? * f,
+            Col::Algbw(f) => p.algbw_gbps = float(tok, line_no, "algbw")? * f,
+            Col::Busbw(f) => p.busbw_gbps = float(tok, line_no, "busbw")? * f,
+            Col::Bw(f) => {
+                p.algbw_gbps = float(tok, line_no, "a bandwidth")? * f;
                 p.busbw_gbps = p.algbw_gbps;
             }
             Col::Other => {}

@@ -11,18 +11,24 @@
 //! `osu_bcast`, `osu_latency`, `osu_bw`, `osu_bibw`, ... (from the title).
 //! Each title starts a new record.
 //!
-//! Mapping into [`Placement`] (one convention for every OSU test, because
-//! OSU prints no rank count and so no bus bandwidth):
-//! * latency tables: `time_us` = the average latency; `algbw_gbps` =
-//!   `busbw_gbps` = size / latency (decimal GB/s); `-f` min/max/iterations
-//!   go into `stats` and `iterations`.
+//! Units come from the header cells (`Avg Latency(us)`, `Bandwidth (MB/s)`);
+//! a unit we do not know is an error.
+//!
+//! Mapping into [`Placement`] (see [`crate::metrics`] for what reports show):
+//! * latency tables: `time_us` = the average latency; `algbw_gbps` = size /
+//!   latency (decimal GB/s) only where size is the whole buffer
+//!   (`osu_latency`, `osu_allreduce`, `osu_reduce`, `osu_bcast`), else 0;
+//!   `-f` min/max/iterations go into `stats` and `iterations`.
 //! * bandwidth tables (`MB/s`, where OSU's MB is 10^6 bytes): `algbw_gbps` =
-//!   `busbw_gbps` = MB/s / 1000, and `time_us` = size / bandwidth, the time
-//!   per message that bandwidth implies.
-//! * A `Validation` column (`Pass`/`Fail`) becomes `wrong` 0/1.
+//!   MB/s / 1000; `time_us` stays 0 (OSU measured no time per message).
+//! * `busbw_gbps` stays 0: OSU prints no rank count, so no bus factor applies.
+//! * A `Validation` column (`Pass`/`Fail`) becomes `wrong` 0/1; without one
+//!   `wrong` is `None` (N/A), never 0.
 
-use super::text::{float, is_uint, num};
-use super::ParseError;
+use super::text::{float, is_uint, last_line, num, partial_row};
+use super::unit::{self, SourceUnits};
+use super::{Notes, ParseError};
+use crate::metrics;
 use collbench_core::{CaseResult, Placement, Record, TimeStats};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,7 +46,9 @@ enum Col {
 }
 
 /// Parses OSU output: one record per benchmark title.
-pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
+pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
+    let last = last_line(text);
+    let mut units = SourceUnits::default();
     let mut records = Vec::new();
     let mut cur: Option<Record> = None;
     let mut op = String::from("osu_unknown");
@@ -52,7 +60,12 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
         if let Some(body) = line.strip_prefix('#') {
             let body = body.trim();
             if body.starts_with("OSU ") {
-                records.extend(cur.take().filter(|r| !r.results.is_empty()));
+                if let Some(r) = cur.take().filter(|r| !r.results.is_empty()) {
+                    if !units.is_default() {
+                        notes.units.insert(records.len(), units);
+                    }
+                    records.push(r);
+                }
                 let mut rec = Record::new("osu");
                 rec.tool_version = body
                     .split_whitespace()
@@ -71,7 +84,12 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
                     .map(str::trim)
                     .filter(|s| !s.is_empty())
                     .collect();
-                cols = Some((names.iter().map(|n| column(n)).collect(), names.join(" | ")));
+                let mut c = Vec::new();
+                units = SourceUnits::default();
+                for n in &names {
+                    c.push(column(n, line_no, &mut units)?);
+                }
+                cols = Some((c, names.join(" | ")));
             }
             continue;
         }
@@ -83,10 +101,27 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
             continue;
         }
         let rec = cur.get_or_insert_with(|| Record::new("osu"));
-        rec.results
-            .push(row(c, names, &tokens, &op, &dtype, line_no)?);
+        // A row the writer stopped inside may read as numbers ("430" of
+        // "43092.92"): never trust it.
+        let parsed = if line_no == last && notes.cut_last_line {
+            Err(ParseError::whole("cut"))
+        } else {
+            row(c, names, &tokens, &op, &dtype, line_no, units)
+        };
+        match parsed {
+            Ok(r) => rec.results.push(r),
+            Err(_) if line_no == last && (tokens.len() < c.len() || notes.cut_last_line) => {
+                notes.warn(line_no, partial_row(line_no, rec.results.len()));
+            }
+            Err(e) => return Err(e),
+        }
     }
-    records.extend(cur.filter(|r| !r.results.is_empty()));
+    if let Some(r) = cur.filter(|r| !r.results.is_empty()) {
+        if !units.is_default() {
+            notes.units.insert(records.len(), units);
+        }
+        records.push(r);
+    }
     if records.is_empty() {
         return Err(ParseError::whole(
             "no OSU rows found (expected a '# OSU ... Test' title, a '# Size ...' header and rows)",
@@ -95,8 +130,41 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
     Ok(records)
 }
 
-fn column(name: &str) -> Col {
+/// A header cell; latency and bandwidth cells must carry a unit we know,
+/// which goes to `units`.
+fn column(name: &str, line_no: usize, units: &mut SourceUnits) -> Result<Col, ParseError> {
     let n = name.to_ascii_lowercase();
+    let is_bw = n.contains("bandwidth") || n == "mb/s" || n.starts_with("mb/s");
+    let is_time = n.contains("lat") || n.starts_with("p50") || n.starts_with("p99");
+    if is_bw || is_time {
+        let u = if n == "mb/s" {
+            Some("MB/s")
+        } else {
+            unit::in_parens(name)
+        };
+        let bad = || {
+            ParseError::at(
+                line_no,
+                format!(
+                    "no known unit in header cell '{name}' (expected a latency in us or ms, a bandwidth in MB/s or GB/s)"
+                ),
+            )
+        };
+        let u = u.ok_or_else(bad)?;
+        if is_bw {
+            units.bandwidth = unit::bandwidth(u).ok_or_else(bad)?.0;
+        } else {
+            let t = unit::time(u).ok_or_else(bad)?.0;
+            if units.time != t && units.time != SourceUnits::default().time {
+                return Err(bad());
+            }
+            units.time = t;
+        }
+    }
+    Ok(column_kind(&n))
+}
+
+fn column_kind(n: &str) -> Col {
     if n == "size" {
         Col::Size
     } else if n.contains("bandwidth") || n.starts_with("mb/s") {
@@ -127,7 +195,11 @@ fn row(
     op: &str,
     dtype: &str,
     line_no: usize,
+    units: SourceUnits,
 ) -> Result<CaseResult, ParseError> {
+    let (to_us, to_gbps) = (units.to_us(), units.to_gbps());
+    let lat = format!("a latency in {}", units.time);
+    let bw = format!("a bandwidth in {}", units.bandwidth);
     if tokens.len() != cols.len() {
         return Err(ParseError::at(
             line_no,
@@ -145,32 +217,24 @@ fn row(
     for (col, tok) in cols.iter().zip(tokens) {
         match col {
             Col::Size => size = num(tok, line_no, "the message size in bytes")?,
-            Col::AvgLatency => p.time_us = float(tok, line_no, "a latency in us")?,
-            Col::MinLatency => min = Some(float(tok, line_no, "a latency in us")?),
-            Col::MaxLatency => max = Some(float(tok, line_no, "a latency in us")?),
-            Col::P50 => p50 = Some(float(tok, line_no, "a latency in us")?),
-            Col::P99 => p99 = Some(float(tok, line_no, "a latency in us")?),
-            Col::Bandwidth => mbps = Some(float(tok, line_no, "a bandwidth in MB/s")?),
+            Col::AvgLatency => p.time_us = float(tok, line_no, &lat)? * to_us,
+            Col::MinLatency => min = Some(float(tok, line_no, &lat)? * to_us),
+            Col::MaxLatency => max = Some(float(tok, line_no, &lat)? * to_us),
+            Col::P50 => p50 = Some(float(tok, line_no, &lat)? * to_us),
+            Col::P99 => p99 = Some(float(tok, line_no, &lat)? * to_us),
+            Col::Bandwidth => mbps = Some(float(tok, line_no, &bw)?),
             Col::Iterations => p.iterations = num(tok, line_no, "the iteration count")?,
             Col::Validation => p.wrong = Some(u64::from(!tok.eq_ignore_ascii_case("pass"))),
             Col::Other => {}
         }
     }
     match mbps {
-        Some(mbps) => {
-            p.algbw_gbps = mbps / 1000.0;
-            // bytes / (MB/s * 1e6 B/s) in seconds is bytes / MB/s in microseconds.
-            p.time_us = if mbps > 0.0 { size as f64 / mbps } else { 0.0 };
+        Some(bw) => p.algbw_gbps = bw * to_gbps,
+        None if metrics::osu_algbw_meaningful(op) && p.time_us > 0.0 => {
+            p.algbw_gbps = size as f64 / (p.time_us * 1e3)
         }
-        None => {
-            p.algbw_gbps = if p.time_us > 0.0 {
-                size as f64 / (p.time_us * 1e3)
-            } else {
-                0.0
-            }
-        }
+        None => {}
     }
-    p.busbw_gbps = p.algbw_gbps;
     if min.is_some() || max.is_some() {
         p.stats = Some(TimeStats {
             mean_us: p.time_us,

@@ -5,12 +5,12 @@
 //! `HIP version  : ...`, `ROCm version : ...`, `Hostname     : ...`.
 
 use super::nccl_tests;
-use super::ParseError;
+use super::{Notes, ParseError};
 use collbench_core::Record;
 
 /// Parses rccl-tests text; `origin` (a file name) helps name the op.
-pub fn parse(text: &str, origin: &str) -> Result<Vec<Record>, ParseError> {
-    nccl_tests::parse_as(text, origin, "rccl-tests", &version_line)
+pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
+    nccl_tests::parse_as(text, origin, "rccl-tests", &version_line, notes)
 }
 
 /// Fills the record from one of rccl-tests' own lines; true when it was one.

@@ -38,3 +38,18 @@ pub(crate) fn after<'a>(tokens: &[&'a str], key: &str) -> Option<&'a str> {
         .position(|t| *t == key)
         .and_then(|i| tokens.get(i + 1).copied())
 }
+
+/// The 1-based number of the last non-empty line (0 for an empty text): a
+/// row that fails to parse there is one the log was cut in.
+pub(crate) fn last_line(text: &str) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .last()
+        .map_or(0, |(i, _)| i + 1)
+}
+
+/// The warning for a log cut inside its last row.
+pub(crate) fn partial_row(line: usize, kept: usize) -> String {
+    format!("partial: the log ends mid-row at line {line}; the {kept} complete row(s) before it are kept")
+}

@@ -47,21 +47,34 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
     out.push_str("<h2>Charts</h2>\n");
     for op in all_ops(&runs) {
         let _ = writeln!(out, "<h3>{}</h3>", esc(&op));
-        let busbw = op_series(&runs, &op, |p| p.busbw_gbps);
-        let time = op_series(&runs, &op, |p| p.time_us);
-        figure(
-            &mut out,
-            &charts::line_chart_svg(
-                &format!("{op}: bus bandwidth"),
-                "busbw (GB/s)",
-                &busbw,
-                false,
-            ),
-        );
-        figure(
-            &mut out,
-            &charts::line_chart_svg(&format!("{op}: time"), "time (µs)", &time, true),
-        );
+        // Only figures that mean something for the op (see crate::metrics).
+        let shown = crate::metrics::shown(&op);
+        let (name, bw) = if shown.busbw {
+            ("bus bandwidth", op_series(&runs, &op, |p| p.busbw_gbps))
+        } else {
+            (
+                "algorithm bandwidth",
+                op_series(&runs, &op, |p| p.algbw_gbps),
+            )
+        };
+        if shown.busbw || shown.algbw {
+            let axis = if shown.busbw {
+                "busbw (GB/s)"
+            } else {
+                "algbw (GB/s)"
+            };
+            figure(
+                &mut out,
+                &charts::line_chart_svg(&format!("{op}: {name}"), axis, &bw, false),
+            );
+        }
+        if shown.time {
+            let time = op_series(&runs, &op, |p| p.time_us);
+            figure(
+                &mut out,
+                &charts::line_chart_svg(&format!("{op}: time"), "time (µs)", &time, true),
+            );
+        }
     }
     if !matrices.is_empty() {
         out.push_str("<h2>Bandwidth matrix</h2>\n");
@@ -91,7 +104,7 @@ fn figure(out: &mut String, svg: &str) {
 }
 
 /// Escapes text for HTML element content and attributes.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -152,8 +152,9 @@ pub fn notes(records: &[Record]) -> Vec<&'static str> {
     }
     if records.iter().any(|r| r.source == "osu") {
         out.push(
-            "OSU: algbw = busbw = size / latency for latency tests, and MB/s / 1000 for bandwidth \
-             tests (time = size / bandwidth); OSU prints no rank count, so no bus-bandwidth factor applies.",
+            "OSU: latency tests report time (algbw = size / latency only where size is the whole \
+             buffer: osu_latency, osu_allreduce, osu_reduce, osu_bcast); bandwidth tests report \
+             algbw (also in MB/s, as OSU prints it) and no time; OSU prints no rank count, so no busbw.",
         );
     }
     out

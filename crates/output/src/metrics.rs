@@ -1,0 +1,71 @@
+//! Which figures mean something for which test, so reports print a dash
+//! rather than a number that reads as something it is not.
+//!
+//! * busbw needs the op's bus factor, which needs the rank count: known for
+//!   nccl-tests-like tools; OSU prints no rank count, so never for OSU.
+//! * OSU bandwidth tests (`osu_bw`, `osu_bibw`, `osu_mbw_mr`) measure a
+//!   bandwidth: it is algbw (and shown in MB/s as OSU prints it); they
+//!   measure no time per message.
+//! * OSU latency tests measure time; size / time is an algbw only where the
+//!   size is the whole buffer moved (`osu_latency`, `osu_allreduce`,
+//!   `osu_reduce`, `osu_bcast`), not per-peer sizes (`osu_alltoall`,
+//!   `osu_allgather`, ...).
+
+/// The figures worth showing for an op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    pub time: bool,
+    pub algbw: bool,
+    pub busbw: bool,
+    /// Also show the bandwidth in MB/s (OSU bandwidth tests).
+    pub mbps: bool,
+}
+
+/// OSU tests whose table is a bandwidth, not a latency.
+pub fn is_osu_bandwidth(op: &str) -> bool {
+    matches!(op, "osu_bw" | "osu_bibw" | "osu_mbw_mr")
+}
+
+/// OSU latency tests where size / time is an algbw.
+pub fn osu_algbw_meaningful(op: &str) -> bool {
+    matches!(
+        op,
+        "osu_latency" | "osu_allreduce" | "osu_reduce" | "osu_bcast" | "osu_iallreduce"
+    )
+}
+
+/// What to show for `op`.
+pub fn shown(op: &str) -> Shown {
+    if !op.starts_with("osu_") {
+        return Shown {
+            time: true,
+            algbw: true,
+            busbw: true,
+            mbps: false,
+        };
+    }
+    if is_osu_bandwidth(op) {
+        Shown {
+            time: false,
+            algbw: true,
+            busbw: false,
+            mbps: true,
+        }
+    } else {
+        Shown {
+            time: true,
+            algbw: osu_algbw_meaningful(op),
+            busbw: false,
+            mbps: false,
+        }
+    }
+}
+
+/// `text` when `shown`, else `-`.
+pub fn or_dash(shown: bool, text: String) -> String {
+    if shown {
+        text
+    } else {
+        "-".to_string()
+    }
+}

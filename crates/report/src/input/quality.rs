@@ -1,0 +1,234 @@
+//! Data-quality checks on parsed records, for every format: rather than
+//! choose silently, say what looks wrong and what was kept.
+//!
+//! * Rows repeating a case (op, type, redop, root, size): a warning says
+//!   whether they agreed; the rows stay as printed, and summaries and
+//!   `compare` use the first. Size 0 is left alone: nccl-tests rounds the
+//!   smallest sizes down to 0 for some ops and rank counts.
+//! * Rows out of size order within one series.
+//! * A sweep that stops before the header's `maxBytes` (the run was cut).
+//! * Results that were never checked: `#wrong` shows N/A, not 0.
+
+use super::{Parsed, Warning};
+use crate::units;
+use collbench_core::{CaseResult, Placement, Record};
+
+/// Runs every check on `parsed`, appending warnings about `origin`.
+pub fn check(parsed: &mut Parsed, origin: &str) {
+    for r in &parsed.records {
+        let name = r.origin.clone().unwrap_or_else(|| origin.to_string());
+        let mut w = Vec::new();
+        duplicates(r, &mut w);
+        order(r, &mut w);
+        stops_early(r, &mut w);
+        unchecked(r, &mut w);
+        parsed
+            .warnings
+            .extend(w.into_iter().map(|m| Warning::new(&name, 0, m)));
+    }
+}
+
+type Key = (String, String, String, i64, u64);
+
+fn key(c: &CaseResult) -> Key {
+    (
+        c.op.clone(),
+        c.dtype.clone(),
+        c.redop.clone(),
+        c.root,
+        c.size_bytes,
+    )
+}
+
+fn case_name(c: &CaseResult) -> String {
+    let mut s = format!("{} {}", c.op, c.dtype);
+    if !c.redop.is_empty() && c.redop != "none" {
+        s = format!("{s} {}", c.redop);
+    }
+    if c.root >= 0 {
+        s = format!("{s} root {}", c.root);
+    }
+    format!("{s} {}", units::bytes(c.size_bytes))
+}
+
+fn same(a: &Option<Placement>, b: &Option<Placement>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            a.time_us == b.time_us
+                && a.algbw_gbps == b.algbw_gbps
+                && a.busbw_gbps == b.busbw_gbps
+                && a.wrong == b.wrong
+        }
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+fn figures(c: &CaseResult) -> String {
+    match c.out_of_place.as_ref().or(c.in_place.as_ref()) {
+        Some(p) => format!(
+            "time {} us, busbw {} GB/s",
+            units::us(p.time_us),
+            units::gbps(p.busbw_gbps)
+        ),
+        None => "no figures".to_string(),
+    }
+}
+
+/// Warns about rows that repeat an earlier case.
+fn duplicates(r: &Record, w: &mut Vec<String>) {
+    let mut seen: Vec<(Key, usize)> = Vec::new();
+    let (mut conflicting, mut identical) = (Vec::new(), 0usize);
+    for (i, c) in r.results.iter().enumerate() {
+        let k = key(c);
+        if c.size_bytes == 0 {
+            continue;
+        }
+        match seen.iter().find(|(s, _)| *s == k) {
+            Some((_, first)) => {
+                let f = &r.results[*first];
+                if same(&f.out_of_place, &c.out_of_place) && same(&f.in_place, &c.in_place) {
+                    identical += 1;
+                } else {
+                    conflicting.push(format!(
+                        "{}: {} vs {}",
+                        case_name(c),
+                        figures(f),
+                        figures(c)
+                    ));
+                }
+            }
+            None => seen.push((k, i)),
+        }
+    }
+    if !conflicting.is_empty() {
+        let more = conflicting.len().saturating_sub(3);
+        let mut list = conflicting
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ");
+        if more > 0 {
+            list.push_str(&format!("; and {more} more"));
+        }
+        w.push(format!(
+            "{} case(s) appear twice with different figures (summaries and compare use the first row): {list}",
+            conflicting.len()
+        ));
+    }
+    if identical > 0 {
+        w.push(format!("{identical} row(s) repeat an earlier row exactly"));
+    }
+}
+
+/// Sizes that go down within one (op, type, redop, root) series.
+fn order(r: &Record, w: &mut Vec<String>) {
+    let mut last: Vec<((String, String, String, i64), u64)> = Vec::new();
+    let mut bad = Vec::new();
+    for c in &r.results {
+        let k = (c.op.clone(), c.dtype.clone(), c.redop.clone(), c.root);
+        match last.iter_mut().find(|(s, _)| *s == k) {
+            Some((_, prev)) => {
+                if c.size_bytes < *prev {
+                    bad.push(format!(
+                        "{} after {}",
+                        units::bytes(c.size_bytes),
+                        units::bytes(*prev)
+                    ));
+                }
+                *prev = c.size_bytes;
+            }
+            None => last.push((k, c.size_bytes)),
+        }
+    }
+    if !bad.is_empty() {
+        w.push(format!(
+            "rows out of size order ({}); figures are kept as printed",
+            bad.join(", ")
+        ));
+    }
+}
+
+/// A geometric or linear sweep whose largest row is a full step short of
+/// the header's maxBytes.
+fn stops_early(r: &Record, w: &mut Vec<String>) {
+    let s = &r.settings;
+    let Some(largest) = r.results.iter().map(|c| c.size_bytes).max() else {
+        return;
+    };
+    if s.max_bytes == 0 || largest == 0 || largest >= s.max_bytes {
+        return;
+    }
+    let next = match (s.step_factor, s.step_bytes) {
+        (Some(f), _) if f > 1 => largest.saturating_mul(f),
+        (_, Some(b)) if b > 0 => largest.saturating_add(b),
+        _ => return,
+    };
+    if next <= s.max_bytes {
+        w.push(format!(
+            "partial: the table stops at {} but the header's maxBytes is {}; the run may have been cut short",
+            units::bytes(largest),
+            units::bytes(s.max_bytes)
+        ));
+    }
+}
+
+/// No placement of any row was checked.
+fn unchecked(r: &Record, w: &mut Vec<String>) {
+    let any = r.results.iter().flat_map(|c| c.placements()).count() > 0;
+    let checked = r
+        .results
+        .iter()
+        .flat_map(|c| c.placements())
+        .any(|(_, p)| p.wrong.is_some());
+    // A run made with checks on whose tool prints no count (nccom-test
+    // --check) was checked: nothing to say.
+    if any && !checked && !r.settings.check {
+        w.push("results were not checked: #wrong is N/A, not 0".to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(size: u64, busbw: f64) -> CaseResult {
+        CaseResult {
+            op: "all_reduce".into(),
+            size_bytes: size,
+            dtype: "float".into(),
+            redop: "sum".into(),
+            root: -1,
+            out_of_place: Some(Placement {
+                busbw_gbps: busbw,
+                wrong: Some(0),
+                ..Placement::default()
+            }),
+            ..CaseResult::default()
+        }
+    }
+
+    #[test]
+    fn duplicates_warn() {
+        let mut r = Record::new("t");
+        r.results = vec![case(8, 1.0), case(16, 2.0), case(16, 3.0), case(8, 1.0)];
+        let mut w = Vec::new();
+        duplicates(&r, &mut w);
+        assert!(w[0].contains("different figures"), "{w:?}");
+        assert!(w[1].contains("repeat an earlier row exactly"), "{w:?}");
+    }
+
+    #[test]
+    fn order_and_early_stop() {
+        let mut r = Record::new("t");
+        r.results = vec![case(16, 1.0), case(8, 1.0)];
+        r.settings.max_bytes = 64;
+        r.settings.step_factor = Some(2);
+        let mut w = Vec::new();
+        order(&r, &mut w);
+        stops_early(&r, &mut w);
+        assert!(w[0].contains("out of size order"), "{w:?}");
+        assert!(w[1].starts_with("partial"), "{w:?}");
+    }
+}
