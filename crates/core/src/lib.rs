@@ -3,7 +3,7 @@
 //! What a collective is ([`Collective`] and its [`CollectiveSpec`] table),
 //! data types ([`DataType`]), reduction operators ([`ReduceOp`]), size sweeps
 //! ([`size`]), the exact verification patterns ([`verify`]), time statistics
-//! ([`stats`]) and the result model ([`record::Record`]) that printers,
+//! ([`stats`]), what the library reported it ran ([`explain`]) and the result model ([`record::Record`]) that printers,
 //! checkers and report writers consume.
 //!
 //! Not for: I/O, backends, printing. This crate has no `unsafe` and no
@@ -13,6 +13,7 @@
 pub mod collective;
 pub mod dtype;
 pub mod element;
+pub mod explain;
 pub mod f8_tables;
 pub mod record;
 pub mod redop;
@@ -22,6 +23,7 @@ pub mod verify;
 
 pub use collective::{Collective, CollectiveSpec, Counts};
 pub use dtype::DataType;
+pub use explain::{Explanation, KernelChoice};
 pub use record::{CaseResult, DeviceInfo, Placement, Record, RunSettings};
 pub use redop::ReduceOp;
 pub use stats::TimeStats;

@@ -196,6 +196,7 @@ fn placement(
             .unwrap_or(iters),
         stats,
         rank_time_us: Vec::new(),
+        explain: None,
     }))
 }
 
