@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod cuda;
+pub mod explain;
 pub mod ffi;
 pub mod kernels;
 pub mod loader;
