@@ -311,6 +311,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<i32, Failure> {
     let options = TextOptions {
         cputime: plan.cputime,
         timestamps: plan.timestamps,
+        explain: false,
     };
     let print_text = !a.quiet && stdout_format == Format::Text;
     let mut obs = TextObserver::new(print_text, options, total);

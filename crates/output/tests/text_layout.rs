@@ -131,8 +131,45 @@ fn default_layout_is_nccl_tests_and_ignores_explanations() {
             p.explain = None;
         }
     }
-    let without =
-        String::from_utf8(TextExporter::default().serialize(&bare)).unwrap();
+    let without = String::from_utf8(TextExporter::default().serialize(&bare)).unwrap();
     assert_eq!(with, without);
     insta::assert_snapshot!("default", with);
+}
+
+#[test]
+fn explain_adds_columns_after_nccl_tests_and_footnotes() {
+    let t = text(TextOptions {
+        explain: true,
+        ..TextOptions::default()
+    });
+    // nccl-tests' part of every line is unchanged.
+    let plain = text(TextOptions::default());
+    for (a, b) in t
+        .lines()
+        .filter(|l| !l.starts_with("# * ") && !l.starts_with("# NCCL explain"))
+        .zip(plain.lines())
+    {
+        assert!(a.starts_with(b.trim_end()), "{a:?} does not extend {b:?}");
+    }
+    assert!(t.contains("NVLS*"));
+    insta::assert_snapshot!("explain", t);
+}
+
+#[test]
+fn explain_columns_follow_the_timestamp() {
+    let opts = TextOptions {
+        explain: true,
+        timestamps: true,
+        ..TextOptions::default()
+    };
+    let r = &record().results[0];
+    let line = collbench_output::text::row_with(r, Some("2026-12-01 03:00:00"), opts);
+    let plain = collbench_output::text::row(r, Some("2026-12-01 03:00:00"));
+    assert!(line.starts_with(plain.trim_end()));
+    assert!(line.trim_end().ends_with("RING      LL     1"), "{line:?}");
+    let header = collbench_output::text::table_header(opts);
+    let names = header.lines().nth(2).unwrap();
+    // The algo column of the in-place half ends where the row's does.
+    let col = |s: &str, what: &str| s.rfind(what).unwrap() + what.len();
+    assert_eq!(col(names, "algo"), col(&line, "RING"));
 }
