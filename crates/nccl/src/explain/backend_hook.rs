@@ -2,9 +2,41 @@
 //! launching itself, which stays in the backend.
 //!
 //! The backend installs the plugin before it creates its communicators
-//! (`Explainer::install()` at the top of `NcclBackend::new`) and, per case,
-//! calls [`explain_case`] with its local ranks and a closure that launches
-//! the case once on every local GPU and waits for it.
+//! and, per case, calls [`explain_case`] with its local ranks and a closure
+//! that launches the case once on every local GPU and waits for it. The
+//! wiring, in `NcclBackend`:
+//!
+//! ```text
+//! // field
+//! explainer: crate::explain::Explainer,
+//!
+//! // NcclBackend::new, before the first ncclCommInitAll/ncclCommInitRank
+//! // (NCCL opens its profiler plugin there); the first process of a job
+//! // prints the one-line notice for all:
+//! let explainer = if control.rank() == 0 {
+//!     crate::explain::Explainer::install()
+//! } else {
+//!     crate::explain::Explainer::install_quiet()
+//! };
+//!
+//! // impl Backend for NcclBackend
+//! fn explain(&mut self, case: &CaseSpec) -> Result<Option<Explanation>, BackendError> {
+//!     self.ensure_usable()?;
+//!     self.ensure_buffers(case.size_bytes())?;
+//!     let ops = self.make_ops(case)?;
+//!     let ranks = crate::explain::backend_hook::expected_ranks(
+//!         self.gpus.iter().map(|g| (g.rank, g.global_rank)),
+//!     );
+//!     let explainer = self.explainer.clone();
+//!     let max = case.size_bytes();
+//!     let result = crate::explain::backend_hook::explain_case(&explainer, &ranks, || {
+//!         self.launch(case, 0, max, &ops)?;
+//!         self.wait_all()
+//!     });
+//!     self.free_ops(case, &ops);
+//!     result
+//! }
+//! ```
 
 use super::plugin::Explainer;
 use super::rows::ExpectedRank;

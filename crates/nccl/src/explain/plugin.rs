@@ -70,6 +70,17 @@ impl Explainer {
     /// says why in every explanation, and the first call prints that on
     /// stderr in one line.
     pub fn install() -> Explainer {
+        Explainer::install_with(true)
+    }
+
+    /// [`Explainer::install`] without the stderr line, for every process
+    /// but the first of a job (the first says it for all); the line is
+    /// [`Explainer::notice`].
+    pub fn install_quiet() -> Explainer {
+        Explainer::install_with(false)
+    }
+
+    fn install_with(announce: bool) -> Explainer {
         INSTALLED
             .get_or_init(|| {
                 let user = std::env::var(ENV).ok().filter(|v| !v.is_empty());
@@ -85,14 +96,26 @@ impl Explainer {
                         Err(e) => State::Off(e),
                     },
                 };
-                if let State::Off(why) = &state {
-                    eprintln!("collbench: cannot explain which algorithm NCCL used: {why}");
-                }
-                Explainer {
+                let explainer = Explainer {
                     state: Arc::new(state),
+                };
+                if let (true, Some(line)) = (announce, explainer.notice()) {
+                    eprintln!("{line}");
                 }
+                explainer
             })
             .clone()
+    }
+
+    /// The one line saying why nothing can be explained (the user's own
+    /// NCCL_PROFILER_PLUGIN, a plugin that could not be installed), if so.
+    pub fn notice(&self) -> Option<String> {
+        match &*self.state {
+            State::Off(why) => Some(format!(
+                "collbench: cannot explain which algorithm NCCL used: {why}"
+            )),
+            State::Ready(_) => None,
+        }
     }
 
     /// An explainer that explains nothing, for `reason`.
@@ -353,5 +376,8 @@ mod tests {
         assert_eq!(e.unavailable.as_deref(), Some("because"));
         assert_eq!(ex.plugin_path(), None);
         assert_eq!(ex.interface_version(), None);
+        let line = ex.notice().unwrap();
+        assert!(line.starts_with("collbench: cannot explain"), "{line}");
+        assert!(!line.contains('\n'));
     }
 }
