@@ -197,7 +197,13 @@ impl Explanation {
     /// Every kernel as `func:algo/proto/channels`, joined by `;` (send/recv:
     /// `Send:-/-/2`).
     pub fn kernels_text(&self) -> String {
-        let dash = |s: &str| if s.is_empty() { "-".to_string() } else { s.to_string() };
+        let dash = |s: &str| {
+            if s.is_empty() {
+                "-".to_string()
+            } else {
+                s.to_string()
+            }
+        };
         self.kernels
             .iter()
             .map(|k| {
@@ -257,7 +263,13 @@ mod tests {
 
     #[test]
     fn in_network_algorithms_are_marked() {
-        for algo in ["NVLS", "NVLS_TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLSTree"] {
+        for algo in [
+            "NVLS",
+            "NVLS_TREE",
+            "COLLNET_DIRECT",
+            "COLLNET_CHAIN",
+            "NVLSTree",
+        ] {
             let e = Explanation::from_kernels([k("AllReduce", algo, "SIMPLE", 16)], [], 0);
             assert!(e.busbw_overstated, "{algo}");
             assert_eq!(e.busbw_note.as_deref(), Some(BUSBW_NOTE));

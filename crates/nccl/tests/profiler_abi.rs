@@ -271,6 +271,12 @@ fn nccl_loads_the_plugin_and_collbench_toggles_and_drains_it() {
         std::env::var("NCCL_PROFILER_PLUGIN").unwrap(),
         path.display().to_string()
     );
+    // Marked as collbench's, so a collbench started from this one does not
+    // take it for the user's.
+    assert_eq!(
+        std::env::var("COLLBENCH_PROFILER_PLUGIN").unwrap(),
+        path.display().to_string()
+    );
     {
         use std::os::unix::fs::PermissionsExt;
         let dir_mode = std::fs::metadata(path.parent().unwrap())

@@ -26,6 +26,11 @@ pub const PLUGIN_FILE: &str = "libnccl-profiler-collbench.so";
 /// NCCL's variable naming the profiler plugin to load.
 pub const ENV: &str = "NCCL_PROFILER_PLUGIN";
 
+/// Set next to NCCL_PROFILER_PLUGIN when collbench sets it, so a collbench
+/// started from this one (which inherits both) knows the plugin is not the
+/// user's.
+pub const MARK_ENV: &str = "COLLBENCH_PROFILER_PLUGIN";
+
 /// Layout version of the records the plugin hands back.
 const ABI: u32 = 1;
 
@@ -83,7 +88,7 @@ impl Explainer {
     fn install_with(announce: bool) -> Explainer {
         INSTALLED
             .get_or_init(|| {
-                let user = std::env::var(ENV).ok().filter(|v| !v.is_empty());
+                let user = users_plugin(std::env::var(ENV).ok(), std::env::var(MARK_ENV).ok());
                 let state = match user {
                     Some(v) => State::Off(user_plugin_reason(&v)),
                     None => match load() {
@@ -91,6 +96,7 @@ impl Explainer {
                             // Only now: NCCL must never get a path that
                             // does not load.
                             std::env::set_var(ENV, &plugin.path);
+                            std::env::set_var(MARK_ENV, &plugin.path);
                             State::Ready(plugin)
                         }
                         Err(e) => State::Off(e),
@@ -133,7 +139,7 @@ impl Explainer {
                 // SAFETY: a plain getter of the loaded plugin.
                 let inits = unsafe { (p.inits)(&mut version) };
                 (inits == 0).then(|| {
-                    "NCCL did not load collbench's profiler plugin (NCCL before 2.24 has no profiler interface collbench supports)".to_string()
+                    "NCCL did not load collbench's profiler plugin (NCCL before 2.24 has no profiler interface collbench supports, or the plugin was installed after NCCL's first communicator)".to_string()
                 })
             }
             State::Off(why) => Some(why.clone()),
@@ -262,6 +268,12 @@ fn drain(p: &Plugin) -> (Vec<ProfilerEvent>, u64) {
     }
 }
 
+/// The user's own NCCL_PROFILER_PLUGIN, if one is set: a value that is
+/// not empty and not one an earlier collbench set (`mark`).
+fn users_plugin(value: Option<String>, mark: Option<String>) -> Option<String> {
+    value.filter(|v| !v.is_empty() && Some(v) != mark.as_ref())
+}
+
 /// The line for a user's own plugin.
 fn user_plugin_reason(value: &str) -> String {
     format!("{ENV} is set ({value}) and collbench leaves the user's profiler plugin in place; unset {ENV} to see NCCL's algorithm, protocol and channels")
@@ -353,6 +365,16 @@ mod tests {
         assert_eq!(&PLUGIN_SO[..4], b"\x7fELF");
         // ET_DYN
         assert_eq!(PLUGIN_SO[16], 3);
+    }
+
+    #[test]
+    fn only_a_plugin_collbench_did_not_set_is_the_users() {
+        let some = |s: &str| Some(s.to_string());
+        assert_eq!(users_plugin(None, None), None);
+        assert_eq!(users_plugin(some(""), None), None);
+        assert_eq!(users_plugin(some("/a.so"), None), some("/a.so"));
+        assert_eq!(users_plugin(some("/a.so"), some("/a.so")), None);
+        assert_eq!(users_plugin(some("/b.so"), some("/a.so")), some("/b.so"));
     }
 
     #[test]
