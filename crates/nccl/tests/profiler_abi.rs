@@ -303,7 +303,14 @@ fn nccl_loads_the_plugin_and_collbench_toggles_and_drains_it() {
     }
     assert_eq!(mask, 0, "starts disabled");
     assert_eq!(ex.interface_version(), Some(5));
+    assert!(path.exists());
     assert_eq!(ex.unavailable_reason(), None);
+    // Once NCCL has loaded it, the file is gone; the library stays, and a
+    // second dlopen of the path (NCCL reopening it) gets the same instance.
+    assert!(!path.exists());
+    assert!(!path.parent().unwrap().exists());
+    let again = Nccl::open(&path);
+    assert!(std::ptr::eq(again.v5, nccl.v5));
     // A null mask is the one init failure.
     assert_ne!(nccl.init5(null_mut(), 1, 0).0, 0);
 

@@ -45,9 +45,10 @@ struct Plugin {
     drain: unsafe extern "C" fn(*mut RawEvent, usize, *mut u64) -> usize,
     inits: unsafe extern "C" fn(*mut c_int) -> c_int,
     path: PathBuf,
-    /// The directory holding the file; removed when the last explainer
-    /// goes (the library stays mapped).
-    _dir: tempfile::TempDir,
+    /// The directory holding the file, until NCCL has loaded it (the
+    /// library stays mapped; a later dlopen of the same path finds the
+    /// loaded instance by name). Removed then, or at exit.
+    dir: Mutex<Option<tempfile::TempDir>>,
     /// Serialises cases: one recording at a time.
     case: Mutex<()>,
 }
@@ -138,6 +139,10 @@ impl Explainer {
                 let mut version = 0;
                 // SAFETY: a plain getter of the loaded plugin.
                 let inits = unsafe { (p.inits)(&mut version) };
+                if inits > 0 {
+                    // NCCL has it: the file is no longer needed.
+                    p.dir.lock().unwrap_or_else(|e| e.into_inner()).take();
+                }
                 (inits == 0).then(|| {
                     "NCCL did not load collbench's profiler plugin (NCCL before 2.24 has no profiler interface collbench supports, or the plugin was installed after NCCL's first communicator)".to_string()
                 })
@@ -268,6 +273,25 @@ fn drain(p: &Plugin) -> (Vec<ProfilerEvent>, u64) {
     }
 }
 
+/// The plugin's directory, for [`remove_dir_at_exit`].
+static DIR_AT_EXIT: OnceLock<PathBuf> = OnceLock::new();
+
+/// Removes the plugin's directory when the process exits, also when the
+/// explainer (a process-wide static) is never dropped.
+fn remove_at_exit(dir: &Path) {
+    if DIR_AT_EXIT.set(dir.to_path_buf()).is_ok() {
+        // SAFETY: registers a plain `extern "C"` function without
+        // arguments, as atexit expects.
+        unsafe { libc::atexit(remove_dir_at_exit) };
+    }
+}
+
+extern "C" fn remove_dir_at_exit() {
+    if let Some(dir) = DIR_AT_EXIT.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// The user's own NCCL_PROFILER_PLUGIN, if one is set: a value that is
 /// not empty and not one an earlier collbench set (`mark`).
 fn users_plugin(value: Option<String>, mark: Option<String>) -> Option<String> {
@@ -312,6 +336,7 @@ fn load_in(base: &Path) -> Result<Plugin, String> {
         .map_err(|e| format!("cannot create a directory: {e}"))?;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
         .map_err(|e| format!("cannot make the directory private: {e}"))?;
+    remove_at_exit(dir.path());
     let path = dir.path().join(PLUGIN_FILE);
     std::fs::write(&path, PLUGIN_SO).map_err(|e| format!("cannot write the plugin: {e}"))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o500))
@@ -346,7 +371,7 @@ fn load_in(base: &Path) -> Result<Plugin, String> {
                 .get(b"collbench_profiler_inits\0")
                 .map_err(|e| e.to_string())?,
             path,
-            _dir: dir,
+            dir: Mutex::new(Some(dir)),
             case: Mutex::new(()),
         }
     };
