@@ -102,6 +102,12 @@ pub struct RunArgs {
     /// After each row, name the slowest ranks and their host (stragglers).
     #[arg(long)]
     pub per_rank: bool,
+    /// Show which algorithm, protocol and channel count NCCL used for each
+    /// row (extra columns after nccl-tests' own), as NCCL reports them
+    /// through its profiler interface in a separate, untimed pass. JSON and
+    /// CSV outputs always carry them on the NCCL backend.
+    #[arg(long)]
+    pub explain: bool,
     /// Print nothing on stdout (files and the exit code still tell).
     #[arg(long, short = 'q')]
     pub quiet: bool,

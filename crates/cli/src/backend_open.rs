@@ -24,6 +24,8 @@ pub struct Tuning {
     pub local_register: u32,
     pub timeout: u64,
     pub stream_null: u32,
+    /// Install NCCL's profiler plugin for the explanation pass.
+    pub explain: bool,
 }
 
 /// A backend ready to measure, with what it runs on. Fields drop in
@@ -108,6 +110,7 @@ fn open_backend(
             timeout_s: tuning.timeout,
             stream_null: tuning.stream_null > 0,
             host: world.hostname.clone(),
+            explain: tuning.explain,
         };
         collbench_nccl::NcclBackend::new(&opts, control)
             .map(|b| Box::new(b) as Box<dyn Backend>)

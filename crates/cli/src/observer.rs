@@ -88,7 +88,7 @@ impl RunObserver for TextObserver {
 
     fn row(&mut self, _coll: Collective, row: &CaseResult) {
         let ts = self.options.timestamps.then(crate::meta::utc_now_stamp);
-        self.out(&text::row(row, ts.as_deref()));
+        self.out(&text::row_with(row, ts.as_deref(), self.options));
         if self.per_rank {
             self.out(&text::per_rank(row, &self.devices, 3));
         }
@@ -99,6 +99,9 @@ impl RunObserver for TextObserver {
 
     fn end_collective(&mut self, coll: Collective, rows: &[CaseResult]) {
         self.collectives_done += 1;
+        if self.options.explain {
+            self.out(&text::explain_footnotes(rows));
+        }
         self.out(&text::footer(coll.name(), rows));
     }
 

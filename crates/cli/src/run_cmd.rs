@@ -88,6 +88,7 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         timestamps: a.report_timestamps > 0,
         unalign: a.unalign,
         test_corrupt: a.test_corrupt,
+        explain: false,
     })
 }
 
@@ -123,7 +124,7 @@ fn output_file(path: &PathBuf, format: Option<Format>) -> Result<OutputFile, Fai
 
 /// Runs the benchmark.
 pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure> {
-    let plan = plan_from_args(a, mode)?;
+    let mut plan = plan_from_args(a, mode)?;
     let sizes = plan.sizes().map_err(|e| Failure::usage(e.to_string()))?;
     let stdout_format = a.format;
     let mut files = Vec::new();
@@ -133,11 +134,19 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     if let Some(p) = &a.output_file {
         files.push(output_file(p, Some(Format::Json))?);
     }
+    // The explanation pass runs when the text asks for it or a record
+    // (JSON, CSV) will carry it; plain text runs never load the plugin.
+    plan.explain = a.explain
+        || matches!(stdout_format, Format::Json | Format::Csv)
+        || files
+            .iter()
+            .any(|f| matches!(f.format, Format::Json | Format::Csv));
 
     let tuning = Tuning {
         local_register: a.local_register,
         timeout: a.timeout,
         stream_null: a.stream_null,
+        explain: plan.explain,
     };
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode)?;
     let world_size = opened.backend.world_size();
@@ -152,6 +161,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     let options = TextOptions {
         cputime: plan.cputime,
         timestamps: plan.timestamps,
+        explain: a.explain,
     };
     let print_text = !a.quiet && stdout_format == Format::Text;
     let mut obs = TextObserver::new(print_text, options, total);

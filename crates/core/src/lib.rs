@@ -3,11 +3,12 @@
 //! What a collective is ([`Collective`] and its [`CollectiveSpec`] table),
 //! data types ([`DataType`]), reduction operators ([`ReduceOp`]), size sweeps
 //! ([`size`]), the exact verification patterns ([`verify`]), time statistics
-//! ([`stats`]), the result model ([`record::Record`]) that printers,
-//! checkers and report writers consume, the pairwise bandwidth matrix
-//! ([`pairs::PairMatrix`]) that `check` writes and `report` reads; and
-//! [`Bootstrap`], the seam through which the runner, checks and backends
-//! talk to the job's other processes (implemented by collbench-launch).
+//! ([`stats`]), what the library reported it ran ([`explain`]), the result
+//! model ([`record::Record`]) that printers, checkers and report writers
+//! consume, the pairwise bandwidth matrix ([`pairs::PairMatrix`]) that
+//! `check` writes and `report` reads; and [`Bootstrap`], the seam through
+//! which the runner, checks and backends talk to the job's other processes
+//! (implemented by collbench-launch).
 //!
 //! Not for: I/O, backends, printing. This crate has no `unsafe` and no
 //! heavy dependencies.
@@ -17,6 +18,7 @@ pub mod bootstrap;
 pub mod collective;
 pub mod dtype;
 pub mod element;
+pub mod explain;
 pub mod f8_tables;
 pub mod pairs;
 pub mod record;
@@ -28,6 +30,7 @@ pub mod verify;
 pub use bootstrap::{Bootstrap, PeerFailure, SingleProcess};
 pub use collective::{Collective, CollectiveSpec, Counts};
 pub use dtype::DataType;
+pub use explain::{Explanation, KernelChoice};
 pub use record::{CaseResult, DeviceInfo, Placement, Record, RunSettings};
 pub use redop::ReduceOp;
 pub use stats::TimeStats;

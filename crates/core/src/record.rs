@@ -3,12 +3,15 @@
 //! comparisons read only this. Its JSON form is versioned and described by
 //! `schema/record.schema.json` in the repository.
 
+use crate::explain::Explanation;
 use crate::stats::TimeStats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the JSON layout; bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: placements carry `explain` (what NCCL reported it ran).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One benchmark run: metadata plus one [`CaseResult`] per measured case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -185,6 +188,11 @@ pub struct Placement {
     /// Each rank's own time_us, indexed by rank (for straggler analysis).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rank_time_us: Vec<f64>,
+    /// What the library reported it ran (NCCL's algorithm, protocol and
+    /// channels per kernel), taken in a separate untimed pass; absent for
+    /// backends that cannot say (CPU, MPI) and for parsed logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explanation>,
 }
 
 /// The JSON Schema of [`Record`] (the file `schema/record.schema.json`).

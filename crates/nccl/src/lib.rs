@@ -15,6 +15,7 @@ pub mod api;
 pub mod backend;
 pub mod cuda;
 pub mod error;
+pub mod explain;
 pub mod ffi;
 pub mod gpu_choice;
 pub mod group;
@@ -44,6 +45,9 @@ pub struct NcclOptions {
     pub stream_null: bool,
     /// This process's host name, as the launcher reported it.
     pub host: String,
+    /// Install the profiler plugin so that `Backend::explain` can say what
+    /// NCCL ran (before the first communicator; off: NCCL never sees it).
+    pub explain: bool,
 }
 
 /// Number of CUDA GPUs visible, or why none can be used.

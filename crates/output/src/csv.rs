@@ -1,10 +1,12 @@
-//! CSV: one header line, one row per case and placement.
+//! CSV: one header line, one row per case and placement. The last
+//! columns say what NCCL ran (`explain`); they are empty where it was not
+//! asked or could not say.
 
 use crate::Exporter;
 use collbench_core::Record;
 
 /// Column names, in order.
-pub const COLUMNS: [&str; 18] = [
+pub const COLUMNS: [&str; 23] = [
     "op",
     "dtype",
     "redop",
@@ -23,6 +25,11 @@ pub const COLUMNS: [&str; 18] = [
     "p99_us",
     "max_us",
     "stdev_us",
+    "nccl_algo",
+    "nccl_proto",
+    "nccl_channels",
+    "nccl_kernels",
+    "busbw_overstated",
 ];
 
 /// CSV rows; fields never contain commas or quotes (names are identifiers).
@@ -35,6 +42,13 @@ impl Exporter for CsvExporter {
             for (name, p) in r.placements() {
                 let opt = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
                 let st = p.stats.as_ref();
+                // What NCCL ran (`explain`); empty where nothing was asked.
+                let ex = p.explain.as_ref();
+                let text = |f: fn(&collbench_core::Explanation) -> String| {
+                    ex.filter(|e| !e.kernels.is_empty())
+                        .map(f)
+                        .unwrap_or_default()
+                };
                 let fields = [
                     r.op.clone(),
                     r.dtype.clone(),
@@ -54,6 +68,12 @@ impl Exporter for CsvExporter {
                     opt(st.map(|s| s.p99_us)),
                     opt(st.map(|s| s.max_us)),
                     opt(st.map(|s| s.stdev_us)),
+                    text(|e| e.algo_text()),
+                    text(|e| e.proto_text()),
+                    text(|e| e.channels_text()),
+                    text(|e| e.kernels_text()),
+                    ex.map(|e| e.busbw_overstated.to_string())
+                        .unwrap_or_default(),
                 ];
                 s += &fields.join(",");
                 s.push('\n');

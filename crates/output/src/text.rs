@@ -6,17 +6,24 @@
 //! [`row`] per size, [`footer`] after the last, and [`summary`] once at the
 //! end of a multi-collective run.
 
+mod explain;
+
+pub use explain::footnotes as explain_footnotes;
+
 use crate::units::{c_g, fixed_width};
 use crate::Exporter;
 use collbench_core::{CaseResult, Placement, Record};
 
-/// Text layout switches (`-C`, `-S`).
+/// Text layout switches (`-C`, `-S`, `--explain`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TextOptions {
     /// Time column is CPU-side time (`-C 1`).
     pub cputime: bool,
     /// Rows end with a timestamp (`-S 1`).
     pub timestamps: bool,
+    /// Columns after nccl-tests' own with NCCL's algorithm, protocol and
+    /// channels per placement, and footnotes (`--explain`).
+    pub explain: bool,
 }
 
 /// The program name nccl-tests would print for `op` (`all_reduce_perf`).
@@ -100,6 +107,9 @@ pub fn table_header(opts: TextOptions) -> String {
         "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} {:>pad$}\n",
         "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", fmt
     );
+    if opts.explain {
+        return explain::header(&s, opts);
+    }
     s
 }
 
@@ -134,6 +144,18 @@ pub fn row(r: &CaseResult, timestamp: Option<&str>) -> String {
         s += &format!("{ts:>21}");
     }
     s.push('\n');
+    s
+}
+
+/// One result row as `opts` lays it out: [`row`], plus the explain
+/// columns with `--explain`.
+pub fn row_with(r: &CaseResult, timestamp: Option<&str>, opts: TextOptions) -> String {
+    let mut s = row(r, timestamp);
+    if opts.explain {
+        s.pop();
+        s += &explain::row_cells(r);
+        s.push('\n');
+    }
     s
 }
 
@@ -253,7 +275,10 @@ impl Exporter for TextExporter {
             s += &preamble(record, op, i == 0);
             s += &table_header(self.options);
             for r in &rows {
-                s += &row(r, None);
+                s += &row_with(r, None, self.options);
+            }
+            if self.options.explain {
+                s += &explain_footnotes(&rows);
             }
             s += &footer(op, &rows);
         }

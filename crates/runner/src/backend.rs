@@ -1,6 +1,6 @@
 //! The seam between the runner and a communication library.
 
-use collbench_core::{Collective, Counts, DataType, DeviceInfo, ReduceOp};
+use collbench_core::{Collective, Counts, DataType, DeviceInfo, Explanation, ReduceOp};
 
 /// One case as a backend runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +97,13 @@ pub trait Backend {
     /// elements over this process's ranks. `corrupt` is a test hook: flip
     /// one output element first, to prove the check catches it.
     fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError>;
+    /// Runs the case once, untimed, and says what the library ran for it on
+    /// this process's ranks (NCCL: algorithm, protocol and channels per
+    /// kernel). `Ok(None)`: this backend cannot say (the default).
+    fn explain(&mut self, case: &CaseSpec) -> Result<Option<Explanation>, BackendError> {
+        let _ = case;
+        Ok(None)
+    }
     /// Misaligns every buffer by this many elements from now on (`-u`), to
     /// measure unaligned transfers. Backends that cannot say so.
     fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {

@@ -93,6 +93,9 @@ pub struct Plan {
     pub unalign: u32,
     /// Test hook: corrupt one checked element (the fault a check must catch).
     pub test_corrupt: bool,
+    /// Ask the backend what the library ran for every case (`--explain`),
+    /// in a separate untimed pass after the timed loop.
+    pub explain: bool,
 }
 
 impl Default for Plan {
@@ -118,6 +121,7 @@ impl Default for Plan {
             timestamps: false,
             unalign: 0,
             test_corrupt: false,
+            explain: false,
         }
     }
 }

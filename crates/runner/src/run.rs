@@ -8,8 +8,8 @@
 use crate::backend::{Backend, BackendError, CaseSpec, Measurement, Timing};
 use crate::plan::Plan;
 use collbench_core::{
-    record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, PeerFailure,
-    Placement, Record, TimeStats,
+    record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, Explanation,
+    PeerFailure, Placement, Record, TimeStats,
 };
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +56,9 @@ struct RankReport {
     rank_cputime_s: Vec<f64>,
     iter_times_us: Vec<f64>,
     wrong: Option<u64>,
+    /// What the library ran on this process's ranks (`--explain`).
+    #[serde(default)]
+    explain: Option<Explanation>,
 }
 
 /// Drives a [`Plan`] through a [`Backend`].
@@ -243,11 +246,18 @@ impl<'a> Runner<'a> {
         } else {
             None
         };
+        // Its own pass, like the check: the timed loop never records.
+        let explain = if self.plan.explain {
+            self.backend.explain(case)?
+        } else {
+            None
+        };
         let report = RankReport {
             rank_time_s: m.rank_time_s,
             rank_cputime_s: m.rank_cputime_s,
             iter_times_us: m.iter_times_us,
             wrong,
+            explain,
         };
         let bytes = serde_json::to_vec(&report).expect("report serialises");
         let Some(all) = self.control.gather(bytes)? else {
@@ -257,6 +267,7 @@ impl<'a> Runner<'a> {
         let mut cputimes = Vec::new();
         let mut iter_us: Vec<f64> = Vec::new();
         let mut total_wrong: Option<u64> = None;
+        let mut explains = Vec::new();
         for (proc_rank, b) in all.iter().enumerate() {
             let r: RankReport = serde_json::from_slice(b).map_err(|e| {
                 RunError::Control(format!("bad measurement from process {proc_rank}: {e}"))
@@ -273,6 +284,7 @@ impl<'a> Runner<'a> {
             if let Some(w) = r.wrong {
                 total_wrong = Some(total_wrong.unwrap_or(0) + w);
             }
+            explains.extend(r.explain);
         }
         let time_s = self.plan.average.combine(&times);
         let coll = case.collective;
@@ -291,6 +303,7 @@ impl<'a> Runner<'a> {
             iterations: (timing.iters * timing.agg_iters) as u64,
             stats: TimeStats::from_samples(&iter_us),
             rank_time_us: times.iter().map(|t| t * 1e6).collect(),
+            explain: (!explains.is_empty()).then(|| Explanation::merge(explains)),
         }))
     }
 }

@@ -26,7 +26,8 @@ use crate::kernels::Kernels;
 use crate::loader::FoundNccl;
 use crate::NcclOptions;
 use collbench_core::collective::RedopUse;
-use collbench_core::{Collective, DeviceInfo, ReduceOp};
+use crate::explain;
+use collbench_core::{Collective, DeviceInfo, Explanation, ReduceOp};
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
 
 /// One local GPU: its context, stream, communicator and buffers.
@@ -70,6 +71,8 @@ pub struct NcclBackend {
     pub(crate) rotate: bool,
     /// Elements every buffer is misaligned by (`-u`).
     pub(crate) unalign: u64,
+    /// NCCL's profiler plugin, when the run asked for explanations.
+    pub(crate) explainer: Option<crate::explain::Explainer>,
 }
 
 /// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
@@ -205,6 +208,27 @@ impl Backend for NcclBackend {
         self.ensure_buffers(timing.max_bytes.max(case.size_bytes()))?;
         let ops = self.make_ops(case)?;
         let result = self.time_inner(case, timing, &ops);
+        self.free_ops(case, &ops);
+        result
+    }
+
+    /// One untimed run of the case with NCCL's profiler events on: what
+    /// NCCL reported it ran on this process's ranks.
+    fn explain(&mut self, case: &CaseSpec) -> Result<Option<Explanation>, BackendError> {
+        let Some(explainer) = self.explainer.clone() else {
+            return Ok(None);
+        };
+        self.ensure_usable()?;
+        self.ensure_buffers(case.size_bytes())?;
+        let ops = self.make_ops(case)?;
+        let ranks = explain::backend_hook::expected_ranks(
+            self.gpus.iter().map(|g| (g.rank, g.global_rank)),
+        );
+        let max = case.size_bytes();
+        let result = explain::backend_hook::explain_case(&explainer, &ranks, || {
+            self.launch(case, 0, max, &ops)?;
+            self.wait_all()
+        });
         self.free_ops(case, &ops);
         result
     }

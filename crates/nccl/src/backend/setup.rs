@@ -9,6 +9,7 @@ use crate::ffi::{Nccl, UniqueId};
 use crate::kernels::Kernels;
 use crate::loader;
 use crate::NcclOptions;
+use crate::explain::Explainer;
 use collbench_core::Bootstrap;
 use collbench_runner::BackendError;
 
@@ -126,6 +127,16 @@ impl NcclBackend {
                 kernels: None,
             });
         }
+        // NCCL opens its profiler plugin when the first communicator is
+        // created, so the plugin goes in now; the first process speaks for
+        // all when it cannot be used.
+        let explainer = opts.explain.then(|| {
+            if control.rank() == 0 {
+                Explainer::install()
+            } else {
+                Explainer::install_quiet()
+            }
+        });
         let comms = if procs == 1 {
             let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
             nccl.comm_init_all(&devs)?
@@ -174,6 +185,7 @@ impl NcclBackend {
             graphs_warmed: false,
             rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
             unalign: 0,
+            explainer,
         })
     }
 }
