@@ -8,7 +8,7 @@ use collbench_runner::BackendError;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NcclError {
     /// An NCCL call returned a result other than `ncclSuccess`.
-    #[error("{call} failed: {text} ({})", last.as_deref().unwrap_or("set NCCL_DEBUG=WARN for details"))]
+    #[error("{call} failed: {text}{}", detail(text, last.as_deref()))]
     Call {
         /// The call that failed (`ncclAllReduce`), or what failed.
         call: String,
@@ -27,6 +27,17 @@ pub enum NcclError {
         /// The loader's words.
         reason: String,
     },
+}
+
+/// What follows NCCL's own error text: its last error when it has one,
+/// else the hint to rerun with NCCL_DEBUG=WARN unless NCCL's text already
+/// gives it ("invalid argument (run with NCCL_DEBUG=WARN for details)").
+fn detail(text: &str, last: Option<&str>) -> String {
+    match last {
+        Some(l) => format!(" ({l})"),
+        None if text.contains("NCCL_DEBUG") => String::new(),
+        None => " (set NCCL_DEBUG=WARN for details)".into(),
+    }
 }
 
 impl NcclError {
@@ -99,6 +110,20 @@ mod tests {
         assert_eq!(
             call(None).to_string(),
             "ncclAllReduce failed: internal error - please report this issue to the NCCL developers (set NCCL_DEBUG=WARN for details)"
+        );
+    }
+
+    #[test]
+    fn the_hint_is_not_given_twice() {
+        let e = NcclError::Call {
+            call: "ncclAllReduce".into(),
+            code: 4,
+            text: "invalid argument (run with NCCL_DEBUG=WARN for details)".into(),
+            last: None,
+        };
+        assert_eq!(
+            e.to_string(),
+            "ncclAllReduce failed: invalid argument (run with NCCL_DEBUG=WARN for details)"
         );
     }
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One device call: the current binary against the previous release and the
+# real nccl-tests, interleaved (A B A B), plus the --explain checks.
+#
+#   bench/gpu-validate.sh [STAGE ...]   stages: probe ntbuild ab explain extra
+#
+# NEW=dist/collbench (this tree), PREV=dist/collbench-prev (the last
+# release), nccl-tests 2.19.6 source in dist/nccl-tests. ROUNDS (default 2).
+# Logs under $OUT/v (tar them: only 8 files come back). NVLink multicast off.
+set -u
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+NEW=${NEW:-dist/collbench}; PREV=${PREV:-dist/collbench-prev}; NT=/tmp/nt/build
+O=${OUT:-bench-out}/v; mkdir -p "$O"
+G=$(nvidia-smi -L 2>/dev/null | wc -l)
+OPS="all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv"
+SWEEP="-b 8 -e 8G -f 2 -w 5 -n 20 -g $G"
+log() { echo "== $*" | tee -a "$O/log.txt"; }
+t() { # name cmd...: stdout to $O/name.txt, stderr to .err, wall time logged
+  local n=$1; shift; local s=$(date +%s.%N)
+  timeout 300 "$@" > "$O/$n.txt" 2> "$O/$n.err"; local rc=$?
+  printf '%-22s rc=%-3s %6.1f s\n' "$n" "$rc" "$(echo "$(date +%s.%N) - $s" | bc)" | tee -a "$O/log.txt"
+}
+for st in ${*:-probe ntbuild ab explain}; do case $st in
+probe) { nvidia-smi -L; nvidia-smi topo -m; ls -l /usr/lib/x86_64-linux-gnu/libnccl.so*; } > "$O/probe.txt" 2>&1; log "GPUs: $G" ;;
+ntbuild) cp -r dist/nccl-tests /tmp/nt && (cd /tmp/nt && make -j16 MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=/usr \
+    NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" > "$O/ntbuild.log" 2>&1); log "nccl-tests build rc=$?" ;;
+ab) # issue 17: the same sweep, previous release vs this tree, text output
+  for r in $(seq ${ROUNDS:-2}); do
+    t prev$r $PREV run $OPS $SWEEP
+    t new$r $NEW run $OPS $SWEEP
+  done
+  python3 bench/ab_text.py "$O/new1.txt,$O/new2.txt" "$O/prev1.txt,$O/prev2.txt" | tee "$O/ab_new_over_prev.md" ;;
+explain) # issue 14
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING t explain_ar $NEW run all_reduce -b 8 -e 8G -f 2 -g $G --explain --output "$O/explain_ar.json"
+  cat "$O/explain_ar.txt" "$O/explain_ar.err" > "$O/explain_ar.log" # NCCL logs to stdout
+  python3 bench/explain_check.py "$O/explain_ar.json" "$O/explain_ar.log" > "$O/explain_check.txt" 2>&1; log "explain_check rc=$? $(tail -1 $O/explain_check.txt)"
+  t explain_all $NEW run $OPS -b 8 -e 1G -f 4 -g $G --explain
+  for r in $(seq ${ROUNDS:-2}); do
+    t ex_off_small$r $NEW run all_reduce all_gather -b 8 -e 64K -f 2 -w 20 -n 100 -g $G
+    t ex_on_small$r $NEW run all_reduce all_gather -b 8 -e 64K -f 2 -w 20 -n 100 -g $G --explain
+    t ex_off_large$r $NEW run all_reduce all_gather -b 64M -e 4G -f 2 -g $G
+    t ex_on_large$r $NEW run all_reduce all_gather -b 64M -e 4G -f 2 -g $G --explain
+  done
+  python3 bench/ab_text.py "$O/ex_on_small1.txt,$O/ex_on_small2.txt,$O/ex_on_large1.txt,$O/ex_on_large2.txt" \
+    "$O/ex_off_small1.txt,$O/ex_off_small2.txt,$O/ex_off_large1.txt,$O/ex_off_large2.txt" | tee "$O/explain_on_over_off.md"
+  t proto_default $NEW run all_reduce -b 8 -e 16M -f 4 -g $G --output "$O/proto_default.json"
+  NCCL_PROTO=LL128 t proto_ll128 $NEW run all_reduce -b 8 -e 16M -f 4 -g $G --output "$O/proto_ll128.json"
+  t compare_proto $NEW compare "$O/proto_default.json" "$O/proto_ll128.json"
+  NCCL_PROFILER_PLUGIN=/nonexistent/libnccl-profiler.so t user_plugin $NEW run all_reduce -b 8 -e 1M -f 4 -g $G --explain
+  log "user_plugin stderr: $(head -3 $O/user_plugin.err)" ;;
+extra) # the refactored backend's other paths: graphs, registration, all types
+  t graph $NEW run all_reduce -b 8 -e 1M -f 4 -g $G -G 10 -n 50
+  t reg1 $NEW run all_gather all_reduce -b 8 -e 256M -f 4 -g $G -R 1
+  t dall $NEW run all_reduce reduce_scatter -b 8 -e 1M -f 32 -g $G -d all -o all
+  grep -h "Out of bounds" $O/graph.txt $O/reg1.txt $O/dall.txt | sort | uniq -c | tee -a "$O/log.txt" ;;
+esac; done
+cd "${OUT:-bench-out}" && tar czf v.tgz v && rm -rf v
