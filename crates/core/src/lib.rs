@@ -10,6 +10,7 @@
 //! heavy dependencies.
 #![forbid(unsafe_code)]
 
+pub mod alltoallv;
 pub mod collective;
 pub mod dtype;
 pub mod element;
