@@ -85,7 +85,14 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
             )))
         }
     };
+    // alltoallv's traffic comes from nccl-tests' environment variables.
+    let traffic = if collectives.contains(&collbench_core::Collective::AllToAllV) {
+        collbench_runner::plan::traffic_from_env().map_err(u)?
+    } else {
+        Default::default()
+    };
     Ok(Plan {
+        traffic,
         collectives,
         dtypes,
         redops,

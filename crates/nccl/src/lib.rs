@@ -4,6 +4,7 @@
 //! NCCL is opened by path ([`loader`]), so the same binary starts on
 //! machines without either and falls back to the CPU backend there.
 
+pub mod alltoallv;
 pub mod backend;
 pub mod cuda;
 pub mod ffi;

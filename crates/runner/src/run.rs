@@ -109,7 +109,23 @@ impl<'a> Runner<'a> {
             max_bytes: self.plan.max_bytes,
         };
         let collectives = self.plan.collectives.clone();
+        // alltoallv's traffic must fit the job; a backend without alltoallv
+        // skips it (with a note) rather than failing the whole run.
+        let mut no_alltoallv = None;
+        if collectives.contains(&Collective::AllToAllV) {
+            self.plan
+                .traffic
+                .check_job(world_size, self.plan.min_bytes, self.plan.max_bytes)
+                .map_err(|e| RunError::Plan(e.to_string()))?;
+            no_alltoallv = self.backend.set_traffic(&self.plan.traffic).err();
+        }
         for coll in collectives {
+            if let (Collective::AllToAllV, Some(e)) = (coll, &no_alltoallv) {
+                if root {
+                    obs.note(&format!("skipping {coll}: {e}"));
+                }
+                continue;
+            }
             if coll.spec().needs_power_of_two && !world_size.is_power_of_two() {
                 if root {
                     obs.note(&format!(
@@ -132,7 +148,7 @@ impl<'a> Runner<'a> {
                         )));
                     }
                     for &size in &sizes {
-                        let counts = coll.counts(size, v.dtype.size_bytes(), world_size);
+                        let counts = self.plan.counts(coll, size, v.dtype, world_size);
                         let case = |in_place| CaseSpec {
                             collective: coll,
                             dtype: v.dtype,
@@ -277,7 +293,7 @@ impl<'a> Runner<'a> {
         let time_s = self.plan.average.combine(&times);
         let coll = case.collective;
         let elt = case.dtype.size_bytes();
-        let algbw = coll.algbw_gbps(case.counts.param_count, elt, case.world_size, time_s);
+        let algbw = coll.algbw_gbps(&case.counts, elt, case.world_size, time_s);
         let shown_s = if self.plan.cputime && !cputimes.is_empty() {
             cputimes[0]
         } else {
