@@ -112,6 +112,7 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         timestamps: a.report_timestamps > 0,
         unalign: a.unalign,
         test_corrupt: a.test_corrupt,
+        ..Plan::default()
     })
 }
 

@@ -10,6 +10,7 @@
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod nccl_tests_json;
 pub mod text;
 pub mod units;
 
@@ -28,6 +29,9 @@ pub enum Format {
     Json,
     Csv,
     Markdown,
+    /// nccl-tests' own `-J` layout (see [`nccl_tests_json`]); chosen by
+    /// `-J`, never by a file extension.
+    NcclTestsJson,
 }
 
 impl Format {
@@ -61,6 +65,7 @@ impl Format {
             Format::Json => Box::new(json::JsonExporter),
             Format::Csv => Box::new(csv::CsvExporter),
             Format::Markdown => Box::new(markdown::MarkdownExporter),
+            Format::NcclTestsJson => Box::new(nccl_tests_json::NcclTestsJsonExporter::default()),
         }
     }
 }

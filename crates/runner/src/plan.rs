@@ -96,6 +96,11 @@ pub struct Plan {
     pub test_corrupt: bool,
     /// alltoallv's traffic (see [`traffic_from_env`]).
     pub traffic: Traffic,
+    /// Keep every timed iteration's time in the record (`-I 1`).
+    pub per_iter_timing: bool,
+    /// Leave this many leading iterations out of the per-iteration
+    /// summary (`-K`).
+    pub per_iter_skip: u32,
 }
 
 impl Default for Plan {
@@ -122,6 +127,8 @@ impl Default for Plan {
             unalign: 0,
             test_corrupt: false,
             traffic: Traffic::default(),
+            per_iter_timing: false,
+            per_iter_skip: 0,
         }
     }
 }

@@ -218,6 +218,8 @@ impl<'a> Runner<'a> {
             blocking: p.blocking > 0,
             average: p.average.name().to_string(),
             unalign: p.unalign as u64,
+            per_iter_timing: p.per_iter_timing,
+            per_iter_skip: p.per_iter_skip as u64,
         }
     }
 
@@ -272,6 +274,7 @@ impl<'a> Runner<'a> {
         let mut times = Vec::new();
         let mut cputimes = Vec::new();
         let mut iter_us: Vec<f64> = Vec::new();
+        let mut process_iter_us = Vec::new();
         let mut total_wrong: Option<u64> = None;
         for (proc_rank, b) in all.iter().enumerate() {
             let r: RankReport = serde_json::from_slice(b).map_err(|e| {
@@ -286,6 +289,7 @@ impl<'a> Runner<'a> {
             for (a, b) in iter_us.iter_mut().zip(&r.iter_times_us) {
                 *a = a.max(*b);
             }
+            process_iter_us.push(r.iter_times_us);
             if let Some(w) = r.wrong {
                 total_wrong = Some(total_wrong.unwrap_or(0) + w);
             }
@@ -299,14 +303,22 @@ impl<'a> Runner<'a> {
         } else {
             time_s
         };
+        let per_iter = self.plan.per_iter_timing;
+        if !per_iter || process_iter_us.len() < 2 {
+            process_iter_us.clear();
+        }
+        // -K: the summary leaves out leading iterations (never all of them).
+        let skip = (self.plan.per_iter_skip as usize).min(iter_us.len().saturating_sub(1));
         Ok(Some(Placement {
             time_us: shown_s * 1e6,
             algbw_gbps: algbw,
             busbw_gbps: algbw * coll.busbw_factor(case.world_size),
             wrong: total_wrong,
             iterations: (timing.iters * timing.agg_iters) as u64,
-            stats: TimeStats::from_samples(&iter_us),
+            stats: TimeStats::from_samples(&iter_us[skip..]),
             rank_time_us: times.iter().map(|t| t * 1e6).collect(),
+            iter_times_us: if per_iter { iter_us } else { Vec::new() },
+            process_iter_times_us: process_iter_us,
         }))
     }
 }

@@ -195,7 +195,7 @@ fn placement(
             .and_then(Value::as_u64)
             .unwrap_or(iters),
         stats,
-        rank_time_us: Vec::new(),
+        ..Placement::default()
     }))
 }
 
