@@ -292,7 +292,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<i32, Failure> {
         files.push(output_file(p, None)?);
     }
     if let Some(p) = &a.output_file {
-        files.push(output_file(p, Some(Format::Json))?);
+        files.push(output_file(p, Some(Format::NcclTestsJson))?);
     }
 
     // `_mpi` outlives the backend and the control plane (declared first,
