@@ -214,3 +214,74 @@ fn run_all_includes_alltoallv() {
     let ops: Vec<&str> = rec.results.iter().map(|r| r.op.as_str()).collect();
     assert!(ops.contains(&Collective::AllToAllV.name()), "{ops:?}");
 }
+
+/// `mpirun -np 3 collbench run alltoallv --backend mpi` (the `mpi` feature;
+/// `cargo test -p collbench-cli --features mpi --test alltoallv`).
+#[cfg(feature = "mpi")]
+#[test]
+fn mpi_backend_is_exact_with_every_generator() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("traffic.txt");
+    std::fs::write(&file, MATRIX).unwrap();
+    let matrix = file.to_str().unwrap();
+    let cases: [(&str, &str, &[&str]); 3] = [
+        (
+            "NCCL_TESTS_ALLTOALLV_SPREAD",
+            "1.0",
+            &["-b", "8", "-e", "64K", "-f", "4"],
+        ),
+        (
+            "NCCL_TESTS_ALLTOALLV_SPREAD",
+            "0.3",
+            &["-b", "8", "-e", "64K", "-f", "4"],
+        ),
+        (
+            "NCCL_TESTS_ALLTOALLV_MATRIX_FILE",
+            matrix,
+            &["-b", "64K", "-e", "64K"],
+        ),
+    ];
+    for (var, val, sizes) in cases {
+        let out = std::process::Command::new("mpirun")
+            .args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "-np",
+                "3",
+                "-x",
+                var,
+            ])
+            .arg(env!("CARGO_BIN_EXE_collbench"))
+            .args([
+                "run",
+                "alltoallv",
+                "--backend",
+                "mpi",
+                "-d",
+                "all",
+                "-w",
+                "0",
+                "-n",
+                "1",
+            ])
+            .args(sizes)
+            .args(["--format", "json"])
+            .env(var, val)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{var}={val}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rec: Record = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(!rec.results.is_empty());
+        for row in &rec.results {
+            assert_eq!(
+                row.out_of_place.as_ref().unwrap().wrong,
+                Some(0),
+                "{var}={val}: {row:?}"
+            );
+        }
+    }
+}
