@@ -39,7 +39,7 @@ fn every_op_type_and_redop_is_exact_for_several_rank_counts() {
             String::from_utf8_lossy(&out.stderr)
         );
         let rows = rows(&stdout);
-        // 10 collectives; reducing ones x 6 ops; all x 12 types; 5 sizes.
+        // 11 collectives; reducing ones x 6 ops; all x 12 types; 5 sizes.
         assert!(rows.len() > 1000, "ranks {ranks}: only {} rows", rows.len());
         for (size, oop, ip) in &rows {
             assert_eq!(oop, "0", "ranks {ranks} size {size}");
