@@ -68,7 +68,14 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
             )))
         }
     };
+    // alltoallv's traffic comes from nccl-tests' environment variables.
+    let traffic = if collectives.contains(&collbench_core::Collective::AllToAllV) {
+        collbench_runner::plan::traffic_from_env().map_err(u)?
+    } else {
+        Default::default()
+    };
     Ok(Plan {
+        traffic,
         collectives,
         dtypes,
         redops,
@@ -88,7 +95,7 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         timestamps: a.report_timestamps > 0,
         unalign: a.unalign,
         test_corrupt: a.test_corrupt,
-        explain: false,
+        ..Plan::default()
     })
 }
 
@@ -132,7 +139,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         files.push(output_file(p, None)?);
     }
     if let Some(p) = &a.output_file {
-        files.push(output_file(p, Some(Format::Json))?);
+        files.push(output_file(p, Some(Format::NcclTestsJson))?);
     }
     // The explanation pass runs when the text asks for it or a record
     // (JSON, CSV) will carry it; plain text runs never load the plugin.

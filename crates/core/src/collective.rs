@@ -27,6 +27,8 @@ pub enum Collective {
     Scatter = 8,
     #[serde(rename = "hypercube")]
     HyperCube = 9,
+    #[serde(rename = "alltoallv")]
+    AllToAllV = 10,
 }
 
 /// How a collective treats the reduction operator.
@@ -49,6 +51,9 @@ enum Volume {
     ParamTimesRanks,
     /// param_count * elt_size * (world_size - 1) (hypercube)
     ParamTimesPeers,
+    /// The larger of the send and receive buffers: the busiest rank's
+    /// bytes (alltoallv).
+    LargerBuffer,
 }
 
 /// How buffers are sized from the requested element count.
@@ -63,6 +68,8 @@ enum Layout {
     Scatters,
     /// Each rank sends and receives one chunk per peer (alltoall).
     Exchange,
+    /// Per-peer counts from the alltoallv traffic (see [`crate::alltoallv`]).
+    Traffic,
 }
 
 /// The facts about one collective.
@@ -210,10 +217,20 @@ static HYPERCUBE: CollectiveSpec = CollectiveSpec {
     ..BASE
 };
 
+static ALLTOALLV: CollectiveSpec = CollectiveSpec {
+    name: "alltoallv",
+    perf_name: "alltoallv_perf",
+    in_place_checked: false,
+    layout: Layout::Traffic,
+    volume: Volume::LargerBuffer,
+    busbw: BusBw::NMinusOneOverN,
+    ..BASE
+};
+
 impl Collective {
     /// Every collective, in the order `collbench run all` runs them: the
     /// seven that nccl-tests users run most first.
-    pub const ALL: [Collective; 10] = [
+    pub const ALL: [Collective; 11] = [
         Collective::AllReduce,
         Collective::AllGather,
         Collective::ReduceScatter,
@@ -224,6 +241,7 @@ impl Collective {
         Collective::Gather,
         Collective::Scatter,
         Collective::HyperCube,
+        Collective::AllToAllV,
     ];
 
     /// The facts table entry for this collective.
@@ -239,6 +257,7 @@ impl Collective {
             Collective::Gather => &GATHER,
             Collective::Scatter => &SCATTER,
             Collective::HyperCube => &HYPERCUBE,
+            Collective::AllToAllV => &ALLTOALLV,
         }
     }
 
@@ -277,7 +296,9 @@ impl Collective {
 
     /// Buffer counts for a requested size in bytes, rounded down as
     /// nccl-tests rounds them (chunks of 16 bytes per rank where the
-    /// buffer is split between ranks).
+    /// buffer is split between ranks). alltoallv's counts depend on its
+    /// traffic: this gives the default generated pattern's; use
+    /// [`crate::alltoallv::Traffic::counts`] for the run's own traffic.
     pub fn counts(self, size_bytes: u64, elt_size: usize, world_size: usize) -> Counts {
         let elt = elt_size as u64;
         let n = world_size.max(1) as u64;
@@ -315,13 +336,17 @@ impl Collective {
                 send_inplace_offset: 0,
                 recv_inplace_offset: 0,
             },
+            Layout::Traffic => {
+                crate::alltoallv::Traffic::default().counts(size_bytes, elt_size, world_size)
+            }
         }
     }
 
-    /// Algorithm bandwidth in GB/s (1e9 B/s) for one iteration of `time_s`.
+    /// Algorithm bandwidth in GB/s (1e9 B/s) for one iteration of `time_s`
+    /// of a case with `counts`.
     pub fn algbw_gbps(
         self,
-        param_count: u64,
+        counts: &Counts,
         elt_size: usize,
         world_size: usize,
         time_s: f64,
@@ -329,11 +354,12 @@ impl Collective {
         if time_s <= 0.0 {
             return 0.0;
         }
-        let bytes = param_count as f64 * elt_size as f64;
+        let bytes = counts.param_count as f64 * elt_size as f64;
         let bytes = match self.spec().volume {
             Volume::Param => bytes,
             Volume::ParamTimesRanks => bytes * world_size as f64,
             Volume::ParamTimesPeers => bytes * (world_size.max(1) - 1) as f64,
+            Volume::LargerBuffer => counts.size_bytes(elt_size) as f64,
         };
         bytes / 1.0e9 / time_s
     }
@@ -411,9 +437,30 @@ mod tests {
     fn busbw_matches_anchor() {
         // all_reduce 8 GiB on 2 GPUs in 24571.9 us -> 349.58 GB/s.
         let c = Collective::AllReduce;
-        let algbw = c.algbw_gbps(2147483648, 4, 2, 24571.9e-6);
+        let algbw = c.algbw_gbps(&c.counts(8 << 30, 4, 2), 4, 2, 24571.9e-6);
         assert!((algbw * c.busbw_factor(2) - 349.58).abs() < 0.01);
         let c = Collective::AllGather;
         assert!((c.busbw_factor(8) - 0.875).abs() < 1e-12);
+        // alltoallv: the busiest rank's bytes over time, times (n-1)/n.
+        let c = Collective::AllToAllV;
+        let counts = c.counts(4096, 4, 4);
+        let algbw = c.algbw_gbps(&counts, 4, 4, 1e-6);
+        assert!((algbw - 4080.0 / 1e3).abs() < 1e-9);
+        assert!((c.busbw_factor(4) - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn alltoallv_is_its_own_collective() {
+        assert_eq!(
+            Collective::parse("alltoallv").unwrap(),
+            Collective::AllToAllV
+        );
+        assert_eq!(Collective::parse("alltoall").unwrap(), Collective::AllToAll);
+        assert_eq!(
+            Collective::from_perf_name("alltoallv_perf"),
+            Some(Collective::AllToAllV)
+        );
+        assert_eq!(Collective::ALL.last(), Some(&Collective::AllToAllV));
+        assert!(!Collective::AllToAllV.spec().in_place_checked);
     }
 }

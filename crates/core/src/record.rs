@@ -103,6 +103,20 @@ pub struct RunSettings {
     /// Elements by which buffers were misaligned (`-u`).
     #[serde(default)]
     pub unalign: u64,
+    /// Whether every timed iteration's time was kept (`-I 1`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub per_iter_timing: bool,
+    /// Leading iterations left out of the per-iteration summary (`-K`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub per_iter_skip: u64,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One rank's placement: host and device.
@@ -193,6 +207,14 @@ pub struct Placement {
     /// backends that cannot say (CPU, MPI) and for parsed logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<Explanation>,
+    /// Every timed iteration's time in microseconds (the slowest rank's),
+    /// kept with per-iteration timing (`-I 1`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iter_times_us: Vec<f64>,
+    /// The same per process (one row each, the slowest of its ranks), when
+    /// more than one process took part.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub process_iter_times_us: Vec<Vec<f64>>,
 }
 
 /// The JSON Schema of [`Record`] (the file `schema/record.schema.json`).

@@ -7,6 +7,7 @@
 //! element, or the reduction over all ranks of one input index. Backends
 //! (host or GPU kernels) implement the same formulas.
 
+use crate::alltoallv::PeerCounts;
 use crate::{Collective, Counts, DataType, ReduceOp};
 
 /// What one output element must equal.
@@ -21,6 +22,10 @@ pub enum Source {
 }
 
 /// Maps output element `j` of `rank`'s receive buffer to its source.
+///
+/// alltoallv's layout is not in [`Counts`] (it depends on the run's
+/// traffic): this returns `Unchecked` for it, and checkers of alltoallv use
+/// [`alltoallv_source`] with the case's [`PeerCounts`].
 pub fn output_source(
     coll: Collective,
     counts: &Counts,
@@ -63,6 +68,18 @@ pub fn output_source(
             rank: root,
             index: rank as u64 * base + j,
         },
+        Collective::AllToAllV => Source::Unchecked,
+    }
+}
+
+/// Maps output element `j` of `rank`'s alltoallv receive buffer to its
+/// source: the segments from ranks 0, 1, ... in order, each the part of
+/// the sender's input that it sends to `rank`. Past what `rank` receives
+/// (buffers are sized for the busiest rank) nothing is defined.
+pub fn alltoallv_source(peers: &PeerCounts, rank: usize, j: u64) -> Source {
+    match peers.source(rank, j) {
+        Some((src, index)) => Source::Input { rank: src, index },
+        None => Source::Unchecked,
     }
 }
 
@@ -280,6 +297,14 @@ mod tests {
             output_source(Collective::Reduce, &counts, 4, 1, 0, 3),
             Source::Unchecked
         );
+        // alltoallv, 2 ranks, 1024 B each, fully distance-weighted: each
+        // rank sends all 1024 B (256 floats) to the other.
+        let peers = crate::alltoallv::Traffic::default().peer_counts(128, 4, 2);
+        assert_eq!(
+            alltoallv_source(&peers, 1, 5),
+            Source::Input { rank: 0, index: 5 }
+        );
+        assert_eq!(alltoallv_source(&peers, 1, 256), Source::Unchecked);
     }
 
     #[test]

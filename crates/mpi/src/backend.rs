@@ -4,9 +4,10 @@
 use crate::check;
 use crate::coll::{self, Ctx, Ptrs};
 use crate::ops::{self, Op};
+use collbench_core::alltoallv::Traffic;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
-use collbench_core::{verify::Pattern, with_element, Bootstrap, DeviceInfo};
+use collbench_core::{verify::Pattern, with_element, Bootstrap, Collective, DeviceInfo};
 use collbench_runner::host_buffers::HostBuffers;
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
 use mpi::ffi;
@@ -24,6 +25,8 @@ pub struct MpiBackend {
     host: String,
     library: String,
     buffers: HostBuffers,
+    /// Who sends how much to whom in alltoallv.
+    traffic: Traffic,
 }
 
 /// Send, receive and scratch buffers (8-byte aligned), grown on demand.
@@ -67,6 +70,7 @@ impl MpiBackend {
             host: host.to_string(),
             library,
             buffers: HostBuffers::default(),
+            traffic: Traffic::default(),
         })
     }
 
@@ -103,6 +107,13 @@ impl MpiBackend {
             world_size: self.world_size,
             op,
             scalar: T::from_value(pattern.scalar(self.rank)),
+            peers: (case.collective == Collective::AllToAllV).then(|| {
+                self.traffic.peer_counts(
+                    case.counts.param_count,
+                    case.dtype.size_bytes(),
+                    case.world_size,
+                )
+            }),
         }
     }
 
@@ -177,6 +188,11 @@ impl Backend for MpiBackend {
 
     fn local_ranks(&self) -> usize {
         1
+    }
+
+    fn set_traffic(&mut self, traffic: &Traffic) -> Result<(), BackendError> {
+        self.traffic = traffic.clone();
+        Ok(())
     }
 
     fn world_size(&self) -> usize {

@@ -3,9 +3,10 @@
 //! formula, run once, compare bit for bit (2 ULP for floating avg).
 
 use crate::coll::{self, Ctx, Ptrs};
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
-use collbench_core::verify::{output_source, ulp_distance, Pattern, Source};
+use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
 use collbench_runner::{BackendError, CaseSpec};
 
 /// Runs `case` once on freshly patterned data and returns the number of
@@ -48,23 +49,33 @@ pub unsafe fn check_case<T: Element>(
             *v = T::poison();
         }
     }
-    Ok(count_wrong(case, &pattern, r, out))
+    Ok(count_wrong(case, &pattern, r, out, ctx.peers.as_ref()))
 }
 
 /// Output elements of rank `rank` that differ from what the pattern says.
-fn count_wrong<T: Element>(case: &CaseSpec, pattern: &Pattern, rank: usize, out: &[T]) -> u64 {
+/// `peers` is alltoallv's layout.
+fn count_wrong<T: Element>(
+    case: &CaseSpec,
+    pattern: &Pattern,
+    rank: usize,
+    out: &[T],
+    peers: Option<&PeerCounts>,
+) -> u64 {
     let tol = pattern.tolerance_ulps();
     let elt = case.dtype.size_bytes();
     let mut wrong = 0;
     for (j, got) in out.iter().enumerate() {
-        let src = output_source(
-            case.collective,
-            &case.counts,
-            case.world_size,
-            rank,
-            case.root,
-            j as u64,
-        );
+        let src = match peers {
+            Some(peers) => alltoallv_source(peers, rank, j as u64),
+            None => output_source(
+                case.collective,
+                &case.counts,
+                case.world_size,
+                rank,
+                case.root,
+                j as u64,
+            ),
+        };
         if src == Source::Unchecked {
             continue;
         }
@@ -107,10 +118,10 @@ mod tests {
         let mut out: Vec<f32> = (0..c.counts.recv_count)
             .map(|j| pattern.input((j / base) as usize, j % base) as f32)
             .collect();
-        assert_eq!(count_wrong(&c, &pattern, 1, &out), 0);
+        assert_eq!(count_wrong(&c, &pattern, 1, &out, None), 0);
         out[3] = f32::poison();
         out[base as usize] += 1.0;
-        assert_eq!(count_wrong(&c, &pattern, 1, &out), 2);
+        assert_eq!(count_wrong(&c, &pattern, 1, &out, None), 2);
     }
 
     #[test]
@@ -127,8 +138,8 @@ mod tests {
             .collect();
         let mut out = exact.clone();
         out[0] = f32::from_bits(out[0].to_bits() + 2);
-        assert_eq!(count_wrong(&c, &pattern, 0, &out), 0);
+        assert_eq!(count_wrong(&c, &pattern, 0, &out, None), 0);
         out[1] = f32::from_bits(out[1].to_bits() + 3);
-        assert_eq!(count_wrong(&c, &pattern, 0, &out), 1);
+        assert_eq!(count_wrong(&c, &pattern, 0, &out, None), 1);
     }
 }

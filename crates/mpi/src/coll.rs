@@ -7,6 +7,7 @@
 //! sendrecv and reduce_scatter need a local copy to fit (see each arm).
 
 use crate::ops::{self, check, count, Op};
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::element::Element;
 use collbench_core::{Collective, ReduceOp};
 use collbench_runner::{BackendError, CaseSpec};
@@ -30,6 +31,8 @@ pub struct Ctx<'a, T> {
     pub op: Option<&'a Op>,
     /// mulsum's factor for this rank (`Pattern::scalar(rank)`).
     pub scalar: T,
+    /// alltoallv's per-peer counts (alltoallv only).
+    pub peers: Option<PeerCounts>,
 }
 
 const TAG: c_int = 0x5eed;
@@ -203,6 +206,13 @@ pub unsafe fn run_op<T: Element>(
                 )?;
             }
         }
+        Collective::AllToAllV => {
+            let peers = ctx
+                .peers
+                .as_ref()
+                .ok_or_else(|| BackendError::Library("alltoallv without per-peer counts".into()))?;
+            alltoallv(ctx, peers, p, case.in_place)?;
+        }
         Collective::HyperCube => {
             // log2(n) pairwise exchanges; after the step with partner
             // r ^ block each rank holds the 2 * block chunks of its group.
@@ -238,6 +248,50 @@ pub unsafe fn run_op<T: Element>(
         }
     }
     Ok(())
+}
+
+/// One alltoallv as this rank through `MPI_Alltoallv`, with the per-peer
+/// counts and displacements of `peers`. In place (send data inside the
+/// receive buffer, laid out as the send side) the send data is staged in
+/// `p.scratch` first: MPI's in-place form assumes one layout for both.
+///
+/// # Safety
+/// As [`run_op`]; `p.scratch` holds `peers.send_total(rank)` elements.
+pub unsafe fn alltoallv<T: Element>(
+    ctx: &Ctx<'_, T>,
+    peers: &PeerCounts,
+    p: &Ptrs<T>,
+    in_place: bool,
+) -> Result<(), BackendError> {
+    let (r, n) = (ctx.rank, ctx.world_size);
+    let ints = |f: &dyn Fn(usize) -> u64| -> Result<Vec<c_int>, BackendError> {
+        (0..n).map(|k| count(f(k))).collect()
+    };
+    let send_counts = ints(&|k| peers.count(r, k))?;
+    let send_displs = ints(&|k| peers.send_displ(r, k))?;
+    let recv_counts = ints(&|k| peers.count(k, r))?;
+    let recv_displs = ints(&|k| peers.recv_displ(r, k))?;
+    let input: *const T = if in_place {
+        std::ptr::copy_nonoverlapping(p.send, p.scratch, peers.send_total(r) as usize);
+        p.scratch
+    } else {
+        p.send
+    };
+    let dt = ops::datatype(T::DTYPE);
+    check(
+        ffi::MPI_Alltoallv(
+            ptr(input),
+            send_counts.as_ptr(),
+            send_displs.as_ptr(),
+            dt,
+            mptr(p.recv),
+            recv_counts.as_ptr(),
+            recv_displs.as_ptr(),
+            dt,
+            ctx.comm,
+        ),
+        "MPI_Alltoallv",
+    )
 }
 
 /// avg is a sum divided by the number of ranks afterwards (truncating for

@@ -11,6 +11,7 @@
 //! [`backend`] (the benchmark itself, safe Rust).
 
 mod affinity;
+pub mod alltoallv;
 pub mod api;
 pub mod backend;
 pub mod cuda;

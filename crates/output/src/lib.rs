@@ -11,6 +11,7 @@ pub mod csv;
 pub mod json;
 pub mod markdown;
 pub mod metrics;
+pub mod nccl_tests_json;
 pub mod text;
 pub mod units;
 
@@ -37,6 +38,9 @@ pub enum Format {
     /// GitHub tables.
     #[cfg_attr(feature = "clap", value(name = "md", alias = "markdown"))]
     Markdown,
+    /// nccl-tests' own `-J` layout (see [`nccl_tests_json`]); chosen by
+    /// `-J`, never by a file extension.
+    NcclTestsJson,
 }
 
 impl Format {
@@ -59,6 +63,7 @@ impl Format {
             Format::Json => Box::new(json::JsonExporter),
             Format::Csv => Box::new(csv::CsvExporter),
             Format::Markdown => Box::new(markdown::MarkdownExporter),
+            Format::NcclTestsJson => Box::new(nccl_tests_json::NcclTestsJsonExporter::default()),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The seam between the runner and a communication library.
 
+use collbench_core::alltoallv::Traffic;
 use collbench_core::{Collective, Counts, DataType, DeviceInfo, Explanation, ReduceOp};
 
 /// One case as a backend runs it.
@@ -114,6 +115,15 @@ pub trait Backend {
                 "-u (unaligned buffers) is not supported by this backend".into(),
             ))
         }
+    }
+    /// Sets who sends how much to whom in alltoallv, before any alltoallv
+    /// case runs. Backends without alltoallv say so (the runner then skips
+    /// alltoallv with a note).
+    fn set_traffic(&mut self, traffic: &Traffic) -> Result<(), BackendError> {
+        let _ = traffic;
+        Err(BackendError::Unsupported(
+            "alltoallv is not supported by this backend yet".into(),
+        ))
     }
     /// A backend over some of this process's ranks (global rank numbers),
     /// renumbered 0.., for localisation tests such as pairwise sendrecv.

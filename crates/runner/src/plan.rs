@@ -1,6 +1,7 @@
 //! What to run: collectives x types x operators x roots x sizes, and how.
 
-use collbench_core::{size, Collective, DataType, ReduceOp};
+use collbench_core::alltoallv::{self, Traffic, TrafficError, TrafficMatrix};
+use collbench_core::{size, Collective, Counts, DataType, ReduceOp};
 use serde::{Deserialize, Serialize};
 
 /// How per-rank times are combined into the reported time (`-a`).
@@ -96,6 +97,13 @@ pub struct Plan {
     /// Ask the backend what the library ran for every case (`--explain`),
     /// in a separate untimed pass after the timed loop.
     pub explain: bool,
+    /// alltoallv's traffic (see [`traffic_from_env`]).
+    pub traffic: Traffic,
+    /// Keep every timed iteration's time in the record (`-I 1`).
+    pub per_iter_timing: bool,
+    /// Leave this many leading iterations out of the per-iteration
+    /// summary (`-K`).
+    pub per_iter_skip: u32,
 }
 
 impl Default for Plan {
@@ -122,6 +130,9 @@ impl Default for Plan {
             unalign: 0,
             test_corrupt: false,
             explain: false,
+            traffic: Traffic::default(),
+            per_iter_timing: false,
+            per_iter_skip: 0,
         }
     }
 }
@@ -139,6 +150,23 @@ impl Plan {
     /// The sizes of one sweep.
     pub fn sizes(&self) -> Result<Vec<u64>, size::SweepError> {
         size::sweep(self.min_bytes, self.max_bytes, self.step)
+    }
+
+    /// Buffer counts of `coll` at `size_bytes`: the collectives table's,
+    /// and for alltoallv the plan's traffic.
+    pub fn counts(
+        &self,
+        coll: Collective,
+        size_bytes: u64,
+        dtype: DataType,
+        world_size: usize,
+    ) -> Counts {
+        if coll == Collective::AllToAllV {
+            self.traffic
+                .counts(size_bytes, dtype.size_bytes(), world_size)
+        } else {
+            coll.counts(size_bytes, dtype.size_bytes(), world_size)
+        }
     }
 
     /// The variants of `coll` in nccl-tests' order: types, then operators
@@ -165,6 +193,28 @@ impl Plan {
         }
         out
     }
+}
+
+/// alltoallv's traffic from nccl-tests' environment variables:
+/// `NCCL_TESTS_ALLTOALLV_MATRIX_FILE` (with `_MATRIX_SCALE`) if set, else
+/// the generated pattern with `NCCL_TESTS_ALLTOALLV_SPREAD`. Errors are one
+/// line naming the variable or file and the fix.
+pub fn traffic_from_env() -> Result<Traffic, String> {
+    let var = |name| std::env::var(name).ok();
+    let e = |e: TrafficError| e.to_string();
+    let Some(path) = var(alltoallv::ENV_MATRIX_FILE) else {
+        return Traffic::generated(var(alltoallv::ENV_SPREAD).as_deref()).map_err(e);
+    };
+    let text = std::fs::read_to_string(&path).map_err(|err| {
+        format!(
+            "cannot read traffic matrix {path} ({}={path}): {err}; point it at a readable file",
+            alltoallv::ENV_MATRIX_FILE
+        )
+    })?;
+    let scale = var(alltoallv::ENV_MATRIX_SCALE);
+    TrafficMatrix::parse(&path, &text, scale.as_deref())
+        .map(Traffic::Matrix)
+        .map_err(e)
 }
 
 #[cfg(test)]

@@ -112,7 +112,23 @@ impl<'a> Runner<'a> {
             max_bytes: self.plan.max_bytes,
         };
         let collectives = self.plan.collectives.clone();
+        // alltoallv's traffic must fit the job; a backend without alltoallv
+        // skips it (with a note) rather than failing the whole run.
+        let mut no_alltoallv = None;
+        if collectives.contains(&Collective::AllToAllV) {
+            self.plan
+                .traffic
+                .check_job(world_size, self.plan.min_bytes, self.plan.max_bytes)
+                .map_err(|e| RunError::Plan(e.to_string()))?;
+            no_alltoallv = self.backend.set_traffic(&self.plan.traffic).err();
+        }
         for coll in collectives {
+            if let (Collective::AllToAllV, Some(e)) = (coll, &no_alltoallv) {
+                if root {
+                    obs.note(&format!("skipping {coll}: {e}"));
+                }
+                continue;
+            }
             if coll.spec().needs_power_of_two && !world_size.is_power_of_two() {
                 if root {
                     obs.note(&format!(
@@ -135,7 +151,7 @@ impl<'a> Runner<'a> {
                         )));
                     }
                     for &size in &sizes {
-                        let counts = coll.counts(size, v.dtype.size_bytes(), world_size);
+                        let counts = self.plan.counts(coll, size, v.dtype, world_size);
                         let case = |in_place| CaseSpec {
                             collective: coll,
                             dtype: v.dtype,
@@ -205,6 +221,8 @@ impl<'a> Runner<'a> {
             blocking: p.blocking > 0,
             average: p.average.name().to_string(),
             unalign: p.unalign as u64,
+            per_iter_timing: p.per_iter_timing,
+            per_iter_skip: p.per_iter_skip as u64,
         }
     }
 
@@ -266,6 +284,7 @@ impl<'a> Runner<'a> {
         let mut times = Vec::new();
         let mut cputimes = Vec::new();
         let mut iter_us: Vec<f64> = Vec::new();
+        let mut process_iter_us = Vec::new();
         let mut total_wrong: Option<u64> = None;
         let mut explains = Vec::new();
         for (proc_rank, b) in all.iter().enumerate() {
@@ -281,6 +300,7 @@ impl<'a> Runner<'a> {
             for (a, b) in iter_us.iter_mut().zip(&r.iter_times_us) {
                 *a = a.max(*b);
             }
+            process_iter_us.push(r.iter_times_us);
             if let Some(w) = r.wrong {
                 total_wrong = Some(total_wrong.unwrap_or(0) + w);
             }
@@ -289,21 +309,29 @@ impl<'a> Runner<'a> {
         let time_s = self.plan.average.combine(&times);
         let coll = case.collective;
         let elt = case.dtype.size_bytes();
-        let algbw = coll.algbw_gbps(case.counts.param_count, elt, case.world_size, time_s);
+        let algbw = coll.algbw_gbps(&case.counts, elt, case.world_size, time_s);
         let shown_s = if self.plan.cputime && !cputimes.is_empty() {
             cputimes[0]
         } else {
             time_s
         };
+        let per_iter = self.plan.per_iter_timing;
+        if !per_iter || process_iter_us.len() < 2 {
+            process_iter_us.clear();
+        }
+        // -K: the summary leaves out leading iterations (never all of them).
+        let skip = (self.plan.per_iter_skip as usize).min(iter_us.len().saturating_sub(1));
         Ok(Some(Placement {
             time_us: shown_s * 1e6,
             algbw_gbps: algbw,
             busbw_gbps: algbw * coll.busbw_factor(case.world_size),
             wrong: total_wrong,
             iterations: (timing.iters * timing.agg_iters) as u64,
-            stats: TimeStats::from_samples(&iter_us),
+            stats: TimeStats::from_samples(&iter_us[skip..]),
             rank_time_us: times.iter().map(|t| t * 1e6).collect(),
             explain: (!explains.is_empty()).then(|| Explanation::merge(explains)),
+            iter_times_us: if per_iter { iter_us } else { Vec::new() },
+            process_iter_times_us: process_iter_us,
         }))
     }
 }

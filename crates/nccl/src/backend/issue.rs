@@ -29,6 +29,9 @@ pub(crate) enum Route {
     P2p,
     /// The own chunk copied, then [`hypercube_rounds`], each its group.
     HyperCube,
+    /// Not run on NCCL yet (alltoallv: its GPU check is not written);
+    /// `supports` refuses it before any launch.
+    NotOnNccl,
 }
 
 /// The route of collective `c` with the collectives this NCCL has.
@@ -46,6 +49,7 @@ pub(crate) fn route(c: Collective, native: NativeOps) -> Route {
             Route::P2p
         }
         Collective::HyperCube => Route::HyperCube,
+        Collective::AllToAllV => Route::NotOnNccl,
     }
 }
 
@@ -237,6 +241,12 @@ impl NcclBackend {
                     },
                 )?;
                 group.end()?;
+            }
+            Route::NotOnNccl => {
+                return Err(BackendError::Unsupported(format!(
+                    "{} does not run on the NCCL backend yet",
+                    case.collective
+                )))
             }
             Route::HyperCube => {
                 let own = at(recv, rank * count);

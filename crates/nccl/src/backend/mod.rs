@@ -161,6 +161,12 @@ impl Backend for NcclBackend {
     }
 
     fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
+        if issue::route(case.collective, self.nccl.native()) == issue::Route::NotOnNccl {
+            return Err(BackendError::Unsupported(format!(
+                "{} runs on the CPU and MPI backends; on NCCL its verification kernel is not written yet",
+                case.collective
+            )));
+        }
         if self.opts.register == 2 && !runs_with_windows(case.collective) {
             return Err(BackendError::Unsupported(
                 "-R 2 runs all_reduce, all_gather, reduce_scatter and alltoall only (broadcast hung at 2 MiB with symmetric windows on NCCL 2.28.3): use -R 1 for this collective".into(),

@@ -116,8 +116,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
                 wrong: None,
                 iterations: times.len() as u64,
                 stats: TimeStats::from_samples(&times),
-                rank_time_us: Vec::new(),
-                explain: None,
+                ..Placement::default()
             }),
             ..CaseResult::default()
         });

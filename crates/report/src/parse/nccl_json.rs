@@ -237,7 +237,7 @@ fn placement(
             .unwrap_or(iters),
         stats,
         rank_time_us,
-        explain: None,
+        ..Placement::default()
     }))
 }
 

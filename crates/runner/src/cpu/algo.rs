@@ -5,13 +5,15 @@
 //! memory: all_reduce as a reduce-scatter (each rank reduces its 1/n chunk
 //! reading every peer) followed by an all-gather; alltoall as a pairwise
 //! exchange starting at the next rank; hypercube as log2(n) pairwise
-//! exchange steps. Each op ends with a barrier, so a rank never overwrites
+//! exchange steps; alltoallv as alltoall with per-peer counts and
+//! displacements. Each op ends with a barrier, so a rank never overwrites
 //! data a peer is still reading. Data moves in whole chunks through
 //! `copy_nonoverlapping` and reductions are tight loops over slices that
 //! the compiler vectorises.
 
 use super::barrier::SpinBarrier;
 use crate::CaseSpec;
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::element::Element;
 use collbench_core::{Collective, ReduceOp};
 use std::ops::Range;
@@ -98,17 +100,20 @@ fn zip_apply<T: Copy>(out: &mut [T], x: &[T], f: impl Fn(T, T) -> T) {
     }
 }
 
-/// Runs one operation of `case` as rank `r`.
+/// Runs one operation of `case` as rank `r`. `peers` holds alltoallv's
+/// per-peer counts (other collectives ignore it).
 ///
 /// # Safety
 /// `p` holds valid buffers for every rank, sized for `case`, and every
-/// rank of the case calls this with the same `p` layout at the same time.
+/// rank of the case calls this with the same `p` layout at the same time;
+/// for alltoallv, `peers` is the case's layout.
 pub unsafe fn run_op<T: Element>(
     case: &CaseSpec,
     r: usize,
     p: &Ptrs<T>,
     barrier: &SpinBarrier,
     scalars: &[T],
+    peers: Option<&PeerCounts>,
 ) {
     let n = case.world_size;
     let c = &case.counts;
@@ -156,6 +161,29 @@ pub unsafe fn run_op<T: Element>(
             for step in 0..n {
                 let k = (r + step) % n;
                 copy(p.recv[r].add(k * base), src[k].add(r * base), base);
+            }
+        }
+        Collective::AllToAllV => {
+            let Some(peers) = peers else {
+                // No layout, no traffic: keep in step with the peers.
+                barrier.wait();
+                return;
+            };
+            let src: Vec<*const T> = if case.in_place {
+                // Peers read our buffer while we overwrite it: stage first.
+                copy(p.scratch[r], send(r), peers.send_total(r) as usize);
+                barrier.wait();
+                p.scratch.iter().map(|&s| s as *const T).collect()
+            } else {
+                (0..n).map(send).collect()
+            };
+            for step in 0..n {
+                let k = (r + step) % n;
+                copy(
+                    p.recv[r].add(peers.recv_displ(r, k) as usize),
+                    src[k].add(peers.send_displ(k, r) as usize),
+                    peers.count(k, r) as usize,
+                );
             }
         }
         Collective::Broadcast => {

@@ -4,9 +4,10 @@
 use super::algo::{self, chunk, Ptrs};
 use super::barrier::SpinBarrier;
 use crate::CaseSpec;
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
-use collbench_core::verify::{output_source, ulp_distance, Pattern, Source};
+use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
 use collbench_core::Collective;
 
 struct SharedPtr<T>(*mut T);
@@ -23,13 +24,14 @@ unsafe impl<T> Send for SharedPtrs<'_, T> {}
 unsafe impl<T> Sync for SharedPtrs<'_, T> {}
 
 /// Runs `case` once on freshly patterned data and returns the number of
-/// wrong elements over all ranks.
+/// wrong elements over all ranks. `peers` is alltoallv's layout.
 pub fn check_case<T: Element>(
     case: &CaseSpec,
     seed: u64,
     corrupt: bool,
     p: &Ptrs<T>,
     scalars: &[T],
+    peers: Option<&PeerCounts>,
 ) -> u64 {
     let n = case.world_size;
     let c = case.counts;
@@ -77,7 +79,7 @@ pub fn check_case<T: Element>(
                         *v = T::from_value(pattern.input(r, i as u64));
                     }
                     barrier.wait();
-                    algo::run_op(case, r, p, barrier, scalars);
+                    algo::run_op(case, r, p, barrier, scalars, peers);
                     let out = std::slice::from_raw_parts_mut(p.recv[r], c.recv_count as usize);
                     if corrupt && r == case.root {
                         if let Some(v) = out.first_mut() {
@@ -92,7 +94,11 @@ pub fn check_case<T: Element>(
                     barrier.wait();
                     let mut wrong = 0u64;
                     for (j, got) in out.iter().enumerate() {
-                        let want = match output_source(coll, &c, n, r, case.root, j as u64) {
+                        let source = match peers {
+                            Some(peers) => alltoallv_source(peers, r, j as u64),
+                            None => output_source(coll, &c, n, r, case.root, j as u64),
+                        };
+                        let want = match source {
                             Source::Unchecked => continue,
                             Source::Reduced { index } if shared_reduced => {
                                 *reduced_ptr.0.add(index as usize)

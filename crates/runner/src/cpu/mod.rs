@@ -11,8 +11,9 @@ use crate::backend::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, 
 use crate::host_buffers::HostBuffers;
 use algo::Ptrs;
 use barrier::SpinBarrier;
+use collbench_core::alltoallv::{PeerCounts, Traffic};
 use collbench_core::element::Element;
-use collbench_core::{verify::Pattern, with_element, DeviceInfo};
+use collbench_core::{verify::Pattern, with_element, Collective, DeviceInfo};
 use std::time::{Duration, Instant};
 
 /// Ranks as threads of this process.
@@ -25,6 +26,8 @@ pub struct CpuBackend {
     slow_rank: Option<usize>,
     /// Elements every buffer is misaligned by (`-u`).
     unalign: u64,
+    /// Who sends how much to whom in alltoallv.
+    traffic: Traffic,
 }
 
 /// Raw pointers handed to rank threads; each thread touches only what the
@@ -45,7 +48,19 @@ impl CpuBackend {
             buffers: (0..ranks.max(1)).map(|_| HostBuffers::default()).collect(),
             slow_rank: None,
             unalign: 0,
+            traffic: Traffic::default(),
         }
+    }
+
+    /// alltoallv's per-peer counts for `case` (`None` for the others).
+    fn peers(&self, case: &CaseSpec) -> Option<PeerCounts> {
+        (case.collective == Collective::AllToAllV).then(|| {
+            self.traffic.peer_counts(
+                case.counts.param_count,
+                case.dtype.size_bytes(),
+                case.world_size,
+            )
+        })
     }
 
     /// Test hook: slow down one rank (see the field).
@@ -98,6 +113,7 @@ impl CpuBackend {
             .map(|i| Shared(self.ptrs::<T>(case, i, timing.max_bytes)))
             .collect();
         let scalars = self.scalars::<T>(case);
+        let peers = self.peers(case);
         let barrier = SpinBarrier::new(n);
         let slow = self.slow_rank;
         let bytes = case.size_bytes();
@@ -105,12 +121,13 @@ impl CpuBackend {
             let handles: Vec<_> = (0..n)
                 .map(|r| {
                     let (steps, barrier, scalars) = (&steps, &barrier, &scalars);
+                    let peers = peers.as_ref();
                     s.spawn(move || {
                         // SAFETY: `steps[i]` holds pointers into buffers sized
                         // for this case; run_op's contract (disjoint writes,
                         // barrier-ordered reads) is kept by the algorithms.
                         let op = |i: u64| unsafe {
-                            algo::run_op(case, r, &steps[i as usize].0, barrier, scalars);
+                            algo::run_op(case, r, &steps[i as usize].0, barrier, scalars, peers);
                             if slow == Some(r) {
                                 slow_down(bytes);
                             }
@@ -206,6 +223,11 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn set_traffic(&mut self, traffic: &Traffic) -> Result<(), BackendError> {
+        self.traffic = traffic.clone();
+        Ok(())
+    }
+
     fn subset(&self, ranks: &[usize]) -> Result<Box<dyn Backend>, BackendError> {
         if ranks.is_empty() || ranks.iter().any(|&r| r >= self.world_size) {
             return Err(BackendError::Unsupported(format!(
@@ -216,9 +238,9 @@ impl Backend for CpuBackend {
         let slow = self
             .slow_rank
             .and_then(|s| ranks.iter().position(|&r| r == s));
-        Ok(Box::new(
-            CpuBackend::new(ranks.len(), &self.host).with_slow_rank(slow),
-        ))
+        let mut sub = CpuBackend::new(ranks.len(), &self.host).with_slow_rank(slow);
+        sub.traffic = self.traffic.clone();
+        Ok(Box::new(sub))
     }
 
     fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError> {
@@ -226,7 +248,8 @@ impl Backend for CpuBackend {
         Ok(with_element!(case.dtype, T => {
             let ptrs = Shared(self.ptrs::<T>(case, 0, 0));
             let scalars = self.scalars::<T>(case);
-            check::check_case::<T>(case, seed, corrupt, &ptrs.0, &scalars)
+            let peers = self.peers(case);
+            check::check_case::<T>(case, seed, corrupt, &ptrs.0, &scalars, peers.as_ref())
         }))
     }
 }
