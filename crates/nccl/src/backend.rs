@@ -863,6 +863,7 @@ impl NcclBackend {
             rank_time_s: vec![total / per; n],
             rank_cputime_s: vec![cpu / per; n],
             iter_times_us,
+            iter_stats: None,
         })
     }
 
@@ -932,6 +933,7 @@ impl NcclBackend {
             rank_time_s: vec![total / per; n],
             rank_cputime_s: vec![cpu / per; n],
             iter_times_us: Vec::new(),
+            iter_stats: None,
         })
     }
 

@@ -6,6 +6,7 @@
 
 use crate::backend::{Backend, BackendError, CaseSpec, Measurement, Timing};
 use crate::plan::Plan;
+use collbench_core::stats::StreamingStats;
 use collbench_core::{
     record::RunSettings, verify::mix, CaseResult, Collective, DeviceInfo, Placement, Record,
     TimeStats,
@@ -55,6 +56,8 @@ struct RankReport {
     rank_time_s: Vec<f64>,
     rank_cputime_s: Vec<f64>,
     iter_times_us: Vec<f64>,
+    #[serde(default)]
+    iter_stats: Option<StreamingStats>,
     wrong: Option<u64>,
 }
 
@@ -247,6 +250,7 @@ impl<'a> Runner<'a> {
             rank_time_s: m.rank_time_s,
             rank_cputime_s: m.rank_cputime_s,
             iter_times_us: m.iter_times_us,
+            iter_stats: m.iter_stats,
             wrong,
         };
         let bytes = serde_json::to_vec(&report).expect("report serialises");
@@ -256,6 +260,7 @@ impl<'a> Runner<'a> {
         let mut times = Vec::new();
         let mut cputimes = Vec::new();
         let mut iter_us: Vec<f64> = Vec::new();
+        let mut summarised: Option<StreamingStats> = None;
         let mut total_wrong: Option<u64> = None;
         for (proc_rank, b) in all.iter().enumerate() {
             let r: RankReport = serde_json::from_slice(b).map_err(|e| {
@@ -269,6 +274,10 @@ impl<'a> Runner<'a> {
             }
             for (a, b) in iter_us.iter_mut().zip(&r.iter_times_us) {
                 *a = a.max(*b);
+            }
+            // Summaries cannot be matched per iteration: pooled instead.
+            if let Some(s) = &r.iter_stats {
+                summarised.get_or_insert_with(StreamingStats::new).merge(s);
             }
             if let Some(w) = r.wrong {
                 total_wrong = Some(total_wrong.unwrap_or(0) + w);
@@ -288,8 +297,11 @@ impl<'a> Runner<'a> {
             algbw_gbps: algbw,
             busbw_gbps: algbw * coll.busbw_factor(case.world_size),
             wrong: total_wrong,
-            iterations: (timing.iters * timing.agg_iters) as u64,
-            stats: TimeStats::from_samples(&iter_us),
+            iterations: timing.iters as u64 * timing.agg_iters as u64,
+            stats: match summarised {
+                Some(s) => s.summary(),
+                None => TimeStats::from_samples(&iter_us),
+            },
             rank_time_us: times.iter().map(|t| t * 1e6).collect(),
         }))
     }
