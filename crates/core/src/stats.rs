@@ -62,7 +62,8 @@ pub struct StreamingStats {
     max: f64,
     /// Every sample while `count <= EXACT_SAMPLES`; emptied beyond.
     exact: Vec<f64>,
-    /// Histogram counts: bucket 0 below 1 ns, then 1% wide buckets.
+    /// Histogram counts: bucket 0 below 1 ns, then 1% wide buckets
+    /// (allocated with the first sample).
     buckets: Vec<u64>,
 }
 
@@ -99,7 +100,7 @@ impl StreamingStats {
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
             exact: Vec::new(),
-            buckets: vec![0; BUCKETS],
+            buckets: Vec::new(),
         }
     }
 
@@ -111,6 +112,7 @@ impl StreamingStats {
         self.m2 += d * (t - self.mean);
         self.min = self.min.min(t);
         self.max = self.max.max(t);
+        self.buckets.resize(BUCKETS, 0);
         self.buckets[bucket_of(t)] += 1;
         self.keep_exact(std::slice::from_ref(&t));
     }
@@ -137,6 +139,7 @@ impl StreamingStats {
         self.count += other.count;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
+        self.buckets.resize(BUCKETS, 0);
         for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
             *a += b;
         }
@@ -299,7 +302,10 @@ mod tests {
         assert_eq!(m.samples, o.samples);
         assert!((m.mean_us - o.mean_us).abs() < 1e-9 * o.mean_us);
         assert!((m.stdev_us - o.stdev_us).abs() < 1e-9 * o.stdev_us);
-        assert_eq!((m.min_us, m.max_us, m.p50_us, m.p99_us), (o.min_us, o.max_us, o.p50_us, o.p99_us));
+        assert_eq!(
+            (m.min_us, m.max_us, m.p50_us, m.p99_us),
+            (o.min_us, o.max_us, o.p50_us, o.p99_us)
+        );
     }
 
     #[test]
