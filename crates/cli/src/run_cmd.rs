@@ -140,7 +140,7 @@ fn output_file(path: &PathBuf, format: Option<Format>) -> Result<OutputFile, Fai
 
 fn default_cpu_ranks(a: &BackendArgs, mode: Mode) -> usize {
     if let Some(g) = a.ngpus {
-        return g * a.nthreads.max(1);
+        return g.saturating_mul(a.nthreads.max(1));
     }
     match mode {
         Mode::Alias => a.nthreads.max(1),
@@ -184,6 +184,7 @@ pub fn open_backend(
             });
         }
         let ranks = a.ranks.unwrap_or_else(|| default_cpu_ranks(a, mode));
+        collbench_runner::cpu::ranks::check_ranks(ranks).map_err(Failure::usage)?;
         if let Some(n) = note {
             eprintln!("collbench: {n}: using the built-in CPU backend with {ranks} rank threads");
         }
