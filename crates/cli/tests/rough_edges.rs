@@ -125,3 +125,31 @@ fn too_many_ranks_is_a_usage_error() {
         assert!(out.stdout.is_empty());
     }
 }
+
+/// Item 1: a GPU baseline on the CPU backend says it does not apply, before
+/// running anything (was: its 8G cases grew until the kernel killed it).
+#[test]
+fn gpu_baseline_on_the_cpu_backend_does_not_apply() {
+    let out = collbench()
+        .env("COLLBENCH_MEM_LIMIT_BYTES", (1u64 << 30).to_string())
+        .args([
+            "check",
+            "--backend",
+            "cpu",
+            "--baseline",
+            "h200x2",
+            "--quick",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = one_line(&err);
+    assert!(
+        line.starts_with("collbench: baseline 'h200x2' (2 x NVIDIA H200")
+            && line.ends_with(
+                "does not apply to the CPU backend: use --baseline cpu-ci here, or run on the GPUs it describes"
+            ),
+        "{line}"
+    );
+}
