@@ -271,3 +271,65 @@ impl Backend for CpuBackend {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::{Collective, DataType, ReduceOp};
+
+    fn case(coll: Collective, bytes: u64, ranks: usize) -> CaseSpec {
+        CaseSpec {
+            collective: coll,
+            dtype: DataType::Float,
+            redop: ReduceOp::Sum,
+            root: 0,
+            counts: coll.counts(bytes, 4, ranks),
+            in_place: false,
+            world_size: ranks,
+        }
+    }
+
+    fn timing(iters: u32, agg_iters: u32, max_bytes: u64) -> Timing {
+        Timing {
+            warmup_iters: 1,
+            iters,
+            agg_iters,
+            graph: 0,
+            blocking: 0,
+            max_bytes,
+        }
+    }
+
+    #[test]
+    fn one_summary_per_iteration_in_fixed_memory() {
+        let mut b = CpuBackend::new(3, "h");
+        for coll in [
+            Collective::AllReduce,
+            Collective::AllToAll,
+            Collective::Broadcast,
+        ] {
+            let m = b
+                .time(&case(coll, 4096, 3), &timing(5000, 3, 1 << 20))
+                .unwrap();
+            let s = m.iter_stats.expect("the CPU backend summarises");
+            assert_eq!(s.count(), 5000, "{coll}");
+            assert!(s.heap_bytes() <= 64 * 1024, "{coll}: {}", s.heap_bytes());
+            assert!(m.iter_times_us.is_empty());
+            assert_eq!(m.rank_time_s.len(), 3);
+        }
+    }
+
+    #[test]
+    fn each_iteration_counts_its_slowest_rank() {
+        // Rank 2 holds every operation back by at least 40 us (slow_down);
+        // rank 0's own clock misses that in the first iteration, the
+        // slowest-rank summary in none.
+        let mut b = CpuBackend::new(3, "h").with_slow_rank(Some(2));
+        let m = b
+            .time(&case(Collective::AllGather, 96, 3), &timing(20, 1, 96))
+            .unwrap();
+        let s = m.iter_stats.unwrap().summary().unwrap();
+        assert_eq!(s.samples, 20);
+        assert!(s.min_us >= 40.0, "{s:?}");
+    }
+}
