@@ -142,6 +142,15 @@ fn iterations(args: &CheckArgs, metric: Metric) -> Iterations {
     }
 }
 
+/// Whether `b` is one of the built-in baselines of GPU (or other
+/// accelerator) systems: all but the `cpu-*` ones. Judged against rank
+/// threads it would fail every line, after sizing its 8G cases against
+/// host memory.
+fn is_gpu_built_in(b: &Baseline) -> bool {
+    !b.name.starts_with("cpu")
+        && baseline::find_built_in(&b.name).is_ok_and(|(built_in, _)| built_in == *b)
+}
+
 /// Runs the check; returns rank 0's verdict (Pass, Warn or Fail) on
 /// every rank.
 pub fn check_main(
@@ -160,6 +169,13 @@ pub fn check_main(
     let root = control.rank() == 0;
     let info = backend.info();
     let is_cpu = info.name == "cpu";
+    if let Some(b) = baseline.as_ref().filter(|b| is_cpu && is_gpu_built_in(b)) {
+        anyhow::bail!(
+            "baseline '{}' ({}) does not apply to the CPU backend: use --baseline cpu-ci here, or run on the GPUs it describes",
+            b.name,
+            b.description
+        );
+    }
     let world_size = backend.world_size();
     let processes = control.world_size();
     let fractions = baseline

@@ -58,7 +58,7 @@ pub fn open(
 
 fn default_cpu_ranks(a: &BackendArgs, mode: Mode) -> usize {
     if let Some(g) = a.ngpus {
-        return g * a.nthreads.max(1);
+        return g.saturating_mul(a.nthreads.max(1));
     }
     match mode {
         Mode::Alias => a.nthreads.max(1),
@@ -91,6 +91,7 @@ fn open_backend(
             )));
         }
         let ranks = a.ranks.unwrap_or_else(|| default_cpu_ranks(a, mode));
+        collbench_runner::cpu::ranks::check_ranks(ranks).map_err(Failure::usage)?;
         if let Some(n) = note {
             eprintln!("collbench: {n}: using the built-in CPU backend with {ranks} rank threads");
         }

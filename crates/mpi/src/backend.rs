@@ -150,6 +150,7 @@ impl MpiBackend {
             rank_time_s: vec![time_s],
             rank_cputime_s: vec![time_s],
             iter_times_us,
+            iter_stats: None,
         })
     }
 

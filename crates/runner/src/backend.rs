@@ -1,6 +1,7 @@
 //! The seam between the runner and a communication library.
 
 use collbench_core::alltoallv::Traffic;
+use collbench_core::stats::StreamingStats;
 use collbench_core::{Collective, Counts, DataType, DeviceInfo, Explanation, ReduceOp};
 
 /// One case as a backend runs it.
@@ -45,8 +46,12 @@ pub struct Measurement {
     /// Seconds per operation spent issuing work (`-C`), per local rank.
     pub rank_cputime_s: Vec<f64>,
     /// Per-iteration times in microseconds (slowest local rank), where
-    /// the backend takes them.
+    /// the backend takes them one by one (grows with -n; backends that
+    /// summarise as they go fill `iter_stats` instead).
     pub iter_times_us: Vec<f64>,
+    /// The same per-iteration times summarised in fixed memory, where the
+    /// backend does so (the CPU backend).
+    pub iter_stats: Option<StreamingStats>,
 }
 
 /// Facts about a backend for the report header.

@@ -13,7 +13,7 @@ pub struct HostBuffers {
 }
 
 fn grow(buf: &mut Vec<u64>, bytes: u64, what: &str) -> Result<(), BackendError> {
-    let words = bytes.div_ceil(8) as usize + 1;
+    let words = usize::try_from(allocated(bytes) / 8).unwrap_or(usize::MAX);
     if buf.len() >= words {
         return Ok(());
     }
@@ -39,6 +39,36 @@ pub fn rotation(case: &CaseSpec, iter: u64, max_bytes: u64, unalign: u64) -> usi
     (t * (iter % steps) + unalign * elt) as usize
 }
 
+/// Bytes of (send, receive, staging) buffer one rank needs for `case` at
+/// every rotation up to `max_bytes`, misaligned by `unalign` elements.
+pub fn buffer_bytes(case: &CaseSpec, max_bytes: u64, unalign: u64) -> [u64; 3] {
+    let elt = case.dtype.size_bytes() as u64;
+    let c = &case.counts;
+    let pad = unalign.saturating_mul(elt);
+    let larger = c.send_count.max(c.recv_count).saturating_mul(elt);
+    [
+        (c.send_count.saturating_mul(elt))
+            .max(max_bytes)
+            .saturating_add(pad),
+        // In place, the receive buffer also holds the send data.
+        larger.max(max_bytes).saturating_add(pad),
+        larger,
+    ]
+}
+
+/// What a buffer of `bytes` really takes (whole words plus one).
+pub fn allocated(bytes: u64) -> u64 {
+    bytes.div_ceil(8).saturating_add(1).saturating_mul(8)
+}
+
+/// Elements the operation at `iter` sits past the one at iteration 0: the
+/// [`rotation`] without its fixed misalignment, for backends that compute
+/// their pointers once and shift them per operation.
+pub fn rotation_elements(case: &CaseSpec, iter: u64, max_bytes: u64) -> usize {
+    let elt = case.dtype.size_bytes() as u64;
+    (rotation(case, iter, max_bytes, 0) as u64 / elt) as usize
+}
+
 impl HostBuffers {
     /// Makes the buffers big enough for `case` at every rotation up to
     /// `max_bytes`, misaligned by `unalign` elements.
@@ -48,25 +78,29 @@ impl HostBuffers {
         max_bytes: u64,
         unalign: u64,
     ) -> Result<(), BackendError> {
-        let elt = case.dtype.size_bytes() as u64;
-        let c = &case.counts;
-        let pad = unalign * elt;
-        grow(
-            &mut self.send,
-            (c.send_count * elt).max(max_bytes) + pad,
-            "send",
-        )?;
-        // In place, the receive buffer also holds the send data.
-        grow(
-            &mut self.recv,
-            (c.send_count.max(c.recv_count) * elt).max(max_bytes) + pad,
-            "receive",
-        )?;
-        grow(
-            &mut self.scratch,
-            c.send_count.max(c.recv_count) * elt,
-            "staging",
-        )
+        let [send, recv, scratch] = buffer_bytes(case, max_bytes, unalign);
+        grow(&mut self.send, send, "send")?;
+        grow(&mut self.recv, recv, "receive")?;
+        grow(&mut self.scratch, scratch, "staging")
+    }
+
+    /// Bytes these buffers hold now.
+    pub fn held_bytes(&self) -> u64 {
+        [&self.send, &self.recv, &self.scratch]
+            .iter()
+            .map(|b| b.len() as u64 * 8)
+            .sum()
+    }
+
+    /// Bytes these buffers will hold after `ensure(case, max_bytes,
+    /// unalign)` (they only grow).
+    pub fn bytes_after(&self, case: &CaseSpec, max_bytes: u64, unalign: u64) -> u64 {
+        let held = [&self.send, &self.recv, &self.scratch];
+        buffer_bytes(case, max_bytes, unalign)
+            .iter()
+            .zip(held)
+            .map(|(&want, b)| allocated(want).max(b.len() as u64 * 8))
+            .sum()
     }
 
     /// (send, receive) of `rank` for the operation at `iter`, with

@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod cpu;
 pub mod host_buffers;
+pub mod memory;
 pub mod plan;
 pub mod run;
 

@@ -7,6 +7,7 @@
 
 use crate::backend::{Backend, BackendError, CaseSpec, Measurement, Timing};
 use crate::plan::Plan;
+use collbench_core::stats::StreamingStats;
 use collbench_core::{
     record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, Explanation,
     PeerFailure, Placement, Record, TimeStats,
@@ -55,6 +56,8 @@ struct RankReport {
     rank_time_s: Vec<f64>,
     rank_cputime_s: Vec<f64>,
     iter_times_us: Vec<f64>,
+    #[serde(default)]
+    iter_stats: Option<StreamingStats>,
     wrong: Option<u64>,
     /// What the library ran on this process's ranks (`--explain`).
     #[serde(default)]
@@ -274,6 +277,7 @@ impl<'a> Runner<'a> {
             rank_time_s: m.rank_time_s,
             rank_cputime_s: m.rank_cputime_s,
             iter_times_us: m.iter_times_us,
+            iter_stats: m.iter_stats,
             wrong,
             explain,
         };
@@ -285,6 +289,7 @@ impl<'a> Runner<'a> {
         let mut cputimes = Vec::new();
         let mut iter_us: Vec<f64> = Vec::new();
         let mut process_iter_us = Vec::new();
+        let mut summarised: Option<StreamingStats> = None;
         let mut total_wrong: Option<u64> = None;
         let mut explains = Vec::new();
         for (proc_rank, b) in all.iter().enumerate() {
@@ -301,6 +306,10 @@ impl<'a> Runner<'a> {
                 *a = a.max(*b);
             }
             process_iter_us.push(r.iter_times_us);
+            // Summaries cannot be matched per iteration: pooled instead.
+            if let Some(s) = &r.iter_stats {
+                summarised.get_or_insert_with(StreamingStats::new).merge(s);
+            }
             if let Some(w) = r.wrong {
                 total_wrong = Some(total_wrong.unwrap_or(0) + w);
             }
@@ -326,8 +335,11 @@ impl<'a> Runner<'a> {
             algbw_gbps: algbw,
             busbw_gbps: algbw * coll.busbw_factor(case.world_size),
             wrong: total_wrong,
-            iterations: (timing.iters * timing.agg_iters) as u64,
-            stats: TimeStats::from_samples(&iter_us[skip..]),
+            iterations: timing.iters as u64 * timing.agg_iters as u64,
+            stats: match summarised {
+                Some(s) => s.summary(),
+                None => TimeStats::from_samples(&iter_us[skip..]),
+            },
             rank_time_us: times.iter().map(|t| t * 1e6).collect(),
             explain: (!explains.is_empty()).then(|| Explanation::merge(explains)),
             iter_times_us: if per_iter { iter_us } else { Vec::new() },

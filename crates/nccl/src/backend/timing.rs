@@ -36,6 +36,7 @@ fn per_operation(total: f64, cpu: f64, ops: u64, n: usize, iter_times_us: Vec<f6
         rank_time_s: vec![total / per; n],
         rank_cputime_s: vec![cpu / per; n],
         iter_times_us,
+        iter_stats: None,
     }
 }
 

@@ -100,17 +100,20 @@ fn zip_apply<T: Copy>(out: &mut [T], x: &[T], f: impl Fn(T, T) -> T) {
     }
 }
 
-/// Runs one operation of `case` as rank `r`. `peers` holds alltoallv's
+/// Runs one operation of `case` as rank `r`, on every send and receive
+/// buffer of `p` moved on by `shift` elements (the rotation of this
+/// iteration; staging buffers do not move). `peers` holds alltoallv's
 /// per-peer counts (other collectives ignore it).
 ///
 /// # Safety
-/// `p` holds valid buffers for every rank, sized for `case`, and every
-/// rank of the case calls this with the same `p` layout at the same time;
-/// for alltoallv, `peers` is the case's layout.
+/// `p` holds valid buffers for every rank, sized for `case` at `shift`,
+/// and every rank of the case calls this with the same `p` layout and
+/// `shift` at the same time; for alltoallv, `peers` is the case's layout.
 pub unsafe fn run_op<T: Element>(
     case: &CaseSpec,
     r: usize,
     p: &Ptrs<T>,
+    shift: usize,
     barrier: &SpinBarrier,
     scalars: &[T],
     peers: Option<&PeerCounts>,
@@ -119,14 +122,15 @@ pub unsafe fn run_op<T: Element>(
     let c = &case.counts;
     let base = c.param_count as usize;
     let root = case.root;
-    let send = |k: usize| p.send[k] as *const T;
+    let send = |k: usize| p.send[k].add(shift) as *const T;
+    let recv = |k: usize| p.recv[k].add(shift);
     match case.collective {
         Collective::AllReduce => {
             let count = c.param_count as usize;
             let mine = chunk(count, n, r);
             let inputs: Vec<*const T> = (0..n).map(|k| send(k).add(mine.start)).collect();
             reduce_into(
-                p.recv[r].add(mine.start),
+                recv(r).add(mine.start),
                 &inputs,
                 r,
                 mine.len(),
@@ -136,17 +140,17 @@ pub unsafe fn run_op<T: Element>(
             barrier.wait();
             for k in (0..n).filter(|&k| k != r) {
                 let ck = chunk(count, n, k);
-                copy(p.recv[r].add(ck.start), p.recv[k].add(ck.start), ck.len());
+                copy(recv(r).add(ck.start), recv(k).add(ck.start), ck.len());
             }
         }
         Collective::ReduceScatter => {
             let inputs: Vec<*const T> = (0..n).map(|k| send(k).add(r * base)).collect();
-            reduce_into(p.recv[r], &inputs, r, base, case.redop, scalars);
+            reduce_into(recv(r), &inputs, r, base, case.redop, scalars);
         }
         Collective::AllGather => {
             for step in 0..n {
                 let k = (r + step) % n;
-                copy(p.recv[r].add(k * base), send(k), base);
+                copy(recv(r).add(k * base), send(k), base);
             }
         }
         Collective::AllToAll => {
@@ -160,7 +164,7 @@ pub unsafe fn run_op<T: Element>(
             };
             for step in 0..n {
                 let k = (r + step) % n;
-                copy(p.recv[r].add(k * base), src[k].add(r * base), base);
+                copy(recv(r).add(k * base), src[k].add(r * base), base);
             }
         }
         Collective::AllToAllV => {
@@ -180,21 +184,21 @@ pub unsafe fn run_op<T: Element>(
             for step in 0..n {
                 let k = (r + step) % n;
                 copy(
-                    p.recv[r].add(peers.recv_displ(r, k) as usize),
+                    recv(r).add(peers.recv_displ(r, k) as usize),
                     src[k].add(peers.send_displ(k, r) as usize),
                     peers.count(k, r) as usize,
                 );
             }
         }
         Collective::Broadcast => {
-            copy(p.recv[r], send(root), c.param_count as usize);
+            copy(recv(r), send(root), c.param_count as usize);
         }
         Collective::Reduce => {
             let count = c.param_count as usize;
             let mine = chunk(count, n, r);
             let inputs: Vec<*const T> = (0..n).map(|k| send(k).add(mine.start)).collect();
             reduce_into(
-                p.recv[root].add(mine.start),
+                recv(root).add(mine.start),
                 &inputs,
                 root,
                 mine.len(),
@@ -208,29 +212,25 @@ pub unsafe fn run_op<T: Element>(
             if case.in_place && n > 1 {
                 copy(p.scratch[r], send(r), count);
                 barrier.wait();
-                copy(p.recv[r], p.scratch[prev], count);
+                copy(recv(r), p.scratch[prev], count);
             } else {
-                copy(p.recv[r], send(prev), count);
+                copy(recv(r), send(prev), count);
             }
         }
         Collective::Gather => {
-            copy(p.recv[root].add(r * base), send(r), base);
+            copy(recv(root).add(r * base), send(r), base);
         }
         Collective::Scatter => {
-            copy(p.recv[r], send(root).add(r * base), base);
+            copy(recv(r), send(root).add(r * base), base);
         }
         Collective::HyperCube => {
-            copy(p.recv[r].add(r * base), send(r), base);
+            copy(recv(r).add(r * base), send(r), base);
             let mut block = 1;
             while block < n {
                 barrier.wait();
                 let partner = r ^ block;
                 let start = (partner & !(block - 1)) * base;
-                copy(
-                    p.recv[r].add(start),
-                    p.recv[partner].add(start),
-                    block * base,
-                );
+                copy(recv(r).add(start), recv(partner).add(start), block * base);
                 block <<= 1;
             }
         }

@@ -3,10 +3,12 @@
 
 use super::algo::{self, chunk, Ptrs};
 use super::barrier::SpinBarrier;
+use super::ranks::run_ranks;
+use crate::backend::BackendError;
 use crate::CaseSpec;
-use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
 use collbench_core::Collective;
 
@@ -24,7 +26,8 @@ unsafe impl<T> Send for SharedPtrs<'_, T> {}
 unsafe impl<T> Sync for SharedPtrs<'_, T> {}
 
 /// Runs `case` once on freshly patterned data and returns the number of
-/// wrong elements over all ranks. `peers` is alltoallv's layout.
+/// wrong elements over all ranks (an error only when the rank threads
+/// cannot be started).
 pub fn check_case<T: Element>(
     case: &CaseSpec,
     seed: u64,
@@ -32,7 +35,7 @@ pub fn check_case<T: Element>(
     p: &Ptrs<T>,
     scalars: &[T],
     peers: Option<&PeerCounts>,
-) -> u64 {
+) -> Result<u64, BackendError> {
     let n = case.world_size;
     let c = case.counts;
     let coll = case.collective;
@@ -56,69 +59,62 @@ pub fn check_case<T: Element>(
     let reduced_ptr = SharedPtr(reduced.as_mut_ptr());
     let barrier = SpinBarrier::new(n);
     let ptrs = SharedPtrs(p);
-    let wrong: u64 = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n)
-            .map(|r| {
-                let (barrier, ptrs, reduced_ptr, pattern) =
-                    (&barrier, &ptrs, &reduced_ptr, &pattern);
-                // SAFETY: every pointer comes from `p`, whose buffers the
-                // caller sized for this case; ranks write only their own
-                // buffers and slices, separated by `barrier`.
-                s.spawn(move || unsafe {
-                    let p = ptrs.0;
-                    // Poison everything the output can land in, then write inputs.
-                    let (base, len) = if case.in_place {
-                        let base = p.send[r].sub(c.send_inplace_offset as usize * r);
-                        (base, c.send_count.max(c.recv_count) as usize)
-                    } else {
-                        (p.recv[r], c.recv_count as usize)
-                    };
-                    std::slice::from_raw_parts_mut(base, len).fill(T::poison());
-                    let send = std::slice::from_raw_parts_mut(p.send[r], c.send_count as usize);
-                    for (i, v) in send.iter_mut().enumerate() {
-                        *v = T::from_value(pattern.input(r, i as u64));
+    let wrong: u64 = run_ranks(n, |r| {
+        let (barrier, ptrs, reduced_ptr, pattern) = (&barrier, &ptrs, &reduced_ptr, &pattern);
+        // SAFETY: every pointer comes from `p`, whose buffers the
+        // caller sized for this case; ranks write only their own
+        // buffers and slices, separated by `barrier`.
+        unsafe {
+            let p = ptrs.0;
+            // Poison everything the output can land in, then write inputs.
+            let (base, len) = if case.in_place {
+                let base = p.send[r].sub(c.send_inplace_offset as usize * r);
+                (base, c.send_count.max(c.recv_count) as usize)
+            } else {
+                (p.recv[r], c.recv_count as usize)
+            };
+            std::slice::from_raw_parts_mut(base, len).fill(T::poison());
+            let send = std::slice::from_raw_parts_mut(p.send[r], c.send_count as usize);
+            for (i, v) in send.iter_mut().enumerate() {
+                *v = T::from_value(pattern.input(r, i as u64));
+            }
+            barrier.wait();
+            algo::run_op(case, r, p, 0, barrier, scalars, peers);
+            let out = std::slice::from_raw_parts_mut(p.recv[r], c.recv_count as usize);
+            if corrupt && r == case.root {
+                if let Some(v) = out.first_mut() {
+                    *v = T::poison();
+                }
+            }
+            if shared_reduced {
+                for i in chunk(count, n, r) {
+                    *reduced_ptr.0.add(i) = T::from_value(pattern.reduced(i as u64));
+                }
+            }
+            barrier.wait();
+            let mut wrong = 0u64;
+            for (j, got) in out.iter().enumerate() {
+                let source = match peers {
+                    Some(peers) => alltoallv_source(peers, r, j as u64),
+                    None => output_source(coll, &c, n, r, case.root, j as u64),
+                };
+                let want = match source {
+                    Source::Unchecked => continue,
+                    Source::Reduced { index } if shared_reduced => {
+                        *reduced_ptr.0.add(index as usize)
                     }
-                    barrier.wait();
-                    algo::run_op(case, r, p, barrier, scalars, peers);
-                    let out = std::slice::from_raw_parts_mut(p.recv[r], c.recv_count as usize);
-                    if corrupt && r == case.root {
-                        if let Some(v) = out.first_mut() {
-                            *v = T::poison();
-                        }
-                    }
-                    if shared_reduced {
-                        for i in chunk(count, n, r) {
-                            *reduced_ptr.0.add(i) = T::from_value(pattern.reduced(i as u64));
-                        }
-                    }
-                    barrier.wait();
-                    let mut wrong = 0u64;
-                    for (j, got) in out.iter().enumerate() {
-                        let source = match peers {
-                            Some(peers) => alltoallv_source(peers, r, j as u64),
-                            None => output_source(coll, &c, n, r, case.root, j as u64),
-                        };
-                        let want = match source {
-                            Source::Unchecked => continue,
-                            Source::Reduced { index } if shared_reduced => {
-                                *reduced_ptr.0.add(index as usize)
-                            }
-                            src => T::from_value(pattern.expected(src).unwrap_or(f64::NAN)),
-                        };
-                        let (g, w) = (got.bits(), want.bits());
-                        if g != w && (tol == 0 || ulp_distance(g, w, elt) > tol) {
-                            wrong += 1;
-                        }
-                    }
-                    wrong
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("rank thread"))
-            .sum()
-    });
+                    src => T::from_value(pattern.expected(src).unwrap_or(f64::NAN)),
+                };
+                let (g, w) = (got.bits(), want.bits());
+                if g != w && (tol == 0 || ulp_distance(g, w, elt) > tol) {
+                    wrong += 1;
+                }
+            }
+            wrong
+        }
+    })?
+    .into_iter()
+    .sum();
     drop(reduced);
-    wrong
+    Ok(wrong)
 }

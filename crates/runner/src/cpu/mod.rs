@@ -6,14 +6,19 @@
 pub mod algo;
 pub mod barrier;
 mod check;
+pub mod fit;
+pub mod ranks;
 
 use crate::backend::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
-use crate::host_buffers::HostBuffers;
+use crate::host_buffers::{rotation_elements, HostBuffers};
 use algo::Ptrs;
 use barrier::SpinBarrier;
 use collbench_core::alltoallv::{PeerCounts, Traffic};
 use collbench_core::element::Element;
+use collbench_core::stats::StreamingStats;
 use collbench_core::{verify::Pattern, with_element, Collective, DeviceInfo};
+use ranks::run_ranks;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Ranks as threads of this process.
@@ -70,6 +75,7 @@ impl CpuBackend {
     }
 
     fn ensure(&mut self, case: &CaseSpec, max_bytes: u64) -> Result<(), BackendError> {
+        fit::check_fits(&self.buffers, case, max_bytes, self.unalign)?;
         for b in &mut self.buffers {
             b.ensure(case, max_bytes, self.unalign)?;
         }
@@ -105,68 +111,103 @@ impl CpuBackend {
             .collect()
     }
 
-    fn time_typed<T: Element>(&mut self, case: &CaseSpec, timing: &Timing) -> Measurement {
+    fn time_typed<T: Element>(
+        &mut self,
+        case: &CaseSpec,
+        timing: &Timing,
+    ) -> Result<Measurement, BackendError> {
         let n = self.world_size;
         let per_iter = timing.agg_iters.max(1) as u64;
-        let total_ops = timing.iters as u64 * per_iter;
-        let steps: Vec<Shared<T>> = (0..total_ops.max(1))
-            .map(|i| Shared(self.ptrs::<T>(case, i, timing.max_bytes)))
-            .collect();
+        let iters = timing.iters as u64;
+        let total_ops = iters.saturating_mul(per_iter).max(1);
+        // Pointers once; each operation shifts them by its rotation, so
+        // memory does not grow with -n or -m.
+        let ptrs = Shared(self.ptrs::<T>(case, 0, timing.max_bytes));
         let scalars = self.scalars::<T>(case);
         let peers = self.peers(case);
         let barrier = SpinBarrier::new(n);
+        let slowest = SlowestPerIteration::default();
         let slow = self.slow_rank;
         let bytes = case.size_bytes();
-        let results: Vec<(f64, Vec<f64>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..n)
-                .map(|r| {
-                    let (steps, barrier, scalars) = (&steps, &barrier, &scalars);
-                    let peers = peers.as_ref();
-                    s.spawn(move || {
-                        // SAFETY: `steps[i]` holds pointers into buffers sized
-                        // for this case; run_op's contract (disjoint writes,
-                        // barrier-ordered reads) is kept by the algorithms.
-                        let op = |i: u64| unsafe {
-                            algo::run_op(case, r, &steps[i as usize].0, barrier, scalars, peers);
-                            if slow == Some(r) {
-                                slow_down(bytes);
-                            }
-                        };
-                        for _ in 0..timing.warmup_iters {
-                            op(0);
-                        }
-                        barrier.wait();
-                        let start = Instant::now();
-                        let mut iter_us = Vec::with_capacity(timing.iters as usize);
-                        for it in 0..timing.iters as u64 {
-                            let t0 = Instant::now();
-                            for a in 0..per_iter {
-                                op(it * per_iter + a);
-                            }
-                            iter_us.push(t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
-                        }
-                        let total = start.elapsed().as_secs_f64();
-                        (total / total_ops.max(1) as f64, iter_us)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("rank thread"))
-                .collect()
-        });
-        let mut iter_times_us = vec![0.0f64; timing.iters as usize];
-        for (_, it) in &results {
-            for (a, b) in iter_times_us.iter_mut().zip(it) {
-                *a = a.max(*b);
+        let results = run_ranks(n, |r| {
+            let (ptrs, barrier, scalars) = (&ptrs, &barrier, &scalars);
+            let peers = peers.as_ref();
+            let op = |i: u64| {
+                let shift = rotation_elements(case, i, timing.max_bytes);
+                // SAFETY: `ptrs` point into buffers sized for this case at
+                // every rotation up to max_bytes; run_op's contract
+                // (disjoint writes, barrier-ordered reads) is kept by the
+                // algorithms.
+                unsafe { algo::run_op(case, r, &ptrs.0, shift, barrier, scalars, peers) };
+                if slow == Some(r) {
+                    slow_down(bytes);
+                }
+            };
+            for _ in 0..timing.warmup_iters {
+                op(0);
             }
+            barrier.wait();
+            // Allocated before the clock starts: the first case's page
+            // faults cost one iteration ~50 us (its 8-byte row read 3 us
+            // instead of 0.5 us).
+            let mut stats = StreamingStats::new();
+            if r == 0 {
+                stats.reserve(iters);
+            }
+            let start = Instant::now();
+            for it in 0..iters {
+                let t0 = Instant::now();
+                for a in 0..per_iter {
+                    op(it * per_iter + a);
+                }
+                slowest.record(it, t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
+                if r == 0 && it > 0 {
+                    stats.push(slowest.take(it - 1));
+                }
+            }
+            let total = start.elapsed().as_secs_f64();
+            (total / total_ops as f64, stats)
+        })?;
+        let mut iter_stats = StreamingStats::new();
+        for (_, s) in &results {
+            iter_stats.merge(s);
+        }
+        if iters > 0 {
+            iter_stats.push(slowest.take(iters - 1));
         }
         let rank_time_s: Vec<f64> = results.iter().map(|r| r.0).collect();
-        Measurement {
+        Ok(Measurement {
             rank_cputime_s: rank_time_s.clone(),
             rank_time_s,
-            iter_times_us,
-        }
+            iter_times_us: Vec::new(),
+            iter_stats: Some(iter_stats),
+        })
+    }
+}
+
+/// Per-iteration time of the slowest rank, in a ring of a few slots:
+/// every rank folds its time for iteration `it` into slot `it % SLOTS`,
+/// and rank 0 takes iteration `it - 1` once it has finished `it`.
+///
+/// Why that is safe: a rank records `it - 1` before it starts iteration
+/// `it`, and every operation ends with a barrier of all ranks (algo.rs),
+/// so when rank 0 has finished `it`, everyone has recorded `it - 1`; and
+/// no rank reaches `it - 1 + SLOTS` before rank 0 has emptied the slot.
+#[derive(Default)]
+struct SlowestPerIteration {
+    slots: [AtomicU64; SLOTS],
+}
+
+const SLOTS: usize = 4;
+
+impl SlowestPerIteration {
+    fn record(&self, it: u64, us: f64) {
+        // Non-negative floats order as their bit patterns do.
+        self.slots[it as usize % SLOTS].fetch_max(us.max(0.0).to_bits(), Ordering::AcqRel);
+    }
+
+    fn take(&self, it: u64) -> f64 {
+        f64::from_bits(self.slots[it as usize % SLOTS].swap(0, Ordering::AcqRel))
     }
 }
 
@@ -215,7 +256,7 @@ impl Backend for CpuBackend {
 
     fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError> {
         self.ensure(case, timing.max_bytes)?;
-        Ok(with_element!(case.dtype, T => self.time_typed::<T>(case, timing)))
+        with_element!(case.dtype, T => self.time_typed::<T>(case, timing))
     }
 
     fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
@@ -245,11 +286,73 @@ impl Backend for CpuBackend {
 
     fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError> {
         self.ensure(case, 0)?;
-        Ok(with_element!(case.dtype, T => {
+        with_element!(case.dtype, T => {
             let ptrs = Shared(self.ptrs::<T>(case, 0, 0));
             let scalars = self.scalars::<T>(case);
             let peers = self.peers(case);
             check::check_case::<T>(case, seed, corrupt, &ptrs.0, &scalars, peers.as_ref())
-        }))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::{Collective, DataType, ReduceOp};
+
+    fn case(coll: Collective, bytes: u64, ranks: usize) -> CaseSpec {
+        CaseSpec {
+            collective: coll,
+            dtype: DataType::Float,
+            redop: ReduceOp::Sum,
+            root: 0,
+            counts: coll.counts(bytes, 4, ranks),
+            in_place: false,
+            world_size: ranks,
+        }
+    }
+
+    fn timing(iters: u32, agg_iters: u32, max_bytes: u64) -> Timing {
+        Timing {
+            warmup_iters: 1,
+            iters,
+            agg_iters,
+            graph: 0,
+            blocking: 0,
+            max_bytes,
+        }
+    }
+
+    #[test]
+    fn one_summary_per_iteration_in_fixed_memory() {
+        let mut b = CpuBackend::new(3, "h");
+        for coll in [
+            Collective::AllReduce,
+            Collective::AllToAll,
+            Collective::Broadcast,
+        ] {
+            let m = b
+                .time(&case(coll, 4096, 3), &timing(5000, 3, 1 << 20))
+                .unwrap();
+            let s = m.iter_stats.expect("the CPU backend summarises");
+            assert_eq!(s.count(), 5000, "{coll}");
+            assert!(s.heap_bytes() <= 64 * 1024, "{coll}: {}", s.heap_bytes());
+            assert!(m.iter_times_us.is_empty());
+            assert_eq!(m.rank_time_s.len(), 3);
+        }
+    }
+
+    #[test]
+    fn each_iteration_counts_its_slowest_rank() {
+        // Rank 2 holds every operation back by at least 40 us (slow_down);
+        // rank 0's own clock misses that in the first iteration, the
+        // slowest-rank summary in none.
+        let mut b = CpuBackend::new(3, "h").with_slow_rank(Some(2));
+        let m = b
+            .time(&case(Collective::AllGather, 96, 3), &timing(20, 1, 96))
+            .unwrap();
+        let s = m.iter_stats.unwrap().summary().unwrap();
+        assert_eq!(s.samples, 20);
+        assert!(s.min_us >= 40.0, "{s:?}");
     }
 }
