@@ -158,7 +158,7 @@ fn analyze_perf_json_reads_the_cli_j_file() {
 
     // collbench's own reader of nccl-tests JSON takes it back.
     let text = std::fs::read_to_string(&file).unwrap();
-    let back = collbench_report::parse::nccl_json::parse(&text).unwrap();
+    let back = collbench_report::parse::nccl_json::parse(&text, &mut Default::default()).unwrap();
     let rows = &back[0].results;
     assert_eq!(rows.len(), 11);
     for (row, json) in rows.iter().zip(doc["results"].as_array().unwrap()) {

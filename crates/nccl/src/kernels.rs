@@ -281,8 +281,14 @@ mod cu_contract {
     #[test]
     fn collective_values_match_verify_cu() {
         let cu = enum_with("ALL_REDUCE");
-        assert_eq!(cu.len(), Collective::ALL.len(), "{cu:?}");
-        for c in Collective::ALL {
+        // alltoallv has no GPU check yet: the NCCL backend refuses it, so
+        // verify.cu need not (and does not) name it.
+        let on_gpu: Vec<Collective> = Collective::ALL
+            .into_iter()
+            .filter(|&c| c != Collective::AllToAllV)
+            .collect();
+        assert_eq!(cu.len(), on_gpu.len(), "{cu:?}");
+        for c in on_gpu {
             let name = c.name().to_ascii_uppercase();
             assert_eq!(
                 cu.get(&name),

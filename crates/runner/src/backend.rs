@@ -35,6 +35,9 @@ pub struct Timing {
     /// Largest size of the sweep: buffers rotate within it so that caches
     /// do not flatter small sizes.
     pub max_bytes: u64,
+    /// Keep every iteration's time (`-I 1`): the user asked for the list,
+    /// so memory grows with -n; otherwise a backend may summarise.
+    pub keep_iter_times: bool,
 }
 
 /// What a backend measured for one case on this process's ranks.

@@ -113,6 +113,7 @@ impl<'a> Runner<'a> {
             graph: self.plan.graph,
             blocking: self.plan.blocking,
             max_bytes: self.plan.max_bytes,
+            keep_iter_times: self.plan.per_iter_timing,
         };
         let collectives = self.plan.collectives.clone();
         // alltoallv's traffic must fit the job; a backend without alltoallv
@@ -336,9 +337,11 @@ impl<'a> Runner<'a> {
             busbw_gbps: algbw * coll.busbw_factor(case.world_size),
             wrong: total_wrong,
             iterations: timing.iters as u64 * timing.agg_iters as u64,
+            // With the whole list kept (-I 1) the summary honours -K;
+            // otherwise a backend's streaming summary stands for it.
             stats: match summarised {
-                Some(s) => s.summary(),
-                None => TimeStats::from_samples(&iter_us[skip..]),
+                Some(s) if !(per_iter && !iter_us.is_empty()) => s.summary(),
+                _ => TimeStats::from_samples(&iter_us[skip..]),
             },
             rank_time_us: times.iter().map(|t| t * 1e6).collect(),
             explain: (!explains.is_empty()).then(|| Explanation::merge(explains)),

@@ -498,7 +498,7 @@ fn geo_mean(logs: &[f64]) -> Option<f64> {
 /// taking `time_us` per iteration, as nccl-tests computes it.
 pub fn busbw_gbps(op: Collective, bytes: u64, world_size: usize, time_us: f64) -> f64 {
     let counts = op.counts(bytes, 4, world_size);
-    op.algbw_gbps(counts.param_count, 4, world_size, time_us * 1e-6) * op.busbw_factor(world_size)
+    op.algbw_gbps(&counts, 4, world_size, time_us * 1e-6) * op.busbw_factor(world_size)
 }
 
 #[cfg(test)]

@@ -21,12 +21,12 @@ mod verify;
 
 use crate::api::{Communicator, Registration, Window};
 use crate::cuda::{Device, DeviceBuffer, Stream};
+use crate::explain;
 use crate::ffi::Nccl;
 use crate::kernels::Kernels;
 use crate::loader::FoundNccl;
 use crate::NcclOptions;
 use collbench_core::collective::RedopUse;
-use crate::explain;
 use collbench_core::{Collective, DeviceInfo, Explanation, ReduceOp};
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
 

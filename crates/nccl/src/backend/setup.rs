@@ -5,11 +5,11 @@ use super::{debug, Gpu, NcclBackend};
 use crate::affinity;
 use crate::api::Communicator;
 use crate::cuda::{self, Device, Stream};
+use crate::explain::Explainer;
 use crate::ffi::{Nccl, UniqueId};
 use crate::kernels::Kernels;
 use crate::loader;
 use crate::NcclOptions;
-use crate::explain::Explainer;
 use collbench_core::Bootstrap;
 use collbench_runner::BackendError;
 

@@ -6,9 +6,9 @@ use super::barrier::SpinBarrier;
 use super::ranks::run_ranks;
 use crate::backend::BackendError;
 use crate::CaseSpec;
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
-use collbench_core::alltoallv::PeerCounts;
 use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
 use collbench_core::Collective;
 

@@ -151,8 +151,12 @@ impl CpuBackend {
             // faults cost one iteration ~50 us (its 8-byte row read 3 us
             // instead of 0.5 us).
             let mut stats = StreamingStats::new();
+            let mut kept = Vec::new();
             if r == 0 {
                 stats.reserve(iters);
+                if timing.keep_iter_times {
+                    kept.reserve(iters as usize);
+                }
             }
             let start = Instant::now();
             for it in 0..iters {
@@ -162,24 +166,34 @@ impl CpuBackend {
                 }
                 slowest.record(it, t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
                 if r == 0 && it > 0 {
-                    stats.push(slowest.take(it - 1));
+                    let t = slowest.take(it - 1);
+                    stats.push(t);
+                    if timing.keep_iter_times {
+                        kept.push(t);
+                    }
                 }
             }
             let total = start.elapsed().as_secs_f64();
-            (total / total_ops as f64, stats)
+            (total / total_ops as f64, stats, kept)
         })?;
         let mut iter_stats = StreamingStats::new();
-        for (_, s) in &results {
+        let mut iter_times_us = Vec::new();
+        for (_, s, kept) in results.iter() {
             iter_stats.merge(s);
+            iter_times_us.extend_from_slice(kept);
         }
         if iters > 0 {
-            iter_stats.push(slowest.take(iters - 1));
+            let t = slowest.take(iters - 1);
+            iter_stats.push(t);
+            if timing.keep_iter_times {
+                iter_times_us.push(t);
+            }
         }
         let rank_time_s: Vec<f64> = results.iter().map(|r| r.0).collect();
         Ok(Measurement {
             rank_cputime_s: rank_time_s.clone(),
             rank_time_s,
-            iter_times_us: Vec::new(),
+            iter_times_us,
             iter_stats: Some(iter_stats),
         })
     }
@@ -320,6 +334,7 @@ mod tests {
             graph: 0,
             blocking: 0,
             max_bytes,
+            keep_iter_times: false,
         }
     }
 
