@@ -340,7 +340,7 @@ impl<'a> Runner<'a> {
             // With the whole list kept (-I 1) the summary honours -K;
             // otherwise a backend's streaming summary stands for it.
             stats: match summarised {
-                Some(s) if !(per_iter && !iter_us.is_empty()) => s.summary(),
+                Some(s) if !per_iter || iter_us.is_empty() => s.summary(),
                 _ => TimeStats::from_samples(&iter_us[skip..]),
             },
             rank_time_us: times.iter().map(|t| t * 1e6).collect(),
