@@ -224,6 +224,13 @@ impl Backend for NcclBackend {
         let Some(explainer) = self.explainer.clone() else {
             return Ok(None);
         };
+        if self.world_size == 1 {
+            // A communicator of one rank copies locally: NCCL picks no
+            // algorithm and reports no kernel, so do not wait for one.
+            return Ok(Some(Explanation::unavailable(
+                "one rank: NCCL copies locally and runs no collective algorithm",
+            )));
+        }
         self.ensure_usable()?;
         self.ensure_buffers(case.size_bytes())?;
         let ops = self.make_ops(case)?;
