@@ -189,14 +189,16 @@ mod tests {
         assert_eq!(c.rows[0].verdict, Verdict::Regression);
         assert_eq!(
             c.regression_notes(),
-            vec![
-                "all_reduce float sum 64 MiB out-of-place: busbw -12.0%, \
+            vec!["all_reduce float sum 64 MiB out-of-place: busbw -12.0%, \
                  NCCL used RING/SIMPLE before and TREE/LL128 now"
-                    .to_string()
-            ]
+                .to_string()]
         );
         let table = c.table();
-        assert!(table.lines().next().unwrap().ends_with("| NCCL base -> new |"));
+        assert!(table
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("| NCCL base -> new |"));
         assert!(
             table.contains("| **REGRESSION** | RING/SIMPLE/24 -> TREE/LL128/24 |"),
             "{table}"
@@ -239,11 +241,9 @@ mod tests {
         let c = compare(&[base], &[new], 5.0);
         assert_eq!(
             c.regression_notes(),
-            vec![
-                "all_reduce float sum 1 GiB out-of-place: busbw -33.3%, \
+            vec!["all_reduce float sum 1 GiB out-of-place: busbw -33.3%, \
                  NCCL used RING/SIMPLE on 24 channels in both runs"
-                    .to_string()
-            ]
+                .to_string()]
         );
         // Nothing changed: the tables keep their usual columns.
         assert!(!c.table().contains("NCCL"));
@@ -275,8 +275,13 @@ mod tests {
         assert_eq!(c.verdict_line(), plain.verdict_line());
         // "NCCL could not say" counts as no explanation, too.
         let mut unavailable = new.clone();
-        unavailable.results[0].out_of_place.as_mut().unwrap().explain =
-            Some(Explanation::unavailable("NCCL_PROFILER_PLUGIN is the user's"));
+        unavailable.results[0]
+            .out_of_place
+            .as_mut()
+            .unwrap()
+            .explain = Some(Explanation::unavailable(
+            "NCCL_PROFILER_PLUGIN is the user's",
+        ));
         let c = compare(&[new], &[unavailable], 5.0);
         assert!(!c.any_choice_change());
     }
