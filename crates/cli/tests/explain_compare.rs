@@ -8,9 +8,12 @@ use collbench_core::{CaseResult, Explanation, KernelChoice, Placement, Record};
 use common::collbench;
 use std::path::Path;
 
-/// An all_reduce run of 2 ranks: (size, time µs, busbw, what NCCL ran as
-/// algo/proto/channels, or nothing).
-fn run(cases: &[(u64, f64, f64, Option<(&str, &str, u64)>)]) -> Record {
+/// What NCCL ran for a case: algorithm, protocol, channels.
+type Ran<'a> = Option<(&'a str, &'a str, u64)>;
+
+/// An all_reduce run of 2 ranks: (size, time µs, busbw, what NCCL ran or
+/// nothing).
+fn run(cases: &[(u64, f64, f64, Ran)]) -> Record {
     let mut r = Record::new("collbench");
     r.backend = Some("nccl".into());
     r.library = Some("NCCL 2.28.3".into());

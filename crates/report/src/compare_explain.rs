@@ -144,8 +144,11 @@ mod tests {
     use crate::compare::{compare, Verdict};
     use collbench_core::{CaseResult, KernelChoice, Record};
 
-    /// An all_reduce record: (size, busbw, algo/proto/channels or none).
-    fn rec(cases: &[(u64, f64, Option<(&str, &str, u64)>)]) -> Record {
+    /// What NCCL ran for a case: algorithm, protocol, channels.
+    type Ran<'a> = Option<(&'a str, &'a str, u64)>;
+
+    /// An all_reduce record: (size, busbw, what NCCL ran or nothing).
+    fn rec(cases: &[(u64, f64, Ran)]) -> Record {
         let mut r = Record::new("collbench");
         for (size, busbw, choice) in cases {
             let explain = choice.map(|(algo, proto, channels)| {
@@ -257,7 +260,7 @@ mod tests {
             (GIB, 200.0, Some(("TREE", "LL128", 24))),
             (MIB64, 100.0, Some(("TREE", "LL128", 24))),
         ]);
-        let c = compare(&[base.clone()], &[new.clone()], 5.0);
+        let c = compare(std::slice::from_ref(&base), std::slice::from_ref(&new), 5.0);
         assert_eq!(c.regressions().count(), 1);
         assert!(c.regression_notes().is_empty());
         assert!(!c.any_choice_change());
