@@ -7,6 +7,7 @@
 //! end of a multi-collective run.
 
 mod explain;
+pub mod memory;
 pub mod per_iter;
 
 pub use explain::footnotes as explain_footnotes;
@@ -249,6 +250,16 @@ pub fn out_of_bounds(rows: &[CaseResult]) -> u64 {
 
 /// The closing lines of a collective's block.
 pub fn footer(op: &str, rows: &[CaseResult]) -> String {
+    footer_with_memory(op, rows, None)
+}
+
+/// [`footer`], with `-M 1`'s memory line before the last `#` as
+/// nccl-tests prints it.
+pub fn footer_with_memory(
+    op: &str,
+    rows: &[CaseResult],
+    mem: Option<&memory::GpuMemory>,
+) -> String {
     let oob = out_of_bounds(rows);
     let mut s = format!(
         "# {:<20} : {} {}\n",
@@ -262,7 +273,11 @@ pub fn footer(op: &str, rows: &[CaseResult]) -> String {
         c_g(collbench_core::record::avg_busbw(rows))
     );
     s += "#\n";
-    s += &format!("# Collective test concluded: {}\n#\n", program_name(op));
+    s += &format!("# Collective test concluded: {}\n", program_name(op));
+    if let Some(m) = mem {
+        s += &memory::line(m);
+    }
+    s += "#\n";
     s
 }
 

@@ -74,7 +74,9 @@ fn text_of(r: &Record, opts: TextOptions) -> String {
 #[test]
 fn per_iteration_layout() {
     let t = text_of(&record(true, 0), TextOptions::default());
-    assert!(t.contains("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows \n"));
+    assert!(
+        t.contains("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows \n")
+    );
     insta::assert_snapshot!("per_iter", t);
 }
 
@@ -83,7 +85,10 @@ fn per_iteration_skip_changes_the_summary_and_the_report_line() {
     let t = text_of(&record(true, 1), TextOptions::default());
     assert!(t.contains("; summary skips first 1 iterations \n"));
     // Without the slow first iteration the maximum is 13 us.
-    let row = t.lines().find(|l| l.trim_start().starts_with("1024")).unwrap();
+    let row = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("1024"))
+        .unwrap();
     assert!(row.contains("   10.00    13.00    13.00"), "{row}");
     insta::assert_snapshot!("per_iter_skip", t);
 }
@@ -121,7 +126,14 @@ fn the_default_layout_ignores_kept_iteration_times() {
 fn header_columns_line_up_with_the_cells() {
     let t = text_of(&record(true, 0), TextOptions::default());
     let names = t.lines().find(|l| l.contains("i_cv%")).unwrap();
-    let row = t.lines().find(|l| l.trim_start().starts_with("2048")).unwrap();
+    let row = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("2048"))
+        .unwrap();
     // The in-place half's last cell ends under its i_cv% heading.
-    assert_eq!(names.trim_end().len(), row.trim_end().len(), "\n{names}\n{row}");
+    assert_eq!(
+        names.trim_end().len(),
+        row.trim_end().len(),
+        "\n{names}\n{row}"
+    );
 }

@@ -50,7 +50,8 @@ pub fn summarize(times: &[f64], skip: usize) -> Option<IterSummary> {
 /// The `# Per-Iteration Report` line nccl-tests prints under the run
 /// settings (with its trailing space).
 pub fn report_line(skip: u64) -> String {
-    let mut s = String::from("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows");
+    let mut s =
+        String::from("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows");
     if skip > 0 {
         s += &format!("; summary skips first {skip} iterations");
     }
@@ -104,7 +105,10 @@ mod tests {
     fn percentiles_are_nearest_rank_and_skip_leaves_one() {
         let t: Vec<f64> = (1..=10).map(f64::from).collect();
         let s = summarize(&t, 0).unwrap();
-        assert_eq!((s.min, s.max, s.p50, s.p95, s.p99), (1.0, 10.0, 6.0, 10.0, 10.0));
+        assert_eq!(
+            (s.min, s.max, s.p50, s.p95, s.p99),
+            (1.0, 10.0, 6.0, 10.0, 10.0)
+        );
         assert!((s.avg - 5.5).abs() < 1e-12);
         assert!((s.stdev - 8.25f64.sqrt()).abs() < 1e-12);
         let s = summarize(&t, 8).unwrap();
