@@ -70,4 +70,19 @@ mod tests {
             "# GPU memory usage     : Initialization 600 MB | User-Allocated 2.00 GB | Collective 0.00 B | Total  2.59 GB\n"
         );
     }
+
+    #[test]
+    fn the_line_sits_between_the_closing_line_and_the_last_hash() {
+        let m = GpuMemory::default();
+        let f = crate::text::footer_with_memory("all_reduce", &[], Some(&m));
+        assert!(
+            f.ends_with("# Collective test concluded: all_reduce_perf\n# GPU memory usage     : Initialization 0.00 B | User-Allocated 0.00 B | Collective 0.00 B | Total  0.00 B\n#\n"),
+            "{f}"
+        );
+        // Without -M the footer is unchanged.
+        assert_eq!(
+            crate::text::footer_with_memory("all_reduce", &[], None),
+            crate::text::footer("all_reduce", &[])
+        );
+    }
 }
