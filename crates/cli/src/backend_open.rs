@@ -26,6 +26,14 @@ pub struct Tuning {
     pub stream_null: u32,
     /// Install NCCL's profiler plugin for the explanation pass.
     pub explain: bool,
+    /// `-x`: ncclConfig_t.CTAPolicy at communicator init.
+    pub cta_policy: Option<i32>,
+    /// `-M 1`: GPU memory usage report.
+    pub memory: bool,
+    /// `-D`: device-API implementation, when given.
+    pub device_implementation: Option<i32>,
+    /// `-V`: device-API CTA count, when given.
+    pub device_cta_count: Option<i32>,
 }
 
 /// A backend ready to measure, with what it runs on. Fields drop in
@@ -90,6 +98,7 @@ fn open_backend(
                 world.rank, world.world_size
             )));
         }
+        crate::nccl_only::elsewhere(&tuning, "cpu")?;
         let ranks = a.ranks.unwrap_or_else(|| default_cpu_ranks(a, mode));
         collbench_runner::cpu::ranks::check_ranks(ranks).map_err(Failure::usage)?;
         if let Some(n) = note {
@@ -112,10 +121,18 @@ fn open_backend(
             stream_null: tuning.stream_null > 0,
             host: world.hostname.clone(),
             explain: tuning.explain,
+            cta_policy: tuning.cta_policy,
+            device_implementation: tuning.device_implementation,
+            device_cta_count: tuning.device_cta_count,
         };
+        // A flag this NCCL cannot honour is a usage error (exit 2), as
+        // in nccl-tests; other failures are the backend's.
         collbench_nccl::NcclBackend::new(&opts, control)
             .map(|b| Box::new(b) as Box<dyn Backend>)
-            .map_err(|e| Failure::new(Outcome::Backend, e.to_string()))
+            .map_err(|e| match e {
+                collbench_runner::BackendError::Unsupported(m) => Failure::usage(m),
+                e => Failure::new(Outcome::Backend, e.to_string()),
+            })
     };
     match a.name {
         BackendName::Cpu => cpu(None),
@@ -126,9 +143,12 @@ fn open_backend(
             Err(why) => cpu(Some(format!("no GPU found ({why})"))),
         },
         #[cfg(feature = "mpi")]
-        BackendName::Mpi => collbench_mpi::MpiBackend::new(control, &world.hostname)
-            .map(|b| Box::new(b) as Box<dyn Backend>)
-            .map_err(|e| Failure::new(Outcome::Backend, e.to_string())),
+        BackendName::Mpi => {
+            crate::nccl_only::elsewhere(&tuning, "mpi")?;
+            collbench_mpi::MpiBackend::new(control, &world.hostname)
+                .map(|b| Box::new(b) as Box<dyn Backend>)
+                .map_err(|e| Failure::new(Outcome::Backend, e.to_string()))
+        }
         #[cfg(not(feature = "mpi"))]
         BackendName::Mpi => Err(no_mpi()),
     }

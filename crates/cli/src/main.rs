@@ -12,6 +12,7 @@ mod backend_open;
 mod exit;
 mod launch_args;
 mod meta;
+mod nccl_only;
 mod observer;
 mod preflight;
 mod run_cmd;

@@ -14,6 +14,8 @@ pub struct TextObserver {
     /// Print the slowest ranks after each row (`--per-rank`).
     pub per_rank: bool,
     devices: Vec<collbench_core::DeviceInfo>,
+    /// GPU memory to print in the next footer (`-M 1`).
+    memory: Option<text::memory::GpuMemory>,
     first: bool,
     progress: Option<indicatif::ProgressBar>,
     collectives_done: usize,
@@ -38,6 +40,7 @@ impl TextObserver {
             options,
             per_rank: false,
             devices: Vec::new(),
+            memory: None,
             first: true,
             progress,
             collectives_done: 0,
@@ -102,7 +105,20 @@ impl RunObserver for TextObserver {
         if self.options.explain {
             self.out(&text::explain_footnotes(rows));
         }
-        self.out(&text::footer(coll.name(), rows));
+        let memory = self.memory.take();
+        self.out(&text::footer_with_memory(
+            coll.name(),
+            rows,
+            memory.as_ref(),
+        ));
+    }
+
+    fn memory(&mut self, u: &collbench_runner::MemoryUsage) {
+        self.memory = Some(text::memory::GpuMemory {
+            initialization: u.initialization,
+            user_allocated: u.user_allocated,
+            collective: u.collective,
+        });
     }
 
     fn note(&mut self, text: &str) {

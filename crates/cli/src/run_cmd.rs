@@ -68,6 +68,7 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
             )))
         }
     };
+    let (per_iter_timing, per_iter_skip) = per_iter(a);
     // alltoallv's traffic comes from nccl-tests' environment variables.
     let traffic = if collectives.contains(&collbench_core::Collective::AllToAllV) {
         collbench_runner::plan::traffic_from_env().map_err(u)?
@@ -95,8 +96,55 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         timestamps: a.report_timestamps > 0,
         unalign: a.unalign,
         test_corrupt: a.test_corrupt,
+        per_iter_timing,
+        per_iter_skip,
+        memory_report: a.memory != 0,
         ..Plan::default()
     })
+}
+
+/// -I and -K as nccl-tests settles them: a value it cannot use is turned
+/// off with its warning on stderr, and the run goes on.
+fn per_iter(a: &RunArgs) -> (bool, u32) {
+    let (timing, skip, warnings) =
+        per_iter_settings(a.per_iter_timing, a.per_iter_skip, a.iters, a.cudagraph);
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    (timing, skip)
+}
+
+/// The checks of [`per_iter`], in nccl-tests' order and words.
+fn per_iter_settings(timing: i64, skip: i64, iters: u32, graph: u32) -> (bool, u32, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut timing = timing;
+    let mut skip = skip;
+    if timing != 0 && timing != 1 {
+        warnings
+            .push("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.".to_string());
+        timing = 0;
+    }
+    if timing == 1 && graph >= 1 {
+        warnings.push(
+            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."
+                .to_string(),
+        );
+        timing = 0;
+    }
+    if skip < 0 || skip >= i64::from(iters) {
+        warnings.push(format!(
+            "per-iteration skip (-K) must be between 0 and {}. Disabling.",
+            i64::from(iters) - 1
+        ));
+        skip = 0;
+    }
+    if skip != 0 && timing == 0 {
+        warnings.push(
+            "per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.".to_string(),
+        );
+        skip = 0;
+    }
+    (timing == 1, skip as u32, warnings)
 }
 
 /// An output file, checked for writability before anything runs so a long
@@ -154,6 +202,10 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         timeout: a.timeout,
         stream_null: a.stream_null,
         explain: plan.explain,
+        cta_policy: a.cta_policy,
+        memory: a.memory != 0,
+        device_implementation: a.device_implementation,
+        device_cta_count: a.device_cta_count,
     };
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode)?;
     let world_size = opened.backend.world_size();
@@ -169,6 +221,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         cputime: plan.cputime,
         timestamps: plan.timestamps,
         explain: a.explain,
+        per_iter: plan.per_iter_timing.then_some(plan.per_iter_skip),
     };
     let print_text = !a.quiet && stdout_format == Format::Text;
     let mut obs = TextObserver::new(print_text, options, total);
@@ -202,4 +255,42 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Ok(Outcome::Wrong);
     }
     Ok(Outcome::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_iter_settings;
+
+    #[test]
+    fn per_iter_values_nccl_tests_cannot_use_are_turned_off_with_its_warning() {
+        assert_eq!(per_iter_settings(1, 3, 20, 0), (true, 3, vec![]));
+        assert_eq!(per_iter_settings(0, 0, 20, 0), (false, 0, vec![]));
+        let (on, _, w) = per_iter_settings(2, 0, 20, 0);
+        assert!(!on);
+        assert_eq!(
+            w,
+            ["per-iteration timing (-I) only supports 0=off or 1=on. Disabling."]
+        );
+        let (on, _, w) = per_iter_settings(1, 0, 20, 1);
+        assert!(!on);
+        assert_eq!(
+            w,
+            ["per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."]
+        );
+        let (on, skip, w) = per_iter_settings(1, 20, 20, 0);
+        assert_eq!((on, skip), (true, 0));
+        assert_eq!(
+            w,
+            ["per-iteration skip (-K) must be between 0 and 19. Disabling."]
+        );
+        let (_, skip, w) = per_iter_settings(1, -1, 20, 0);
+        assert_eq!(skip, 0);
+        assert_eq!(w.len(), 1);
+        let (on, skip, w) = per_iter_settings(0, 2, 20, 0);
+        assert_eq!((on, skip), (false, 0));
+        assert_eq!(
+            w,
+            ["per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling."]
+        );
+    }
 }

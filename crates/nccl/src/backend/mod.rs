@@ -14,7 +14,9 @@
 #![forbid(unsafe_code)]
 
 mod buffers;
+mod flags;
 mod issue;
+mod memory;
 mod setup;
 mod timing;
 mod verify;
@@ -73,6 +75,8 @@ pub struct NcclBackend {
     pub(crate) unalign: u64,
     /// NCCL's profiler plugin, when the run asked for explanations.
     pub(crate) explainer: Option<crate::explain::Explainer>,
+    /// GPU memory taken by init, buffers and runs (`-M 1`).
+    pub(crate) memory: memory::MemoryWatch,
 }
 
 /// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
@@ -150,6 +154,10 @@ impl Backend for NcclBackend {
                 })
                 .collect(),
         }
+    }
+
+    fn memory_usage(&mut self) -> Option<collbench_runner::MemoryUsage> {
+        Some(self.memory.usage(&self.free_memory()))
     }
 
     fn local_ranks(&self) -> usize {
