@@ -99,34 +99,38 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
     })
 }
 
-/// An output file, checked for writability before anything runs so a long
-/// run never ends in "cannot write".
+/// An output file, checked (see `outputs`) before anything runs so a long
+/// run never ends in "cannot write" or replaces a file by surprise.
 struct OutputFile {
     path: PathBuf,
     format: Format,
 }
 
-fn output_file(path: &PathBuf, format: Option<Format>) -> Result<OutputFile, Failure> {
+fn output_file(
+    flag: &str,
+    path: &PathBuf,
+    format: Option<Format>,
+    force: bool,
+) -> Result<OutputFile, Failure> {
     let format = format.or_else(|| Format::from_path(path)).ok_or_else(|| {
         Failure::usage(format!(
             "cannot tell the format of --output {}: use a .txt, .json, .csv or .md file name",
             path.display()
         ))
     })?;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| {
-            Failure::usage(format!(
-                "cannot write output file {}: {e}; choose a writable path",
-                path.display()
-            ))
-        })?;
+    crate::outputs::claim(flag, path, force, &[])?;
     Ok(OutputFile {
         path: path.clone(),
         format,
     })
+}
+
+/// A failed write of the results to stdout: exit 2, one line.
+fn stdout_failure(e: &std::io::Error) -> Failure {
+    Failure::usage(format!(
+        "cannot write the results to standard output: {}",
+        crate::outputs::io_reason(e)
+    ))
 }
 
 /// Runs the benchmark.
@@ -135,11 +139,14 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     let sizes = plan.sizes().map_err(|e| Failure::usage(e.to_string()))?;
     let stdout_format = a.format;
     let mut files = Vec::new();
+    if let (Some(o), Some(j)) = (&a.output, &a.output_file) {
+        crate::outputs::distinct(("--output", o), ("-J", j))?;
+    }
     if let Some(p) = &a.output {
-        files.push(output_file(p, None)?);
+        files.push(output_file("--output", p, None, a.force)?);
     }
     if let Some(p) = &a.output_file {
-        files.push(output_file(p, Some(Format::NcclTestsJson))?);
+        files.push(output_file("-J", p, Some(Format::NcclTestsJson), a.force)?);
     }
     // The explanation pass runs when the text asks for it or a record
     // (JSON, CSV) will carry it; plain text runs never load the plugin.
@@ -157,6 +164,11 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     };
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode)?;
     let world_size = opened.backend.world_size();
+    if opened.backend.info().name == "cpu" && (a.cudagraph > 0 || a.local_register > 0) {
+        eprintln!(
+            "collbench: -G/--cudagraph and -R/--local_register are ignored on the CPU backend"
+        );
+    }
 
     let total: u64 = plan
         .collectives
@@ -179,17 +191,24 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Ok(Outcome::Ok);
     };
     obs.finish(&record);
+    if let Some(e) = &obs.write_error {
+        return Err(stdout_failure(e));
+    }
     if !a.quiet && stdout_format != Format::Text {
         let bytes = stdout_format.exporter().serialize(&record);
         use std::io::Write;
-        let _ = std::io::stdout().write_all(&bytes);
+        let mut out = std::io::stdout().lock();
+        out.write_all(&bytes)
+            .and_then(|_| out.flush())
+            .map_err(|e| stdout_failure(&e))?;
     }
     for f in files {
         let bytes = f.format.exporter().serialize(&record);
         std::fs::write(&f.path, bytes).map_err(|e| {
             Failure::usage(format!(
-                "cannot write output file {}: {e}",
-                f.path.display()
+                "cannot write output file {}: {}",
+                f.path.display(),
+                crate::outputs::io_reason(&e)
             ))
         })?;
     }

@@ -30,6 +30,10 @@ pub struct GenArgs {
     #[arg(short, long, value_name = "FILE", global = true)]
     pub output: Option<PathBuf>,
 
+    /// Replace an existing --output file.
+    #[arg(long, global = true)]
+    pub force: bool,
+
     #[command(subcommand)]
     pub target: GenTarget,
 }
@@ -43,6 +47,18 @@ pub enum GenTarget {
     K8s(K8sArgs),
     /// An OpenMPI `mpirun` command line.
     Mpirun(MpirunArgs),
+}
+
+impl GenTarget {
+    /// The collbench arguments every rank will run (the user's after `--`,
+    /// or [`DEFAULT_ARGS`]), for the CLI to check with its own parser.
+    pub fn collbench_args(&self) -> Vec<String> {
+        match self {
+            GenTarget::Slurm(a) => a.common.collbench_args(),
+            GenTarget::K8s(a) => a.common.collbench_args(),
+            GenTarget::Mpirun(a) => a.common.collbench_args(),
+        }
+    }
 }
 
 /// Options every target shares: the collbench command and extra environment.
