@@ -102,12 +102,13 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
 /// An output file, checked (see `outputs`) before anything runs so a long
 /// run never ends in "cannot write" or replaces a file by surprise.
 struct OutputFile {
+    flag: &'static str,
     path: PathBuf,
     format: Format,
 }
 
 fn output_file(
-    flag: &str,
+    flag: &'static str,
     path: &PathBuf,
     format: Option<Format>,
     force: bool,
@@ -120,6 +121,7 @@ fn output_file(
     })?;
     crate::outputs::claim(flag, path, force, &[])?;
     Ok(OutputFile {
+        flag,
         path: path.clone(),
         format,
     })
@@ -164,10 +166,21 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     };
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode)?;
     let world_size = opened.backend.world_size();
-    if opened.backend.info().name == "cpu" && (a.cudagraph > 0 || a.local_register > 0) {
-        eprintln!(
-            "collbench: -G/--cudagraph and -R/--local_register are ignored on the CPU backend"
-        );
+    if opened.backend.info().name == "cpu" {
+        let given: Vec<&str> = [
+            (a.cudagraph > 0, "-G/--cudagraph"),
+            (a.local_register > 0, "-R/--local_register"),
+        ]
+        .iter()
+        .filter_map(|(on, flag)| on.then_some(*flag))
+        .collect();
+        if !given.is_empty() {
+            let verb = if given.len() == 1 { "is" } else { "are" };
+            eprintln!(
+                "collbench: {} {verb} ignored on the CPU backend (CUDA graphs and NCCL buffer registration are GPU features)",
+                given.join(" and ")
+            );
+        }
     }
 
     let total: u64 = plan
@@ -206,7 +219,8 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         let bytes = f.format.exporter().serialize(&record);
         std::fs::write(&f.path, bytes).map_err(|e| {
             Failure::usage(format!(
-                "cannot write output file {}: {}",
+                "cannot write {} {}: {}",
+                f.flag,
                 f.path.display(),
                 crate::outputs::io_reason(&e)
             ))
