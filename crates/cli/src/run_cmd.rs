@@ -109,7 +109,7 @@ struct OutputFile {
 
 fn output_file(
     flag: &'static str,
-    path: &PathBuf,
+    path: &std::path::Path,
     format: Option<Format>,
     force: bool,
 ) -> Result<OutputFile, Failure> {
@@ -122,7 +122,7 @@ fn output_file(
     crate::outputs::claim(flag, path, force, &[])?;
     Ok(OutputFile {
         flag,
-        path: path.clone(),
+        path: path.to_path_buf(),
         format,
     })
 }
