@@ -287,12 +287,33 @@ fn check_args(a: &collbench_check::CheckArgs, force: bool) -> Result<(), Failure
 /// The collbench arguments a launch file will run, parsed by the same
 /// parser (and, for `run`, the same sweep rules) now, not on the cluster.
 fn check_embedded_args(a: &collbench_gen::GenArgs) -> Result<(), Failure> {
+    let bad =
+        |m: String| Failure::usage(format!("the collbench arguments after -- are wrong: {m}"));
+    let program = std::path::Path::new(a.target.collbench_program())
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let args = a.target.collbench_args();
+    if collbench_core::Collective::from_perf_name(&program).is_some() {
+        // `--collbench all_reduce_perf`: the ranks run the alias form.
+        let argv: Vec<String> = std::iter::once(program.clone()).chain(args).collect();
+        let cli = match AliasCli::try_parse_from(&argv) {
+            Ok(cli) => cli,
+            Err(e) if !e.use_stderr() => return Ok(()),
+            Err(e) => return Err(bad(clap_failure(e, &program).message)),
+        };
+        if let Some(extra) = cli.args.ops.first() {
+            return Err(bad(format!(
+                "{program} takes no collective name ('{extra}')"
+            )));
+        }
+        let plan = run_cmd::plan_from_args(&cli.args, Mode::Alias).map_err(|f| bad(f.message))?;
+        plan.sizes().map_err(|e| bad(e.to_string()))?;
+        return Ok(());
+    }
     let argv: Vec<String> = std::iter::once("collbench".to_string())
         .chain(args.iter().cloned())
         .collect();
-    let bad =
-        |m: String| Failure::usage(format!("the collbench arguments after -- are wrong: {m}"));
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         // `-- run --help` in a launch file prints help on the cluster.

@@ -42,13 +42,19 @@ pub fn claim(flag: &str, path: &Path, force: bool, inputs: &[&Path]) -> Result<(
         ))),
         Ok(_) => Ok(()),
         Err(_) => {
-            // Probe the folder by creating the file and removing it again.
+            // Probe the folder with a file of this process's own, so other
+            // ranks checking the same path never see it appear.
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let probe = path.with_file_name(format!(".{name}.probe-{}", std::process::id()));
             std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .open(path)
+                .open(&probe)
                 .map_err(|e| unwritable(flag, path, e))?;
-            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_file(&probe);
             Ok(())
         }
     }

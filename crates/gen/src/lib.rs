@@ -53,10 +53,20 @@ impl GenTarget {
     /// The collbench arguments every rank will run (the user's after `--`,
     /// or [`DEFAULT_ARGS`]), for the CLI to check with its own parser.
     pub fn collbench_args(&self) -> Vec<String> {
+        self.common().collbench_args()
+    }
+
+    /// The executable every rank starts (`--collbench`: `collbench`, a path,
+    /// or an `<op>_perf` alias).
+    pub fn collbench_program(&self) -> &str {
+        &self.common().collbench
+    }
+
+    fn common(&self) -> &CommonArgs {
         match self {
-            GenTarget::Slurm(a) => a.common.collbench_args(),
-            GenTarget::K8s(a) => a.common.collbench_args(),
-            GenTarget::Mpirun(a) => a.common.collbench_args(),
+            GenTarget::Slurm(a) => &a.common,
+            GenTarget::K8s(a) => &a.common,
+            GenTarget::Mpirun(a) => &a.common,
         }
     }
 }
