@@ -19,7 +19,9 @@ pub struct RunArgs {
     #[arg(value_name = "OP")]
     pub ops: Vec<String>,
 
-    /// Smallest size (bytes; K, M, G suffixes are binary).
+    /// Smallest size (bytes; K, M, G suffixes are binary). Default sweep:
+    /// `run` 8 B to 128M with -f 2; the `<op>_perf` aliases 32M only, as
+    /// nccl-tests.
     #[arg(short = 'b', long = "minbytes", value_parser = size_arg)]
     pub minbytes: Option<u64>,
     /// Largest size.
@@ -147,6 +149,9 @@ pub struct RunArgs {
     /// CSV outputs always carry them on the NCCL backend.
     #[arg(long)]
     pub explain: bool,
+    /// Replace existing --output/-J files (an input is never replaced).
+    #[arg(long)]
+    pub force: bool,
     /// Print nothing on stdout (files and the exit code still tell).
     #[arg(long, short = 'q')]
     pub quiet: bool,

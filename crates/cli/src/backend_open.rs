@@ -54,6 +54,10 @@ pub fn open(
     mode: Mode,
 ) -> Result<Opened, Failure> {
     let (mpi, launch) = launch_args(b, launch)?;
+    refuse_lone_rank_variable(&launch)?;
+    if uses_cpu(b) {
+        refuse_cpu_across_processes(&launch)?;
+    }
     let world = World::discover(&launch)?;
     let control = Control::connect(&world, &launch)?;
     let backend = open_backend(b, tuning, mode, &world, &control)?;
@@ -62,6 +66,50 @@ pub fn open(
         control,
         _mpi: mpi,
     })
+}
+
+/// Whether the flags pick the CPU backend (`auto` on a host without GPUs).
+fn uses_cpu(b: &BackendArgs) -> bool {
+    match b.name {
+        BackendName::Cpu => true,
+        BackendName::Auto => !matches!(collbench_nccl::gpu_count(), Ok(n) if n > 0),
+        BackendName::Nccl | BackendName::Mpi => false,
+    }
+}
+
+/// The CPU backend runs every rank as a thread of one process, so a
+/// launcher's second process (mpirun, srun, COLLBENCH_RANK...) is refused
+/// at once, before rank 0 listens or a rank waits for it.
+fn refuse_cpu_across_processes(launch: &LaunchOptions) -> Result<(), Failure> {
+    // Discovery with a stand-in rendezvous tells the rank and world size
+    // without needing rank 0's address, which a rank > 0 lacks here.
+    let env = |k: &str| match k {
+        "COLLBENCH_RENDEZVOUS" => Some("127.0.0.1".to_string()),
+        _ => std::env::var(k).ok(),
+    };
+    let Ok(world) = World::discover_from(launch, &env, "") else {
+        return Ok(());
+    };
+    if world.world_size <= 1 {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "this is rank {} of {} processes, but the CPU backend runs ranks as threads of one process: \
+         start one process with --ranks {} instead, or use --backend nccl (GPUs) or --backend mpi (a build with --features mpi)",
+        world.rank, world.world_size, world.world_size
+    )))
+}
+
+/// `RANK` without `WORLD_SIZE` (torchrun style, half set) would silently
+/// run as rank 0 of 1.
+fn refuse_lone_rank_variable(launch: &LaunchOptions) -> Result<(), Failure> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    match (var("RANK"), var("WORLD_SIZE")) {
+        (Some(rank), None) if rank != "0" && launch.world_size.is_none() => Err(Failure::usage(format!(
+            "RANK={rank} is set but WORLD_SIZE is not: set WORLD_SIZE (and MASTER_ADDR) for a multi-process run, or unset RANK"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn default_cpu_ranks(a: &BackendArgs, mode: Mode) -> usize {
@@ -102,7 +150,8 @@ fn open_backend(
         let ranks = a.ranks.unwrap_or_else(|| default_cpu_ranks(a, mode));
         collbench_runner::cpu::ranks::check_ranks(ranks).map_err(Failure::usage)?;
         if let Some(n) = note {
-            eprintln!("collbench: {n}: using the built-in CPU backend with {ranks} rank threads");
+            let threads = if ranks == 1 { "thread" } else { "threads" };
+            eprintln!("collbench: {n}: using the built-in CPU backend with {ranks} rank {threads}");
         }
         Ok(Box::new(
             CpuBackend::new(ranks, &world.hostname).with_slow_rank(a.test_slow_rank),

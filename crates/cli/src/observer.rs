@@ -19,6 +19,9 @@ pub struct TextObserver {
     first: bool,
     progress: Option<indicatif::ProgressBar>,
     collectives_done: usize,
+    /// The first failed write to stdout; printing stops there and `run`
+    /// ends with it (exit 2) instead of losing the results silently.
+    pub write_error: Option<std::io::Error>,
 }
 
 impl TextObserver {
@@ -44,11 +47,12 @@ impl TextObserver {
             first: true,
             progress,
             collectives_done: 0,
+            write_error: None,
         }
     }
 
-    fn out(&self, s: &str) {
-        if !self.print {
+    fn out(&mut self, s: &str) {
+        if !self.print || self.write_error.is_some() {
             return;
         }
         let write = || {
@@ -56,14 +60,11 @@ impl TextObserver {
             o.write_all(s.as_bytes())?;
             o.flush()
         };
-        match &self.progress {
-            Some(pb) => pb.suspend(|| {
-                let _ = write();
-            }),
-            None => {
-                let _ = write();
-            }
-        }
+        let written = match &self.progress {
+            Some(pb) => pb.suspend(write),
+            None => write(),
+        };
+        self.write_error = written.err();
     }
 
     /// Ends the run: the summary table for multi-collective runs.

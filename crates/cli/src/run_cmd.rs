@@ -147,34 +147,40 @@ fn per_iter_settings(timing: i64, skip: i64, iters: u32, graph: u32) -> (bool, u
     (timing == 1, skip as u32, warnings)
 }
 
-/// An output file, checked for writability before anything runs so a long
-/// run never ends in "cannot write".
+/// An output file, checked (see `outputs`) before anything runs so a long
+/// run never ends in "cannot write" or replaces a file by surprise.
 struct OutputFile {
+    flag: &'static str,
     path: PathBuf,
     format: Format,
 }
 
-fn output_file(path: &PathBuf, format: Option<Format>) -> Result<OutputFile, Failure> {
+fn output_file(
+    flag: &'static str,
+    path: &std::path::Path,
+    format: Option<Format>,
+    force: bool,
+) -> Result<OutputFile, Failure> {
     let format = format.or_else(|| Format::from_path(path)).ok_or_else(|| {
         Failure::usage(format!(
             "cannot tell the format of --output {}: use a .txt, .json, .csv or .md file name",
             path.display()
         ))
     })?;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| {
-            Failure::usage(format!(
-                "cannot write output file {}: {e}; choose a writable path",
-                path.display()
-            ))
-        })?;
+    crate::outputs::claim(flag, path, force, &[])?;
     Ok(OutputFile {
-        path: path.clone(),
+        flag,
+        path: path.to_path_buf(),
         format,
     })
+}
+
+/// A failed write of the results to stdout: exit 2, one line.
+fn stdout_failure(e: &std::io::Error) -> Failure {
+    Failure::usage(format!(
+        "cannot write the results to standard output: {}",
+        crate::outputs::io_reason(e)
+    ))
 }
 
 /// Runs the benchmark.
@@ -183,11 +189,14 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     let sizes = plan.sizes().map_err(|e| Failure::usage(e.to_string()))?;
     let stdout_format = a.format;
     let mut files = Vec::new();
+    if let (Some(o), Some(j)) = (&a.output, &a.output_file) {
+        crate::outputs::distinct(("--output", o), ("-J", j))?;
+    }
     if let Some(p) = &a.output {
-        files.push(output_file(p, None)?);
+        files.push(output_file("--output", p, None, a.force)?);
     }
     if let Some(p) = &a.output_file {
-        files.push(output_file(p, Some(Format::NcclTestsJson))?);
+        files.push(output_file("-J", p, Some(Format::NcclTestsJson), a.force)?);
     }
     // The explanation pass runs when the text asks for it or a record
     // (JSON, CSV) will carry it; plain text runs never load the plugin.
@@ -209,6 +218,22 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     };
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode)?;
     let world_size = opened.backend.world_size();
+    if opened.backend.info().name == "cpu" {
+        let given: Vec<&str> = [
+            (a.cudagraph > 0, "-G/--cudagraph"),
+            (a.local_register > 0, "-R/--local_register"),
+        ]
+        .iter()
+        .filter_map(|(on, flag)| on.then_some(*flag))
+        .collect();
+        if !given.is_empty() {
+            let verb = if given.len() == 1 { "is" } else { "are" };
+            eprintln!(
+                "collbench: {} {verb} ignored on the CPU backend (CUDA graphs and NCCL buffer registration are GPU features)",
+                given.join(" and ")
+            );
+        }
+    }
 
     let total: u64 = plan
         .collectives
@@ -232,17 +257,25 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Ok(Outcome::Ok);
     };
     obs.finish(&record);
+    if let Some(e) = &obs.write_error {
+        return Err(stdout_failure(e));
+    }
     if !a.quiet && stdout_format != Format::Text {
         let bytes = stdout_format.exporter().serialize(&record);
         use std::io::Write;
-        let _ = std::io::stdout().write_all(&bytes);
+        let mut out = std::io::stdout().lock();
+        out.write_all(&bytes)
+            .and_then(|_| out.flush())
+            .map_err(|e| stdout_failure(&e))?;
     }
     for f in files {
         let bytes = f.format.exporter().serialize(&record);
         std::fs::write(&f.path, bytes).map_err(|e| {
             Failure::usage(format!(
-                "cannot write output file {}: {e}",
-                f.path.display()
+                "cannot write {} {}: {}",
+                f.flag,
+                f.path.display(),
+                crate::outputs::io_reason(&e)
             ))
         })?;
     }
