@@ -185,3 +185,19 @@ fn a_corrupted_element_is_counted_once_and_fails_the_run() {
         );
     }
 }
+
+/// Plain `mpirun` on one host gives no rank 0 address, but says every rank
+/// is local (OMPI_COMM_WORLD_LOCAL_SIZE): the ranks meet on loopback with
+/// no COLLBENCH_RENDEZVOUS, as the README's `mpirun ... _perf` lines need.
+#[test]
+fn plain_mpirun_on_one_host_needs_no_rendezvous() {
+    let out = mpirun(2, &["preflight"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("PASS: 2 ranks on 1 host"), "{stdout}");
+    assert!(stdout.contains("rank 0 at 127.0.0.1:"), "{stdout}");
+}

@@ -123,7 +123,15 @@ impl World {
             .or(launched.rendezvous_port)
             .or(launched.job_id.as_deref().map(port_for_job))
             .unwrap_or(DEFAULT_PORT);
-        let rendezvous_host = rv_host.or(launched.rendezvous_host);
+        // A launcher that says every rank runs on this host (OpenMPI's
+        // OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS, torchrun's
+        // LOCAL_WORLD_SIZE equal to the world size) puts rank 0 here too:
+        // meet on loopback, so `mpirun -np 2 all_reduce_perf` on one host
+        // needs no COLLBENCH_RENDEZVOUS.
+        let one_host = launched.local_world_size == Some(world_size);
+        let rendezvous_host = rv_host
+            .or(launched.rendezvous_host)
+            .or_else(|| one_host.then(|| "127.0.0.1".to_string()));
         if rank > 0 && rendezvous_host.is_none() {
             return Err(LaunchError::Discovery(format!(
                 "rank {rank} of {world_size} does not know where rank 0 listens ({launcher} does not tell): \
@@ -397,6 +405,29 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("COLLBENCH_RANK"), "{e}");
+    }
+
+    #[test]
+    fn one_host_openmpi_jobs_meet_on_loopback() {
+        let w = ok(&[
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "2"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+        ]);
+        assert_eq!(w.rendezvous(), format!("127.0.0.1:{}", w.rendezvous_port));
+        // Two hosts: rank 1 still has to be told where rank 0 is.
+        let e = discover(
+            &LaunchOptions::default(),
+            &[
+                ("OMPI_COMM_WORLD_RANK", "1"),
+                ("OMPI_COMM_WORLD_SIZE", "4"),
+                ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+            ],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("does not know where rank 0 listens"), "{e}");
     }
 
     #[test]
