@@ -31,6 +31,12 @@ impl Communicator {
     pub fn null() -> Communicator {
         Communicator(std::ptr::null_mut())
     }
+
+    /// A communicator an ncclCommInit* variant outside this module made
+    /// (`crate::tune::config`).
+    pub(crate) fn from_raw(c: Comm) -> Communicator {
+        Communicator(c)
+    }
 }
 
 /// An ncclCommRegister handle (`-R 1`), undone by [`Nccl::comm_deregister`].

@@ -9,6 +9,7 @@ use crate::explain::Explainer;
 use crate::ffi::{Nccl, UniqueId};
 use crate::kernels::Kernels;
 use crate::loader;
+use crate::tune::config::CommConfig;
 use crate::NcclOptions;
 use collbench_core::Bootstrap;
 use collbench_runner::BackendError;
@@ -68,6 +69,18 @@ impl NcclBackend {
     /// (exchanging the NCCL id over `control` when there are several
     /// processes).
     pub fn new(opts: &NcclOptions, control: &dyn Bootstrap) -> Result<NcclBackend, BackendError> {
+        NcclBackend::with_config(opts, control, &CommConfig::default())
+    }
+
+    /// [`NcclBackend::new`] with communicators built from `config`
+    /// (`ncclCommInitRankConfig`; `collbench tune`'s candidates). A
+    /// default config builds them exactly as `new` does. A non-default one
+    /// needs one process driving all local GPUs.
+    pub fn with_config(
+        opts: &NcclOptions,
+        control: &dyn Bootstrap,
+        config: &CommConfig,
+    ) -> Result<NcclBackend, BackendError> {
         let count = cuda::device_count()?;
         if count == 0 {
             return Err(BackendError::Library(
@@ -137,7 +150,24 @@ impl NcclBackend {
                 Explainer::install_quiet()
             }
         });
-        let comms = if procs == 1 {
+        let comms = if !config.is_default() {
+            if procs != 1 {
+                return Err(BackendError::Unsupported(
+                    "communicators with a configuration (collbench tune) run in one process driving all local GPUs".into(),
+                ));
+            }
+            let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
+            let id = nccl.get_unique_id()?;
+            crate::tune::config::init_ranks(
+                &nccl,
+                &found.path,
+                world_size,
+                id,
+                &ranks,
+                config,
+                |i| -> Result<(), BackendError> { Ok(gpus[i].dev.bind()?) },
+            )?
+        } else if procs == 1 {
             let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
             nccl.comm_init_all(&devs)?
         } else {
