@@ -15,6 +15,7 @@ mod meta;
 mod observer;
 mod preflight;
 mod run_cmd;
+mod tune_cmd;
 
 use args::RunArgs;
 use backend_open::{Mode, Tuning};
@@ -38,6 +39,10 @@ enum Command {
     /// 2 usage, 3 launch, 4 backend, 5 timeout: see `exit::RUN`).
     #[command(disable_version_flag = true)]
     Run(RunArgs),
+    /// Find NCCL settings that beat the defaults on this machine, prove
+    /// each gain, write a tuner config (exit 0 done, 2 not NCCL or usage,
+    /// 4 failed, 130 interrupted).
+    Tune(tune_cmd::TuneArgs),
     /// Check that every rank of a multi-process job can reach the others
     /// (exit 0 pass, 3 missing ranks or mismatched versions).
     Preflight(preflight::PreflightArgs),
@@ -136,6 +141,7 @@ fn real_main() -> Result<Outcome, Failure> {
     let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, "collbench"))?;
     match cli.command {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
+        Command::Tune(a) => tune_cmd::tune(&a),
         Command::Preflight(a) => preflight::run(&a),
         Command::Gen(a) => collbench_gen::run(&a).map(|_| Outcome::Ok).map_err(usage),
         Command::Report(a) => collbench_report::report_main(&a)

@@ -155,6 +155,11 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         stream_null: a.stream_null,
         explain: plan.explain,
     };
+    // The tuner plugin goes in before the first communicator.
+    let tuner = match &a.tuner_config {
+        Some(p) => Some((p, crate::tune_cmd::apply_tuner_config(p, &a.backend)?)),
+        None => None,
+    };
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode)?;
     let world_size = opened.backend.world_size();
 
@@ -179,6 +184,9 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Ok(Outcome::Ok);
     };
     obs.finish(&record);
+    if let Some((path, plugin)) = &tuner {
+        eprintln!("{}", crate::tune_cmd::tuner_config_note(path, plugin));
+    }
     if !a.quiet && stdout_format != Format::Text {
         let bytes = stdout_format.exporter().serialize(&record);
         use std::io::Write;
