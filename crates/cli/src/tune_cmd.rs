@@ -223,7 +223,25 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     let control = SingleProcess;
     let mut measurer = NcclMeasurer::new(&opts, &control, plugin)
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
-    let cfg = tune_config(a, measurer.world_size()).map_err(refused)?;
+    let mut cfg = tune_config(a, measurer.world_size()).map_err(refused)?;
+    // Every communicator up front, charged to the budget (see `prepare`).
+    let settings: Vec<collbench_tune::Setting> = cfg
+        .ops
+        .iter()
+        .flat_map(|op| collbench_tune::space::candidates(&cfg.space, *op, cfg.max_channels).0)
+        .collect();
+    eprintln!("collbench tune: creating the candidates' communicators");
+    let setup_us = measurer.prepare(&settings) * 1e6;
+    if setup_us >= cfg.budget_us {
+        return Err(Failure::new(
+            Outcome::TuneFailed,
+            format!(
+                "creating the communicators took {:.0} s, the whole --budget: raise --budget",
+                setup_us / 1e6
+            ),
+        ));
+    }
+    cfg.budget_us -= setup_us;
     let mut lines = ProgressLines { last: None };
     let report = collbench_tune::tune(&mut measurer, &cfg, &stop, &mut |p| lines.hear(p));
     print_report(a, &report)?;

@@ -142,6 +142,22 @@ impl<'a> NcclMeasurer<'a> {
         &self.default
     }
 
+    /// Creates, ahead of the search, every communicator `settings` need,
+    /// and returns the wall time it took (seconds). Without this, the
+    /// first repeat of each candidate would carry its communicator's setup
+    /// (seconds), and the search, which predicts a pair's cost from the
+    /// dearest so far, would think every later pair that dear. Refusals
+    /// are kept: those candidates come back unsupported.
+    pub fn prepare<'s>(&mut self, settings: impl IntoIterator<Item = &'s Setting>) -> f64 {
+        let start = Instant::now();
+        for s in settings {
+            if s.env.is_empty() {
+                let _ = self.backend_for(CommKey::of(s));
+            }
+        }
+        start.elapsed().as_secs_f64()
+    }
+
     fn backend_for(&mut self, key: CommKey) -> Result<&mut NcclBackend, MeasureError> {
         if key == CommKey::of(&Setting::default()) {
             return Ok(&mut self.default);
