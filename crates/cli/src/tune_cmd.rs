@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// Seconds before a stuck collective aborts its communicator (`-T`).
+const TIMEOUT_S: u64 = 60;
+
 fn size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
@@ -218,6 +221,9 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
         lib_path: a.backend.nccl_lib.clone(),
         gpus_per_process: a.backend.ngpus.map(|g| g * a.backend.nthreads.max(1)),
         host: world.hostname.clone(),
+        // A repeat takes milliseconds: a stuck collective is aborted and
+        // reported instead of hanging the search.
+        timeout_s: TIMEOUT_S,
         ..Default::default()
     };
     let control = SingleProcess;

@@ -229,7 +229,8 @@ impl Measurer for NcclMeasurer<'_> {
         let plugin = self.plugin.clone();
         let world_size = self.world_size();
         let spec = case_spec(case, world_size);
-        let backend = self.backend_for(CommKey::of(setting))?;
+        let key = CommKey::of(setting);
+        let backend = self.backend_for(key)?;
         if let Some((a, p)) = pair {
             plugin.set_override(coll, Some((a, p)), 0);
         }
@@ -239,7 +240,18 @@ impl Measurer for NcclMeasurer<'_> {
         if pair.is_some() {
             plugin.clear_override();
         }
-        let secs = timed.map_err(measure_error)?;
+        let secs = match timed.map_err(measure_error) {
+            // A candidate's own communicator failing (an NCCL error, a
+            // timeout that aborted it) rules out that candidate, not the
+            // search; the default's failure ends the search.
+            Err(MeasureError::Failed(why)) if key != CommKey::of(&Setting::default()) => {
+                let why = format!("failed on its communicator: {why}");
+                self.others.remove(&key);
+                self.refused.insert(key, why.clone());
+                return Err(MeasureError::Unsupported(why));
+            }
+            r => r?,
+        };
         if let Some(pair) = pair {
             check_forced(
                 case.op,
