@@ -121,6 +121,11 @@ impl<'a> NcclMeasurer<'a> {
         let mut opts = opts.clone();
         opts.register = 0;
         opts.explain = false;
+        // No rules: otherwise the plugin would read COLLBENCH_TUNER_CONFIG
+        // or NCCL_TUNER_CONFIG_FILE at the first communicator, and "the
+        // default" would run someone's tuning.
+        plugin.clear_config();
+        plugin.clear_override();
         let default = NcclBackend::new(&opts, control)?;
         Ok(NcclMeasurer {
             opts,
