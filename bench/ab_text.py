@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """A/B ratios between runs printed in nccl-tests' text layout.
 
-usage: ab_text.py A1.txt[,A2.txt...] B1.txt[,B2.txt...]
+usage: ab_text.py [--oop] A1.txt[,A2.txt...] B1.txt[,B2.txt...]
+
+--oop: out-of-place rows only (with one rank NCCL's in-place collectives
+are no-ops of a few hundred nanoseconds: noise, not a measurement).
 
 Each file is the stdout of one run (collbench or nccl-tests; several ops per
 file are fine: "# Collective test starting: <op>_perf" starts a block, and a
@@ -50,7 +53,13 @@ def merged(paths):
 
 
 def main():
-    a, b = merged(sys.argv[1].split(",")), merged(sys.argv[2].split(","))
+    args = sys.argv[1:]
+    oop_only = "--oop" in args
+    args = [x for x in args if x != "--oop"]
+    a, b = merged(args[0].split(",")), merged(args[1].split(","))
+    if oop_only:
+        a = {k: v for k, v in a.items() if k[2] == "oop"}
+        b = {k: v for k, v in b.items() if k[2] == "oop"}
     ops = sorted({k[0] for k in a} & {k[0] for k in b})
     print("| op | rows | #wrong A | #wrong B | median bw ratio >= 64 MiB | lowest (size) | median time ratio <= 64 KiB |")
     print("|---|---|---|---|---|---|---|")

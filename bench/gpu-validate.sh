@@ -19,18 +19,21 @@ log() { echo "== $*" | tee -a "$O/log.txt"; }
 t() { # name cmd...: stdout to $O/name.txt, stderr to .err, wall time logged
   local n=$1; shift; local s=$(date +%s.%N)
   timeout 300 "$@" > "$O/$n.txt" 2> "$O/$n.err"; local rc=$?
-  printf '%-22s rc=%-3s %6.1f s\n' "$n" "$rc" "$(echo "$(date +%s.%N) - $s" | bc)" | tee -a "$O/log.txt"
+  printf '%-22s rc=%-3s %6.1f s\n' "$n" "$rc" "$(python3 -c "print($(date +%s.%N) - $s)")" | tee -a "$O/log.txt"
 }
 for st in ${*:-probe ntbuild ab explain}; do case $st in
 probe) { nvidia-smi -L; nvidia-smi topo -m; ls -l /usr/lib/x86_64-linux-gnu/libnccl.so*; } > "$O/probe.txt" 2>&1; log "GPUs: $G" ;;
 ntbuild) cp -r dist/nccl-tests /tmp/nt && (cd /tmp/nt && make -j16 MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=/usr \
     NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" > "$O/ntbuild.log" 2>&1); log "nccl-tests build rc=$?" ;;
 ab) # issue 17: the same sweep, previous release vs this tree, text output
+  # Odd rounds run the previous binary first, even rounds this tree first,
+  # so neither always inherits the other's warm GPU.
   for r in $(seq ${ROUNDS:-2}); do
-    t prev$r $PREV run $OPS $SWEEP
-    t new$r $NEW run $OPS $SWEEP
+    if [ $((r % 2)) = 1 ]; then t prev$r $PREV run $OPS $SWEEP; t new$r $NEW run $OPS $SWEEP
+    else t new$r $NEW run $OPS $SWEEP; t prev$r $PREV run $OPS $SWEEP; fi
   done
-  python3 bench/ab_text.py "$O/new1.txt,$O/new2.txt" "$O/prev1.txt,$O/prev2.txt" | tee "$O/ab_new_over_prev.md" ;;
+  n=$(ls $O/new[0-9]*.txt | paste -sd,); p=$(ls $O/prev[0-9]*.txt | paste -sd,)
+  python3 bench/ab_text.py "$n" "$p" | tee "$O/ab_new_over_prev.md" ;;
 explain) # issue 14
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING t explain_ar $NEW run all_reduce -b 8 -e 8G -f 2 -g $G --explain --output "$O/explain_ar.json"
   cat "$O/explain_ar.txt" "$O/explain_ar.err" > "$O/explain_ar.log" # NCCL logs to stdout
@@ -53,6 +56,8 @@ extra) # the refactored backend's other paths: graphs, registration, all types
   t graph $NEW run all_reduce -b 8 -e 1M -f 4 -g $G -G 10 -n 50
   t reg1 $NEW run all_gather all_reduce -b 8 -e 256M -f 4 -g $G -R 1
   t dall $NEW run all_reduce reduce_scatter -b 8 -e 1M -f 32 -g $G -d all -o all
+  t dall_prev $PREV run all_reduce reduce_scatter -b 8 -e 1M -f 32 -g $G -d all -o all
+  log "dall rc: new $(tail -c 300 $O/dall.err | tr '\n' ' ') | prev $(tail -c 300 $O/dall_prev.err | tr '\n' ' ')"
   grep -h "Out of bounds" $O/graph.txt $O/reg1.txt $O/dall.txt | sort | uniq -c | tee -a "$O/log.txt" ;;
 esac; done
 cd "${OUT:-bench-out}" && tar czf v.tgz v && rm -rf v

@@ -3,15 +3,20 @@
 //! run` drives it, with result checking on.
 
 use collbench_core::Bootstrap;
-use collbench_core::{Collective, DataType, ReduceOp};
+use collbench_core::{Collective, DataType, Explanation, ReduceOp};
 use collbench_runner::{Average, Backend, Plan, RootSel, RunObserver, Runner};
 use serde::Serialize;
 
-/// Iterations of each case.
+/// How each case is run: its iterations, and whether to ask the backend
+/// what the library ran for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Iterations {
     pub warmup: u32,
     pub timed: u32,
+    /// Ask what the library ran (NCCL: algorithm, protocol, channels), in
+    /// a separate untimed pass after the timed loop and the check, as
+    /// `collbench run` does (docs/explain.md).
+    pub explain: bool,
 }
 
 /// One case to run.
@@ -37,6 +42,10 @@ pub struct Measured {
     pub time_us: f64,
     /// Wrong elements over both placements.
     pub wrong: u64,
+    /// What the library reported it ran (out-of-place, else in-place);
+    /// `None` where the backend cannot say (CPU, MPI) or it was not asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explanation>,
 }
 
 impl Measured {
@@ -85,6 +94,7 @@ pub fn run_case(
         iters: iters.timed.max(1),
         // Checks on: a fast wrong answer must never pass.
         check: 1,
+        explain: iters.explain,
         average: Average::Mean,
         ..Plan::default()
     };
@@ -102,6 +112,7 @@ pub fn run_case(
     };
     let oop = row.out_of_place.clone().unwrap_or_default();
     let ip = row.in_place.clone().unwrap_or_default();
+    let explain = oop.explain.clone().or_else(|| ip.explain.clone());
     Ok(Some(CaseOutcome::Measured(Measured {
         op: row.op.clone(),
         dtype: row.dtype.clone(),
@@ -110,6 +121,7 @@ pub fn run_case(
         busbw_in_place_gbps: ip.busbw_gbps,
         time_us: oop.time_us,
         wrong: row.total_wrong(),
+        explain,
     })))
 }
 
@@ -130,6 +142,7 @@ mod tests {
         let it = Iterations {
             warmup: 1,
             timed: 2,
+            explain: true,
         };
         let Some(CaseOutcome::Measured(m)) = run_case(&mut b, &SingleProcess, req, it).unwrap()
         else {
@@ -139,5 +152,7 @@ mod tests {
         assert_eq!(m.size_bytes, 1 << 16);
         assert!(m.busbw_gbps > 0.0 && m.time_us > 0.0, "{m:?}");
         assert_eq!(m.wrong, 0);
+        // Asked, the CPU backend cannot say what it ran: no explanation.
+        assert_eq!(m.explain, None);
     }
 }

@@ -139,6 +139,8 @@ fn iterations(args: &CheckArgs, metric: Metric) -> Iterations {
     Iterations {
         warmup,
         timed: args.iters.unwrap_or(timed).max(1),
+        // Every line says what NCCL ran (the pairwise tests turn it off).
+        explain: true,
     }
 }
 
@@ -248,7 +250,11 @@ pub fn check_main(
                 .max()
                 .unwrap_or(DEFAULT_SIZE_CPU)
                 .min(MAX_PAIR_SIZE);
-            let it = iterations(args, Metric::BusbwGbps);
+            // Pairs need only their bandwidth: no explanation pass.
+            let it = Iterations {
+                explain: false,
+                ..iterations(args, Metric::BusbwGbps)
+            };
             eprintln!(
                 "collbench check: pairwise sendrecv between {world_size} ranks at {} ...",
                 format_size(size)
@@ -362,6 +368,7 @@ fn pairs_line(loc: &Localization) -> Line {
                 }
             )
         }),
+        explain: None,
     }
 }
 

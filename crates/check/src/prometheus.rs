@@ -103,6 +103,7 @@ mod tests {
             busbw_in_place_gbps: 12.0,
             time_us: 3.0,
             wrong: 0,
+            explain: None,
         };
         let f = Fractions {
             warn: 0.9,

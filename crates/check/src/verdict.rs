@@ -11,6 +11,7 @@
 
 use crate::battery::Measured;
 use collbench_core::size::format_size;
+use collbench_core::Explanation;
 use serde::Serialize;
 
 /// A verdict, ordered from best to worst.
@@ -87,6 +88,11 @@ pub struct Line {
     /// Why the line is not PASS, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the library reported it ran for the case (NCCL: algorithm,
+    /// protocol and channels per kernel, see docs/explain.md); absent where
+    /// the backend cannot say (CPU, MPI) or the case did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explanation>,
 }
 
 /// The baseline's fractions.
@@ -135,6 +141,7 @@ pub fn judge_busbw(m: &Measured, expected_gbps: Option<f64>, f: Fractions) -> Li
         wrong: m.wrong,
         status,
         note,
+        explain: m.explain.clone(),
     };
     wrong_fail(&mut line);
     line
@@ -173,6 +180,7 @@ pub fn judge_latency(m: &Measured, max_time_us: Option<f64>, f: Fractions) -> Li
         wrong: m.wrong,
         status,
         note,
+        explain: m.explain.clone(),
     };
     wrong_fail(&mut line);
     line
@@ -203,6 +211,7 @@ pub fn not_measured(
             Status::Info
         },
         note: Some(format!("not measured: {why}")),
+        explain: None,
     }
 }
 
@@ -272,6 +281,7 @@ mod tests {
             busbw_in_place_gbps: busbw,
             time_us,
             wrong,
+            explain: None,
         }
     }
 

@@ -32,3 +32,19 @@ pub fn install(dir: &Path) -> Result<(), Failure> {
     }
     Ok(())
 }
+
+/// Called by a name that ends in `_perf` but names no collective (a copy or
+/// link with a typo): one line naming the known names.
+pub fn refuse_unknown_perf_name(prog: &str) -> Result<(), Failure> {
+    if !prog.ends_with("_perf") {
+        return Ok(());
+    }
+    let known: Vec<&str> = collbench_core::Collective::ALL
+        .iter()
+        .map(|c| c.spec().perf_name)
+        .collect();
+    Err(Failure::usage(format!(
+        "'{prog}' is not a collective's program name: call this binary as one of {}, or as `collbench run OP`",
+        known.join(", ")
+    )))
+}

@@ -9,15 +9,19 @@ fn size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
-/// Flags of `collbench run` and of the `<op>_perf` aliases.
+/// Flags of `collbench run` and of the `<op>_perf` aliases. A flag given
+/// twice takes its last value, as nccl-tests' getopt loop does.
 #[derive(Args, Debug, Clone)]
+#[command(args_override_self = true)]
 pub struct RunArgs {
     /// Collectives to run: all_reduce all_gather reduce_scatter alltoall
     /// broadcast reduce sendrecv gather scatter hypercube, or `all`.
     #[arg(value_name = "OP")]
     pub ops: Vec<String>,
 
-    /// Smallest size (bytes; K, M, G suffixes are binary).
+    /// Smallest size (bytes; K, M, G suffixes are binary). Default sweep:
+    /// `run` 8 B to 128M with -f 2; the `<op>_perf` aliases 32M only, as
+    /// nccl-tests.
     #[arg(short = 'b', long = "minbytes", value_parser = size_arg)]
     pub minbytes: Option<u64>,
     /// Largest size.
@@ -92,6 +96,43 @@ pub struct RunArgs {
     /// Misalign buffers by this many elements.
     #[arg(short = 'u', long = "unalign", default_value_t = 0)]
     pub unalign: u32,
+    /// Per-iteration timing (0/1): adds i_min i_max i_p99 i_cv% after each
+    /// placement's #wrong, and every iteration's time to -J.
+    #[arg(
+        short = 'I',
+        long = "per_iter_timing",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub per_iter_timing: i64,
+    /// Leading iterations the -I summary leaves out.
+    #[arg(
+        short = 'K',
+        long = "per_iter_skip",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub per_iter_skip: i64,
+    /// NCCL CTA policy set at communicator init (ncclConfig_t.CTAPolicy):
+    /// 0 default, 1 efficiency (NCCL >= 2.27), 2 zero (NCCL >= 2.28).
+    /// Unset: not set. NCCL backend only.
+    #[arg(short = 'x', long = "cta_policy", allow_negative_numbers = true)]
+    pub cta_policy: Option<i32>,
+    /// GPU memory usage report after the results (0/1): NCCL init,
+    /// test buffers, collectives. NCCL backend only.
+    #[arg(short = 'M', long = "memory", default_value_t = 0)]
+    pub memory: u32,
+    /// Device-API implementation (NCCL >= 2.28; 0 = NCCL's own
+    /// collectives, the default; > 0 needs -R 2).
+    #[arg(
+        short = 'D',
+        long = "device_implementation",
+        allow_negative_numbers = true
+    )]
+    pub device_implementation: Option<i32>,
+    /// CTAs for the device-API implementation (1 to 128; default 16).
+    #[arg(short = 'V', long = "device_cta_count", allow_negative_numbers = true)]
+    pub device_cta_count: Option<i32>,
 
     /// Format of stdout.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -108,6 +149,9 @@ pub struct RunArgs {
     /// CSV outputs always carry them on the NCCL backend.
     #[arg(long)]
     pub explain: bool,
+    /// Replace existing --output/-J files (an input is never replaced).
+    #[arg(long)]
+    pub force: bool,
     /// Print nothing on stdout (files and the exit code still tell).
     #[arg(long, short = 'q')]
     pub quiet: bool,

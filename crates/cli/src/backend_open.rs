@@ -26,6 +26,14 @@ pub struct Tuning {
     pub stream_null: u32,
     /// Install NCCL's profiler plugin for the explanation pass.
     pub explain: bool,
+    /// `-x`: ncclConfig_t.CTAPolicy at communicator init.
+    pub cta_policy: Option<i32>,
+    /// `-M 1`: GPU memory usage report.
+    pub memory: bool,
+    /// `-D`: device-API implementation, when given.
+    pub device_implementation: Option<i32>,
+    /// `-V`: device-API CTA count, when given.
+    pub device_cta_count: Option<i32>,
 }
 
 /// A backend ready to measure, with what it runs on. Fields drop in
@@ -46,6 +54,10 @@ pub fn open(
     mode: Mode,
 ) -> Result<Opened, Failure> {
     let (mpi, launch) = launch_args(b, launch)?;
+    refuse_lone_rank_variable(&launch)?;
+    if uses_cpu(b) {
+        refuse_cpu_across_processes(&launch)?;
+    }
     let world = World::discover(&launch)?;
     let control = Control::connect(&world, &launch)?;
     let backend = open_backend(b, tuning, mode, &world, &control)?;
@@ -54,6 +66,50 @@ pub fn open(
         control,
         _mpi: mpi,
     })
+}
+
+/// Whether the flags pick the CPU backend (`auto` on a host without GPUs).
+fn uses_cpu(b: &BackendArgs) -> bool {
+    match b.name {
+        BackendName::Cpu => true,
+        BackendName::Auto => !matches!(collbench_nccl::gpu_count(), Ok(n) if n > 0),
+        BackendName::Nccl | BackendName::Mpi => false,
+    }
+}
+
+/// The CPU backend runs every rank as a thread of one process, so a
+/// launcher's second process (mpirun, srun, COLLBENCH_RANK...) is refused
+/// at once, before rank 0 listens or a rank waits for it.
+fn refuse_cpu_across_processes(launch: &LaunchOptions) -> Result<(), Failure> {
+    // Discovery with a stand-in rendezvous tells the rank and world size
+    // without needing rank 0's address, which a rank > 0 lacks here.
+    let env = |k: &str| match k {
+        "COLLBENCH_RENDEZVOUS" => Some("127.0.0.1".to_string()),
+        _ => std::env::var(k).ok(),
+    };
+    let Ok(world) = World::discover_from(launch, &env, "") else {
+        return Ok(());
+    };
+    if world.world_size <= 1 {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "this is rank {} of {} processes, but the CPU backend runs ranks as threads of one process: \
+         start one process with --ranks {} instead, or use --backend nccl (GPUs) or --backend mpi (a build with --features mpi)",
+        world.rank, world.world_size, world.world_size
+    )))
+}
+
+/// `RANK` without `WORLD_SIZE` (torchrun style, half set) would silently
+/// run as rank 0 of 1.
+fn refuse_lone_rank_variable(launch: &LaunchOptions) -> Result<(), Failure> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    match (var("RANK"), var("WORLD_SIZE")) {
+        (Some(rank), None) if rank != "0" && launch.world_size.is_none() => Err(Failure::usage(format!(
+            "RANK={rank} is set but WORLD_SIZE is not: set WORLD_SIZE (and MASTER_ADDR) for a multi-process run, or unset RANK"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn default_cpu_ranks(a: &BackendArgs, mode: Mode) -> usize {
@@ -90,10 +146,12 @@ fn open_backend(
                 world.rank, world.world_size
             )));
         }
+        crate::nccl_only::elsewhere(&tuning, "cpu")?;
         let ranks = a.ranks.unwrap_or_else(|| default_cpu_ranks(a, mode));
         collbench_runner::cpu::ranks::check_ranks(ranks).map_err(Failure::usage)?;
         if let Some(n) = note {
-            eprintln!("collbench: {n}: using the built-in CPU backend with {ranks} rank threads");
+            let threads = if ranks == 1 { "thread" } else { "threads" };
+            eprintln!("collbench: {n}: using the built-in CPU backend with {ranks} rank {threads}");
         }
         Ok(Box::new(
             CpuBackend::new(ranks, &world.hostname).with_slow_rank(a.test_slow_rank),
@@ -112,10 +170,18 @@ fn open_backend(
             stream_null: tuning.stream_null > 0,
             host: world.hostname.clone(),
             explain: tuning.explain,
+            cta_policy: tuning.cta_policy,
+            device_implementation: tuning.device_implementation,
+            device_cta_count: tuning.device_cta_count,
         };
+        // A flag this NCCL cannot honour is a usage error (exit 2), as
+        // in nccl-tests; other failures are the backend's.
         collbench_nccl::NcclBackend::new(&opts, control)
             .map(|b| Box::new(b) as Box<dyn Backend>)
-            .map_err(|e| Failure::new(Outcome::Backend, e.to_string()))
+            .map_err(|e| match e {
+                collbench_runner::BackendError::Unsupported(m) => Failure::usage(m),
+                e => Failure::new(Outcome::Backend, e.to_string()),
+            })
     };
     match a.name {
         BackendName::Cpu => cpu(None),
@@ -126,9 +192,12 @@ fn open_backend(
             Err(why) => cpu(Some(format!("no GPU found ({why})"))),
         },
         #[cfg(feature = "mpi")]
-        BackendName::Mpi => collbench_mpi::MpiBackend::new(control, &world.hostname)
-            .map(|b| Box::new(b) as Box<dyn Backend>)
-            .map_err(|e| Failure::new(Outcome::Backend, e.to_string())),
+        BackendName::Mpi => {
+            crate::nccl_only::elsewhere(&tuning, "mpi")?;
+            collbench_mpi::MpiBackend::new(control, &world.hostname)
+                .map(|b| Box::new(b) as Box<dyn Backend>)
+                .map_err(|e| Failure::new(Outcome::Backend, e.to_string()))
+        }
         #[cfg(not(feature = "mpi"))]
         BackendName::Mpi => Err(no_mpi()),
     }

@@ -13,7 +13,8 @@ pub enum Outcome {
     Ok,
     /// `run`: some results were wrong (#wrong > 0).
     Wrong,
-    /// Bad command line or input: nothing ran.
+    /// Bad command line or input (nothing ran), or the results could not
+    /// be written.
     Usage,
     /// A peer process failed, or the job could not be assembled.
     Launch,
@@ -154,7 +155,7 @@ impl Outcome {
         match self {
             Outcome::Ok => "ran, every checked element right",
             Outcome::Wrong => "wrong results (#wrong > 0)",
-            Outcome::Usage => "usage error (bad flag, size, name, unwritable output): nothing ran",
+            Outcome::Usage => "usage error (bad flag, size, name, existing or unwritable output): nothing ran; or the results could not be written (stdout or a file)",
             Outcome::Launch => "launch failure: a peer missing, refused, dead or silent",
             Outcome::Backend => "backend failure: library missing, CUDA/NCCL error, out of memory",
             Outcome::Timeout => "an operation exceeded `-T` seconds; communicators were aborted",

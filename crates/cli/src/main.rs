@@ -12,7 +12,9 @@ mod backend_open;
 mod exit;
 mod launch_args;
 mod meta;
+mod nccl_only;
 mod observer;
+mod outputs;
 mod preflight;
 mod run_cmd;
 mod tune_cmd;
@@ -38,7 +40,7 @@ enum Command {
     /// Run collectives with nccl-tests' flags (exit 0 ok, 1 wrong results,
     /// 2 usage, 3 launch, 4 backend, 5 timeout: see `exit::RUN`).
     #[command(disable_version_flag = true)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Find NCCL settings that beat the defaults on this machine, prove
     /// each gain, write a tuner config (exit 0 done, 2 not NCCL or usage,
     /// 4 failed, 130 interrupted).
@@ -49,7 +51,13 @@ enum Command {
     /// Write Slurm, Kubernetes or mpirun launch files.
     Gen(collbench_gen::GenArgs),
     /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench) into a report.
-    Report(collbench_report::ReportArgs),
+    Report {
+        #[command(flatten)]
+        report: collbench_report::ReportArgs,
+        /// Replace an existing -o file (never an input).
+        #[arg(long)]
+        force: bool,
+    },
     /// Compare two runs; exit 1 on regression.
     Compare(collbench_report::CompareArgs),
     /// Short health battery with a PASS/WARN/FAIL verdict (exit 0/1/2).
@@ -60,8 +68,12 @@ enum Command {
         backend: args::BackendArgs,
         #[command(flatten, next_help_heading = "Launch")]
         launch: launch_args::LaunchArgs,
+        /// Replace an existing --json file.
+        #[arg(long)]
+        force: bool,
     },
-    /// Local checks of drivers, GPUs, NCCL, network and limits.
+    /// Local checks of drivers, GPUs, NCCL, network and limits (exit 0
+    /// pass or skipped, 1 warn, 2 fail).
     Doctor(collbench_doctor::DoctorArgs),
     /// List or show built-in baselines.
     Baselines(collbench_check::BaselinesArgs),
@@ -81,9 +93,10 @@ struct AliasCli {
 }
 
 /// Prints a clap error as one line (help and version print in full). A
-/// bad value keeps clap's list of possible values on that line.
-fn clap_failure(e: clap::Error, hint: &str) -> Failure {
-    use clap::error::ErrorKind;
+/// bad value keeps clap's list of possible values on that line, missing
+/// arguments are named, and the hint names the subcommand's own help.
+fn clap_failure(e: clap::Error, prog: &str) -> Failure {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
     if matches!(
         e.kind(),
         ErrorKind::DisplayHelp
@@ -100,6 +113,30 @@ fn clap_failure(e: clap::Error, hint: &str) -> Failure {
         );
     }
     let rendered = e.render().to_string();
+    let command = prog;
+    let hint = format!("(see '{command} --help')");
+    if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
+        let number = arg
+            .strip_prefix('-')
+            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.'));
+        if e.kind() == ErrorKind::UnknownArgument && number.is_some() {
+            return Failure::usage(format!(
+                "negative value '{arg}': counts, sizes and times are 0 or more {hint}"
+            ));
+        }
+    }
+    if e.kind() == ErrorKind::MissingRequiredArgument {
+        let missing: Vec<String> = match e.get(ContextKind::InvalidArg) {
+            Some(ContextValue::Strings(v)) => v.clone(),
+            Some(ContextValue::String(v)) => vec![v.clone()],
+            _ => Vec::new(),
+        };
+        let them = if missing.len() == 1 { "it" } else { "them" };
+        return Failure::usage(format!(
+            "missing {}: {command} needs {them} {hint}",
+            missing.join(", ")
+        ));
+    }
     let first = rendered
         .lines()
         .find(|l| !l.trim().is_empty())
@@ -111,13 +148,51 @@ fn clap_failure(e: clap::Error, hint: &str) -> Failure {
         .find_map(|l| l.trim().strip_prefix("[possible values: "))
         .map(|v| format!(": use {}", v.trim_end_matches(']')))
         .unwrap_or_default();
-    Failure::usage(format!("{first}{values} (see '{hint} --help')"))
+    Failure::usage(format!("{first}{values} {hint}"))
+}
+
+/// The (sub)command an argument list names, e.g. `collbench gen slurm`,
+/// whose help explains a mistake in it.
+fn command_path(argv: &[String]) -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut path = vec!["collbench".to_string()];
+    for arg in argv.iter().skip(1) {
+        if arg == "--" {
+            break;
+        }
+        if let Some(sub) = cmd.find_subcommand(arg).cloned() {
+            path.push(arg.clone());
+            cmd = sub;
+        }
+    }
+    path.join(" ")
+}
+
+/// An error and its causes on one line, leaving out a cause whose text the
+/// line already holds and Rust's "(os error N)" suffixes.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        let text = match text.find(" (os error ") {
+            Some(i) if text.ends_with(')') => text[..i].to_string(),
+            _ => text,
+        };
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out += ": ";
+            }
+            out += &text;
+        }
+    }
+    out
 }
 
 /// A library's error as a usage failure (`{:#}` prints anyhow's chain of
 /// causes on one line).
-fn usage(e: impl std::fmt::Display) -> Failure {
-    Failure::usage(format!("{e:#}"))
+fn usage(e: anyhow::Error) -> Failure {
+    Failure::usage(one_line(&e))
 }
 
 fn real_main() -> Result<Outcome, Failure> {
@@ -135,18 +210,43 @@ fn real_main() -> Result<Outcome, Failure> {
         .unwrap_or_default();
     if let Some(coll) = collbench_core::Collective::from_perf_name(&prog) {
         let mut cli = AliasCli::try_parse_from(&argv).map_err(|e| clap_failure(e, &prog))?;
+        if let Some(extra) = cli.args.ops.first() {
+            return Err(Failure::usage(format!(
+                "{prog} runs {} only, so '{extra}' is not understood: use `collbench run {} {extra}` for more collectives (see '{prog} --help')",
+                coll.name(),
+                coll.name()
+            )));
+        }
         cli.args.ops = vec![coll.name().to_string()];
         return run_cmd::run(&cli.args, &argv, Mode::Alias);
     }
-    let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, "collbench"))?;
+    aliases::refuse_unknown_perf_name(&prog)?;
+    let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, &command_path(&argv)))?;
     match cli.command {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
         Command::Tune(a) => tune_cmd::tune(&a),
         Command::Preflight(a) => preflight::run(&a),
-        Command::Gen(a) => collbench_gen::run(&a).map(|_| Outcome::Ok).map_err(usage),
-        Command::Report(a) => collbench_report::report_main(&a)
-            .map(Outcome::report)
-            .map_err(|e| Failure::new(Outcome::ReportUnusable, format!("{e:#}"))),
+        Command::Gen(a) => {
+            check_embedded_args(&a)?;
+            if let Some(path) = &a.output {
+                outputs::claim("-o", path, a.force, &[])?;
+            }
+            collbench_gen::run(&a).map(|_| Outcome::Ok).map_err(usage)
+        }
+        Command::Report { report, force } => {
+            if let Some(path) = &report.output {
+                let inputs: Vec<&std::path::Path> = report
+                    .inputs
+                    .iter()
+                    .chain(&report.matrix)
+                    .map(|p| p.as_path())
+                    .collect();
+                outputs::claim("-o", path, force, &inputs)?;
+            }
+            collbench_report::report_main(&report)
+                .map(Outcome::report)
+                .map_err(|e| Failure::new(Outcome::ReportUnusable, one_line(&e)))
+        }
         Command::Compare(a) => collbench_report::compare_main(&a)
             .map(Outcome::compare)
             .map_err(usage),
@@ -154,12 +254,14 @@ fn real_main() -> Result<Outcome, Failure> {
             check,
             backend,
             launch,
+            force,
         } => {
+            check_args(&check, force)?;
             let mut opened =
                 backend_open::open(&backend, &launch, Tuning::default(), Mode::Native)?;
             collbench_check::check_main(&check, opened.backend.as_mut(), &opened.control, &argv)
                 .map(Outcome::check)
-                .map_err(|e| Failure::new(Outcome::CheckFail, format!("{e:#}")))
+                .map_err(|e| Failure::new(Outcome::CheckFail, one_line(&e)))
         }
         Command::Doctor(a) => collbench_doctor::doctor_main(&a)
             .map(Outcome::doctor)
@@ -169,6 +271,67 @@ fn real_main() -> Result<Outcome, Failure> {
             .map_err(usage),
         Command::InstallAliases { dir } => aliases::install(&dir).map(|_| Outcome::Ok),
     }
+}
+
+/// `check`'s own flags, before any work: the output paths and the size.
+fn check_args(a: &collbench_check::CheckArgs, force: bool) -> Result<(), Failure> {
+    if a.size == Some(0) {
+        return Err(Failure::usage(
+            "--size 0 measures nothing: give a size of at least 1 byte, e.g. --size 64M",
+        ));
+    }
+    if let Some(path) = &a.json {
+        outputs::claim("--json", path, force, &[])?;
+    }
+    // The textfile collector's file is replaced on every run (atomically),
+    // so only its folder is checked.
+    if let Some(path) = &a.prometheus {
+        outputs::claim("--prometheus", path, true, &[])?;
+    }
+    Ok(())
+}
+
+/// The collbench arguments a launch file will run, parsed by the same
+/// parser (and, for `run`, the same sweep rules) now, not on the cluster.
+fn check_embedded_args(a: &collbench_gen::GenArgs) -> Result<(), Failure> {
+    let bad =
+        |m: String| Failure::usage(format!("the collbench arguments after -- are wrong: {m}"));
+    let program = std::path::Path::new(a.target.collbench_program())
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let args = a.target.collbench_args();
+    if collbench_core::Collective::from_perf_name(&program).is_some() {
+        // `--collbench all_reduce_perf`: the ranks run the alias form.
+        let argv: Vec<String> = std::iter::once(program.clone()).chain(args).collect();
+        let cli = match AliasCli::try_parse_from(&argv) {
+            Ok(cli) => cli,
+            Err(e) if !e.use_stderr() => return Ok(()),
+            Err(e) => return Err(bad(clap_failure(e, &program).message)),
+        };
+        if let Some(extra) = cli.args.ops.first() {
+            return Err(bad(format!(
+                "{program} takes no collective name ('{extra}')"
+            )));
+        }
+        let plan = run_cmd::plan_from_args(&cli.args, Mode::Alias).map_err(|f| bad(f.message))?;
+        plan.sizes().map_err(|e| bad(e.to_string()))?;
+        return Ok(());
+    }
+    let argv: Vec<String> = std::iter::once("collbench".to_string())
+        .chain(args.iter().cloned())
+        .collect();
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        // `-- run --help` in a launch file prints help on the cluster.
+        Err(e) if !e.use_stderr() => return Ok(()),
+        Err(e) => return Err(bad(clap_failure(e, &command_path(&argv)).message)),
+    };
+    if let Command::Run(r) = cli.command {
+        let plan = run_cmd::plan_from_args(&r, Mode::Native).map_err(|f| bad(f.message))?;
+        plan.sizes().map_err(|e| bad(e.to_string()))?;
+    }
+    Ok(())
 }
 
 fn main() {

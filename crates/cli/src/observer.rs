@@ -14,9 +14,14 @@ pub struct TextObserver {
     /// Print the slowest ranks after each row (`--per-rank`).
     pub per_rank: bool,
     devices: Vec<collbench_core::DeviceInfo>,
+    /// GPU memory to print in the next footer (`-M 1`).
+    memory: Option<text::memory::GpuMemory>,
     first: bool,
     progress: Option<indicatif::ProgressBar>,
     collectives_done: usize,
+    /// The first failed write to stdout; printing stops there and `run`
+    /// ends with it (exit 2) instead of losing the results silently.
+    pub write_error: Option<std::io::Error>,
 }
 
 impl TextObserver {
@@ -38,14 +43,16 @@ impl TextObserver {
             options,
             per_rank: false,
             devices: Vec::new(),
+            memory: None,
             first: true,
             progress,
             collectives_done: 0,
+            write_error: None,
         }
     }
 
-    fn out(&self, s: &str) {
-        if !self.print {
+    fn out(&mut self, s: &str) {
+        if !self.print || self.write_error.is_some() {
             return;
         }
         let write = || {
@@ -53,14 +60,11 @@ impl TextObserver {
             o.write_all(s.as_bytes())?;
             o.flush()
         };
-        match &self.progress {
-            Some(pb) => pb.suspend(|| {
-                let _ = write();
-            }),
-            None => {
-                let _ = write();
-            }
-        }
+        let written = match &self.progress {
+            Some(pb) => pb.suspend(write),
+            None => write(),
+        };
+        self.write_error = written.err();
     }
 
     /// Ends the run: the summary table for multi-collective runs.
@@ -102,7 +106,20 @@ impl RunObserver for TextObserver {
         if self.options.explain {
             self.out(&text::explain_footnotes(rows));
         }
-        self.out(&text::footer(coll.name(), rows));
+        let memory = self.memory.take();
+        self.out(&text::footer_with_memory(
+            coll.name(),
+            rows,
+            memory.as_ref(),
+        ));
+    }
+
+    fn memory(&mut self, u: &collbench_runner::MemoryUsage) {
+        self.memory = Some(text::memory::GpuMemory {
+            initialization: u.initialization,
+            user_allocated: u.user_allocated,
+            collective: u.collective,
+        });
     }
 
     fn note(&mut self, text: &str) {

@@ -68,6 +68,7 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
             )))
         }
     };
+    let (per_iter_timing, per_iter_skip) = per_iter(a);
     // alltoallv's traffic comes from nccl-tests' environment variables.
     let traffic = if collectives.contains(&collbench_core::Collective::AllToAllV) {
         collbench_runner::plan::traffic_from_env().map_err(u)?
@@ -95,38 +96,91 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         timestamps: a.report_timestamps > 0,
         unalign: a.unalign,
         test_corrupt: a.test_corrupt,
+        per_iter_timing,
+        per_iter_skip,
+        memory_report: a.memory != 0,
         ..Plan::default()
     })
 }
 
-/// An output file, checked for writability before anything runs so a long
-/// run never ends in "cannot write".
+/// -I and -K as nccl-tests settles them: a value it cannot use is turned
+/// off with its warning on stderr, and the run goes on.
+fn per_iter(a: &RunArgs) -> (bool, u32) {
+    let (timing, skip, warnings) =
+        per_iter_settings(a.per_iter_timing, a.per_iter_skip, a.iters, a.cudagraph);
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    (timing, skip)
+}
+
+/// The checks of [`per_iter`], in nccl-tests' order and words.
+fn per_iter_settings(timing: i64, skip: i64, iters: u32, graph: u32) -> (bool, u32, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut timing = timing;
+    let mut skip = skip;
+    if timing != 0 && timing != 1 {
+        warnings
+            .push("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.".to_string());
+        timing = 0;
+    }
+    if timing == 1 && graph >= 1 {
+        warnings.push(
+            "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."
+                .to_string(),
+        );
+        timing = 0;
+    }
+    if skip < 0 || skip >= i64::from(iters) {
+        warnings.push(format!(
+            "per-iteration skip (-K) must be between 0 and {}. Disabling.",
+            i64::from(iters) - 1
+        ));
+        skip = 0;
+    }
+    if skip != 0 && timing == 0 {
+        warnings.push(
+            "per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.".to_string(),
+        );
+        skip = 0;
+    }
+    (timing == 1, skip as u32, warnings)
+}
+
+/// An output file, checked (see `outputs`) before anything runs so a long
+/// run never ends in "cannot write" or replaces a file by surprise.
 struct OutputFile {
+    flag: &'static str,
     path: PathBuf,
     format: Format,
 }
 
-fn output_file(path: &PathBuf, format: Option<Format>) -> Result<OutputFile, Failure> {
+fn output_file(
+    flag: &'static str,
+    path: &std::path::Path,
+    format: Option<Format>,
+    force: bool,
+) -> Result<OutputFile, Failure> {
     let format = format.or_else(|| Format::from_path(path)).ok_or_else(|| {
         Failure::usage(format!(
             "cannot tell the format of --output {}: use a .txt, .json, .csv or .md file name",
             path.display()
         ))
     })?;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| {
-            Failure::usage(format!(
-                "cannot write output file {}: {e}; choose a writable path",
-                path.display()
-            ))
-        })?;
+    crate::outputs::claim(flag, path, force, &[])?;
     Ok(OutputFile {
-        path: path.clone(),
+        flag,
+        path: path.to_path_buf(),
         format,
     })
+}
+
+/// A failed write of the results to stdout: exit 2, one line.
+fn stdout_failure(e: &std::io::Error) -> Failure {
+    Failure::usage(format!(
+        "cannot write the results to standard output: {}",
+        crate::outputs::io_reason(e)
+    ))
 }
 
 /// Runs the benchmark.
@@ -135,11 +189,14 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     let sizes = plan.sizes().map_err(|e| Failure::usage(e.to_string()))?;
     let stdout_format = a.format;
     let mut files = Vec::new();
+    if let (Some(o), Some(j)) = (&a.output, &a.output_file) {
+        crate::outputs::distinct(("--output", o), ("-J", j))?;
+    }
     if let Some(p) = &a.output {
-        files.push(output_file(p, None)?);
+        files.push(output_file("--output", p, None, a.force)?);
     }
     if let Some(p) = &a.output_file {
-        files.push(output_file(p, Some(Format::NcclTestsJson))?);
+        files.push(output_file("-J", p, Some(Format::NcclTestsJson), a.force)?);
     }
     // The explanation pass runs when the text asks for it or a record
     // (JSON, CSV) will carry it; plain text runs never load the plugin.
@@ -154,6 +211,10 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         timeout: a.timeout,
         stream_null: a.stream_null,
         explain: plan.explain,
+        cta_policy: a.cta_policy,
+        memory: a.memory != 0,
+        device_implementation: a.device_implementation,
+        device_cta_count: a.device_cta_count,
     };
     // The tuner plugin goes in before the first communicator.
     let tuner = match &a.tuner_config {
@@ -162,6 +223,22 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     };
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode)?;
     let world_size = opened.backend.world_size();
+    if opened.backend.info().name == "cpu" {
+        let given: Vec<&str> = [
+            (a.cudagraph > 0, "-G/--cudagraph"),
+            (a.local_register > 0, "-R/--local_register"),
+        ]
+        .iter()
+        .filter_map(|(on, flag)| on.then_some(*flag))
+        .collect();
+        if !given.is_empty() {
+            let verb = if given.len() == 1 { "is" } else { "are" };
+            eprintln!(
+                "collbench: {} {verb} ignored on the CPU backend (CUDA graphs and NCCL buffer registration are GPU features)",
+                given.join(" and ")
+            );
+        }
+    }
 
     let total: u64 = plan
         .collectives
@@ -174,6 +251,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         cputime: plan.cputime,
         timestamps: plan.timestamps,
         explain: a.explain,
+        per_iter: plan.per_iter_timing.then_some(plan.per_iter_skip),
     };
     let print_text = !a.quiet && stdout_format == Format::Text;
     let mut obs = TextObserver::new(print_text, options, total);
@@ -184,20 +262,28 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Ok(Outcome::Ok);
     };
     obs.finish(&record);
+    if let Some(e) = &obs.write_error {
+        return Err(stdout_failure(e));
+    }
     if let Some((path, plugin)) = &tuner {
         eprintln!("{}", crate::tune_cmd::tuner_config_note(path, plugin));
     }
     if !a.quiet && stdout_format != Format::Text {
         let bytes = stdout_format.exporter().serialize(&record);
         use std::io::Write;
-        let _ = std::io::stdout().write_all(&bytes);
+        let mut out = std::io::stdout().lock();
+        out.write_all(&bytes)
+            .and_then(|_| out.flush())
+            .map_err(|e| stdout_failure(&e))?;
     }
     for f in files {
         let bytes = f.format.exporter().serialize(&record);
         std::fs::write(&f.path, bytes).map_err(|e| {
             Failure::usage(format!(
-                "cannot write output file {}: {e}",
-                f.path.display()
+                "cannot write {} {}: {}",
+                f.flag,
+                f.path.display(),
+                crate::outputs::io_reason(&e)
             ))
         })?;
     }
@@ -210,4 +296,42 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Ok(Outcome::Wrong);
     }
     Ok(Outcome::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_iter_settings;
+
+    #[test]
+    fn per_iter_values_nccl_tests_cannot_use_are_turned_off_with_its_warning() {
+        assert_eq!(per_iter_settings(1, 3, 20, 0), (true, 3, vec![]));
+        assert_eq!(per_iter_settings(0, 0, 20, 0), (false, 0, vec![]));
+        let (on, _, w) = per_iter_settings(2, 0, 20, 0);
+        assert!(!on);
+        assert_eq!(
+            w,
+            ["per-iteration timing (-I) only supports 0=off or 1=on. Disabling."]
+        );
+        let (on, _, w) = per_iter_settings(1, 0, 20, 1);
+        assert!(!on);
+        assert_eq!(
+            w,
+            ["per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."]
+        );
+        let (on, skip, w) = per_iter_settings(1, 20, 20, 0);
+        assert_eq!((on, skip), (true, 0));
+        assert_eq!(
+            w,
+            ["per-iteration skip (-K) must be between 0 and 19. Disabling."]
+        );
+        let (_, skip, w) = per_iter_settings(1, -1, 20, 0);
+        assert_eq!(skip, 0);
+        assert_eq!(w.len(), 1);
+        let (on, skip, w) = per_iter_settings(0, 2, 20, 0);
+        assert_eq!((on, skip), (false, 0));
+        assert_eq!(
+            w,
+            ["per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling."]
+        );
+    }
 }

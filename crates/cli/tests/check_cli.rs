@@ -361,7 +361,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
         .arg("--matrix")
         .arg(&run)
         .arg("-o")
-        .arg(&html)
+        .arg(dir.path().join("second.html"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

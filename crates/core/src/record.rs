@@ -317,7 +317,13 @@ impl Record {
                     })
                     .collect();
                 let largest = rows.iter().max_by_key(|(r, _)| r.size_bytes)?;
-                let smallest = rows.iter().min_by_key(|(r, _)| r.size_bytes)?;
+                // The smallest non-empty size: a 0-byte row only times
+                // the launch of nothing.
+                let smallest = rows
+                    .iter()
+                    .filter(|(r, _)| r.size_bytes > 0)
+                    .min_by_key(|(r, _)| r.size_bytes)
+                    .or_else(|| rows.iter().min_by_key(|(r, _)| r.size_bytes))?;
                 let peak = rows
                     .iter()
                     .max_by(|a, b| a.1.busbw_gbps.total_cmp(&b.1.busbw_gbps))?;
@@ -363,6 +369,31 @@ mod tests {
             have, want,
             "schema/record.schema.json is stale: regenerate it (see this test's doc)"
         );
+    }
+
+    #[test]
+    fn summary_smallest_is_the_smallest_non_empty_size() {
+        let mut r = Record::new("collbench");
+        for (size, t) in [(0u64, 0.37), (16, 9.0), (32, 9.5)] {
+            r.results.push(CaseResult {
+                op: "all_gather".into(),
+                size_bytes: size,
+                count: size / 4,
+                dtype: "float".into(),
+                redop: "none".into(),
+                root: -1,
+                out_of_place: Some(Placement {
+                    time_us: t,
+                    ..Placement::default()
+                }),
+                in_place: None,
+            });
+        }
+        let s = &r.summaries()[0];
+        assert_eq!((s.smallest_bytes, s.time_at_smallest_us), (16, 9.0));
+        // Only empty rows: they are all there is.
+        r.results.retain(|c| c.size_bytes == 0);
+        assert_eq!(r.summaries()[0].smallest_bytes, 0);
     }
 
     #[test]

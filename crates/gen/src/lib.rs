@@ -30,6 +30,10 @@ pub struct GenArgs {
     #[arg(short, long, value_name = "FILE", global = true)]
     pub output: Option<PathBuf>,
 
+    /// Replace an existing --output file.
+    #[arg(long, global = true)]
+    pub force: bool,
+
     #[command(subcommand)]
     pub target: GenTarget,
 }
@@ -43,6 +47,28 @@ pub enum GenTarget {
     K8s(K8sArgs),
     /// An OpenMPI `mpirun` command line.
     Mpirun(MpirunArgs),
+}
+
+impl GenTarget {
+    /// The collbench arguments every rank will run (the user's after `--`,
+    /// or [`DEFAULT_ARGS`]), for the CLI to check with its own parser.
+    pub fn collbench_args(&self) -> Vec<String> {
+        self.common().collbench_args()
+    }
+
+    /// The executable every rank starts (`--collbench`: `collbench`, a path,
+    /// or an `<op>_perf` alias).
+    pub fn collbench_program(&self) -> &str {
+        &self.common().collbench
+    }
+
+    fn common(&self) -> &CommonArgs {
+        match self {
+            GenTarget::Slurm(a) => &a.common,
+            GenTarget::K8s(a) => &a.common,
+            GenTarget::Mpirun(a) => &a.common,
+        }
+    }
 }
 
 /// Options every target shares: the collbench command and extra environment.

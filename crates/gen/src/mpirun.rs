@@ -25,6 +25,7 @@ pub struct MpirunArgs {
 
 /// Renders the command line, one option group per line.
 pub fn render(args: &MpirunArgs) -> Result<String> {
+    validate::port("--port", args.port)?;
     let hosts = validate::hosts(&args.hosts)?;
     let env = validate::env_vars(&args.common.env)?;
     let np: u64 = hosts.iter().map(|(_, slots)| u64::from(*slots)).sum();

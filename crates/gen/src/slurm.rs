@@ -71,6 +71,9 @@ pub fn render(args: &SlurmArgs) -> Result<String> {
             validate::sbatch_value(flag, v)?;
         }
     }
+    if let Some(t) = &args.time {
+        validate::slurm_time("--time", t)?;
+    }
     let env = validate::env_vars(&args.common.env)?;
     let runtime = container_runtime(args)?;
 

@@ -33,6 +33,42 @@ pub fn positive(flag: &str, value: u32) -> Result<()> {
     Ok(())
 }
 
+/// Checks a TCP port rank 0 listens on: 0 would let the system pick one
+/// the other ranks cannot know.
+pub fn port(flag: &str, value: u16) -> Result<()> {
+    if value == 0 {
+        bail!(
+            "invalid {flag} 0: give a fixed TCP port from 1 to 65535 (default {})",
+            crate::DEFAULT_RENDEZVOUS_PORT
+        );
+    }
+    Ok(())
+}
+
+/// Checks a Slurm time limit in one of sbatch's forms: MM, MM:SS, HH:MM:SS,
+/// D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED/INFINITE.
+pub fn slurm_time(flag: &str, value: &str) -> Result<()> {
+    let numbers = |s: &str, most: usize| {
+        let parts: Vec<&str> = s.split(':').collect();
+        parts.len() <= most
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let ok = value.eq_ignore_ascii_case("unlimited")
+        || value.eq_ignore_ascii_case("infinite")
+        || match value.split_once('-') {
+            Some((days, rest)) => numbers(days, 1) && numbers(rest, 3),
+            None => numbers(value, 3),
+        };
+    if !ok {
+        bail!(
+            "invalid {flag} {value:?}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. 00:30:00)"
+        );
+    }
+    Ok(())
+}
+
 /// Whether `name` is a C identifier, the only portable environment name.
 fn is_c_identifier(name: &str) -> bool {
     let mut bytes = name.bytes();
@@ -249,6 +285,22 @@ mod tests {
     #[test]
     fn sbatch_values() {
         sbatch_value("--time", "1-00:00:00").unwrap();
+        for ok in [
+            "30",
+            "30:00",
+            "00:30:00",
+            "1-00",
+            "1-00:00",
+            "1-00:00:00",
+            "UNLIMITED",
+        ] {
+            slurm_time("--time", ok).unwrap();
+        }
+        for bad in ["soon", "", "1:2:3:4", "-1", "1-", "a-00"] {
+            assert!(slurm_time("--time", bad).is_err(), "{bad}");
+        }
+        assert!(port("--port", 0).is_err());
+        port("--port", 1).unwrap();
         sbatch_value("--partition", "gpu,debug").unwrap();
         for bad in ["", "a b", "a\nb", "x'y", "$(x)"] {
             assert!(sbatch_value("--partition", bad).is_err(), "{bad:?}");

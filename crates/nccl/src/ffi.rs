@@ -5,7 +5,7 @@
 
 use crate::error::NcclError;
 use libloading::Library;
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 /// `ncclComm_t` as the C functions take it.
 pub type Comm = *mut c_void;
@@ -43,6 +43,70 @@ impl UniqueId {
     }
 }
 
+/// `ncclConfig_t` as NCCL 2.28's nccl.h lays it out (`ncclConfig_v22800`;
+/// the struct only grows at its end, so later libraries read it by its
+/// `size` and `version`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub size: usize,
+    pub magic: c_uint,
+    pub version: c_uint,
+    pub blocking: c_int,
+    pub cga_cluster_size: c_int,
+    pub min_ctas: c_int,
+    pub max_ctas: c_int,
+    pub net_name: *const c_char,
+    pub split_share: c_int,
+    pub traffic_class: c_int,
+    pub comm_name: *const c_char,
+    pub collnet_enable: c_int,
+    /// NCCL >= 2.27.
+    pub cta_policy: c_int,
+    pub shrink_share: c_int,
+    pub nvls_ctas: c_int,
+    /// NCCL >= 2.28.
+    pub n_channels_per_net_peer: c_int,
+    pub nvlink_centric_sched: c_int,
+}
+
+/// `NCCL_CONFIG_UNDEF_INT`: NCCL picks.
+pub const CONFIG_UNDEF_INT: c_int = c_int::MIN;
+/// `NCCL_API_MAGIC`
+const API_MAGIC: c_uint = 0xcafe_beef;
+
+impl Config {
+    /// `NCCL_CONFIG_INITIALIZER` for a library of `version`: every option
+    /// unset. A 2.27 library gets 2.27's size and version (its struct
+    /// ends after `nvlsCTAs`), so it is never handed fields it lacks.
+    pub fn new(version: c_int) -> Config {
+        let (size, v) = if version >= 22800 {
+            (std::mem::size_of::<Config>(), 22800)
+        } else {
+            (std::mem::offset_of!(Config, n_channels_per_net_peer), 22700)
+        };
+        Config {
+            size,
+            magic: API_MAGIC,
+            version: v,
+            blocking: CONFIG_UNDEF_INT,
+            cga_cluster_size: CONFIG_UNDEF_INT,
+            min_ctas: CONFIG_UNDEF_INT,
+            max_ctas: CONFIG_UNDEF_INT,
+            net_name: std::ptr::null(),
+            split_share: CONFIG_UNDEF_INT,
+            traffic_class: CONFIG_UNDEF_INT,
+            comm_name: std::ptr::null(),
+            collnet_enable: CONFIG_UNDEF_INT,
+            cta_policy: CONFIG_UNDEF_INT,
+            shrink_share: CONFIG_UNDEF_INT,
+            nvls_ctas: CONFIG_UNDEF_INT,
+            n_channels_per_net_peer: CONFIG_UNDEF_INT,
+            nvlink_centric_sched: CONFIG_UNDEF_INT,
+        }
+    }
+}
+
 pub const NCCL_SUCCESS: NcclResult = 0;
 pub const NCCL_IN_PROGRESS: NcclResult = 7;
 /// `ncclScalarHostImmediate`
@@ -61,6 +125,9 @@ pub struct Nccl {
     pub(crate) comm_init_rank:
         unsafe extern "C" fn(*mut Comm, c_int, UniqueId, c_int) -> NcclResult,
     pub(crate) comm_init_all: unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> NcclResult,
+    /// NCCL >= 2.14
+    pub(crate) comm_init_rank_config:
+        Option<unsafe extern "C" fn(*mut Comm, c_int, UniqueId, c_int, *mut Config) -> NcclResult>,
     pub(crate) comm_destroy: unsafe extern "C" fn(Comm) -> NcclResult,
     pub(crate) comm_abort: unsafe extern "C" fn(Comm) -> NcclResult,
     pub(crate) comm_get_async_error: unsafe extern "C" fn(Comm, *mut NcclResult) -> NcclResult,
@@ -203,6 +270,7 @@ impl Nccl {
                 get_unique_id: sym!(lib, "ncclGetUniqueId"),
                 comm_init_rank: sym!(lib, "ncclCommInitRank"),
                 comm_init_all: sym!(lib, "ncclCommInitAll"),
+                comm_init_rank_config: opt_sym!(lib, "ncclCommInitRankConfig"),
                 comm_destroy: sym!(lib, "ncclCommDestroy"),
                 comm_abort: sym!(lib, "ncclCommAbort"),
                 comm_get_async_error: sym!(lib, "ncclCommGetAsyncError"),
@@ -295,6 +363,22 @@ mod tests {
     fn built_in_reductions_follow_nccl_h_and_mulsum_starts_from_sum() {
         let ids: Vec<RedOpId> = ReduceOp::ALL.into_iter().map(redop_id).collect();
         assert_eq!(ids, [0, 1, 2, 3, 4, 0]);
+    }
+
+    #[test]
+    fn config_is_nccl_2_28s_layout() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<Config>(), 80);
+        assert_eq!(offset_of!(Config, blocking), 16);
+        assert_eq!(offset_of!(Config, net_name), 32);
+        assert_eq!(offset_of!(Config, comm_name), 48);
+        assert_eq!(offset_of!(Config, cta_policy), 60);
+        assert_eq!(offset_of!(Config, nvlink_centric_sched), 76);
+        let c = Config::new(22803);
+        assert_eq!((c.size, c.magic, c.version), (80, 0xcafebeef, 22800));
+        assert_eq!(c.cta_policy, i32::MIN);
+        let c = Config::new(22703);
+        assert_eq!((c.size, c.version), (72, 22700));
     }
 
     #[test]

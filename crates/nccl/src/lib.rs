@@ -51,6 +51,13 @@ pub struct NcclOptions {
     /// Install the profiler plugin so that `Backend::explain` can say what
     /// NCCL ran (before the first communicator; off: NCCL never sees it).
     pub explain: bool,
+    /// `-x`: ncclConfig_t.CTAPolicy at communicator init; `None`: the
+    /// communicators are made without a config, as before.
+    pub cta_policy: Option<i32>,
+    /// `-D`, when given: device-API implementation (0 = NCCL's own).
+    pub device_implementation: Option<i32>,
+    /// `-V`, when given: CTAs of the device-API implementation.
+    pub device_cta_count: Option<i32>,
 }
 
 /// Number of CUDA GPUs visible, or why none can be used.

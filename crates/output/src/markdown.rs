@@ -7,7 +7,8 @@
 use crate::metrics::{self, or_dash};
 use crate::units;
 use crate::Exporter;
-use collbench_core::{CaseResult, Record};
+use collbench_core::explain::BUSBW_NOTE;
+use collbench_core::{CaseResult, Placement, Record};
 use std::fmt::Write;
 
 /// A table: header, which columns are numeric (right-aligned), and rows
@@ -36,6 +37,9 @@ pub fn table(t: &Table) -> String {
 /// out-of-place and, when any case measured it, in-place (`-` where a
 /// case lacks a placement or a figure means nothing for the test, see
 /// [`metrics`]); OSU bandwidth tests add their figure in MB/s as printed.
+/// When some case says what NCCL ran (docs/explain.md), the algorithm,
+/// protocol and channels of each placement follow ([`explain_cells`]);
+/// [`cases_notes`] gives the footnotes for them.
 pub fn cases_table(cases: &[&CaseResult]) -> Table {
     let has_ip = cases.iter().any(|c| c.in_place.is_some());
     let mut header = vec![
@@ -61,7 +65,23 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
     if has_mbps {
         header.push("bandwidth (MB/s)");
     }
-    let numeric = (0..header.len()).map(|i| !(i == 2 || i == 3)).collect();
+    let has_explain = cases
+        .iter()
+        .any(|c| c.placements().any(|(_, p)| p.explain.is_some()));
+    let explained_from = header.len();
+    if has_explain {
+        header.extend(["algo", "proto", "channels"]);
+        if has_ip {
+            header.extend(["in-place algo", "in-place proto", "in-place channels"]);
+        }
+    }
+    // Text columns: type, redop, and the explanation's algo and proto.
+    let numeric = (0..header.len())
+        .map(|i| {
+            let text_explain = i >= explained_from && (i - explained_from) % 3 != 2;
+            !(i == 2 || i == 3 || text_explain)
+        })
+        .collect();
     let rows = cases
         .iter()
         .map(|c| {
@@ -97,6 +117,12 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
                     main.map_or_else(|| "-".into(), |p| units::us(p.algbw_gbps * 1e3)),
                 ));
             }
+            if has_explain {
+                row.extend(explain_cells(c.out_of_place.as_ref()));
+                if has_ip {
+                    row.extend(explain_cells(c.in_place.as_ref()));
+                }
+            }
             row
         })
         .collect();
@@ -105,6 +131,72 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
         numeric,
         rows,
     }
+}
+
+/// Algorithm, protocol and channels of a placement, as `run --explain`
+/// shows them: `*` after an in-network or multicast algorithm (busbw
+/// overstated), `n/a` where NCCL could not say, `-` where the placement
+/// was not measured or its backend cannot say.
+pub fn explain_cells(p: Option<&Placement>) -> [String; 3] {
+    let dash = || ["-".to_string(), "-".to_string(), "-".to_string()];
+    let Some(e) = p.and_then(|p| p.explain.as_ref()) else {
+        return dash();
+    };
+    if e.kernels.is_empty() {
+        return ["n/a".to_string(), "n/a".to_string(), "n/a".to_string()];
+    }
+    let mark = if e.busbw_overstated { "*" } else { "" };
+    [
+        format!("{}{mark}", e.algo_text()),
+        e.proto_text(),
+        e.channels_text(),
+    ]
+}
+
+/// Footnotes for the explanation columns of [`cases_table`]: what `*`
+/// means, why cells say `n/a`, ranks that reported nothing. Empty when no
+/// case has any of these.
+pub fn cases_notes(cases: &[&CaseResult]) -> Vec<String> {
+    let mut in_network: Vec<String> = Vec::new();
+    let mut reasons: Vec<String> = Vec::new();
+    let mut missing = false;
+    for e in cases
+        .iter()
+        .flat_map(|c| c.placements())
+        .filter_map(|(_, p)| p.explain.as_ref())
+    {
+        if e.busbw_overstated {
+            for k in e.kernels.iter().filter(|k| k.in_network()) {
+                if !in_network.contains(&k.algo) {
+                    in_network.push(k.algo.clone());
+                }
+            }
+        }
+        if e.kernels.is_empty() {
+            let why = e
+                .unavailable
+                .clone()
+                .unwrap_or_else(|| "NCCL reported no kernel".to_string());
+            if !reasons.contains(&why) {
+                reasons.push(why);
+            }
+        }
+        missing |= !e.missing_ranks.is_empty();
+    }
+    let mut out = Vec::new();
+    if !in_network.is_empty() {
+        out.push(format!("algo* ({}): {BUSBW_NOTE}", in_network.join(", ")));
+    }
+    for why in reasons {
+        out.push(format!("n/a: {why}"));
+    }
+    if missing {
+        out.push(
+            "some ranks reported no kernel for some cases; the columns show the other ranks'"
+                .to_string(),
+        );
+    }
+    out
 }
 
 /// Op -> busbw at the largest size, peak busbw, time at the smallest size
@@ -185,8 +277,16 @@ impl Exporter for MarkdownExporter {
         );
         for op in record.ops() {
             let _ = writeln!(s, "## {op}\n");
-            s += &table(&cases_table(&record.op_results(&op).collect::<Vec<_>>()));
+            let cases = record.op_results(&op).collect::<Vec<_>>();
+            s += &table(&cases_table(&cases));
             s.push('\n');
+            let notes = cases_notes(&cases);
+            for n in &notes {
+                let _ = writeln!(s, "- {n}");
+            }
+            if !notes.is_empty() {
+                s.push('\n');
+            }
         }
         s += "## Summary\n\n";
         s += &table(&summary_table(&[record], None));
@@ -197,7 +297,7 @@ impl Exporter for MarkdownExporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use collbench_core::Placement;
+    use collbench_core::{Explanation, KernelChoice};
 
     fn case(op: &str, size: u64, in_place: bool) -> CaseResult {
         let p = |busbw: f64| Placement {
@@ -230,6 +330,74 @@ mod tests {
         assert_eq!(t.header.len(), 13);
         assert_eq!(t.rows[0][9], "-");
         assert_eq!(t.rows[1][11], "2.00");
+    }
+
+    fn explained(algo: &str, proto: &str, channels: u64) -> Option<Explanation> {
+        Some(Explanation::from_kernels(
+            [KernelChoice {
+                func: "AllReduce".into(),
+                algo: algo.into(),
+                proto: proto.into(),
+                channels,
+            }],
+            [],
+            0,
+        ))
+    }
+
+    #[test]
+    fn explanation_columns_only_when_some_case_has_one() {
+        let plain = case("all_reduce", 1024, true);
+        assert!(!cases_table(&[&plain]).header.contains(&"algo"));
+        assert!(cases_notes(&[&plain]).is_empty());
+
+        let mut ring = case("all_reduce", 1024, true);
+        ring.out_of_place.as_mut().unwrap().explain = explained("RING", "LL", 2);
+        ring.in_place.as_mut().unwrap().explain = explained("RING", "LL", 2);
+        let mut nvls = case("all_reduce", 1 << 30, true);
+        nvls.out_of_place.as_mut().unwrap().explain = explained("NVLS", "SIMPLE", 16);
+        nvls.in_place.as_mut().unwrap().explain = Some(Explanation::unavailable(
+            "NCCL_PROFILER_PLUGIN is set by the user",
+        ));
+        let t = cases_table(&[&plain, &ring, &nvls]);
+        assert_eq!(
+            t.header[13..],
+            [
+                "algo",
+                "proto",
+                "channels",
+                "in-place algo",
+                "in-place proto",
+                "in-place channels"
+            ]
+        );
+        assert_eq!(t.numeric[13..], [false, false, true, false, false, true]);
+        assert_eq!(t.rows[0][13..], ["-", "-", "-", "-", "-", "-"]);
+        assert_eq!(t.rows[1][13..], ["RING", "LL", "2", "RING", "LL", "2"]);
+        assert_eq!(
+            t.rows[2][13..],
+            ["NVLS*", "SIMPLE", "16", "n/a", "n/a", "n/a"]
+        );
+        assert_eq!(
+            cases_notes(&[&plain, &ring, &nvls]),
+            [
+                format!("algo* (NVLS): {BUSBW_NOTE}"),
+                "n/a: NCCL_PROFILER_PLUGIN is set by the user".to_string()
+            ]
+        );
+        // Out-of-place only: three columns.
+        let mut oop = case("all_reduce", 1024, false);
+        oop.out_of_place.as_mut().unwrap().explain = explained("TREE", "LL128", 4);
+        let t = cases_table(&[&oop]);
+        assert_eq!(t.header.len(), 12);
+        assert_eq!(t.rows[0][9..], ["TREE", "LL128", "4"]);
+        let mut r = Record::new("collbench");
+        r.results = vec![nvls];
+        let md = String::from_utf8(MarkdownExporter.serialize(&r)).unwrap();
+        assert!(
+            md.contains("| NVLS* | SIMPLE | 16 | n/a | n/a | n/a |\n\n- algo* (NVLS): "),
+            "{md}"
+        );
     }
 
     #[test]

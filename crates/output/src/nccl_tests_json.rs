@@ -188,23 +188,17 @@ fn placement(p: &Placement) -> String {
 fn per_iter(p: &Placement, skip: usize) -> String {
     let times = &p.iter_times_us;
     let skip = skip.min(times.len().saturating_sub(1));
-    let mut sorted = times[skip..].to_vec();
-    sorted.sort_by(|a, b| a.total_cmp(b));
-    let n = sorted.len();
-    let pct = |q: usize| sorted[(n - 1).min((n * q).div_ceil(100).saturating_sub(1))];
-    let avg = sorted.iter().sum::<f64>() / n as f64;
-    let stdev = (sorted.iter().map(|t| (t - avg).powi(2)).sum::<f64>() / n as f64).sqrt();
-    let cv = if avg > 0.0 { stdev / avg * 100.0 } else { 0.0 };
+    let st = crate::text::per_iter::summarize(times, skip).expect("times are not empty");
     let mut fields = vec![
         ("skipped_iterations", skip.to_string()),
-        ("min_us", double(sorted[0])),
-        ("max_us", double(sorted[n - 1])),
-        ("avg_us", double(avg)),
-        ("p50_us", double(sorted[n / 2])),
-        ("p95_us", double(pct(95))),
-        ("p99_us", double(pct(99))),
-        ("stdev_us", double(stdev)),
-        ("cv_pct", double(cv)),
+        ("min_us", double(st.min)),
+        ("max_us", double(st.max)),
+        ("avg_us", double(st.avg)),
+        ("p50_us", double(st.p50)),
+        ("p95_us", double(st.p95)),
+        ("p99_us", double(st.p99)),
+        ("stdev_us", double(st.stdev)),
+        ("cv_pct", double(st.cv_pct)),
         ("times_us", list(times.iter().map(|t| double(*t)))),
     ];
     if p.process_iter_times_us.len() > 1 {

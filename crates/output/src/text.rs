@@ -7,6 +7,8 @@
 //! end of a multi-collective run.
 
 mod explain;
+pub mod memory;
+pub mod per_iter;
 
 pub use explain::footnotes as explain_footnotes;
 
@@ -24,6 +26,19 @@ pub struct TextOptions {
     /// Columns after nccl-tests' own with NCCL's algorithm, protocol and
     /// channels per placement, and footnotes (`--explain`).
     pub explain: bool,
+    /// Per-iteration timing (`-I 1`): `Some(skip)` adds nccl-tests'
+    /// i_min i_max i_p99 i_cv% after each placement, summarising the
+    /// iterations after the first `skip` (`-K`).
+    pub per_iter: Option<u32>,
+}
+
+impl TextOptions {
+    /// `-I` and `-K` as a record's settings give them.
+    pub fn with_per_iter_of(mut self, record: &Record) -> TextOptions {
+        let st = &record.settings;
+        self.per_iter = st.per_iter_timing.then_some(st.per_iter_skip as u32);
+        self
+    }
 }
 
 /// The program name nccl-tests would print for `op` (`all_reduce_perf`).
@@ -66,6 +81,9 @@ pub fn preamble(record: &Record, op: &str, first: bool) -> String {
         st.graph,
         st.unalign
     );
+    if st.per_iter_timing {
+        s += &per_iter::report_line(st.per_iter_skip);
+    }
     if first {
         s += "# Sizes are rounded down to whole elements, and to 16-byte chunks per rank where a buffer is split between ranks (as nccl-tests does)\n";
         s += "#\n# Using devices\n";
@@ -95,6 +113,14 @@ pub fn table_header(opts: TextOptions) -> String {
         (0, "", "")
     };
     let mut s = String::from("#\n");
+    if opts.per_iter.is_some() {
+        s += &per_iter::header(time, pad, label, fmt);
+        return if opts.explain {
+            explain::header(&s, opts)
+        } else {
+            s
+        };
+    }
     s += &format!(
         "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place          \n",
         "", "", "", "", ""
@@ -147,10 +173,26 @@ pub fn row(r: &CaseResult, timestamp: Option<&str>) -> String {
     s
 }
 
-/// One result row as `opts` lays it out: [`row`], plus the explain
-/// columns with `--explain`.
+/// One result row as `opts` lays it out: [`row`], with `-I`'s cells
+/// after each placement, plus the explain columns with `--explain`.
 pub fn row_with(r: &CaseResult, timestamp: Option<&str>, opts: TextOptions) -> String {
-    let mut s = row(r, timestamp);
+    let mut s = match opts.per_iter {
+        None => row(r, timestamp),
+        Some(skip) => {
+            let mut s = format!(
+                "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}",
+                r.size_bytes, r.count, r.dtype, r.redop, r.root
+            );
+            for p in [r.out_of_place.as_ref(), r.in_place.as_ref()] {
+                s += &half_row(p);
+                s += &per_iter::cells(p, skip);
+            }
+            if let Some(ts) = timestamp {
+                s += &format!("{ts:>21}");
+            }
+            s + "\n"
+        }
+    };
     if opts.explain {
         s.pop();
         s += &explain::row_cells(r);
@@ -208,6 +250,16 @@ pub fn out_of_bounds(rows: &[CaseResult]) -> u64 {
 
 /// The closing lines of a collective's block.
 pub fn footer(op: &str, rows: &[CaseResult]) -> String {
+    footer_with_memory(op, rows, None)
+}
+
+/// [`footer`], with `-M 1`'s memory line before the last `#` as
+/// nccl-tests prints it.
+pub fn footer_with_memory(
+    op: &str,
+    rows: &[CaseResult],
+    mem: Option<&memory::GpuMemory>,
+) -> String {
     let oob = out_of_bounds(rows);
     let mut s = format!(
         "# {:<20} : {} {}\n",
@@ -221,7 +273,11 @@ pub fn footer(op: &str, rows: &[CaseResult]) -> String {
         c_g(collbench_core::record::avg_busbw(rows))
     );
     s += "#\n";
-    s += &format!("# Collective test concluded: {}\n#\n", program_name(op));
+    s += &format!("# Collective test concluded: {}\n", program_name(op));
+    if let Some(m) = mem {
+        s += &memory::line(m);
+    }
+    s += "#\n";
     s
 }
 
@@ -269,15 +325,16 @@ pub struct TextExporter {
 impl Exporter for TextExporter {
     fn serialize(&self, record: &Record) -> Vec<u8> {
         let mut s = String::new();
+        let options = self.options.with_per_iter_of(record);
         let ops = record.ops();
         for (i, op) in ops.iter().enumerate() {
             let rows: Vec<CaseResult> = record.op_results(op).cloned().collect();
             s += &preamble(record, op, i == 0);
-            s += &table_header(self.options);
+            s += &table_header(options);
             for r in &rows {
-                s += &row_with(r, None, self.options);
+                s += &row_with(r, None, options);
             }
-            if self.options.explain {
+            if options.explain {
                 s += &explain_footnotes(&rows);
             }
             s += &footer(op, &rows);

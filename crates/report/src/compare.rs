@@ -20,13 +20,19 @@
 //! Besides the per-case table, a comparison gives an overall line (per op,
 //! the geometric mean of NEW/BASE bandwidth at sizes >= 64 MiB and of
 //! NEW/BASE time at sizes <= 64 KiB), the cases present on one side only,
-//! and the regressions as a table of their own.
+//! and the regressions as a table of their own. Where both runs say what
+//! NCCL ran, [`crate::compare_explain`] names changes of algorithm,
+//! protocol and channels.
 
 use crate::metrics;
 use crate::render::{markdown, Table};
 use crate::units;
 use collbench_core::{Placement, Record};
 use std::collections::BTreeMap;
+
+/// Header of the column naming a change in NCCL's choice
+/// (algorithm/protocol/channels, see [`crate::compare_explain`]).
+pub const NCCL_CHANGE: &str = "NCCL base -> new";
 
 /// Sizes from this up count in the overall bandwidth ratio.
 pub const OVERALL_BW_FROM_BYTES: u64 = 64 << 20;
@@ -82,6 +88,18 @@ impl Row {
     /// NEW/BASE of the op's bandwidth ([`Row::bw_name`]).
     pub fn bw_ratio(&self) -> f64 {
         ratio(bw(self.bw_name, &self.new), bw(self.bw_name, &self.base))
+    }
+
+    /// `all_reduce float sum 8 GiB out-of-place`.
+    pub fn short_name(&self) -> String {
+        key_name(&(
+            self.op.clone(),
+            self.dtype.clone(),
+            self.redop.clone(),
+            self.root,
+            self.size_bytes,
+            self.placement,
+        ))
     }
 
     /// `all_reduce float sum 8 GiB (8589934592 B) out-of-place`.
@@ -258,13 +276,16 @@ impl Comparison {
             .filter(|r| r.verdict == Verdict::Regression)
     }
 
-    /// The per-case table (Markdown, readable as plain text too).
+    /// The per-case table (Markdown, readable as plain text too). When
+    /// NCCL's algorithm, protocol or channels differ in some row (both runs
+    /// explained), a last column names the change there.
     pub fn table(&self) -> String {
+        let choices = self.any_choice_change();
         let rows = self
             .rows
             .iter()
             .map(|r| {
-                vec![
+                let mut row = vec![
                     r.op.clone(),
                     r.dtype.clone(),
                     r.redop.clone(),
@@ -283,10 +304,14 @@ impl Comparison {
                         Verdict::Improved => "improved",
                     }
                     .to_string(),
-                ]
+                ];
+                if choices {
+                    row.push(r.choice_change().map_or_else(String::new, |c| c.cell()));
+                }
+                row
             })
             .collect();
-        markdown::table(&Table {
+        let mut t = Table {
             header: vec![
                 "op",
                 "type",
@@ -306,11 +331,17 @@ impl Comparison {
                 false, false, false, true, false, true, true, true, true, true, true, false, false,
             ],
             rows,
-        })
+        };
+        if choices {
+            t.header.push(NCCL_CHANGE);
+            t.numeric.push(false);
+        }
+        markdown::table(&t)
     }
 
     /// The regressions alone, as a table (empty when there are none).
     pub fn regression_table(&self) -> String {
+        let choices = self.regressions().any(|r| r.choice_change().is_some());
         let rows: Vec<Vec<String>> = self
             .regressions()
             .map(|r| {
@@ -329,7 +360,7 @@ impl Comparison {
                         r.bw_ratio(),
                     )
                 };
-                vec![
+                let mut row = vec![
                     r.op.clone(),
                     r.dtype.clone(),
                     r.redop.clone(),
@@ -340,13 +371,17 @@ impl Comparison {
                     base,
                     new,
                     units::ratio(x),
-                ]
+                ];
+                if choices {
+                    row.push(r.choice_change().map_or_else(String::new, |c| c.cell()));
+                }
+                row
             })
             .collect();
         if rows.is_empty() {
             return String::new();
         }
-        markdown::table(&Table {
+        let mut t = Table {
             header: vec![
                 "op",
                 "type",
@@ -363,7 +398,12 @@ impl Comparison {
                 false, false, false, true, true, false, false, true, true, true,
             ],
             rows,
-        })
+        };
+        if choices {
+            t.header.push(NCCL_CHANGE);
+            t.numeric.push(false);
+        }
+        markdown::table(&t)
     }
 
     /// Per op: the geometric mean of NEW/BASE bandwidth over sizes from

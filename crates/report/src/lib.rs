@@ -10,7 +10,8 @@
 //!   colour), data-quality checks after it, folders with stray files.
 //! * [`metrics`]: which figures mean something for which test.
 //! * [`compare`]: NEW vs BASE with a documented noise rule;
-//!   [`compare_sides`] names both sides and warns where they differ.
+//!   [`compare_sides`] names both sides and warns where they differ;
+//!   [`compare_explain`] names changes in what NCCL ran.
 //! * [`units`]: collbench-output's number formatter, re-exported.
 //!
 //! Not for: running benchmarks or judging them against baselines (`check`).
@@ -18,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compare;
+pub mod compare_explain;
 pub mod compare_sides;
 pub mod input;
 pub mod parse;
@@ -251,6 +253,13 @@ pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
     let regressions = cmp.regression_table();
     if !regressions.is_empty() {
         writeln!(out, "\nRegressions:\n\n{regressions}")?;
+        let notes = cmp.regression_notes();
+        for n in &notes {
+            writeln!(out, "{n}")?;
+        }
+        if !notes.is_empty() {
+            writeln!(out)?;
+        }
     }
     writeln!(out, "{}", cmp.verdict_line())?;
     Ok(if cmp.regressions().next().is_some() {

@@ -57,6 +57,27 @@ pub struct Measurement {
     pub iter_stats: Option<StreamingStats>,
 }
 
+/// GPU memory a run took (`-M 1`), in bytes, as nccl-tests reports it:
+/// communicator creation, the test's own buffers, and what the library
+/// allocated while running. Each is the largest over the GPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MemoryUsage {
+    pub initialization: i64,
+    pub user_allocated: i64,
+    pub collective: i64,
+}
+
+impl MemoryUsage {
+    /// Each figure's largest over `all` (processes).
+    pub fn largest(all: impl IntoIterator<Item = MemoryUsage>) -> Option<MemoryUsage> {
+        all.into_iter().reduce(|a, b| MemoryUsage {
+            initialization: a.initialization.max(b.initialization),
+            user_allocated: a.user_allocated.max(b.user_allocated),
+            collective: a.collective.max(b.collective),
+        })
+    }
+}
+
 /// Facts about a backend for the report header.
 #[derive(Debug, Clone, Default)]
 pub struct BackendInfo {
@@ -112,6 +133,11 @@ pub trait Backend {
     fn explain(&mut self, case: &CaseSpec) -> Result<Option<Explanation>, BackendError> {
         let _ = case;
         Ok(None)
+    }
+    /// GPU memory taken so far (`-M 1`); `None` where the backend has no
+    /// GPU memory to report (the default).
+    fn memory_usage(&mut self) -> Option<MemoryUsage> {
+        None
     }
     /// Misaligns every buffer by this many elements from now on (`-u`), to
     /// measure unaligned transfers. Backends that cannot say so.

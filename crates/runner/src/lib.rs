@@ -13,6 +13,6 @@ pub mod memory;
 pub mod plan;
 pub mod run;
 
-pub use backend::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
+pub use backend::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, MemoryUsage, Timing};
 pub use plan::{Average, Plan, RootSel};
 pub use run::{RunError, RunObserver, Runner};

@@ -104,6 +104,8 @@ pub struct Plan {
     /// Leave this many leading iterations out of the per-iteration
     /// summary (`-K`).
     pub per_iter_skip: u32,
+    /// Report GPU memory usage after each collective (`-M 1`).
+    pub memory_report: bool,
 }
 
 impl Default for Plan {
@@ -133,6 +135,7 @@ impl Default for Plan {
             traffic: Traffic::default(),
             per_iter_timing: false,
             per_iter_skip: 0,
+            memory_report: false,
         }
     }
 }

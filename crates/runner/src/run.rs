@@ -5,7 +5,7 @@
 //! job's [`Bootstrap`] (the control plane), and only rank 0 assembles rows
 //! and tells observers.
 
-use crate::backend::{Backend, BackendError, CaseSpec, Measurement, Timing};
+use crate::backend::{Backend, BackendError, CaseSpec, Measurement, MemoryUsage, Timing};
 use crate::plan::Plan;
 use collbench_core::stats::StreamingStats;
 use collbench_core::{
@@ -23,6 +23,10 @@ pub trait RunObserver {
     fn begin_collective(&mut self, _coll: Collective, _record: &Record) {}
     /// One finished row.
     fn row(&mut self, _coll: Collective, _row: &CaseResult) {}
+    /// GPU memory taken so far (`-M 1`), the largest over processes,
+    /// just before [`RunObserver::end_collective`]; never called for
+    /// backends without GPU memory.
+    fn memory(&mut self, _usage: &MemoryUsage) {}
     /// After the last row of a collective, with all its rows.
     fn end_collective(&mut self, _coll: Collective, _rows: &[CaseResult]) {}
     /// A remark worth a comment line (e.g. a skipped case).
@@ -194,6 +198,11 @@ impl<'a> Runner<'a> {
                     }
                 }
             }
+            if self.plan.memory_report {
+                if let Some(usage) = self.gather_memory()? {
+                    obs.memory(&usage);
+                }
+            }
             if root {
                 obs.end_collective(coll, &rows);
             }
@@ -228,6 +237,23 @@ impl<'a> Runner<'a> {
             per_iter_timing: p.per_iter_timing,
             per_iter_skip: p.per_iter_skip as u64,
         }
+    }
+
+    /// Every process's [`Backend::memory_usage`], combined on rank 0.
+    fn gather_memory(&mut self) -> Result<Option<MemoryUsage>, RunError> {
+        let mine = self.backend.memory_usage();
+        let bytes = serde_json::to_vec(&mine).expect("memory usage serialises");
+        let Some(all) = self.control.gather(bytes)? else {
+            return Ok(None);
+        };
+        let mut usages = Vec::new();
+        for (proc_rank, b) in all.iter().enumerate() {
+            let u: Option<MemoryUsage> = serde_json::from_slice(b).map_err(|e| {
+                RunError::Control(format!("bad memory usage from process {proc_rank}: {e}"))
+            })?;
+            usages.extend(u);
+        }
+        Ok(MemoryUsage::largest(usages))
     }
 
     fn gather_devices(&self, local: &[DeviceInfo]) -> Result<Vec<DeviceInfo>, RunError> {

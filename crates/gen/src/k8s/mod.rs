@@ -98,6 +98,7 @@ impl Plan {
         }
         validate::positive("--nodes", a.nodes)?;
         validate::positive("--gpus-per-node", a.gpus_per_node)?;
+        validate::port("--port", a.port)?;
         validate::image("--image", &a.image)?;
         validate::resource_name("--gpu-resource", &a.gpu_resource)?;
         if a.common.collbench.is_empty() {

@@ -17,7 +17,7 @@ mod collectives;
 
 use crate::cuda::DeviceBuffer;
 use crate::error::NcclError;
-use crate::ffi::{self, Comm, Nccl, NcclResult, RedOpId, UniqueId};
+use crate::ffi::{self, Comm, Config, Nccl, NcclResult, RedOpId, UniqueId};
 use crate::group::{Group, GroupApi};
 use collbench_core::{DataType, ReduceOp};
 use std::ffi::{c_void, CStr};
@@ -30,12 +30,6 @@ impl Communicator {
     /// No communicator (before init, after destroy or abort).
     pub fn null() -> Communicator {
         Communicator(std::ptr::null_mut())
-    }
-
-    /// A communicator an ncclCommInit* variant outside this module made
-    /// (`crate::tune::config`).
-    pub(crate) fn from_raw(c: Comm) -> Communicator {
-        Communicator(c)
     }
 }
 
@@ -134,30 +128,69 @@ impl Nccl {
 
     /// ncclCommInitRank for each of this process's `ranks` of `nranks`,
     /// in one group (they are collective); `before_each(i)` runs before
-    /// the i-th (binding its GPU).
+    /// the i-th (binding its GPU). With a `config`, ncclCommInitRankConfig
+    /// (NCCL >= 2.14) takes it instead, as nccl-tests does.
     pub fn comm_init_ranks<E: From<NcclError>>(
         &self,
         nranks: usize,
         id: UniqueId,
         ranks: &[usize],
+        config: Option<Config>,
         mut before_each: impl FnMut(usize) -> Result<(), E>,
     ) -> Result<Vec<Communicator>, E> {
+        let init_config = match config {
+            Some(_) => Some(
+                self.comm_init_rank_config
+                    .ok_or_else(|| missing("ncclCommInitRankConfig"))?,
+            ),
+            None => None,
+        };
         // Inside a group NCCL keeps each out-pointer and may write the
-        // communicator through it up to ncclGroupEnd, so the slots are made
-        // before the group, never move, and drop after it closes.
+        // communicator through it up to ncclGroupEnd, so the slots (and
+        // the configs NCCL is handed) are made before the group, never
+        // move, and drop after it closes.
         let mut comms: Vec<Comm> = vec![std::ptr::null_mut(); ranks.len()];
         let slots = comms.as_mut_ptr();
+        let mut configs: Vec<Config> = config.into_iter().cycle().take(ranks.len()).collect();
+        let config_slots = configs.as_mut_ptr();
         let group = Group::start(self)?;
         for (i, &rank) in ranks.iter().enumerate() {
             before_each(i)?;
-            // SAFETY: `slots.add(i)` is inside `comms` (i < ranks.len()),
-            // which is neither moved nor read until the group has ended
-            // (the guard drops first, on error paths too); the id is
-            // passed by value.
-            let r = unsafe { (self.comm_init_rank)(slots.add(i), nranks as i32, id, rank as i32) };
-            self.check("ncclCommInitRank", r)?;
+            let r = match init_config {
+                Some(f) => {
+                    // SAFETY: as below; `config_slots.add(i)` is inside
+                    // `configs` (one per rank when a config is given),
+                    // which is neither moved nor dropped until the group
+                    // has ended, and holds an initialised ncclConfig_t.
+                    unsafe {
+                        f(
+                            slots.add(i),
+                            nranks as i32,
+                            id,
+                            rank as i32,
+                            config_slots.add(i),
+                        )
+                    }
+                }
+                None => {
+                    // SAFETY: `slots.add(i)` is inside `comms` (i <
+                    // ranks.len()), which is neither moved nor read until
+                    // the group has ended (the guard drops first, on error
+                    // paths too); the id is passed by value.
+                    unsafe { (self.comm_init_rank)(slots.add(i), nranks as i32, id, rank as i32) }
+                }
+            };
+            self.check(
+                if init_config.is_some() {
+                    "ncclCommInitRankConfig"
+                } else {
+                    "ncclCommInitRank"
+                },
+                r,
+            )?;
         }
         group.end()?;
+        drop(configs);
         Ok(comms.into_iter().map(Communicator).collect())
     }
 

@@ -89,6 +89,7 @@ impl NcclBackend {
             return Ok(());
         }
         self.release_buffers();
+        let free_before = self.free_memory();
         for i in 0..self.gpus.len() {
             self.gpus[i].dev.bind()?;
             let send = self.alloc_buffer(i, bytes)?;
@@ -96,10 +97,13 @@ impl NcclBackend {
             (self.gpus[i].send, self.gpus[i].recv) = (Some(send), Some(recv));
         }
         match self.opts.register {
-            1 => self.register_buffers(),
-            2 => self.register_windows(),
-            _ => Ok(()),
+            1 => self.register_buffers()?,
+            2 => self.register_windows()?,
+            _ => {}
         }
+        let free_after = self.free_memory();
+        self.memory.buffers(&free_before, &free_after);
+        Ok(())
     }
 
     /// One buffer on local GPU `i`: cuMemAlloc, or ncclMemAlloc under `-R 2`

@@ -14,7 +14,9 @@
 #![forbid(unsafe_code)]
 
 mod buffers;
+mod flags;
 mod issue;
+mod memory;
 mod setup;
 mod timing;
 mod verify;
@@ -73,6 +75,8 @@ pub struct NcclBackend {
     pub(crate) unalign: u64,
     /// NCCL's profiler plugin, when the run asked for explanations.
     pub(crate) explainer: Option<crate::explain::Explainer>,
+    /// GPU memory taken by init, buffers and runs (`-M 1`).
+    pub(crate) memory: memory::MemoryWatch,
 }
 
 /// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
@@ -152,6 +156,10 @@ impl Backend for NcclBackend {
         }
     }
 
+    fn memory_usage(&mut self) -> Option<collbench_runner::MemoryUsage> {
+        Some(self.memory.usage(&self.free_memory()))
+    }
+
     fn local_ranks(&self) -> usize {
         self.gpus.len()
     }
@@ -224,6 +232,13 @@ impl Backend for NcclBackend {
         let Some(explainer) = self.explainer.clone() else {
             return Ok(None);
         };
+        if self.world_size == 1 {
+            // A communicator of one rank copies locally: NCCL picks no
+            // algorithm and reports no kernel, so do not wait for one.
+            return Ok(Some(Explanation::unavailable(
+                "one rank: NCCL copies locally and runs no collective algorithm",
+            )));
+        }
         self.ensure_usable()?;
         self.ensure_buffers(case.size_bytes())?;
         let ops = self.make_ops(case)?;

@@ -6,7 +6,7 @@ use crate::affinity;
 use crate::api::Communicator;
 use crate::cuda::{self, Device, Stream};
 use crate::explain::Explainer;
-use crate::ffi::{Nccl, UniqueId};
+use crate::ffi::{Config as ConfigT, Nccl, UniqueId};
 use crate::kernels::Kernels;
 use crate::loader;
 use crate::tune::config::CommConfig;
@@ -72,14 +72,14 @@ impl NcclBackend {
         NcclBackend::with_config(opts, control, &CommConfig::default())
     }
 
-    /// [`NcclBackend::new`] with communicators built from `config`
-    /// (`ncclCommInitRankConfig`; `collbench tune`'s candidates). A
-    /// default config builds them exactly as `new` does. A non-default one
-    /// needs one process driving all local GPUs.
+    /// [`NcclBackend::new`] with `tune` on top of the flags'
+    /// configuration: communicators built with `tune`'s channel count and
+    /// CTA policy (`collbench tune`'s candidates). A default `tune` builds
+    /// them exactly as `new` does.
     pub fn with_config(
         opts: &NcclOptions,
         control: &dyn Bootstrap,
-        config: &CommConfig,
+        tune: &CommConfig,
     ) -> Result<NcclBackend, BackendError> {
         let count = cuda::device_count()?;
         if count == 0 {
@@ -90,6 +90,27 @@ impl NcclBackend {
         let (lib, found) = loader::open(opts.lib_path.as_deref())
             .map_err(|e| BackendError::Library(e.to_string()))?;
         let nccl = Nccl::from_library(lib, found.version_code)?;
+        // nccl-tests' flags that hang on the NCCL found (-x, -D, -V);
+        // the first process speaks for all.
+        let say = |line: &str| {
+            if control.rank() == 0 {
+                eprintln!("{line}");
+            }
+        };
+        let (cta_policy, note) = super::flags::cta_policy(found.version_code, opts.cta_policy);
+        note.iter().for_each(|l| say(l));
+        super::flags::device_api(found.version_code, opts)
+            .map_err(BackendError::Unsupported)?
+            .iter()
+            .for_each(|l| say(l));
+        let mut config = cta_policy.map(|p| {
+            let mut c = ConfigT::new(found.version_code);
+            c.cta_policy = p;
+            c
+        });
+        if !tune.is_default() {
+            tune.apply(config.get_or_insert_with(|| ConfigT::new(found.version_code)));
+        }
         let procs = control.world_size();
         let g = opts
             .gpus_per_process
@@ -150,26 +171,19 @@ impl NcclBackend {
                 Explainer::install_quiet()
             }
         });
-        let comms = if !config.is_default() {
-            if procs != 1 {
-                return Err(BackendError::Unsupported(
-                    "communicators with a configuration (collbench tune) run in one process driving all local GPUs".into(),
-                ));
-            }
-            let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
-            let id = nccl.get_unique_id()?;
-            crate::tune::config::init_ranks(
-                &nccl,
-                &found.path,
-                world_size,
-                id,
-                &ranks,
-                config,
-                |i| -> Result<(), BackendError> { Ok(gpus[i].dev.bind()?) },
-            )?
-        } else if procs == 1 {
+        let free =
+            |gpus: &[Gpu]| -> Vec<i64> { gpus.iter().map(|g| g.dev.mem_info().0 as i64).collect() };
+        let free_before_init = free(&gpus);
+        let bind = |i: usize| -> Result<(), BackendError> { Ok(gpus[i].dev.bind()?) };
+        let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
+        let comms = if procs == 1 && config.is_none() {
             let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
             nccl.comm_init_all(&devs)?
+        } else if procs == 1 {
+            // ncclCommInitAll takes no config: one id and
+            // ncclCommInitRankConfig per GPU in a group, as nccl-tests does.
+            let id = nccl.get_unique_id()?;
+            nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
         } else {
             // The first process of each group makes its group's NCCL id.
             let mine = if index_in_group == 0 {
@@ -183,11 +197,9 @@ impl NcclBackend {
             let id = UniqueId::from_bytes(&ids[group[0]]).ok_or_else(|| {
                 BackendError::Library("malformed NCCL id from the group's first rank".into())
             })?;
-            let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
-            nccl.comm_init_ranks(world_size, id, &ranks, |i| -> Result<(), BackendError> {
-                Ok(gpus[i].dev.bind()?)
-            })?
+            nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
         };
+        let memory = super::memory::MemoryWatch::after_init(&free_before_init, &free(&gpus));
         for (gpu, c) in gpus.iter_mut().zip(comms) {
             gpu.comm = c;
         }
@@ -216,6 +228,7 @@ impl NcclBackend {
             rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
             unalign: 0,
             explainer,
+            memory,
         })
     }
 }

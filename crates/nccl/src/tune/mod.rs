@@ -1,8 +1,8 @@
 //! `collbench tune` on NCCL: the measurer the search in `collbench-tune`
 //! drives, and the communicator configuration it needs.
 //!
-//! - [`config`]: `ncclConfig_t` (NCCL 2.28 layout) and
-//!   `ncclCommInitRankConfig`, for channel counts and CTA policies.
+//! - [`config`]: what a candidate sets in `ncclConfig_t` (channel
+//!   count, CTA policy).
 //! - [`measure`]: [`NcclMeasurer`], one [`crate::NcclBackend`] per
 //!   communicator a candidate needs, the tuner plugin's override for
 //!   algorithm/protocol candidates.

@@ -10,7 +10,12 @@ use collbench_core::{CaseResult, Placement};
 /// Width of a row's nccl-tests part: the five leading columns, two
 /// placements and, with `-S`, the timestamp.
 fn row_width(opts: TextOptions) -> usize {
-    52 + 2 * 33 + if opts.timestamps { 21 } else { 0 }
+    let per_iter = if opts.per_iter.is_some() {
+        2 * super::per_iter::CELLS_WIDTH
+    } else {
+        0
+    };
+    52 + 2 * 33 + per_iter + if opts.timestamps { 21 } else { 0 }
 }
 
 /// One placement's cells: algorithm (`*` when busbw overstates link use),

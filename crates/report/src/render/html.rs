@@ -3,7 +3,8 @@
 //! [`super::charts`]; tables mirror the Markdown report.
 
 use super::{
-    all_ops, cases_table, charts, environment_table, notes, op_series, runs, summary_table, Table,
+    all_ops, cases_notes, cases_table, charts, environment_table, notes, op_series, runs,
+    summary_table, Table,
 };
 use collbench_core::Record;
 use std::fmt::Write;
@@ -87,9 +88,11 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
     for run in &runs {
         for op in run.record.ops() {
             let _ = writeln!(out, "<h3>{} — {}</h3>", esc(&run.label), esc(&op));
-            out.push_str(&table(&cases_table(
-                &run.record.op_results(&op).collect::<Vec<_>>(),
-            )));
+            let cases = run.record.op_results(&op).collect::<Vec<_>>();
+            out.push_str(&table(&cases_table(&cases)));
+            for n in cases_notes(&cases) {
+                let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&n));
+            }
         }
     }
     for n in notes(records) {

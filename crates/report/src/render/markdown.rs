@@ -1,7 +1,7 @@
 //! The Markdown report for GitHub: a summary across runs, the environment,
 //! then one table per run and op (numbers right-aligned).
 
-use super::{all_ops, cases_table, environment_table, notes, runs, summary_table};
+use super::{all_ops, cases_notes, cases_table, environment_table, notes, runs, summary_table};
 // Re-exported: the compare table prints through the same writer.
 pub use collbench_output::markdown::table;
 use std::fmt::Write;
@@ -25,9 +25,16 @@ pub fn render(records: &[Record]) -> String {
     for run in &runs {
         for op in run.record.ops() {
             let _ = writeln!(out, "\n## {} — {}\n", run.label, op);
-            out.push_str(&table(&cases_table(
-                &run.record.op_results(&op).collect::<Vec<_>>(),
-            )));
+            let cases = run.record.op_results(&op).collect::<Vec<_>>();
+            out.push_str(&table(&cases_table(&cases)));
+            // What the explanation columns' marks mean, under the table.
+            let notes = cases_notes(&cases);
+            if !notes.is_empty() {
+                out.push('\n');
+            }
+            for n in notes {
+                let _ = writeln!(out, "- {n}");
+            }
         }
     }
     let notes = notes(records);

@@ -8,7 +8,7 @@ pub mod markdown;
 
 use crate::units;
 use collbench_core::{CaseResult, Placement, Record};
-pub use collbench_output::markdown::{cases_table, Table};
+pub use collbench_output::markdown::{cases_notes, cases_table, Table};
 use std::collections::BTreeMap;
 
 /// The summary across runs ([`collbench_output::markdown::summary_table`]

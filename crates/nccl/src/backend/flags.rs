@@ -1,0 +1,128 @@
+//! nccl-tests' flags whose meaning depends on the NCCL found at run time:
+//! `-x` (CTA policy), `-D` and `-V` (device-API implementations). Pure
+//! decisions with nccl-tests' messages, so they are tested without a GPU.
+
+use crate::NcclOptions;
+
+const V2_27: i32 = 22700;
+const V2_28: i32 = 22800;
+
+/// `-x`: the policy to set at communicator init, and nccl-tests' line
+/// when this NCCL cannot take it (the run goes on without it). A
+/// negative policy means "do not set", as in nccl-tests.
+pub(crate) fn cta_policy(version: i32, asked: Option<i32>) -> (Option<i32>, Option<String>) {
+    match asked {
+        None => (None, None),
+        Some(_) if version < V2_27 => (
+            None,
+            Some("Option -x (cta_policy) is not supported before NCCL 2.27. Ignoring".into()),
+        ),
+        Some(p) if p > 1 && version < V2_28 => (
+            None,
+            Some(format!(
+                "Option -x (cta_policy) {p} is not supported before NCCL 2.28. Ignoring"
+            )),
+        ),
+        Some(p) if p < 0 => (None, None),
+        Some(p) => (Some(p), None),
+    }
+}
+
+/// `-D` and `-V` in nccl-tests' order: either needs NCCL >= 2.28.0; a
+/// CTA count outside 1..=128 warns and falls back to 16; `-D > 0` needs
+/// `-R 2`. Returns the warnings, or the one line that stops the run.
+/// collbench carries no device-API kernels yet, so a non-zero `-D` that
+/// passes every check still stops, naming `-D 0`.
+pub(crate) fn device_api(version: i32, opts: &NcclOptions) -> Result<Vec<String>, String> {
+    if opts.device_implementation.is_some() && version < V2_28 {
+        return Err("Option -D (device implementation) requires NCCL >= 2.28.0".into());
+    }
+    let mut warnings = Vec::new();
+    if let Some(v) = opts.device_cta_count {
+        if version < V2_28 {
+            return Err("Option -V (device CTA count) requires NCCL >= 2.28.0".into());
+        }
+        if v <= 0 || v > 128 {
+            warnings.push(format!(
+                "device_cta_count (-V) must be positive and less than 128, got {v}. Using default value 16."
+            ));
+        }
+    }
+    let d = opts.device_implementation.unwrap_or(0);
+    if d > 0 && opts.register != 2 {
+        return Err(
+            "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)"
+                .into(),
+        );
+    }
+    if d != 0 {
+        return Err(format!(
+            "-D {d}: this collbench does not carry NCCL device-API kernels yet: use -D 0 (NCCL's own collectives)"
+        ));
+    }
+    Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cta_policy_follows_the_nccl_version() {
+        assert_eq!(cta_policy(22803, None), (None, None));
+        assert_eq!(cta_policy(22803, Some(2)), (Some(2), None));
+        assert_eq!(cta_policy(22700, Some(1)), (Some(1), None));
+        assert_eq!(cta_policy(22803, Some(-1)), (None, None));
+        let (p, m) = cta_policy(22700, Some(2));
+        assert_eq!(p, None);
+        assert_eq!(
+            m.unwrap(),
+            "Option -x (cta_policy) 2 is not supported before NCCL 2.28. Ignoring"
+        );
+        let (p, m) = cta_policy(22605, Some(0));
+        assert_eq!(p, None);
+        assert_eq!(
+            m.unwrap(),
+            "Option -x (cta_policy) is not supported before NCCL 2.27. Ignoring"
+        );
+    }
+
+    fn opts(d: Option<i32>, v: Option<i32>, register: u32) -> NcclOptions {
+        NcclOptions {
+            device_implementation: d,
+            device_cta_count: v,
+            register,
+            ..NcclOptions::default()
+        }
+    }
+
+    #[test]
+    fn device_api_checks_in_nccl_tests_order() {
+        assert_eq!(device_api(22700, &opts(None, None, 0)), Ok(vec![]));
+        assert_eq!(device_api(22803, &opts(Some(0), Some(16), 0)), Ok(vec![]));
+        assert_eq!(
+            device_api(22700, &opts(Some(0), None, 0)),
+            Err("Option -D (device implementation) requires NCCL >= 2.28.0".into())
+        );
+        assert_eq!(
+            device_api(22700, &opts(None, Some(16), 0)),
+            Err("Option -V (device CTA count) requires NCCL >= 2.28.0".into())
+        );
+        assert_eq!(
+            device_api(22803, &opts(None, Some(0), 0)),
+            Ok(vec![
+                "device_cta_count (-V) must be positive and less than 128, got 0. Using default value 16.".into()
+            ])
+        );
+        assert_eq!(
+            device_api(22803, &opts(Some(1), None, 1)),
+            Err("device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)".into())
+        );
+        let e = device_api(22803, &opts(Some(1), Some(32), 2)).unwrap_err();
+        assert!(
+            e.contains("does not carry NCCL device-API kernels")
+                && e.ends_with("use -D 0 (NCCL's own collectives)"),
+            "{e}"
+        );
+    }
+}
