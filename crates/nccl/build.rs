@@ -1,16 +1,23 @@
-//! Compiles `profiler/collbench_profiler.c`, collbench's NCCL profiler
-//! plugin, into a shared library in OUT_DIR. The crate embeds the library
-//! (`include_bytes!`) and writes it to a private file at run time, so users
-//! never build or install it.
+//! Compiles collbench's NCCL plugins, `profiler/collbench_profiler.c` and
+//! `tuner/collbench_tuner.c`, into shared libraries in OUT_DIR. The crate
+//! embeds them (`include_bytes!`) and writes each to a private file at run
+//! time, so users never build or install them.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
-    let src = "profiler/collbench_profiler.c";
+    build_plugin(
+        "profiler/collbench_profiler.c",
+        "libnccl-profiler-collbench.so",
+    );
+    build_plugin("tuner/collbench_tuner.c", "libnccl-tuner-collbench.so");
+}
+
+/// Compiles one plugin source into OUT_DIR/`lib`.
+fn build_plugin(src: &str, lib: &str) {
     println!("cargo:rerun-if-changed={src}");
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
-        .join("libnccl-profiler-collbench.so");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join(lib);
     // The system C compiler as cc finds it (CC, or cc/gcc/clang), without
     // cc's static-archive step: NCCL needs a shared object.
     let compiler = cc::Build::new()

@@ -158,6 +158,10 @@ pub struct RunArgs {
     /// Test hook: corrupt one checked element to prove checking catches it.
     #[arg(long, hide = true)]
     pub test_corrupt: bool,
+    /// Apply a tuner config (the CSV of NCCL's example tuner, as `collbench
+    /// tune --csv` writes it) through collbench's tuner plugin (NCCL only).
+    #[arg(long, value_name = "FILE")]
+    pub tuner_config: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
 

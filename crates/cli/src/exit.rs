@@ -54,6 +54,16 @@ pub enum Outcome {
     /// `report`: the report was written, but files in a folder were
     /// skipped (each listed on stderr).
     ReportSkipped,
+    /// `tune`: every band searched.
+    TuneComplete,
+    /// `tune`: a usage error, or nothing to tune with NCCL (CPU backend,
+    /// several processes, the user's own NCCL_TUNER_PLUGIN): nothing ran.
+    TuneRefused,
+    /// `tune`: NCCL failed, or a measurement did; the measured bands are
+    /// printed.
+    TuneFailed,
+    /// `tune`: stopped by Ctrl-C; the measured bands are printed.
+    TuneInterrupted,
 }
 
 /// The outcomes of `run` (and the `<op>_perf` aliases), in code order.
@@ -69,7 +79,7 @@ const RUN: [Outcome; 6] = [
 
 /// The other commands and their own outcomes, in code order.
 #[cfg(test)]
-const OTHERS: [(&str, &[Outcome]); 5] = [
+const OTHERS: [(&str, &[Outcome]); 6] = [
     (
         "check",
         &[Outcome::CheckPass, Outcome::CheckWarn, Outcome::CheckFail],
@@ -102,6 +112,15 @@ const OTHERS: [(&str, &[Outcome]); 5] = [
             Outcome::DoctorFail,
         ],
     ),
+    (
+        "tune",
+        &[
+            Outcome::TuneComplete,
+            Outcome::TuneRefused,
+            Outcome::TuneFailed,
+            Outcome::TuneInterrupted,
+        ],
+    ),
 ];
 
 impl Outcome {
@@ -113,17 +132,20 @@ impl Outcome {
             | Outcome::NoRegression
             | Outcome::PreflightPass
             | Outcome::ReportComplete
-            | Outcome::DoctorPass => 0,
+            | Outcome::DoctorPass
+            | Outcome::TuneComplete => 0,
             Outcome::Wrong | Outcome::CheckWarn | Outcome::Regression | Outcome::DoctorWarn => 1,
             Outcome::Usage
             | Outcome::CheckFail
             | Outcome::CompareUnusable
             | Outcome::ReportUnusable
-            | Outcome::DoctorFail => 2,
+            | Outcome::DoctorFail
+            | Outcome::TuneRefused => 2,
             Outcome::Launch | Outcome::PreflightFail => 3,
-            Outcome::Backend => 4,
+            Outcome::Backend | Outcome::TuneFailed => 4,
             Outcome::Timeout => 5,
             Outcome::ReportSkipped => 6,
+            Outcome::TuneInterrupted => 130,
         }
     }
 
@@ -151,6 +173,10 @@ impl Outcome {
             Outcome::DoctorPass => "every check passes or is skipped",
             Outcome::DoctorWarn => "a check warns",
             Outcome::DoctorFail => "a check fails",
+            Outcome::TuneComplete => "every band searched",
+            Outcome::TuneRefused => "usage error, or not NCCL (CPU backend, several processes, the user's own `NCCL_TUNER_PLUGIN`): nothing ran",
+            Outcome::TuneFailed => "NCCL or a measurement failed; the bands measured so far are printed",
+            Outcome::TuneInterrupted => "stopped by Ctrl-C; the bands measured so far are printed",
         }
     }
 

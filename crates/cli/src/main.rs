@@ -17,6 +17,7 @@ mod observer;
 mod outputs;
 mod preflight;
 mod run_cmd;
+mod tune_cmd;
 
 use args::RunArgs;
 use backend_open::{Mode, Tuning};
@@ -39,7 +40,11 @@ enum Command {
     /// Run collectives with nccl-tests' flags (exit 0 ok, 1 wrong results,
     /// 2 usage, 3 launch, 4 backend, 5 timeout: see `exit::RUN`).
     #[command(disable_version_flag = true)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
+    /// Find NCCL settings that beat the defaults on this machine, prove
+    /// each gain, write a tuner config (exit 0 done, 2 not NCCL or usage,
+    /// 4 failed, 130 interrupted).
+    Tune(tune_cmd::TuneArgs),
     /// Check that every rank of a multi-process job can reach the others
     /// (exit 0 pass, 3 missing ranks or mismatched versions).
     Preflight(preflight::PreflightArgs),
@@ -219,6 +224,7 @@ fn real_main() -> Result<Outcome, Failure> {
     let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, &command_path(&argv)))?;
     match cli.command {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
+        Command::Tune(a) => tune_cmd::tune(&a),
         Command::Preflight(a) => preflight::run(&a),
         Command::Gen(a) => {
             check_embedded_args(&a)?;

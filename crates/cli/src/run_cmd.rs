@@ -216,6 +216,11 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         device_implementation: a.device_implementation,
         device_cta_count: a.device_cta_count,
     };
+    // The tuner plugin goes in before the first communicator.
+    let tuner = match &a.tuner_config {
+        Some(p) => Some((p, crate::tune_cmd::apply_tuner_config(p, &a.backend)?)),
+        None => None,
+    };
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode)?;
     let world_size = opened.backend.world_size();
     if opened.backend.info().name == "cpu" {
@@ -259,6 +264,9 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     obs.finish(&record);
     if let Some(e) = &obs.write_error {
         return Err(stdout_failure(e));
+    }
+    if let Some((path, plugin)) = &tuner {
+        eprintln!("{}", crate::tune_cmd::tuner_config_note(path, plugin));
     }
     if !a.quiet && stdout_format != Format::Text {
         let bytes = stdout_format.exporter().serialize(&record);

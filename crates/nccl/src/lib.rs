@@ -23,6 +23,8 @@ pub mod group;
 pub mod kernels;
 pub mod loader;
 pub mod split;
+pub mod tune;
+pub mod tuner;
 
 pub use backend::NcclBackend;
 pub use error::{CudaError, NcclError};

@@ -9,6 +9,7 @@ use crate::explain::Explainer;
 use crate::ffi::{Config as ConfigT, Nccl, UniqueId};
 use crate::kernels::Kernels;
 use crate::loader;
+use crate::tune::config::CommConfig;
 use crate::NcclOptions;
 use collbench_core::Bootstrap;
 use collbench_runner::BackendError;
@@ -68,6 +69,18 @@ impl NcclBackend {
     /// (exchanging the NCCL id over `control` when there are several
     /// processes).
     pub fn new(opts: &NcclOptions, control: &dyn Bootstrap) -> Result<NcclBackend, BackendError> {
+        NcclBackend::with_config(opts, control, &CommConfig::default())
+    }
+
+    /// [`NcclBackend::new`] with `tune` on top of the flags'
+    /// configuration: communicators built with `tune`'s channel count and
+    /// CTA policy (`collbench tune`'s candidates). A default `tune` builds
+    /// them exactly as `new` does.
+    pub fn with_config(
+        opts: &NcclOptions,
+        control: &dyn Bootstrap,
+        tune: &CommConfig,
+    ) -> Result<NcclBackend, BackendError> {
         let count = cuda::device_count()?;
         if count == 0 {
             return Err(BackendError::Library(
@@ -90,11 +103,14 @@ impl NcclBackend {
             .map_err(BackendError::Unsupported)?
             .iter()
             .for_each(|l| say(l));
-        let config = cta_policy.map(|p| {
+        let mut config = cta_policy.map(|p| {
             let mut c = ConfigT::new(found.version_code);
             c.cta_policy = p;
             c
         });
+        if !tune.is_default() {
+            tune.apply(config.get_or_insert_with(|| ConfigT::new(found.version_code)));
+        }
         let procs = control.world_size();
         let g = opts
             .gpus_per_process

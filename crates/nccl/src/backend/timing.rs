@@ -41,6 +41,35 @@ fn per_operation(total: f64, cpu: f64, ops: u64, n: usize, iter_times_us: Vec<f6
 }
 
 impl NcclBackend {
+    /// Seconds per operation of `iters` back-to-back iterations of `case`
+    /// after `warmup` untimed ones: the timed loop alone, without the
+    /// per-iteration pass (`collbench tune`'s repeats, which need only
+    /// the mean). Buffers are sized for `case`.
+    pub fn time_bare(
+        &mut self,
+        case: &CaseSpec,
+        warmup: u32,
+        iters: u32,
+    ) -> Result<f64, BackendError> {
+        use collbench_runner::Backend;
+        self.ensure_usable()?;
+        self.supports(case)?;
+        let max = case.size_bytes();
+        self.ensure_buffers(max)?;
+        let ops = self.make_ops(case)?;
+        let result = (|| {
+            for _ in 0..warmup {
+                self.launch(case, 0, max, &ops)?;
+            }
+            self.wait_all()?;
+            let iters = iters.max(1) as u64;
+            let (total, _, _) = self.timed_loop(case, iters, 1, max, &ops, 0, false)?;
+            Ok(total / iters as f64)
+        })();
+        self.free_ops(case, &ops);
+        result
+    }
+
     pub(crate) fn time_inner(
         &mut self,
         case: &CaseSpec,

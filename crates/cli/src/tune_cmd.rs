@@ -1,0 +1,381 @@
+//! `collbench tune` (find NCCL settings that beat the defaults, prove the
+//! gain, write what production can load) and `run --tuner-config` (run
+//! with such a file applied). The search is `collbench_tune`; the NCCL
+//! measurer and the embedded tuner plugin are `collbench_nccl::tune` and
+//! `collbench_nccl::tuner`; this file is flags and wiring.
+
+use crate::args::{BackendArgs, BackendName};
+use crate::exit::{Failure, Outcome};
+use collbench_core::size::{parse_size, sweep, Step};
+use collbench_core::{Collective, SingleProcess};
+use collbench_nccl::tune::NcclMeasurer;
+use collbench_nccl::tuner::{TunerError, TunerPlugin};
+use collbench_tune::{parse_budget, render, setting::tuner_coll_name, End, Progress, TuneConfig};
+use collbench_tune::{Phase, TuneReport, TunerConfig};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Seconds before a stuck collective aborts its communicator (`-T`).
+const TIMEOUT_S: u64 = 60;
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+/// How `tune` prints its table on stdout.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TuneFormat {
+    Text,
+    Json,
+    Md,
+}
+
+/// Flags of `collbench tune`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TuneArgs {
+    /// Ops to tune (all_reduce all_gather reduce_scatter broadcast reduce;
+    /// default: the first three).
+    #[arg(value_name = "OP")]
+    pub ops: Vec<String>,
+    /// Smallest size (nccl-tests' size column).
+    #[arg(short = 'b', long = "minbytes", value_parser = size_arg)]
+    pub minbytes: u64,
+    /// Largest size.
+    #[arg(short = 'e', long = "maxbytes", value_parser = size_arg)]
+    pub maxbytes: u64,
+    /// Size factor between probes; one band per probe size.
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 4)]
+    pub stepfactor: u64,
+    /// Wall time the measurements may take (e.g. 90s, 10m, 1h).
+    #[arg(long, default_value = "10m")]
+    pub budget: String,
+    /// Never try a setting that fixes more channels (SMs) than this.
+    #[arg(long)]
+    pub max_channels: Option<u32>,
+    /// Table format on stdout.
+    #[arg(long, value_enum, default_value_t = TuneFormat::Text)]
+    pub format: TuneFormat,
+    /// Write the winning per-band settings as a tuner config (the CSV of
+    /// NCCL's example tuner; `run --tuner-config` loads it).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also print shell lines for the best uniform setting.
+    #[arg(long)]
+    pub shell: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// The one line for a command that needs NCCL on another backend.
+fn not_nccl(what: &str, b: &BackendArgs) -> Option<String> {
+    let why = match b.name {
+        BackendName::Nccl => return None,
+        BackendName::Auto => match collbench_nccl::gpu_count() {
+            Ok(n) if n > 0 => return None,
+            Ok(_) => "no GPU found".to_string(),
+            Err(e) => format!("no GPU found ({e})"),
+        },
+        BackendName::Cpu => "--backend cpu".to_string(),
+        BackendName::Mpi => "--backend mpi".to_string(),
+    };
+    Some(format!(
+        "{what} ({why}): use --backend nccl on a machine with NVIDIA GPUs"
+    ))
+}
+
+/// Ops named on the command line, each one NCCL's tuner covers.
+fn tune_ops(names: &[String]) -> Result<Vec<Collective>, String> {
+    if names.is_empty() {
+        return Ok(vec![
+            Collective::AllReduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+        ]);
+    }
+    let mut out = Vec::new();
+    for part in names
+        .iter()
+        .flat_map(|n| n.split([',', ' ']))
+        .filter(|p| !p.is_empty())
+    {
+        let op = Collective::parse(part).map_err(|e| e.to_string())?;
+        if tuner_coll_name(op).is_none() {
+            return Err(format!(
+                "collbench tune tunes all_reduce, all_gather, reduce_scatter, broadcast and reduce (what NCCL's tuner interface covers): drop {op}"
+            ));
+        }
+        if !out.contains(&op) {
+            out.push(op);
+        }
+    }
+    Ok(out)
+}
+
+/// The search's configuration from the flags (world size from the
+/// backend).
+fn tune_config(a: &TuneArgs, world_size: usize) -> Result<TuneConfig, String> {
+    let ops = tune_ops(&a.ops)?;
+    let sizes =
+        sweep(a.minbytes, a.maxbytes, Step::Factor(a.stepfactor)).map_err(|e| e.to_string())?;
+    let budget = parse_budget(&a.budget).map_err(|e| e.to_string())?;
+    if a.max_channels == Some(0) {
+        return Err("--max-channels must be at least 1".into());
+    }
+    let mut cfg = TuneConfig::new(ops, sizes, world_size, 1, budget);
+    cfg.max_channels = a.max_channels;
+    Ok(cfg)
+}
+
+/// A progress line when the band, candidate or phase changes.
+struct ProgressLines {
+    last: Option<(usize, String, Phase)>,
+}
+
+impl ProgressLines {
+    fn hear(&mut self, p: &Progress) {
+        let key = (p.band_index, p.setting.to_string(), p.phase);
+        if self.last.as_ref() == Some(&key) {
+            return;
+        }
+        let phase = match p.phase {
+            Phase::Calibrate => "calibrate",
+            Phase::Screen => "screen",
+            Phase::Confirm => "confirm",
+        };
+        eprintln!(
+            "collbench tune: band {}/{} {} {} B: {} ({phase}), {:.0} s of budget left",
+            p.band_index + 1,
+            p.bands_total,
+            p.band.op,
+            p.band.probe_bytes,
+            p.setting,
+            p.budget_left_us / 1e6
+        );
+        self.last = Some(key);
+    }
+}
+
+/// Sets `stop` on Ctrl-C; a second Ctrl-C ends the process at once.
+fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let installed = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(Outcome::TuneInterrupted.code());
+        }
+        eprintln!("collbench tune: stopping after this repeat (Ctrl-C again to quit at once)");
+    });
+    if let Err(e) = installed {
+        eprintln!("collbench tune: Ctrl-C will end the process without a report ({e})");
+    }
+    stop
+}
+
+/// Checks that an output file can be written before anything runs.
+fn writable(path: &Path) -> Result<(), Failure> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(|_| ())
+        .map_err(|e| {
+            Failure::usage(format!(
+                "cannot write {}: {e}; choose a writable path",
+                path.display()
+            ))
+        })
+}
+
+/// Runs `collbench tune`.
+pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
+    let refused = |m: String| Failure::new(Outcome::TuneRefused, m);
+    if let Some(line) = not_nccl("collbench tune tunes NCCL", &a.backend) {
+        return Err(refused(line));
+    }
+    // Flags first: a mistake must not cost communicator setup.
+    tune_config(a, 2).map_err(refused)?;
+    if a.shell && a.format == TuneFormat::Json {
+        return Err(refused(
+            "--shell prints shell lines, which would break --format json: drop one".into(),
+        ));
+    }
+    if let Some(p) = &a.csv {
+        writable(p).map_err(|f| refused(f.message))?;
+    }
+    let world = collbench_launch::World::discover(&Default::default())
+        .map_err(|e| Failure::new(Outcome::TuneRefused, e.to_string()))?;
+    if world.world_size > 1 {
+        return Err(refused(format!(
+            "collbench tune runs as one process driving every local GPU, but this is rank {} of {}: start it once, without a launcher",
+            world.rank, world.world_size
+        )));
+    }
+    let plugin = TunerPlugin::install().map_err(|e| match e {
+        TunerError::UserPlugin(_) => refused(e.to_string()),
+        e => Failure::new(Outcome::TuneFailed, e.to_string()),
+    })?;
+    // Before any thread NCCL starts: the handler thread never calls NCCL.
+    let stop = stop_on_ctrl_c();
+    let opts = collbench_nccl::NcclOptions {
+        lib_path: a.backend.nccl_lib.clone(),
+        gpus_per_process: a.backend.ngpus.map(|g| g * a.backend.nthreads.max(1)),
+        host: world.hostname.clone(),
+        // A repeat takes milliseconds: a stuck collective is aborted and
+        // reported instead of hanging the search.
+        timeout_s: TIMEOUT_S,
+        ..Default::default()
+    };
+    let control = SingleProcess;
+    let mut measurer = NcclMeasurer::new(&opts, &control, plugin)
+        .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
+    let mut cfg = tune_config(a, measurer.world_size()).map_err(refused)?;
+    // Every communicator up front, charged to the budget (see `prepare`).
+    let settings: Vec<collbench_tune::Setting> = cfg
+        .ops
+        .iter()
+        .flat_map(|op| collbench_tune::space::candidates(&cfg.space, *op, cfg.max_channels).0)
+        .collect();
+    eprintln!("collbench tune: creating the candidates' communicators");
+    let setup_us = measurer.prepare(&settings) * 1e6;
+    if setup_us >= cfg.budget_us {
+        return Err(Failure::new(
+            Outcome::TuneFailed,
+            format!(
+                "creating the communicators took {:.0} s, the whole --budget: raise --budget",
+                setup_us / 1e6
+            ),
+        ));
+    }
+    cfg.budget_us -= setup_us;
+    let mut lines = ProgressLines { last: None };
+    let report = collbench_tune::tune(&mut measurer, &cfg, &stop, &mut |p| lines.hear(p));
+    print_report(a, &report)?;
+    Ok(match &report.end {
+        End::Complete => Outcome::TuneComplete,
+        End::Interrupted => Outcome::TuneInterrupted,
+        End::Failed(why) => {
+            eprintln!("collbench tune: stopped: {why}");
+            Outcome::TuneFailed
+        }
+    })
+}
+
+/// The table on stdout, the shell lines, the CSV file.
+fn print_report(a: &TuneArgs, report: &TuneReport) -> Result<(), Failure> {
+    let table = match a.format {
+        TuneFormat::Text => render::text(report),
+        TuneFormat::Json => render::json(report),
+        TuneFormat::Md => render::markdown(report),
+    };
+    print!("{table}");
+    if a.shell {
+        print!("\n{}", render::shell(report));
+    }
+    if let Some(path) = &a.csv {
+        let (csv, notes) = TunerConfig::from_report(report);
+        std::fs::write(path, csv.to_csv(&notes)).map_err(|e| {
+            Failure::new(
+                Outcome::TuneFailed,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
+        eprintln!(
+            "collbench tune: wrote {} ({} rules); check it with: collbench run --tuner-config {} ...",
+            path.display(),
+            csv.rows.len(),
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// `run --tuner-config FILE`: checks the file and the backend, installs
+/// the tuner plugin (before the first communicator) and loads the file.
+/// Every mistake is a usage failure, one line per malformed line.
+pub fn apply_tuner_config(path: &Path, b: &BackendArgs) -> Result<TunerPlugin, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::usage(format!(
+            "cannot read --tuner-config {}: {e}",
+            path.display()
+        ))
+    })?;
+    TunerConfig::parse(&text).map_err(|errors| {
+        let lines: Vec<String> = errors
+            .0
+            .iter()
+            .map(|e| format!("{}: {e}", path.display()))
+            .collect();
+        Failure::usage(lines.join("\ncollbench: "))
+    })?;
+    if let Some(line) = not_nccl("--tuner-config applies to NCCL", b) {
+        return Err(Failure::usage(line));
+    }
+    let plugin = TunerPlugin::install().map_err(|e| match e {
+        TunerError::UserPlugin(_) => Failure::usage(e.to_string()),
+        e => Failure::new(Outcome::Backend, e.to_string()),
+    })?;
+    plugin
+        .load_config(path)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    Ok(plugin)
+}
+
+/// After a run with `--tuner-config`: whether NCCL asked the plugin and
+/// followed the file, in one line.
+pub fn tuner_config_note(path: &Path, plugin: &TunerPlugin) -> String {
+    let c = plugin.counters();
+    if c.calls == 0 {
+        return format!(
+            "collbench: warning: --tuner-config {}: NCCL never called collbench's tuner plugin (NCCL before 2.28?); the file had no effect",
+            path.display()
+        );
+    }
+    format!(
+        "collbench: --tuner-config {}: NCCL asked the tuner {} times; a rule applied {} times",
+        path.display(),
+        c.calls,
+        c.applied
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_ops_are_the_three_of_the_issue() {
+        assert_eq!(
+            tune_ops(&[]).unwrap(),
+            [
+                Collective::AllReduce,
+                Collective::AllGather,
+                Collective::ReduceScatter
+            ]
+        );
+        assert_eq!(
+            tune_ops(&["all_gather,all_gather".into()]).unwrap(),
+            [Collective::AllGather]
+        );
+        let e = tune_ops(&["alltoall".into()]).unwrap_err();
+        assert!(e.contains("drop alltoall"), "{e}");
+    }
+
+    #[test]
+    fn the_cpu_backend_is_refused_in_one_line() {
+        let b = BackendArgs {
+            nthreads: 1,
+            ngpus: None,
+            name: BackendName::Cpu,
+            ranks: None,
+            nccl_lib: None,
+            test_slow_rank: None,
+        };
+        let line = not_nccl("collbench tune tunes NCCL", &b).unwrap();
+        assert_eq!(
+            line,
+            "collbench tune tunes NCCL (--backend cpu): use --backend nccl on a machine with NVIDIA GPUs"
+        );
+        assert!(!line.contains('\n'));
+    }
+}
