@@ -277,18 +277,14 @@ mod tests {
 
     #[test]
     fn bandwidth_thresholds() {
-        assert_eq!(
-            judge_busbw(&m(95.0, 1.0, 0), Some(100.0), F).status,
-            Status::Pass
-        );
-        assert_eq!(
-            judge_busbw(&m(90.0, 1.0, 0), Some(100.0), F).status,
-            Status::Pass
-        );
-        assert_eq!(
-            judge_busbw(&m(80.0, 1.0, 0), Some(100.0), F).status,
-            Status::Warn
-        );
+        for (busbw, want) in [
+            (95.0, Status::Pass),
+            (90.0, Status::Pass),
+            (80.0, Status::Warn),
+        ] {
+            let got = judge_busbw(&m(busbw, 1.0, 0), Some(100.0), F).status;
+            assert_eq!(got, want, "busbw {busbw} against 100");
+        }
         let fail = judge_busbw(&m(50.0, 1.0, 0), Some(100.0), F);
         assert_eq!(fail.status, Status::Fail);
         assert_eq!(fail.ratio, Some(0.5));
@@ -306,18 +302,14 @@ mod tests {
 
     #[test]
     fn latency_ceiling() {
-        assert_eq!(
-            judge_latency(&m(0.0, 12.0, 0), Some(15.0), F).status,
-            Status::Pass
-        );
-        assert_eq!(
-            judge_latency(&m(0.0, 19.0, 0), Some(15.0), F).status,
-            Status::Warn
-        );
-        assert_eq!(
-            judge_latency(&m(0.0, 21.0, 0), Some(15.0), F).status,
-            Status::Fail
-        );
+        for (time_us, want) in [
+            (12.0, Status::Pass),
+            (19.0, Status::Warn),
+            (21.0, Status::Fail),
+        ] {
+            let got = judge_latency(&m(0.0, time_us, 0), Some(15.0), F).status;
+            assert_eq!(got, want, "{time_us} us against 15");
+        }
     }
 
     #[test]
