@@ -12,7 +12,7 @@
 //! the Service that selects the pods.
 
 mod common;
-use common::gen;
+use common::gen_line;
 
 use serde::Deserialize;
 use serde_norway::Value;
@@ -293,25 +293,11 @@ struct ReplicaSpec {
 const NODES: i32 = 3;
 
 fn generate(kind: &str) -> String {
-    gen(&[
-        "k8s",
-        "--kind",
-        kind,
-        "--nodes",
-        &NODES.to_string(),
-        "--gpus-per-node",
-        "8",
-        "--image",
-        "reg.example/collbench:1",
-        "--name",
-        "nccl",
-        "--resource",
-        "rdma/ib=1",
-        "--queue",
-        "q",
-        "--env",
-        "NCCL_NVLS_ENABLE=0",
-    ])
+    gen_line(&format!(
+        "k8s --kind {kind} --nodes {NODES} --gpus-per-node 8 \
+         --image reg.example/collbench:1 --name nccl --resource rdma/ib=1 \
+         --queue q --env NCCL_NVLS_ENABLE=0"
+    ))
     .unwrap()
 }
 
