@@ -232,33 +232,37 @@ impl Expect {
             Some(d) => DataType::parse(d).map_err(|e| anyhow::anyhow!("{e}"))?,
             None => DataType::Float,
         };
-        let size = |s: &str| parse_size(s).map_err(|e| anyhow::anyhow!("{}: {e}", self.op));
-        let busbw = match (&self.size, self.busbw_gbps) {
-            (Some(s), Some(g)) if g > 0.0 => Some(BusbwExpect {
-                collective,
-                dtype,
-                size_bytes: size(s)?,
-                busbw_gbps: g,
-            }),
-            (None, None) => None,
+        // A size and a positive figure for it, or neither.
+        let pair = |size: &Option<String>, figure: Option<f64>, names: &str| match (size, figure) {
+            (Some(s), Some(v)) if v > 0.0 => match parse_size(s) {
+                Ok(bytes) => Ok(Some((bytes, v))),
+                Err(e) => bail!("{}: {e}", self.op),
+            },
+            (None, None) => Ok(None),
             _ => bail!(
-                "{}: give both size and busbw_gbps (a positive number), or neither",
+                "{}: give both {names} (a positive number), or neither",
                 self.op
             ),
         };
-        let latency = match (&self.small_size, self.max_time_us) {
-            (Some(s), Some(t)) if t > 0.0 => Some(LatencyExpect {
+        let busbw = pair(&self.size, self.busbw_gbps, "size and busbw_gbps")?.map(
+            |(size_bytes, busbw_gbps)| BusbwExpect {
                 collective,
                 dtype,
-                size_bytes: size(s)?,
-                max_time_us: t,
-            }),
-            (None, None) => None,
-            _ => bail!(
-                "{}: give both small_size and max_time_us (a positive number), or neither",
-                self.op
-            ),
-        };
+                size_bytes,
+                busbw_gbps,
+            },
+        );
+        let latency = pair(
+            &self.small_size,
+            self.max_time_us,
+            "small_size and max_time_us",
+        )?
+        .map(|(size_bytes, max_time_us)| LatencyExpect {
+            collective,
+            dtype,
+            size_bytes,
+            max_time_us,
+        });
         if busbw.is_none() && latency.is_none() {
             bail!(
                 "{}: an [[expect]] entry needs size + busbw_gbps, or small_size + max_time_us",

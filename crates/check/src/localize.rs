@@ -164,30 +164,36 @@ pub fn analyse(m: &PairMatrix, fraction: f64, hosts: &[String]) -> Findings {
     }
 }
 
-/// Runs sendrecv on a subset of ranks; best-of-placements busbw in GB/s.
-fn subset_busbw(
-    backend: &dyn Backend,
-    control: &dyn Bootstrap,
-    ranks: &[usize],
+/// The one measurement the pairwise tests repeat: sendrecv of `size_bytes`
+/// on a subset of the ranks.
+struct Sendrecv<'a> {
+    backend: &'a dyn Backend,
+    control: &'a dyn Bootstrap,
     size_bytes: u64,
     iters: Iterations,
-) -> anyhow::Result<f64> {
-    let mut sub = backend
-        .subset(ranks)
-        .map_err(|e| anyhow::anyhow!("pairwise tests need a subset of ranks {ranks:?}: {e}"))?;
-    let req = CaseRequest {
-        collective: Collective::SendRecv,
-        dtype: DataType::Float,
-        size_bytes,
-    };
-    match run_case(sub.as_mut(), control, req, iters)? {
-        Some(CaseOutcome::Measured(m)) if m.wrong > 0 => anyhow::bail!(
-            "sendrecv between ranks {ranks:?} gave {} wrong elements: the data path is broken there",
-            m.wrong
-        ),
-        Some(CaseOutcome::Measured(m)) => Ok(m.best_busbw_gbps()),
-        Some(CaseOutcome::Skipped(why)) => anyhow::bail!("sendrecv on ranks {ranks:?}: {why}"),
-        None => anyhow::bail!("pairwise tests run in one process only"),
+}
+
+impl Sendrecv<'_> {
+    /// Best-of-placements busbw in GB/s of sendrecv on `ranks`.
+    fn busbw(&self, ranks: &[usize]) -> anyhow::Result<f64> {
+        let mut sub = self
+            .backend
+            .subset(ranks)
+            .map_err(|e| anyhow::anyhow!("pairwise tests need a subset of ranks {ranks:?}: {e}"))?;
+        let req = CaseRequest {
+            collective: Collective::SendRecv,
+            dtype: DataType::Float,
+            size_bytes: self.size_bytes,
+        };
+        match run_case(sub.as_mut(), self.control, req, self.iters)? {
+            Some(CaseOutcome::Measured(m)) if m.wrong > 0 => anyhow::bail!(
+                "sendrecv between ranks {ranks:?} gave {} wrong elements: the data path is broken there",
+                m.wrong
+            ),
+            Some(CaseOutcome::Measured(m)) => Ok(m.best_busbw_gbps()),
+            Some(CaseOutcome::Skipped(why)) => anyhow::bail!("sendrecv on ranks {ranks:?}: {why}"),
+            None => anyhow::bail!("pairwise tests run in one process only"),
+        }
     }
 }
 
@@ -201,6 +207,12 @@ pub fn localize(
     fraction: f64,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Localization> {
+    let sendrecv = Sendrecv {
+        backend,
+        control,
+        size_bytes,
+        iters,
+    };
     let n = backend.world_size();
     let devices = backend.info().devices;
     let hosts: Vec<String> = (0..n)
@@ -216,7 +228,7 @@ pub fn localize(
     let all_pairs = n <= ALL_PAIRS_MAX;
     let mut matrix = PairMatrix::new(labels);
     for (a, b) in pair_order(n, all_pairs) {
-        let v = subset_busbw(backend, control, &[a, b], size_bytes, iters)?;
+        let v = sendrecv.busbw(&[a, b])?;
         progress(&format!("sendrecv r{a} <-> r{b}: {v:.2} GB/s"));
         matrix.set(a, b, v);
     }
@@ -230,7 +242,7 @@ pub fn localize(
             if best >= fraction * reference {
                 break;
             }
-            let again = subset_busbw(backend, control, &[a, b], size_bytes, iters)?;
+            let again = sendrecv.busbw(&[a, b])?;
             if again > best {
                 progress(&format!(
                     "sendrecv r{a} <-> r{b} again: {again:.2} GB/s (reference {reference:.2})"
@@ -243,7 +255,7 @@ pub fn localize(
     let bisection_rank = if all_pairs {
         None
     } else {
-        bisect(backend, control, size_bytes, iters, fraction, progress)?
+        bisect(&sendrecv, n, fraction, progress)?
     };
     let Findings {
         reference_gbps,
@@ -271,18 +283,15 @@ pub fn localize(
 /// Halves the rank set towards the slower half while one half is clearly
 /// slower than the other; returns the single rank it ends on, if any.
 fn bisect(
-    backend: &dyn Backend,
-    control: &dyn Bootstrap,
-    size_bytes: u64,
-    iters: Iterations,
+    sendrecv: &Sendrecv,
+    n: usize,
     fraction: f64,
     progress: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Option<usize>> {
-    let mut set: Vec<usize> = (0..backend.world_size()).collect();
+    let mut set: Vec<usize> = (0..n).collect();
     while set.len() >= 4 {
         let (lo, hi) = set.split_at(set.len() / 2);
-        let a = subset_busbw(backend, control, lo, size_bytes, iters)?;
-        let b = subset_busbw(backend, control, hi, size_bytes, iters)?;
+        let (a, b) = (sendrecv.busbw(lo)?, sendrecv.busbw(hi)?);
         progress(&format!(
             "bisection: ranks {}..={} {a:.2} GB/s, ranks {}..={} {b:.2} GB/s",
             lo[0],

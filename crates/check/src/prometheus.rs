@@ -9,24 +9,26 @@ use std::path::Path;
 /// The metrics as Prometheus text exposition format.
 pub fn render(lines: &[Line], overall: Status, timestamp_s: u64) -> String {
     let mut out = String::new();
-    out += "# HELP collbench_busbw_gbps Bus bandwidth measured by collbench check, GB/s (out-of-place).\n";
-    out += "# TYPE collbench_busbw_gbps gauge\n";
-    for l in lines.iter().filter(|l| l.metric == Metric::BusbwGbps) {
-        if let Some(v) = l.measured {
-            out += &format!(
-                "collbench_busbw_gbps{{op=\"{}\",size_bytes=\"{}\"}} {v}\n",
-                l.op, l.size_bytes
-            );
-        }
-    }
-    out += "# HELP collbench_time_us Time per operation at a small size, microseconds.\n";
-    out += "# TYPE collbench_time_us gauge\n";
-    for l in lines.iter().filter(|l| l.metric == Metric::TimeUs) {
-        if let Some(v) = l.measured {
-            out += &format!(
-                "collbench_time_us{{op=\"{}\",size_bytes=\"{}\"}} {v}\n",
-                l.op, l.size_bytes
-            );
+    for (metric, name, help) in [
+        (
+            Metric::BusbwGbps,
+            "collbench_busbw_gbps",
+            "Bus bandwidth measured by collbench check, GB/s (out-of-place).",
+        ),
+        (
+            Metric::TimeUs,
+            "collbench_time_us",
+            "Time per operation at a small size, microseconds.",
+        ),
+    ] {
+        out += &format!("# HELP {name} {help}\n# TYPE {name} gauge\n");
+        for l in lines.iter().filter(|l| l.metric == metric) {
+            if let Some(v) = l.measured {
+                out += &format!(
+                    "{name}{{op=\"{}\",size_bytes=\"{}\"}} {v}\n",
+                    l.op, l.size_bytes
+                );
+            }
         }
     }
     out +=

@@ -102,13 +102,36 @@ pub struct Fractions {
     pub fail: f64,
 }
 
-fn wrong_fail(line: &mut Line) {
-    if line.wrong > 0 {
-        line.status = Status::Fail;
-        line.note = Some(format!(
-            "{} wrong elements: results are not correct",
-            line.wrong
-        ));
+/// The line of measured case `m`: `measured` (its figure for `metric`)
+/// judged `status` against `expected`. Any wrong element makes it a FAIL
+/// whatever the figure.
+fn measured_line(
+    m: &Measured,
+    metric: Metric,
+    measured: f64,
+    expected: Option<f64>,
+    ratio: Option<f64>,
+    status: Status,
+    note: Option<String>,
+) -> Line {
+    let (status, note) = if m.wrong > 0 {
+        let why = format!("{} wrong elements: results are not correct", m.wrong);
+        (Status::Fail, Some(why))
+    } else {
+        (status, note)
+    };
+    Line {
+        op: m.op.clone(),
+        dtype: m.dtype.clone(),
+        size_bytes: m.size_bytes,
+        metric,
+        measured: Some(measured),
+        expected,
+        ratio,
+        wrong: m.wrong,
+        status,
+        note,
+        explain: m.explain.clone(),
     }
 }
 
@@ -130,21 +153,8 @@ pub fn judge_busbw(m: &Measured, expected_gbps: Option<f64>, f: Fractions) -> Li
         )),
         _ => None,
     };
-    let mut line = Line {
-        op: m.op.clone(),
-        dtype: m.dtype.clone(),
-        size_bytes: m.size_bytes,
-        metric: Metric::BusbwGbps,
-        measured: Some(m.busbw_gbps),
-        expected: expected_gbps,
-        ratio,
-        wrong: m.wrong,
-        status,
-        note,
-        explain: m.explain.clone(),
-    };
-    wrong_fail(&mut line);
-    line
+    let metric = Metric::BusbwGbps;
+    measured_line(m, metric, m.busbw_gbps, expected_gbps, ratio, status, note)
 }
 
 /// Judges a small-size time against `max_time_us` (none: INFO).
@@ -169,21 +179,15 @@ pub fn judge_latency(m: &Measured, max_time_us: Option<f64>, f: Fractions) -> Li
         )),
         _ => None,
     };
-    let mut line = Line {
-        op: m.op.clone(),
-        dtype: m.dtype.clone(),
-        size_bytes: m.size_bytes,
-        metric: Metric::TimeUs,
-        measured: Some(m.time_us),
-        expected: max_time_us,
+    measured_line(
+        m,
+        Metric::TimeUs,
+        m.time_us,
+        max_time_us,
         ratio,
-        wrong: m.wrong,
         status,
         note,
-        explain: m.explain.clone(),
-    };
-    wrong_fail(&mut line);
-    line
+    )
 }
 
 /// A line for a case that did not run: WARN when the baseline expected a
@@ -287,18 +291,11 @@ mod tests {
 
     #[test]
     fn bandwidth_thresholds() {
-        assert_eq!(
-            judge_busbw(&m(95.0, 1.0, 0), Some(100.0), F).status,
-            Status::Pass
-        );
-        assert_eq!(
-            judge_busbw(&m(90.0, 1.0, 0), Some(100.0), F).status,
-            Status::Pass
-        );
-        assert_eq!(
-            judge_busbw(&m(80.0, 1.0, 0), Some(100.0), F).status,
-            Status::Warn
-        );
+        use Status::{Pass, Warn};
+        for (busbw, want) in [(95.0, Pass), (90.0, Pass), (80.0, Warn)] {
+            let got = judge_busbw(&m(busbw, 1.0, 0), Some(100.0), F).status;
+            assert_eq!(got, want, "busbw {busbw} against 100");
+        }
         let fail = judge_busbw(&m(50.0, 1.0, 0), Some(100.0), F);
         assert_eq!(fail.status, Status::Fail);
         assert_eq!(fail.ratio, Some(0.5));
@@ -316,18 +313,11 @@ mod tests {
 
     #[test]
     fn latency_ceiling() {
-        assert_eq!(
-            judge_latency(&m(0.0, 12.0, 0), Some(15.0), F).status,
-            Status::Pass
-        );
-        assert_eq!(
-            judge_latency(&m(0.0, 19.0, 0), Some(15.0), F).status,
-            Status::Warn
-        );
-        assert_eq!(
-            judge_latency(&m(0.0, 21.0, 0), Some(15.0), F).status,
-            Status::Fail
-        );
+        use Status::{Fail, Pass, Warn};
+        for (time_us, want) in [(12.0, Pass), (19.0, Warn), (21.0, Fail)] {
+            let got = judge_latency(&m(0.0, time_us, 0), Some(15.0), F).status;
+            assert_eq!(got, want, "{time_us} us against 15");
+        }
     }
 
     #[test]

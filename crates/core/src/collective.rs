@@ -396,22 +396,15 @@ mod tests {
 
     #[test]
     fn parse_spellings() {
-        assert_eq!(
-            Collective::parse("allreduce").unwrap(),
-            Collective::AllReduce
-        );
-        assert_eq!(
-            Collective::parse("all_reduce_perf").unwrap(),
-            Collective::AllReduce
-        );
-        assert_eq!(
-            Collective::parse("all-to-all").unwrap(),
-            Collective::AllToAll
-        );
-        assert_eq!(
-            Collective::parse("send_recv").unwrap(),
-            Collective::SendRecv
-        );
+        use Collective::{AllReduce, AllToAll, SendRecv};
+        for (spelling, want) in [
+            ("allreduce", AllReduce),
+            ("all_reduce_perf", AllReduce),
+            ("all-to-all", AllToAll),
+            ("send_recv", SendRecv),
+        ] {
+            assert_eq!(Collective::parse(spelling).unwrap(), want, "{spelling}");
+        }
         assert!(Collective::parse("allscatter").is_err());
         assert_eq!(
             Collective::from_perf_name("alltoall_perf"),

@@ -26,8 +26,11 @@ pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
     fn max_with(self, o: Self) -> Self;
 }
 
-macro_rules! int_element {
-    ($t:ty, $dt:ident) => {
+/// Rust's integers and floats: `as` conversions, and the raw bits, poison
+/// and the four binary operations (add, mul, min_with, max_with) as given
+/// per kind below.
+macro_rules! primitive_element {
+    ($t:ty, $dt:ident, bits: $bits:expr, poison: $poison:expr, $($op:ident: $f:expr),+) => {
         impl Element for $t {
             const DTYPE: DataType = DataType::$dt;
             #[inline(always)]
@@ -40,29 +43,30 @@ macro_rules! int_element {
             }
             #[inline(always)]
             fn bits(self) -> u64 {
-                self as u64
+                $bits(self)
             }
             #[inline(always)]
             fn poison() -> Self {
-                <$t>::from_ne_bytes([0xff; std::mem::size_of::<$t>()])
+                $poison
             }
-            #[inline(always)]
-            fn add(self, o: Self) -> Self {
-                self.wrapping_add(o)
-            }
-            #[inline(always)]
-            fn mul(self, o: Self) -> Self {
-                self.wrapping_mul(o)
-            }
-            #[inline(always)]
-            fn min_with(self, o: Self) -> Self {
-                Ord::min(self, o)
-            }
-            #[inline(always)]
-            fn max_with(self, o: Self) -> Self {
-                Ord::max(self, o)
-            }
+            $(
+                #[inline(always)]
+                fn $op(self, o: Self) -> Self {
+                    $f(self, o)
+                }
+            )+
         }
+    };
+}
+
+/// Integers: wrapping arithmetic; poison is all bits set.
+macro_rules! int_element {
+    ($t:ty, $dt:ident) => {
+        primitive_element!($t, $dt,
+            bits: |x: $t| x as u64,
+            poison: <$t>::from_ne_bytes([0xff; std::mem::size_of::<$t>()]),
+            add: <$t>::wrapping_add, mul: <$t>::wrapping_mul,
+            min_with: Ord::min, max_with: Ord::max);
     };
 }
 
@@ -73,43 +77,14 @@ int_element!(u32, Uint32);
 int_element!(i64, Int64);
 int_element!(u64, Uint64);
 
+/// f32 and f64: IEEE arithmetic; poison is the all-ones NaN.
 macro_rules! float_element {
     ($t:ty, $dt:ident, $bits:ty) => {
-        impl Element for $t {
-            const DTYPE: DataType = DataType::$dt;
-            #[inline(always)]
-            fn from_value(v: f64) -> Self {
-                v as $t
-            }
-            #[inline(always)]
-            fn value(self) -> f64 {
-                self as f64
-            }
-            #[inline(always)]
-            fn bits(self) -> u64 {
-                <$t>::to_bits(self) as u64
-            }
-            #[inline(always)]
-            fn poison() -> Self {
-                <$t>::from_bits(<$bits>::MAX)
-            }
-            #[inline(always)]
-            fn add(self, o: Self) -> Self {
-                self + o
-            }
-            #[inline(always)]
-            fn mul(self, o: Self) -> Self {
-                self * o
-            }
-            #[inline(always)]
-            fn min_with(self, o: Self) -> Self {
-                <$t>::min(self, o)
-            }
-            #[inline(always)]
-            fn max_with(self, o: Self) -> Self {
-                <$t>::max(self, o)
-            }
-        }
+        primitive_element!($t, $dt,
+            bits: |x: $t| x.to_bits() as u64,
+            poison: <$t>::from_bits(<$bits>::MAX),
+            add: std::ops::Add::add, mul: std::ops::Mul::mul,
+            min_with: <$t>::min, max_with: <$t>::max);
     };
 }
 
@@ -241,55 +216,28 @@ f8_element!(F8E5M2, F8e5m2, f8_tables::e5m2, f8_tables::e5m2_from_f32);
 #[macro_export]
 macro_rules! with_element {
     ($dtype:expr, $T:ident => $body:expr) => {
+        $crate::with_element!(@match $dtype, $T, $body;
+            Int8 = i8,
+            Uint8 = u8,
+            Int32 = i32,
+            Uint32 = u32,
+            Int64 = i64,
+            Uint64 = u64,
+            Half = $crate::element::f16,
+            Float = f32,
+            Double = f64,
+            Bfloat16 = $crate::element::bf16,
+            F8e4m3 = $crate::element::F8E4M3,
+            F8e5m2 = $crate::element::F8E5M2,
+        )
+    };
+    // One arm per data type, each binding `$T` to its element type.
+    (@match $dtype:expr, $T:ident, $body:expr; $($variant:ident = $elem:ty,)*) => {
         match $dtype {
-            $crate::DataType::Int8 => {
-                type $T = i8;
+            $($crate::DataType::$variant => {
+                type $T = $elem;
                 $body
-            }
-            $crate::DataType::Uint8 => {
-                type $T = u8;
-                $body
-            }
-            $crate::DataType::Int32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::DataType::Uint32 => {
-                type $T = u32;
-                $body
-            }
-            $crate::DataType::Int64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::DataType::Uint64 => {
-                type $T = u64;
-                $body
-            }
-            $crate::DataType::Half => {
-                type $T = $crate::element::f16;
-                $body
-            }
-            $crate::DataType::Float => {
-                type $T = f32;
-                $body
-            }
-            $crate::DataType::Double => {
-                type $T = f64;
-                $body
-            }
-            $crate::DataType::Bfloat16 => {
-                type $T = $crate::element::bf16;
-                $body
-            }
-            $crate::DataType::F8e4m3 => {
-                type $T = $crate::element::F8E4M3;
-                $body
-            }
-            $crate::DataType::F8e5m2 => {
-                type $T = $crate::element::F8E5M2;
-                $body
-            }
+            })*
         }
     };
 }

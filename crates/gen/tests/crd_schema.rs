@@ -12,7 +12,7 @@
 //! the Service that selects the pods.
 
 mod common;
-use common::gen;
+use common::gen_line;
 
 use serde::Deserialize;
 use serde_norway::Value;
@@ -293,25 +293,11 @@ struct ReplicaSpec {
 const NODES: i32 = 3;
 
 fn generate(kind: &str) -> String {
-    gen(&[
-        "k8s",
-        "--kind",
-        kind,
-        "--nodes",
-        &NODES.to_string(),
-        "--gpus-per-node",
-        "8",
-        "--image",
-        "reg.example/collbench:1",
-        "--name",
-        "nccl",
-        "--resource",
-        "rdma/ib=1",
-        "--queue",
-        "q",
-        "--env",
-        "NCCL_NVLS_ENABLE=0",
-    ])
+    gen_line(&format!(
+        "k8s --kind {kind} --nodes {NODES} --gpus-per-node 8 \
+         --image reg.example/collbench:1 --name nccl --resource rdma/ib=1 \
+         --queue q --env NCCL_NVLS_ENABLE=0"
+    ))
     .unwrap()
 }
 
@@ -369,6 +355,27 @@ fn check_shm(t: &PodTemplateSpec) {
     assert_eq!(vol.empty_dir.medium.as_deref(), Some("Memory"));
 }
 
+/// The two documents of a `--kind` that comes with a Service: the Service,
+/// then the workload.
+fn service_and_workload<T: serde::de::DeserializeOwned>(kind: &str) -> (Service, T) {
+    let text = generate(kind);
+    let mut it = docs(&text).into_iter();
+    let svc = Service::deserialize(it.next().unwrap()).unwrap();
+    let workload = T::deserialize(it.next().unwrap()).unwrap();
+    assert!(it.next().is_none());
+    (svc, workload)
+}
+
+/// One pod per node, all at once, indexed, never retried.
+fn check_indexed(job: &JobSpec) {
+    assert_eq!(
+        (job.parallelism, job.completions),
+        (Some(NODES), Some(NODES))
+    );
+    assert_eq!(job.completion_mode, Some(CompletionMode::Indexed));
+    assert_eq!(job.backoff_limit, Some(0));
+}
+
 fn check_service(svc: &Service, name: &str) {
     assert_eq!(
         (svc.api_version.as_str(), svc.kind.as_str()),
@@ -383,11 +390,7 @@ fn check_service(svc: &Service, name: &str) {
 
 #[test]
 fn jobset_matches_the_crd_and_wires_rank0_through_the_service() {
-    let text = generate("jobset");
-    let mut it = docs(&text).into_iter();
-    let svc = Service::deserialize(it.next().unwrap()).unwrap();
-    let js = JobSet::deserialize(it.next().unwrap()).unwrap();
-    assert!(it.next().is_none());
+    let (svc, js): (_, JobSet) = service_and_workload("jobset");
 
     assert_eq!(js.api_version, "jobset.x-k8s.io/v1alpha2");
     assert_eq!(js.kind, "JobSet");
@@ -409,12 +412,7 @@ fn jobset_matches_the_crd_and_wires_rank0_through_the_service() {
     };
     assert_eq!(rj.replicas, Some(1));
     let job = &rj.template.spec;
-    assert_eq!(
-        (job.parallelism, job.completions),
-        (Some(NODES), Some(NODES))
-    );
-    assert_eq!(job.completion_mode, Some(CompletionMode::Indexed));
-    assert_eq!(job.backoff_limit, Some(0));
+    check_indexed(job);
     // JobSet pod host names: <jobset>-<replicatedJob>-<job index>-<pod index>.
     let rank0 = format!("nccl-{}-0-0.{}", rj.name, net.subdomain.as_deref().unwrap());
     check_pod(&job.template, &svc, &rank0);
@@ -422,22 +420,14 @@ fn jobset_matches_the_crd_and_wires_rank0_through_the_service() {
 
 #[test]
 fn indexed_job_wires_rank0_through_the_service() {
-    let text = generate("indexed-job");
-    let mut it = docs(&text).into_iter();
-    let svc = Service::deserialize(it.next().unwrap()).unwrap();
-    let job = Job::deserialize(it.next().unwrap()).unwrap();
+    let (svc, job): (_, Job) = service_and_workload("indexed-job");
     assert_eq!(
         (job.api_version.as_str(), job.kind.as_str()),
         ("batch/v1", "Job")
     );
     check_service(&svc, "nccl");
     let spec = &job.spec;
-    assert_eq!(
-        (spec.parallelism, spec.completions),
-        (Some(NODES), Some(NODES))
-    );
-    assert_eq!(spec.completion_mode, Some(CompletionMode::Indexed));
-    assert_eq!(spec.backoff_limit, Some(0));
+    check_indexed(spec);
     assert_eq!(spec.template.spec.subdomain.as_deref(), Some("nccl"));
     assert_eq!(
         job.metadata

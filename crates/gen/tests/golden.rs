@@ -2,78 +2,38 @@
 //! `.snap` files under `tests/snapshots/`; `cargo insta review` updates them.
 
 mod common;
-use common::gen;
+use common::{gen, gen_line};
 
 #[test]
 fn slurm_script() {
-    let text = gen(&[
-        "slurm",
-        "--nodes",
-        "2",
-        "--gpus-per-node",
-        "8",
-        "--partition",
-        "gpu",
-        "--account",
-        "research",
-        "--time",
-        "00:30:00",
-        "--container",
-        "nvcr.io/nvidia/pytorch:25.01-py3",
-        "--container-runtime",
-        "pyxis",
-        "--env",
-        "NCCL_DEBUG=INFO",
-        "--env",
-        "NCCL_IB_HCA=mlx5_1:1,mlx5_2:1",
-        "--env",
-        "NCCL_SOCKET_IFNAME=eth0",
-        "--",
-        "run",
-        "all_reduce",
-        "-b",
-        "8",
-        "-e",
-        "8G",
-        "-f",
-        "2",
-    ])
+    let text = gen_line(
+        "slurm --nodes 2 --gpus-per-node 8 --partition gpu --account research \
+         --time 00:30:00 --container nvcr.io/nvidia/pytorch:25.01-py3 \
+         --container-runtime pyxis --env NCCL_DEBUG=INFO \
+         --env NCCL_IB_HCA=mlx5_1:1,mlx5_2:1 --env NCCL_SOCKET_IFNAME=eth0 \
+         -- run all_reduce -b 8 -e 8G -f 2",
+    )
     .unwrap();
     insta::assert_snapshot!(text);
 }
 
 #[test]
 fn slurm_script_apptainer_defaults() {
-    let text = gen(&[
-        "slurm",
-        "--nodes",
-        "4",
-        "--gpus-per-node",
-        "4",
-        "--container",
-        "collbench.sif",
-        "--container-runtime",
-        "apptainer",
-    ])
+    let text = gen_line(
+        "slurm --nodes 4 --gpus-per-node 4 --container collbench.sif \
+         --container-runtime apptainer",
+    )
     .unwrap();
     insta::assert_snapshot!(text);
 }
 
 #[test]
 fn slurm_script_podman_hpc() {
-    let text = gen(&[
-        "slurm",
-        "--nodes",
-        "2",
-        "--gpus-per-node",
-        "4",
-        "--container",
-        "registry.example/collbench:1",
-        "--container-runtime",
-        "podman-hpc",
-        "--env",
-        "NCCL_DEBUG=WARN",
-    ])
+    let text = gen_line(
+        "slurm --nodes 2 --gpus-per-node 4 \
+         --container registry.example/collbench:1 \
+         --container-runtime podman-hpc --env NCCL_DEBUG=WARN",
+    )
     .unwrap();
     insta::assert_snapshot!(text);
 }
@@ -122,32 +82,14 @@ fn k8s_mpijob() {
 
 #[test]
 fn mpirun_line() {
-    let text = gen(&[
-        "mpirun",
-        "--hosts",
-        "10.0.0.1:8,10.0.0.2:8",
-        "--env",
-        "NCCL_IB_HCA=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1",
-        "--env",
-        "NCCL_IB_DISABLE=0",
-        "--env",
-        "NCCL_SOCKET_IFNAME=eth0",
-        "--env",
-        "NCCL_IB_GID_INDEX=3",
-        "--env",
-        "NCCL_DEBUG=INFO",
-        "--collbench",
-        "/opt/collbench/bin/collbench",
-        "--",
-        "run",
-        "all_reduce",
-        "-b",
-        "256M",
-        "-e",
-        "8G",
-        "-f",
-        "2",
-    ])
+    let text = gen_line(
+        "mpirun --hosts 10.0.0.1:8,10.0.0.2:8 \
+         --env NCCL_IB_HCA=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1 \
+         --env NCCL_IB_DISABLE=0 --env NCCL_SOCKET_IFNAME=eth0 \
+         --env NCCL_IB_GID_INDEX=3 --env NCCL_DEBUG=INFO \
+         --collbench /opt/collbench/bin/collbench \
+         -- run all_reduce -b 256M -e 8G -f 2",
+    )
     .unwrap();
     insta::assert_snapshot!(text);
 }

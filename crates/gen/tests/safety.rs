@@ -46,27 +46,38 @@ fn argv_with<'a>(head: &[&'a str], tail: &[&'a str]) -> Vec<&'a str> {
     head.iter().chain(tail).copied().collect()
 }
 
-#[test]
-fn mpirun_line_keeps_hostile_values_literal() {
-    let env: Vec<String> = HOSTILE
+/// `V<i>=<HOSTILE[i]>` for every hostile value.
+fn hostile_env() -> Vec<String> {
+    HOSTILE
         .iter()
         .enumerate()
         .map(|(i, v)| format!("V{i}={v}"))
-        .collect();
-    let mut argv = vec![
+        .collect()
+}
+
+/// `head`, then `--env` for each of `env`, then `-- run` and every hostile
+/// value as the command's arguments.
+fn hostile_argv<'a>(head: &[&'a str], env: &'a [String]) -> Vec<&'a str> {
+    let mut argv = head.to_vec();
+    for e in env {
+        argv.extend(["--env", e.as_str()]);
+    }
+    argv.extend(["--", "run"]);
+    argv.extend(HOSTILE);
+    argv
+}
+
+#[test]
+fn mpirun_line_keeps_hostile_values_literal() {
+    let env = hostile_env();
+    let head = [
         "mpirun",
         "--hosts",
         "h1:2,h2:2",
         "--collbench",
         "/opt/my dir/collbench",
     ];
-    for e in &env {
-        argv.extend(["--env", e.as_str()]);
-    }
-    argv.push("--");
-    argv.push("run");
-    argv.extend(HOSTILE);
-    let line = gen(&argv).unwrap();
+    let line = gen(&hostile_argv(&head, &env)).unwrap();
 
     // Let sh parse the generated line, with mpirun replaced by a printer.
     let script = line.replacen("mpirun", "printf '%s\\0'", 1);
@@ -112,7 +123,7 @@ fn slurm_script_keeps_hostile_values_literal() {
         format!("V6={}", HOSTILE[6]),
     ];
     let results = dir.join("res 'ults $(x)");
-    let mut argv = vec![
+    let head = [
         "slurm",
         "--nodes",
         "2",
@@ -123,12 +134,7 @@ fn slurm_script_keeps_hostile_values_literal() {
         "--output-dir",
         results.to_str().unwrap(),
     ];
-    for e in &env {
-        argv.extend(["--env", e.as_str()]);
-    }
-    let argv = argv_with(&argv, &["--", "run"]);
-    let argv = argv_with(&argv, HOSTILE);
-    let script = gen(&argv).unwrap();
+    let script = gen(&hostile_argv(&head, &env)).unwrap();
     let script_path = dir.join("job.sh");
     std::fs::write(&script_path, &script).unwrap();
 
@@ -190,13 +196,9 @@ fn env_of(container: &serde_norway::Value) -> Vec<(String, String)> {
 }
 
 fn k8s_hostile(kind: &str, extra_env: &[String]) -> String {
-    let env: Vec<String> = HOSTILE
-        .iter()
-        .enumerate()
-        .map(|(i, v)| format!("V{i}={v}"))
-        .chain(extra_env.iter().cloned())
-        .collect();
-    let mut argv = vec![
+    let mut env = hostile_env();
+    env.extend_from_slice(extra_env);
+    let head = [
         "k8s",
         "--kind",
         kind,
@@ -207,13 +209,7 @@ fn k8s_hostile(kind: &str, extra_env: &[String]) -> String {
         "--image",
         "reg.example/x:1",
     ];
-    for e in &env {
-        argv.extend(["--env", e.as_str()]);
-    }
-    argv.push("--");
-    argv.push("run");
-    argv.extend(HOSTILE);
-    gen(&argv).unwrap()
+    gen(&hostile_argv(&head, &env)).unwrap()
 }
 
 #[test]

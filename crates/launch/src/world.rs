@@ -254,8 +254,18 @@ mod tests {
         World::discover_from(args, &move |k: &str| map.get(k).cloned(), "sys-host")
     }
 
+    /// [`discover`] with default options.
+    fn from_env(pairs: &[(&str, &str)]) -> Result<World, LaunchError> {
+        discover(&LaunchOptions::default(), pairs)
+    }
+
+    /// The error line [`from_env`] gives.
+    fn refused(pairs: &[(&str, &str)]) -> String {
+        from_env(pairs).unwrap_err().to_string()
+    }
+
     fn ok(pairs: &[(&str, &str)]) -> World {
-        discover(&LaunchOptions::default(), pairs).unwrap()
+        from_env(pairs).unwrap()
     }
 
     #[test]
@@ -316,7 +326,7 @@ mod tests {
             ("COLLBENCH_PORT", "2000"),
             ("COLLBENCH_TOKEN", "env-token"),
         ];
-        let w = discover(&LaunchOptions::default(), &vars).unwrap();
+        let w = from_env(&vars).unwrap();
         assert_eq!(
             (w.rank, w.rendezvous_port, w.token.as_str()),
             (2, 2000, "env-token")
@@ -356,12 +366,7 @@ mod tests {
 
     #[test]
     fn plain_mpirun_rank_above_zero_is_told_what_to_set() {
-        let e = discover(
-            &LaunchOptions::default(),
-            &[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")],
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused(&[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")]);
         assert!(
             e.contains("set COLLBENCH_RENDEZVOUS=HOST:PORT") && e.contains("--rendezvous"),
             "{e}"
@@ -376,9 +381,7 @@ mod tests {
 
     #[test]
     fn kubernetes_needs_size_and_rendezvous_from_the_manifest() {
-        let e = discover(&LaunchOptions::default(), &[("JOB_COMPLETION_INDEX", "1")])
-            .unwrap_err()
-            .to_string();
+        let e = refused(&[("JOB_COMPLETION_INDEX", "1")]);
         assert!(e.contains("COLLBENCH_WORLD_SIZE"), "{e}");
         let w = ok(&[
             ("JOB_COMPLETION_INDEX", "1"),
@@ -394,16 +397,10 @@ mod tests {
 
     #[test]
     fn inconsistent_worlds_are_errors() {
-        assert!(discover(
-            &LaunchOptions::default(),
-            &[("COLLBENCH_RANK", "4"), ("COLLBENCH_WORLD_SIZE", "4")]
-        )
-        .is_err());
-        assert!(discover(&LaunchOptions::default(), &[("COLLBENCH_WORLD_SIZE", "4")]).is_err());
-        assert!(discover(&LaunchOptions::default(), &[("COLLBENCH_WORLD_SIZE", "0")]).is_err());
-        let e = discover(&LaunchOptions::default(), &[("COLLBENCH_RANK", "zero")])
-            .unwrap_err()
-            .to_string();
+        assert!(from_env(&[("COLLBENCH_RANK", "4"), ("COLLBENCH_WORLD_SIZE", "4")]).is_err());
+        assert!(from_env(&[("COLLBENCH_WORLD_SIZE", "4")]).is_err());
+        assert!(from_env(&[("COLLBENCH_WORLD_SIZE", "0")]).is_err());
+        let e = refused(&[("COLLBENCH_RANK", "zero")]);
         assert!(e.contains("COLLBENCH_RANK"), "{e}");
     }
 

@@ -29,6 +29,21 @@ fn world(rank: usize, n: usize, port: u16, token: &str) -> World {
     }
 }
 
+/// A rank in a thread that joins with a 10 s timeout and waits at one
+/// barrier.
+fn barrier_rank(w: World) -> thread::JoinHandle<Result<Result<(), LaunchError>, LaunchError>> {
+    thread::spawn(move || Control::connect(&w, &args(10)).map(|c| c.barrier()))
+}
+
+/// Joins as `w` with a 5 s timeout, which must be refused because of
+/// `what`; the error line.
+fn refused(w: &World, what: &str) -> String {
+    match Control::connect(w, &args(5)) {
+        Ok(_) => panic!("{what} must be refused"),
+        Err(e) => e.to_string(),
+    }
+}
+
 fn args(timeout_s: u64) -> LaunchOptions {
     LaunchOptions {
         timeout_s,
@@ -112,23 +127,17 @@ fn single_process_needs_no_socket() {
 #[test]
 fn wrong_token_and_wrong_world_size_are_refused() {
     let port = free_port();
-    let root = thread::spawn(move || {
-        Control::connect(&world(0, 2, port, "job-a"), &args(10)).map(|c| c.barrier())
-    });
+    let root = barrier_rank(world(0, 2, port, "job-a"));
     thread::sleep(Duration::from_millis(200));
-    let stray = Control::connect(&world(1, 2, port, "job-b"), &args(5))
-        .err()
-        .expect("a wrong token must be refused");
+    let stray = refused(&world(1, 2, port, "job-b"), "a wrong token");
     assert!(
-        stray.to_string().contains("refused") && stray.to_string().contains("wrong job token"),
+        stray.contains("refused") && stray.contains("wrong job token"),
         "{stray}"
     );
     let mut other = world(1, 3, port, "job-a");
     other.world_size = 3;
-    let e = Control::connect(&other, &args(5))
-        .err()
-        .expect("a wrong world size must be refused");
-    assert!(e.to_string().contains("world of 3"), "{e}");
+    let e = refused(&other, "a wrong world size");
+    assert!(e.contains("world of 3"), "{e}");
     // The right rank still joins the job.
     let good = Control::connect(&world(1, 2, port, "job-a"), &args(10)).unwrap();
     good.barrier().unwrap();
@@ -138,17 +147,11 @@ fn wrong_token_and_wrong_world_size_are_refused() {
 #[test]
 fn duplicate_rank_is_refused() {
     let port = free_port();
-    let root = thread::spawn(move || {
-        Control::connect(&world(0, 3, port, "job"), &args(10)).map(|c| c.barrier())
-    });
-    let first = thread::spawn(move || {
-        Control::connect(&world(1, 3, port, "job"), &args(10)).map(|c| c.barrier())
-    });
+    let root = barrier_rank(world(0, 3, port, "job"));
+    let first = barrier_rank(world(1, 3, port, "job"));
     thread::sleep(Duration::from_millis(500));
-    let e = Control::connect(&world(1, 3, port, "job"), &args(5))
-        .err()
-        .expect("duplicate rank must be refused");
-    assert!(e.to_string().contains("already joined"), "{e}");
+    let e = refused(&world(1, 3, port, "job"), "a duplicate rank");
+    assert!(e.contains("already joined"), "{e}");
     let last = Control::connect(&world(2, 3, port, "job"), &args(10)).unwrap();
     last.barrier().unwrap();
     first.join().unwrap().unwrap().unwrap();

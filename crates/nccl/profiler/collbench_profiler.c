@@ -308,6 +308,62 @@ static void base_event(struct collbench_event *e, void *context, int rank, int v
   e->interface_version = version;
 }
 
+/* Fills `e` from a collective descriptor of any version: the members
+ * read keep their names from v2 to v5 but for the channel count. */
+#define FILL_COLL(e, c, channels)               \
+  do {                                          \
+    (e)->kind = CB_KIND_COLL;                   \
+    (e)->seq_number = (c)->seq_number;          \
+    (e)->count = (c)->count;                    \
+    (e)->root = (c)->root;                      \
+    (e)->n_channels = (c)->channels;            \
+    (e)->n_warps = (c)->n_warps;                \
+    copy_name((e)->func, (c)->func);            \
+    copy_name((e)->algo, (c)->algo);            \
+    copy_name((e)->proto, (c)->proto);          \
+    copy_name((e)->datatype, (c)->datatype);    \
+  } while (0)
+
+/* v4, v5: channels used; the communicator came with init. */
+#define COLL_V45(e, c) FILL_COLL(e, c, n_channels)
+
+/* v2, v3: the most channels NCCL may use; the descriptor names the
+ * communicator. */
+#define COLL_V23(e, c)                          \
+  do {                                          \
+    FILL_COLL(e, c, n_max_channels);            \
+    (e)->comm_hash = (c)->comm_hash;            \
+  } while (0)
+
+/* v4, v5 send/recv (v2, v3: p2p_v3_event below). */
+#define P2P_V45(e, p)                           \
+  do {                                          \
+    (e)->kind = CB_KIND_P2P;                    \
+    (e)->count = (p)->count;                    \
+    (e)->peer = (p)->peer;                      \
+    (e)->n_channels = (p)->n_channels;          \
+    copy_name((e)->func, (p)->func);            \
+    copy_name((e)->datatype, (p)->datatype);    \
+  } while (0)
+
+/* start_event of ncclProfiler_v<version>: records collectives and
+ * send/recv; every other event gets a NULL handle. */
+#define START_EVENT(version, fill_coll, fill_p2p)                                 \
+  static int start_v##version(void *context, void **handle,                      \
+                              struct descr_v##version *d) {                      \
+    if (handle) *handle = NULL;                                                  \
+    if (d == NULL || (d->type != PROFILE_COLL && d->type != PROFILE_P2P))        \
+      return NCCL_OK;                                                            \
+    struct collbench_event e;                                                    \
+    base_event(&e, context, d->rank, version);                                   \
+    if (d->type == PROFILE_COLL)                                                 \
+      fill_coll(&e, &d->u.coll);                                                 \
+    else                                                                         \
+      fill_p2p(&e, &d->u.p2p);                                                   \
+    push(&e);                                                                    \
+    return NCCL_OK;                                                              \
+  }
+
 /* ------------------------------------------------------------------ */
 /* Version 5 (NCCL 2.28)                                               */
 /* ------------------------------------------------------------------ */
@@ -320,36 +376,6 @@ static int init_v5(void **context, uint64_t comm_id, int *mask, const char *comm
   return common_init(context, mask, comm_id, nranks, rank, 5);
 }
 
-static int start_v5(void *context, void **handle, struct descr_v5 *d) {
-  if (handle) *handle = NULL;
-  if (d == NULL) return NCCL_OK;
-  struct collbench_event e;
-  if (d->type == PROFILE_COLL) {
-    base_event(&e, context, d->rank, 5);
-    e.kind = CB_KIND_COLL;
-    e.seq_number = d->u.coll.seq_number;
-    e.count = d->u.coll.count;
-    e.root = d->u.coll.root;
-    e.n_channels = d->u.coll.n_channels;
-    e.n_warps = d->u.coll.n_warps;
-    copy_name(e.func, d->u.coll.func);
-    copy_name(e.algo, d->u.coll.algo);
-    copy_name(e.proto, d->u.coll.proto);
-    copy_name(e.datatype, d->u.coll.datatype);
-    push(&e);
-  } else if (d->type == PROFILE_P2P) {
-    base_event(&e, context, d->rank, 5);
-    e.kind = CB_KIND_P2P;
-    e.count = d->u.p2p.count;
-    e.peer = d->u.p2p.peer;
-    e.n_channels = d->u.p2p.n_channels;
-    copy_name(e.func, d->u.p2p.func);
-    copy_name(e.datatype, d->u.p2p.datatype);
-    push(&e);
-  }
-  return NCCL_OK;
-}
-
 /* ------------------------------------------------------------------ */
 /* Version 4 (NCCL 2.26, 2.27)                                         */
 /* ------------------------------------------------------------------ */
@@ -360,36 +386,6 @@ static int init_v4(void **context, int *mask, const char *comm_name, uint64_t co
   (void)n_nodes;
   (void)log;
   return common_init(context, mask, comm_hash, nranks, rank, 4);
-}
-
-static int start_v4(void *context, void **handle, struct descr_v4 *d) {
-  if (handle) *handle = NULL;
-  if (d == NULL) return NCCL_OK;
-  struct collbench_event e;
-  if (d->type == PROFILE_COLL) {
-    base_event(&e, context, d->rank, 4);
-    e.kind = CB_KIND_COLL;
-    e.seq_number = d->u.coll.seq_number;
-    e.count = d->u.coll.count;
-    e.root = d->u.coll.root;
-    e.n_channels = d->u.coll.n_channels;
-    e.n_warps = d->u.coll.n_warps;
-    copy_name(e.func, d->u.coll.func);
-    copy_name(e.algo, d->u.coll.algo);
-    copy_name(e.proto, d->u.coll.proto);
-    copy_name(e.datatype, d->u.coll.datatype);
-    push(&e);
-  } else if (d->type == PROFILE_P2P) {
-    base_event(&e, context, d->rank, 4);
-    e.kind = CB_KIND_P2P;
-    e.count = d->u.p2p.count;
-    e.peer = d->u.p2p.peer;
-    e.n_channels = d->u.p2p.n_channels;
-    copy_name(e.func, d->u.p2p.func);
-    copy_name(e.datatype, d->u.p2p.datatype);
-    push(&e);
-  }
-  return NCCL_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -413,57 +409,10 @@ static void p2p_v3_event(struct collbench_event *e, const struct p2p_v3 *p) {
   copy_name(e->datatype, p->datatype);
 }
 
-static int start_v3(void *context, void **handle, struct descr_v3 *d) {
-  if (handle) *handle = NULL;
-  if (d == NULL) return NCCL_OK;
-  struct collbench_event e;
-  if (d->type == PROFILE_COLL) {
-    base_event(&e, context, d->rank, 3);
-    e.kind = CB_KIND_COLL;
-    e.comm_hash = d->u.coll.comm_hash;
-    e.seq_number = d->u.coll.seq_number;
-    e.count = d->u.coll.count;
-    e.root = d->u.coll.root;
-    e.n_channels = d->u.coll.n_max_channels;
-    e.n_warps = d->u.coll.n_warps;
-    copy_name(e.func, d->u.coll.func);
-    copy_name(e.algo, d->u.coll.algo);
-    copy_name(e.proto, d->u.coll.proto);
-    copy_name(e.datatype, d->u.coll.datatype);
-    push(&e);
-  } else if (d->type == PROFILE_P2P) {
-    base_event(&e, context, d->rank, 3);
-    p2p_v3_event(&e, &d->u.p2p);
-    push(&e);
-  }
-  return NCCL_OK;
-}
-
-static int start_v2(void *context, void **handle, struct descr_v2 *d) {
-  if (handle) *handle = NULL;
-  if (d == NULL) return NCCL_OK;
-  struct collbench_event e;
-  if (d->type == PROFILE_COLL) {
-    base_event(&e, context, d->rank, 2);
-    e.kind = CB_KIND_COLL;
-    e.comm_hash = d->u.coll.comm_hash;
-    e.seq_number = d->u.coll.seq_number;
-    e.count = d->u.coll.count;
-    e.root = d->u.coll.root;
-    e.n_channels = d->u.coll.n_max_channels;
-    e.n_warps = d->u.coll.n_warps;
-    copy_name(e.func, d->u.coll.func);
-    copy_name(e.algo, d->u.coll.algo);
-    copy_name(e.proto, d->u.coll.proto);
-    copy_name(e.datatype, d->u.coll.datatype);
-    push(&e);
-  } else if (d->type == PROFILE_P2P) {
-    base_event(&e, context, d->rank, 2);
-    p2p_v3_event(&e, &d->u.p2p);
-    push(&e);
-  }
-  return NCCL_OK;
-}
+START_EVENT(5, COLL_V45, P2P_V45)
+START_EVENT(4, COLL_V45, P2P_V45)
+START_EVENT(3, COLL_V23, p2p_v3_event)
+START_EVENT(2, COLL_V23, p2p_v3_event)
 
 /* Shared by every version: nothing to stop, update or free. */
 static int stop_event(void *handle) {
@@ -487,47 +436,25 @@ static int finalize(void *context) {
 /* The symbols NCCL looks up.                                          */
 /* ------------------------------------------------------------------ */
 
-struct profiler_v5 {
-  const char *name;
-  int (*init)(void **, uint64_t, int *, const char *, int, int, int, log_fn_t);
-  int (*start_event)(void *, void **, struct descr_v5 *);
-  int (*stop_event)(void *);
-  int (*record_event_state)(void *, int, void *);
-  int (*finalize)(void *);
-};
-struct profiler_v4 {
-  const char *name;
-  int (*init)(void **, int *, const char *, uint64_t, int, int, int, log_fn_t);
-  int (*start_event)(void *, void **, struct descr_v4 *);
-  int (*stop_event)(void *);
-  int (*record_event_state)(void *, int, void *);
-  int (*finalize)(void *);
-};
-struct profiler_v3 {
-  const char *name;
-  int (*init)(void **, int *);
-  int (*start_event)(void *, void **, struct descr_v3 *);
-  int (*stop_event)(void *);
-  int (*record_event_state)(void *, int, void *);
-  int (*finalize)(void *);
-};
-struct profiler_v2 {
-  const char *name;
-  int (*init)(void **, int *);
-  int (*start_event)(void *, void **, struct descr_v2 *);
-  int (*stop_event)(void *);
-  int (*record_event_state)(void *, int, void *);
-  int (*finalize)(void *);
-};
+/* ncclProfiler_vN: the same five members in every version; only init's
+ * arguments and the descriptor type change. */
+#define PROFILER(version, ...)                                       \
+  struct profiler_v##version {                                       \
+    const char *name;                                                \
+    int (*init)(__VA_ARGS__);                                        \
+    int (*start_event)(void *, void **, struct descr_v##version *); \
+    int (*stop_event)(void *);                                       \
+    int (*record_event_state)(void *, int, void *);                  \
+    int (*finalize)(void *);                                         \
+  };                                                                 \
+  EXPORT struct profiler_v##version ncclProfiler_v##version = {      \
+      "collbench", init_v##version, start_v##version, stop_event,    \
+      record_state, finalize}
 
-EXPORT struct profiler_v5 ncclProfiler_v5 = {"collbench", init_v5, start_v5, stop_event,
-                                             record_state, finalize};
-EXPORT struct profiler_v4 ncclProfiler_v4 = {"collbench", init_v4, start_v4, stop_event,
-                                             record_state, finalize};
-EXPORT struct profiler_v3 ncclProfiler_v3 = {"collbench", init_v3, start_v3, stop_event,
-                                             record_state, finalize};
-EXPORT struct profiler_v2 ncclProfiler_v2 = {"collbench", init_v2, start_v2, stop_event,
-                                             record_state, finalize};
+PROFILER(5, void **, uint64_t, int *, const char *, int, int, int, log_fn_t);
+PROFILER(4, void **, int *, const char *, uint64_t, int, int, int, log_fn_t);
+PROFILER(3, void **, int *);
+PROFILER(2, void **, int *);
 
 /* ------------------------------------------------------------------ */
 /* collbench's side.                                                   */

@@ -66,26 +66,24 @@ pub unsafe fn issue(
             Err(CallError { call, code })
         }
     };
-    check("ncclGroupStart", (p2p.group_start)())?;
-    let mut first = Ok(());
-    for peer in 0..peers.world_size() {
+    // A failed call stops the issuing; the group is still closed below.
+    let issue_peer = |peer: usize| {
         let out = peers.count(rank, peer);
-        if out > 0 && first.is_ok() {
+        if out > 0 {
             let buf = at(send as usize, peers.send_displ(rank, peer)) as *const c_void;
-            first = check(
-                "ncclSend",
-                (p2p.send)(buf, out as usize, dtype, peer as c_int, comm, stream),
-            );
+            let r = (p2p.send)(buf, out as usize, dtype, peer as c_int, comm, stream);
+            check("ncclSend", r)?;
         }
         let inc = peers.count(peer, rank);
-        if inc > 0 && first.is_ok() {
+        if inc > 0 {
             let buf = at(recv as usize, peers.recv_displ(rank, peer)) as *mut c_void;
-            first = check(
-                "ncclRecv",
-                (p2p.recv)(buf, inc as usize, dtype, peer as c_int, comm, stream),
-            );
+            let r = (p2p.recv)(buf, inc as usize, dtype, peer as c_int, comm, stream);
+            check("ncclRecv", r)?;
         }
-    }
+        Ok(())
+    };
+    check("ncclGroupStart", (p2p.group_start)())?;
+    let first = (0..peers.world_size()).try_for_each(issue_peer);
     let end = check("ncclGroupEnd", (p2p.group_end)());
     first.and(end)
 }

@@ -112,6 +112,33 @@ pub const NCCL_IN_PROGRESS: NcclResult = 7;
 /// `ncclScalarHostImmediate`
 pub const SCALAR_HOST_IMMEDIATE: c_int = 1;
 
+/// A collective that takes (send, recv, count, datatype, op, comm, stream):
+/// ncclAllReduce, ncclReduceScatter.
+type ReduceFn = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    usize,
+    DataTypeId,
+    RedOpId,
+    Comm,
+    Stream,
+) -> NcclResult;
+/// A collective that takes (send, recv, count, datatype, comm, stream):
+/// ncclAllGather, ncclAlltoAll.
+type CopyFn =
+    unsafe extern "C" fn(*const c_void, *mut c_void, usize, DataTypeId, Comm, Stream) -> NcclResult;
+/// A collective that takes (send, recv, count, datatype, root, comm, stream):
+/// ncclBroadcast, ncclGather, ncclScatter.
+type RootedFn = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    usize,
+    DataTypeId,
+    c_int,
+    Comm,
+    Stream,
+) -> NcclResult;
+
 /// Resolved NCCL entry points.
 #[allow(clippy::type_complexity)]
 pub struct Nccl {
@@ -133,41 +160,10 @@ pub struct Nccl {
     pub(crate) comm_get_async_error: unsafe extern "C" fn(Comm, *mut NcclResult) -> NcclResult,
     pub(crate) group_start: unsafe extern "C" fn() -> NcclResult,
     pub(crate) group_end: unsafe extern "C" fn() -> NcclResult,
-    pub(crate) all_reduce: unsafe extern "C" fn(
-        *const c_void,
-        *mut c_void,
-        usize,
-        DataTypeId,
-        RedOpId,
-        Comm,
-        Stream,
-    ) -> NcclResult,
-    pub(crate) all_gather: unsafe extern "C" fn(
-        *const c_void,
-        *mut c_void,
-        usize,
-        DataTypeId,
-        Comm,
-        Stream,
-    ) -> NcclResult,
-    pub(crate) reduce_scatter: unsafe extern "C" fn(
-        *const c_void,
-        *mut c_void,
-        usize,
-        DataTypeId,
-        RedOpId,
-        Comm,
-        Stream,
-    ) -> NcclResult,
-    pub(crate) broadcast: unsafe extern "C" fn(
-        *const c_void,
-        *mut c_void,
-        usize,
-        DataTypeId,
-        c_int,
-        Comm,
-        Stream,
-    ) -> NcclResult,
+    pub(crate) all_reduce: ReduceFn,
+    pub(crate) all_gather: CopyFn,
+    pub(crate) reduce_scatter: ReduceFn,
+    pub(crate) broadcast: RootedFn,
     pub(crate) reduce: unsafe extern "C" fn(
         *const c_void,
         *mut c_void,
@@ -187,40 +183,11 @@ pub struct Nccl {
     >,
     pub(crate) red_op_destroy: Option<unsafe extern "C" fn(RedOpId, Comm) -> NcclResult>,
     /// NCCL >= 2.28
-    pub(crate) alltoall: Option<
-        unsafe extern "C" fn(
-            *const c_void,
-            *mut c_void,
-            usize,
-            DataTypeId,
-            Comm,
-            Stream,
-        ) -> NcclResult,
-    >,
+    pub(crate) alltoall: Option<CopyFn>,
     /// NCCL >= 2.28
-    pub(crate) gather: Option<
-        unsafe extern "C" fn(
-            *const c_void,
-            *mut c_void,
-            usize,
-            DataTypeId,
-            c_int,
-            Comm,
-            Stream,
-        ) -> NcclResult,
-    >,
+    pub(crate) gather: Option<RootedFn>,
     /// NCCL >= 2.28
-    pub(crate) scatter: Option<
-        unsafe extern "C" fn(
-            *const c_void,
-            *mut c_void,
-            usize,
-            DataTypeId,
-            c_int,
-            Comm,
-            Stream,
-        ) -> NcclResult,
-    >,
+    pub(crate) scatter: Option<RootedFn>,
     pub(crate) comm_register:
         Option<unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void) -> NcclResult>,
     pub(crate) comm_deregister: Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
@@ -248,6 +215,16 @@ macro_rules! sym {
                 reason: e.to_string(),
             })?
     };
+}
+
+/// A call added in NCCL 2.28: older libraries may export the name before
+/// the call works, so it counts only from 2.28 on.
+fn new_in_2_28<F>(version: c_int, f: Option<F>) -> Option<F> {
+    if version >= 22800 {
+        f
+    } else {
+        None
+    }
 }
 
 macro_rules! opt_sym {
@@ -285,21 +262,9 @@ impl Nccl {
                 recv: sym!(lib, "ncclRecv"),
                 red_op_create_pre_mul_sum: opt_sym!(lib, "ncclRedOpCreatePreMulSum"),
                 red_op_destroy: opt_sym!(lib, "ncclRedOpDestroy"),
-                alltoall: if version >= 22800 {
-                    opt_sym!(lib, "ncclAlltoAll")
-                } else {
-                    None
-                },
-                gather: if version >= 22800 {
-                    opt_sym!(lib, "ncclGather")
-                } else {
-                    None
-                },
-                scatter: if version >= 22800 {
-                    opt_sym!(lib, "ncclScatter")
-                } else {
-                    None
-                },
+                alltoall: new_in_2_28(version, opt_sym!(lib, "ncclAlltoAll")),
+                gather: new_in_2_28(version, opt_sym!(lib, "ncclGather")),
+                scatter: new_in_2_28(version, opt_sym!(lib, "ncclScatter")),
                 comm_register: opt_sym!(lib, "ncclCommRegister"),
                 comm_deregister: opt_sym!(lib, "ncclCommDeregister"),
                 mem_alloc: opt_sym!(lib, "ncclMemAlloc"),

@@ -271,6 +271,16 @@ mod cu_contract {
     }
 
     /// The enum that holds `member`.
+    /// `cu` holds exactly the Rust enum's members (name, value), each
+    /// under its name in upper case.
+    fn assert_same_members(cu: &BTreeMap<String, i64>, rust: Vec<(&str, i64)>) {
+        assert_eq!(cu.len(), rust.len(), "{cu:?}");
+        for (name, value) in rust {
+            let name = name.to_ascii_uppercase();
+            assert_eq!(cu.get(&name), Some(&value), "{name} in verify.cu");
+        }
+    }
+
     fn enum_with(member: &str) -> BTreeMap<String, i64> {
         enums()
             .into_iter()
@@ -287,29 +297,14 @@ mod cu_contract {
             .into_iter()
             .filter(|&c| c != Collective::AllToAllV)
             .collect();
-        assert_eq!(cu.len(), on_gpu.len(), "{cu:?}");
-        for c in on_gpu {
-            let name = c.name().to_ascii_uppercase();
-            assert_eq!(
-                cu.get(&name),
-                Some(&(c as i64)),
-                "{c:?} is {name} in verify.cu"
-            );
-        }
+        let rust = on_gpu.iter().map(|&c| (c.name(), c as i64));
+        assert_same_members(&cu, rust.collect());
     }
 
     #[test]
     fn reduce_op_values_match_verify_cu() {
-        let cu = enum_with("SUM");
-        assert_eq!(cu.len(), ReduceOp::ALL.len(), "{cu:?}");
-        for op in ReduceOp::ALL {
-            let name = op.name().to_ascii_uppercase();
-            assert_eq!(
-                cu.get(&name),
-                Some(&(op as i64)),
-                "{op:?} is {name} in verify.cu"
-            );
-        }
+        let rust = ReduceOp::ALL.iter().map(|&op| (op.name(), op as i64));
+        assert_same_members(&enum_with("SUM"), rust.collect());
     }
 
     #[test]

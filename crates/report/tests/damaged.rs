@@ -26,8 +26,19 @@ fn err(text: &str) -> String {
     }
 }
 
-fn warned(p: &Parsed, what: &str) -> bool {
-    p.warnings.iter().any(|w| w.message.contains(what))
+/// Fails unless one of the parse's warnings says `what`.
+fn assert_warned(p: &Parsed, what: &str) {
+    assert!(
+        p.warnings.iter().any(|w| w.message.contains(what)),
+        "no warning says {what:?}: {:?}",
+        p.warnings
+    );
+}
+
+/// The out-of-place algbw of the first record's largest size.
+fn last_algbw(p: &Parsed) -> f64 {
+    let last = p.records[0].results.last().unwrap();
+    last.out_of_place.as_ref().unwrap().algbw_gbps
 }
 
 fn case(r: &Record, size: u64) -> &CaseResult {
@@ -50,6 +61,14 @@ fn big_busbw(p: &Parsed) -> f64 {
 
 fn anchor() -> String {
     fixture("anchors/all_reduce.txt")
+}
+
+/// The table row of `size` bytes in `text`.
+fn size_row(text: &str, size: u64) -> &str {
+    let start = format!("{size} ");
+    text.lines()
+        .find(|l| l.trim_start().starts_with(&start))
+        .unwrap_or_else(|| panic!("no row of {size} bytes"))
 }
 
 fn prefixed(text: &str, prefix: impl Fn(usize) -> String) -> String {
@@ -217,25 +236,12 @@ fn osu_units_come_from_the_header() {
 
     let bw = fixture("foreign/osu_bw__ai-fabric-lab-v7.4.txt");
     let p = ok(&bw);
-    let last = p.records[0]
-        .results
-        .last()
-        .unwrap()
-        .out_of_place
-        .clone()
-        .unwrap();
-    assert!((last.algbw_gbps - 0.1014).abs() < 1e-12);
+    assert!((last_algbw(&p) - 0.1014).abs() < 1e-12);
     assert_eq!(p.units[0].bandwidth, "MB/s");
     let p = ok(&bw.replace("Bandwidth (MB/s)", "Bandwidth (GB/s)"));
-    let last = p.records[0]
-        .results
-        .last()
-        .unwrap()
-        .out_of_place
-        .clone()
-        .unwrap();
     assert_eq!(
-        last.algbw_gbps, 101.40,
+        last_algbw(&p),
+        101.40,
         "a bandwidth printed in GB/s is not 1000x low"
     );
 }
@@ -243,10 +249,7 @@ fn osu_units_come_from_the_header() {
 #[test]
 fn conflicting_duplicate_rows_warn() {
     let a = anchor();
-    let row = a
-        .lines()
-        .find(|l| l.trim_start().starts_with("1048576 "))
-        .unwrap();
+    let row = size_row(&a, 1048576);
     let other = row.replace("sum", "sum ").replacen("  0 ", " 0 ", 0);
     let changed: String = {
         // Same size, different busbw.
@@ -256,12 +259,8 @@ fn conflicting_duplicate_rows_warn() {
     };
     let text = a.replace(row, &format!("{row}\n{}", changed));
     let p = ok(&text);
-    assert!(
-        warned(&p, "appear twice with different figures"),
-        "{:?}",
-        p.warnings
-    );
-    assert!(warned(&p, "1 MiB"), "{:?}", p.warnings);
+    assert_warned(&p, "appear twice with different figures");
+    assert_warned(&p, "1 MiB");
     // The first row counts in summaries and compare.
     let first = case(&p.records[0], 1048576).out_of_place.clone().unwrap();
     assert_ne!(first.busbw_gbps, 1.23);
@@ -284,11 +283,7 @@ fn rows_out_of_order_and_a_sweep_cut_short_warn() {
     let mut swapped = lines.clone();
     swapped.swap(i, j);
     let p = ok(&(swapped.join("\n") + "\n"));
-    assert!(
-        warned(&p, "out of size order (1 KiB after 2 KiB)"),
-        "{:?}",
-        p.warnings
-    );
+    assert_warned(&p, "out of size order (1 KiB after 2 KiB)");
 
     // The table stops at 1 GiB though the header says 8 GiB.
     let cut: String = a
@@ -300,13 +295,9 @@ fn rows_out_of_order_and_a_sweep_cut_short_warn() {
         .map(|l| format!("{l}\n"))
         .collect();
     let p = ok(&cut);
-    assert!(
-        warned(
-            &p,
-            "partial: the table stops at 1 GiB but the header's maxBytes is 8 GiB"
-        ),
-        "{:?}",
-        p.warnings
+    assert_warned(
+        &p,
+        "partial: the table stops at 1 GiB but the header's maxBytes is 8 GiB",
     );
 }
 
@@ -317,11 +308,7 @@ fn out_of_bounds_failures_warn() {
         "Out of bounds values : 12 FAILED",
     );
     let p = ok(&text);
-    assert!(
-        warned(&p, "found 12 out-of-bounds value(s) (FAILED)"),
-        "{:?}",
-        p.warnings
-    );
+    assert_warned(&p, "found 12 out-of-bounds value(s) (FAILED)");
 }
 
 #[test]
@@ -335,11 +322,7 @@ fn old_error_columns_are_not_wrong_counts() {
         .flat_map(|c| c.placements())
         .all(|(_, p)| p.wrong.is_none()));
     assert_eq!(r.total_wrong(), 0, "a float error is not counted as #wrong");
-    assert!(
-        warned(&p, "largest error in this table: 2.4e-7"),
-        "{:?}",
-        p.warnings
-    );
+    assert_warned(&p, "largest error in this table: 2.4e-7");
 }
 
 #[test]
@@ -348,11 +331,7 @@ fn a_log_cut_mid_row_keeps_its_complete_rows() {
     let at = a.find("  8589934592").unwrap() + 40;
     // Killed job: the last line is cut and has no line end.
     let p = ok(&a[..at]);
-    assert!(
-        warned(&p, "partial: the log ends mid-row"),
-        "{:?}",
-        p.warnings
-    );
+    assert_warned(&p, "partial: the log ends mid-row");
     assert!(p.partial());
     let r = &p.records[0];
     assert_eq!(r.results.last().unwrap().size_bytes, 4294967296);
@@ -362,33 +341,26 @@ fn a_log_cut_mid_row_keeps_its_complete_rows() {
     let at = a.find("349.58").unwrap() + 5;
     let p = ok(&a[..at]);
     assert!(p.records[0].results.iter().all(|c| c.size_bytes != BIG));
-    assert!(warned(&p, "partial"), "{:?}", p.warnings);
+    assert_warned(&p, "partial");
 
     // Cut after a whole line: no footer, the rows are kept and it says so.
     let at = a.find("# Out of bounds").unwrap();
     let p = ok(&a[..at]);
     assert_eq!(big_busbw(&p), 349.58);
-    assert!(
-        warned(&p, "partial: the log ends before the '# Avg bus bandwidth'"),
-        "{:?}",
-        p.warnings
-    );
+    assert_warned(&p, "partial: the log ends before the '# Avg bus bandwidth'");
 
     // The same for OSU.
     let osu = fixture("foreign/osu_latency__ai-fabric-lab-v7.4.txt");
     let at = osu.find("43092").unwrap() + 3;
     let p = ok(&osu[..at]);
     assert_eq!(p.records[0].results.len(), 22);
-    assert!(warned(&p, "partial"), "{:?}", p.warnings);
+    assert_warned(&p, "partial");
 }
 
 #[test]
 fn a_short_row_in_the_middle_is_an_error() {
     let a = anchor();
-    let row = a
-        .lines()
-        .find(|l| l.trim_start().starts_with("1048576 "))
-        .unwrap();
+    let row = size_row(&a, 1048576);
     let short: String = row
         .split_whitespace()
         .take(9)
@@ -405,7 +377,7 @@ fn unchecked_runs_are_na_not_zero() {
         .results
         .iter()
         .all(|c| c.out_of_place.as_ref().unwrap().wrong.is_none()));
-    assert!(warned(&p, "not checked"), "{:?}", p.warnings);
+    assert_warned(&p, "not checked");
     let md = collbench_report::render::markdown::render(&p.records);
     assert!(md.contains("| N/A |"), "{md}");
     assert!(!md.contains("| 0 |\n"), "{md}");

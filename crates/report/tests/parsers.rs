@@ -25,6 +25,11 @@ fn largest(r: &Record) -> &CaseResult {
     r.results.iter().max_by_key(|c| c.size_bytes).unwrap()
 }
 
+/// The out-of-place busbw of the largest size.
+fn largest_busbw(r: &Record) -> f64 {
+    largest(r).out_of_place.as_ref().unwrap().busbw_gbps
+}
+
 fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol
 }
@@ -84,11 +89,7 @@ fn anchor_all_reduce_json_agrees_with_text() {
     assert_eq!(detected("anchors/all_reduce.json"), Some(Format::NcclJson));
     assert_eq!(j.results.len(), 31);
     assert_eq!(j.ops(), ["all_reduce"]);
-    assert_close(
-        largest(&j).out_of_place.as_ref().unwrap().busbw_gbps,
-        349.583932,
-        1e-9,
-    );
+    assert_close(largest_busbw(&j), 349.583932, 1e-9);
     assert_close(j.avg_busbw_gbps.unwrap(), 112.222612, 1e-9);
     assert_eq!(j.library.as_deref(), Some("NCCL 2.28.3"));
     assert_eq!(j.env.get("NCCL_NVLS_ENABLE").map(String::as_str), Some("0"));
@@ -125,11 +126,7 @@ fn anchor_all_reduce_json_agrees_with_text() {
 fn anchor_alltoall_json_and_text_na() {
     let j = one("anchors/alltoall.json");
     assert_eq!(j.ops(), ["alltoall"]);
-    assert_close(
-        largest(&j).out_of_place.as_ref().unwrap().busbw_gbps,
-        338.227574,
-        1e-9,
-    );
+    assert_close(largest_busbw(&j), 338.227574, 1e-9);
     assert_close(j.avg_busbw_gbps.unwrap(), 102.830637, 1e-9);
 
     let t = one("anchors/mpi2_alltoall.txt");
@@ -276,11 +273,7 @@ fn nccom_tables() {
     // The documentation page: prose around one sample table.
     let r = one("seeds/seed003_nccom_doc.txt");
     assert_eq!(r.results.len(), 6);
-    assert_close(
-        largest(&r).out_of_place.as_ref().unwrap().busbw_gbps,
-        21.08,
-        1e-9,
-    );
+    assert_close(largest_busbw(&r), 21.08, 1e-9);
     assert_close(r.avg_busbw_gbps.unwrap(), 18.37, 1e-9);
 }
 

@@ -169,18 +169,26 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Each band starts right after the one before and holds its probe size.
+    fn assert_tiles(b: &[Band]) {
+        for w in b.windows(2) {
+            assert_eq!(w[0].max_bytes + 1, w[1].min_bytes, "{b:?}");
+        }
+        for x in b {
+            assert!(
+                x.min_bytes <= x.probe_bytes && x.probe_bytes <= x.max_bytes,
+                "{x:?}"
+            );
+        }
+    }
+
     proptest! {
         #[test]
         fn bands_always_tile_and_hold_their_probe(sizes in prop::collection::vec(1u64..(1 << 40), 1..12)) {
             let b = bands(Collective::AllReduce, &sizes);
             prop_assert_eq!(b[0].min_bytes, *sizes.iter().min().unwrap());
             prop_assert_eq!(b[b.len() - 1].max_bytes, *sizes.iter().max().unwrap());
-            for w in b.windows(2) {
-                prop_assert_eq!(w[0].max_bytes + 1, w[1].min_bytes);
-            }
-            for x in &b {
-                prop_assert!(x.min_bytes <= x.probe_bytes && x.probe_bytes <= x.max_bytes);
-            }
+            assert_tiles(&b);
         }
     }
 
@@ -193,12 +201,7 @@ mod tests {
         assert_eq!(b[0].max_bytes, (2 << 20) - 1);
         assert_eq!(b[1].min_bytes, 2 << 20);
         assert_eq!(b[3].max_bytes, 64 << 20);
-        for w in b.windows(2) {
-            assert_eq!(w[0].max_bytes + 1, w[1].min_bytes);
-        }
-        for x in &b {
-            assert!(x.min_bytes <= x.probe_bytes && x.probe_bytes <= x.max_bytes);
-        }
+        assert_tiles(&b);
     }
 
     #[test]

@@ -3,24 +3,23 @@
 //! `network.subdomain` set to our Service, pod i is reachable as
 //! `<jobset>-<replicatedJob>-0-<i>.<service>`.
 
-use super::objects::{JobSetNetwork, JobSetSpec, JobSpec, JobTemplateSpec, Object, ReplicatedJob};
-use super::{pod, Plan};
+use super::objects::{JobSetNetwork, JobSetSpec, JobTemplateSpec, Object, ReplicatedJob};
+use super::{indexed_job, pod, Plan};
 
 /// The replicatedJob's name; part of every pod host name, so kept short.
 const REPLICATED_JOB: &str = "worker";
 
-/// The pod host name of completion index `index` in the only child Job.
-fn hostname(plan: &Plan, index: u32) -> String {
-    format!("{}-{REPLICATED_JOB}-0-{index}", plan.name)
+/// The name of the only child Job, which starts every pod host name.
+fn child_job(plan: &Plan) -> String {
+    format!("{}-{REPLICATED_JOB}-0", plan.name)
 }
 
 /// The longest pod host name, which must fit in a DNS label.
 pub fn longest_hostname(plan: &Plan) -> String {
-    hostname(plan, plan.nodes - 1)
+    indexed_job::hostname(&child_job(plan), plan.nodes - 1)
 }
 
 pub fn build(plan: &Plan) -> Object<JobSetSpec> {
-    let rank0 = format!("{}.{}", hostname(plan, 0), plan.name);
     Object {
         api_version: "jobset.x-k8s.io/v1alpha2",
         kind: "JobSet",
@@ -37,18 +36,7 @@ pub fn build(plan: &Plan) -> Object<JobSetSpec> {
                 name: REPLICATED_JOB,
                 replicas: 1,
                 template: JobTemplateSpec {
-                    spec: JobSpec {
-                        parallelism: plan.nodes,
-                        completions: plan.nodes,
-                        completion_mode: "Indexed",
-                        backoff_limit: 0,
-                        template: pod::template(
-                            plan,
-                            None,
-                            vec![pod::collbench_container(plan, &rank0)],
-                            vec![pod::shm_volume()],
-                        ),
-                    },
+                    spec: indexed_job::spec(plan, &child_job(plan), None),
                 },
             }],
         },

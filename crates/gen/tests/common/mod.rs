@@ -19,6 +19,12 @@ pub fn gen(argv: &[&str]) -> anyhow::Result<String> {
     collbench_gen::render(&cli.gen)
 }
 
+/// [`gen`] of a command line written as one string (words split on white
+/// space; no quoting).
+pub fn gen_line(line: &str) -> anyhow::Result<String> {
+    gen(&line.split_whitespace().collect::<Vec<_>>())
+}
+
 /// The error line of a refused command line.
 pub fn gen_err(argv: &[&str]) -> String {
     match gen(argv) {

@@ -25,6 +25,13 @@ fn world(rank: usize, n: usize, port: u16) -> World {
     }
 }
 
+fn options(timeout_s: u64) -> LaunchOptions {
+    LaunchOptions {
+        timeout_s,
+        ..LaunchOptions::default()
+    }
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -58,18 +65,13 @@ fn silent_rank(port: u16, rank: usize, n: usize) -> TcpStream {
 #[test]
 fn a_silent_rank_is_detected_within_the_timeout() {
     let port = free_port();
-    let args = LaunchOptions {
-        timeout_s: 2,
-        ..LaunchOptions::default()
-    };
-    let args2 = args.clone();
     let root = thread::spawn(move || {
-        let control = Control::connect(&world(0, 3, port), &args).unwrap();
+        let control = Control::connect(&world(0, 3, port), &options(2)).unwrap();
         let start = Instant::now();
         (control.barrier().unwrap_err().to_string(), start.elapsed())
     });
     let live = thread::spawn(move || {
-        let control = Control::connect(&world(1, 3, port), &args2).unwrap();
+        let control = Control::connect(&world(1, 3, port), &options(2)).unwrap();
         control.barrier().unwrap_err().to_string()
     });
     let _frozen = silent_rank(port, 2, 3);
@@ -86,13 +88,8 @@ fn a_silent_rank_is_detected_within_the_timeout() {
 #[test]
 fn garbage_clients_are_dropped_and_the_job_goes_on() {
     let port = free_port();
-    let args = LaunchOptions {
-        timeout_s: 5,
-        ..LaunchOptions::default()
-    };
-    let args2 = args.clone();
     let root = thread::spawn(move || {
-        Control::connect(&world(0, 2, port), &args2).map(|c| c.all_gather(vec![7]))
+        Control::connect(&world(0, 2, port), &options(5)).map(|c| c.all_gather(vec![7]))
     });
     thread::sleep(Duration::from_millis(200));
     let mut http = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -100,7 +97,7 @@ fn garbage_clients_are_dropped_and_the_job_goes_on() {
         .unwrap();
     let mut huge = TcpStream::connect(("127.0.0.1", port)).unwrap();
     huge.write_all(&[0xff; 8]).unwrap();
-    let peer = Control::connect(&world(1, 2, port), &args).unwrap();
+    let peer = Control::connect(&world(1, 2, port), &options(5)).unwrap();
     assert_eq!(peer.all_gather(vec![8]).unwrap(), vec![vec![7], vec![8]]);
     assert_eq!(
         root.join().unwrap().unwrap().unwrap(),

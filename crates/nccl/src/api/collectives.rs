@@ -6,268 +6,91 @@ use crate::error::NcclError;
 use crate::ffi::{self, Nccl, RedOpId};
 use collbench_core::DataType;
 
+/// Writes one safe method per NCCL call. Every call takes its device
+/// buffers, then `count` and the data type, then the arguments listed after
+/// the `;` (each with the expression that turns it into what C takes), then
+/// the communicator and stream. `required` calls are resolved at load time;
+/// `since_2_28` ones are `Option`s (see [`Nccl::native`]).
+macro_rules! nccl_call {
+    ($(#[$doc:meta])* required $method:ident, $symbol:literal, $($rest:tt)*) => {
+        nccl_call!(@method $(#[$doc])* $method, $symbol,
+            |n: &Nccl| Ok::<_, NcclError>(n.$method), $($rest)*);
+    };
+    ($(#[$doc:meta])* since_2_28 $method:ident, $symbol:literal, $($rest:tt)*) => {
+        nccl_call!(@method $(#[$doc])* $method, $symbol,
+            |n: &Nccl| n.$method.ok_or_else(|| missing($symbol)), $($rest)*);
+    };
+    (@method $(#[$doc:meta])* $method:ident, $symbol:literal, $lookup:expr,
+     ($($buf:ident),+; $($arg:ident: $ty:ty => $raw:expr),*)) => {
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub fn $method(
+            &self,
+            $($buf: DevicePtr,)+
+            count: usize,
+            dt: DataType,
+            $($arg: $ty,)*
+            comm: &Communicator,
+            s: &Stream,
+        ) -> Result<(), NcclError> {
+            let f = ($lookup)(self)?;
+            // SAFETY: device buffers, a live or null communicator and a live
+            // stream (see the module doc); NCCL only queues work on `s`.
+            let r = unsafe {
+                f(
+                    $($buf.as_raw(),)+
+                    count,
+                    ffi::dtype_id(dt),
+                    $($raw,)*
+                    comm.0,
+                    s.raw(),
+                )
+            };
+            self.check($symbol, r)
+        }
+    };
+}
+
 impl Nccl {
-    /// ncclAllReduce
-    #[allow(clippy::too_many_arguments)]
-    pub fn all_reduce(
-        &self,
-        send: DevicePtr,
-        recv: DevicePtr,
-        count: usize,
-        dt: DataType,
-        op: RedOpId,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        // SAFETY: device buffers, a live or null communicator and a live
-        // stream (see the module doc); NCCL only queues work on `s`.
-        let r = unsafe {
-            (self.all_reduce)(
-                send.as_raw(),
-                recv.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                op,
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclAllReduce", r)
-    }
-
-    /// ncclAllGather
-    pub fn all_gather(
-        &self,
-        send: DevicePtr,
-        recv: DevicePtr,
-        count: usize,
-        dt: DataType,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        // SAFETY: as in `all_reduce`.
-        let r = unsafe {
-            (self.all_gather)(
-                send.as_raw(),
-                recv.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclAllGather", r)
-    }
-
-    /// ncclReduceScatter
-    #[allow(clippy::too_many_arguments)]
-    pub fn reduce_scatter(
-        &self,
-        send: DevicePtr,
-        recv: DevicePtr,
-        count: usize,
-        dt: DataType,
-        op: RedOpId,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        // SAFETY: as in `all_reduce`.
-        let r = unsafe {
-            (self.reduce_scatter)(
-                send.as_raw(),
-                recv.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                op,
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclReduceScatter", r)
-    }
-
-    /// ncclBroadcast
-    #[allow(clippy::too_many_arguments)]
-    pub fn broadcast(
-        &self,
-        send: DevicePtr,
-        recv: DevicePtr,
-        count: usize,
-        dt: DataType,
-        root: usize,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        // SAFETY: as in `all_reduce`.
-        let r = unsafe {
-            (self.broadcast)(
-                send.as_raw(),
-                recv.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                root as i32,
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclBroadcast", r)
-    }
-
-    /// ncclReduce
-    #[allow(clippy::too_many_arguments)]
-    pub fn reduce(
-        &self,
-        send: DevicePtr,
-        recv: DevicePtr,
-        count: usize,
-        dt: DataType,
-        op: RedOpId,
-        root: usize,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        // SAFETY: as in `all_reduce`.
-        let r = unsafe {
-            (self.reduce)(
-                send.as_raw(),
-                recv.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                op,
-                root as i32,
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclReduce", r)
-    }
-
-    /// ncclAlltoAll (NCCL >= 2.28; see [`Nccl::native`]).
-    pub fn alltoall(
-        &self,
-        send: DevicePtr,
-        recv: DevicePtr,
-        count: usize,
-        dt: DataType,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        let f = self.alltoall.ok_or_else(|| missing("ncclAlltoAll"))?;
-        // SAFETY: as in `all_reduce`.
-        let r = unsafe {
-            f(
-                send.as_raw(),
-                recv.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclAlltoAll", r)
-    }
-
-    /// ncclGather (NCCL >= 2.28; see [`Nccl::native`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn gather(
-        &self,
-        send: DevicePtr,
-        recv: DevicePtr,
-        count: usize,
-        dt: DataType,
-        root: usize,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        let f = self.gather.ok_or_else(|| missing("ncclGather"))?;
-        // SAFETY: as in `all_reduce`.
-        let r = unsafe {
-            f(
-                send.as_raw(),
-                recv.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                root as i32,
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclGather", r)
-    }
-
-    /// ncclScatter (NCCL >= 2.28; see [`Nccl::native`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn scatter(
-        &self,
-        send: DevicePtr,
-        recv: DevicePtr,
-        count: usize,
-        dt: DataType,
-        root: usize,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        let f = self.scatter.ok_or_else(|| missing("ncclScatter"))?;
-        // SAFETY: as in `all_reduce`.
-        let r = unsafe {
-            f(
-                send.as_raw(),
-                recv.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                root as i32,
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclScatter", r)
-    }
-
-    /// ncclSend of `count` elements to `peer`.
-    pub fn send(
-        &self,
-        buf: DevicePtr,
-        count: usize,
-        dt: DataType,
-        peer: usize,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        // SAFETY: as in `all_reduce`.
-        let r = unsafe {
-            (self.send)(
-                buf.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                peer as i32,
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclSend", r)
-    }
-
-    /// ncclRecv of `count` elements from `peer`.
-    pub fn recv(
-        &self,
-        buf: DevicePtr,
-        count: usize,
-        dt: DataType,
-        peer: usize,
-        comm: &Communicator,
-        s: &Stream,
-    ) -> Result<(), NcclError> {
-        // SAFETY: as in `all_reduce`.
-        let r = unsafe {
-            (self.recv)(
-                buf.as_raw(),
-                count,
-                ffi::dtype_id(dt),
-                peer as i32,
-                comm.0,
-                s.raw(),
-            )
-        };
-        self.check("ncclRecv", r)
-    }
+    nccl_call!(
+        /// ncclAllReduce
+        required all_reduce, "ncclAllReduce", (send, recv; op: RedOpId => op)
+    );
+    nccl_call!(
+        /// ncclAllGather
+        required all_gather, "ncclAllGather", (send, recv;)
+    );
+    nccl_call!(
+        /// ncclReduceScatter
+        required reduce_scatter, "ncclReduceScatter", (send, recv; op: RedOpId => op)
+    );
+    nccl_call!(
+        /// ncclBroadcast
+        required broadcast, "ncclBroadcast", (send, recv; root: usize => root as i32)
+    );
+    nccl_call!(
+        /// ncclReduce
+        required reduce, "ncclReduce",
+        (send, recv; op: RedOpId => op, root: usize => root as i32)
+    );
+    nccl_call!(
+        /// ncclAlltoAll (NCCL >= 2.28; see [`Nccl::native`]).
+        since_2_28 alltoall, "ncclAlltoAll", (send, recv;)
+    );
+    nccl_call!(
+        /// ncclGather (NCCL >= 2.28; see [`Nccl::native`]).
+        since_2_28 gather, "ncclGather", (send, recv; root: usize => root as i32)
+    );
+    nccl_call!(
+        /// ncclScatter (NCCL >= 2.28; see [`Nccl::native`]).
+        since_2_28 scatter, "ncclScatter", (send, recv; root: usize => root as i32)
+    );
+    nccl_call!(
+        /// ncclSend of `count` elements to `peer`.
+        required send, "ncclSend", (buf; peer: usize => peer as i32)
+    );
+    nccl_call!(
+        /// ncclRecv of `count` elements from `peer`.
+        required recv, "ncclRecv", (buf; peer: usize => peer as i32)
+    );
 }

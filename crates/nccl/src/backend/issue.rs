@@ -61,6 +61,16 @@ pub(crate) enum P2p {
     Recv { peer: usize, at: usize },
 }
 
+/// A send to `peer` from element offset `at`.
+fn send(peer: usize, at: usize) -> P2p {
+    P2p::Send { peer, at }
+}
+
+/// A receive from `peer` into element offset `at`.
+fn recv(peer: usize, at: usize) -> P2p {
+    P2p::Recv { peer, at }
+}
+
 /// Calls `f` with the pieces of collective `c` on `rank`, in issue order
 /// (no allocation: this runs in the timed loop).
 pub(crate) fn p2p_steps<E>(
@@ -74,48 +84,30 @@ pub(crate) fn p2p_steps<E>(
     match c {
         Collective::AllToAll => {
             for peer in 0..world {
-                f(P2p::Send {
-                    peer,
-                    at: peer * count,
-                })?;
-                f(P2p::Recv {
-                    peer,
-                    at: peer * count,
-                })?;
+                f(send(peer, peer * count))?;
+                f(recv(peer, peer * count))?;
             }
             Ok(())
         }
         Collective::SendRecv => {
-            f(P2p::Send {
-                peer: (rank + 1) % world,
-                at: 0,
-            })?;
-            f(P2p::Recv {
-                peer: (rank + world - 1) % world,
-                at: 0,
-            })
+            f(send((rank + 1) % world, 0))?;
+            f(recv((rank + world - 1) % world, 0))
         }
-        Collective::Gather => {
+        Collective::Gather | Collective::Scatter => {
+            // The root receives (gather) or sends (scatter) one chunk per
+            // rank, itself included; every rank sends or receives its own.
+            type Step = fn(usize, usize) -> P2p;
+            let (at_root, own): (Step, Step) = if c == Collective::Gather {
+                (recv, send)
+            } else {
+                (send, recv)
+            };
             if rank == root {
                 for peer in 0..world {
-                    f(P2p::Recv {
-                        peer,
-                        at: peer * count,
-                    })?;
+                    f(at_root(peer, peer * count))?;
                 }
             }
-            f(P2p::Send { peer: root, at: 0 })
-        }
-        Collective::Scatter => {
-            if rank == root {
-                for peer in 0..world {
-                    f(P2p::Send {
-                        peer,
-                        at: peer * count,
-                    })?;
-                }
-            }
-            f(P2p::Recv { peer: root, at: 0 })
+            f(own(root, 0))
         }
         _ => Ok(()),
     }
@@ -313,60 +305,40 @@ mod tests {
 
     #[test]
     fn alltoall_sends_and_receives_one_chunk_per_peer() {
-        use P2p::*;
         assert_eq!(
             steps(Collective::AllToAll, 1, 3, 0, 10),
             [
-                Send { peer: 0, at: 0 },
-                Recv { peer: 0, at: 0 },
-                Send { peer: 1, at: 10 },
-                Recv { peer: 1, at: 10 },
-                Send { peer: 2, at: 20 },
-                Recv { peer: 2, at: 20 },
+                send(0, 0),
+                recv(0, 0),
+                send(1, 10),
+                recv(1, 10),
+                send(2, 20),
+                recv(2, 20)
             ]
         );
     }
 
     #[test]
     fn sendrecv_is_a_ring() {
-        use P2p::*;
-        assert_eq!(
-            steps(Collective::SendRecv, 0, 4, 0, 8),
-            [Send { peer: 1, at: 0 }, Recv { peer: 3, at: 0 }]
-        );
-        assert_eq!(
-            steps(Collective::SendRecv, 3, 4, 0, 8),
-            [Send { peer: 0, at: 0 }, Recv { peer: 2, at: 0 }]
-        );
+        for (rank, want) in [(0, [send(1, 0), recv(3, 0)]), (3, [send(0, 0), recv(2, 0)])] {
+            let got = steps(Collective::SendRecv, rank, 4, 0, 8);
+            assert_eq!(got, want, "rank {rank}");
+        }
     }
 
     #[test]
     fn gather_and_scatter_only_the_root_talks_to_everyone() {
-        use P2p::*;
-        assert_eq!(
-            steps(Collective::Gather, 1, 2, 1, 5),
-            [
-                Recv { peer: 0, at: 0 },
-                Recv { peer: 1, at: 5 },
-                Send { peer: 1, at: 0 }
-            ]
-        );
-        assert_eq!(
-            steps(Collective::Gather, 0, 2, 1, 5),
-            [Send { peer: 1, at: 0 }]
-        );
-        assert_eq!(
-            steps(Collective::Scatter, 0, 2, 0, 5),
-            [
-                Send { peer: 0, at: 0 },
-                Send { peer: 1, at: 5 },
-                Recv { peer: 0, at: 0 }
-            ]
-        );
-        assert_eq!(
-            steps(Collective::Scatter, 1, 2, 0, 5),
-            [Recv { peer: 0, at: 0 }]
-        );
+        use Collective::{Gather, Scatter};
+        // (collective, rank, root, steps) on two ranks, 5 elements each.
+        for (c, rank, root, want) in [
+            (Gather, 1, 1, vec![recv(0, 0), recv(1, 5), send(1, 0)]),
+            (Gather, 0, 1, vec![send(1, 0)]),
+            (Scatter, 0, 0, vec![send(0, 0), send(1, 5), recv(0, 0)]),
+            (Scatter, 1, 0, vec![recv(0, 0)]),
+        ] {
+            let got = steps(c, rank, 2, root, 5);
+            assert_eq!(got, want, "{c:?} rank {rank} root {root}");
+        }
     }
 
     #[test]

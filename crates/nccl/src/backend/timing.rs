@@ -40,6 +40,26 @@ fn per_operation(total: f64, cpu: f64, ops: u64, n: usize, iter_times_us: Vec<f6
     }
 }
 
+/// The shape of a timed loop: `iters` iterations (`-n`) of `agg`
+/// collectives each (`-m`), with buffers placed for `max` bytes (the
+/// sweep's largest size).
+#[derive(Clone, Copy)]
+struct Loop {
+    iters: u64,
+    agg: u64,
+    max: u64,
+}
+
+impl Loop {
+    fn new(case: &CaseSpec, timing: &Timing) -> Loop {
+        Loop {
+            iters: timing.iters.max(1) as u64,
+            agg: timing.agg_iters.max(1) as u64,
+            max: timing.max_bytes.max(case.size_bytes()),
+        }
+    }
+}
+
 impl NcclBackend {
     /// Seconds per operation of `iters` back-to-back iterations of `case`
     /// after `warmup` untimed ones: the timed loop alone, without the
@@ -63,7 +83,8 @@ impl NcclBackend {
             }
             self.wait_all()?;
             let iters = iters.max(1) as u64;
-            let (total, _, _) = self.timed_loop(case, iters, 1, max, &ops, 0, false)?;
+            let (total, _, _) =
+                self.timed_loop(case, Loop { iters, agg: 1, max }, &ops, 0, false)?;
             Ok(total / iters as f64)
         })();
         self.free_ops(case, &ops);
@@ -76,30 +97,27 @@ impl NcclBackend {
         timing: &Timing,
         ops: &[RedOpId],
     ) -> Result<Measurement, BackendError> {
-        let agg = timing.agg_iters.max(1) as u64;
-        let iters = timing.iters.max(1) as u64;
-        let max = timing.max_bytes.max(case.size_bytes());
+        let lp = Loop::new(case, timing);
         for _ in 0..timing.warmup_iters {
-            self.launch(case, 0, max, ops)?;
+            self.launch(case, 0, lp.max, ops)?;
         }
         self.wait_all()?;
         if timing.graph > 0 {
-            return self.time_graph(case, timing, ops);
+            return self.time_graph(case, ops, lp, timing.graph);
         }
         let setting = std::env::var("COLLBENCH_ITER_EVENTS").ok();
         let inline_events = inline_events(setting.as_deref(), case.size_bytes());
         let (total, cpu, mut iter_times_us) =
-            self.timed_loop(case, iters, agg, max, ops, timing.blocking, inline_events)?;
+            self.timed_loop(case, lp, ops, timing.blocking, inline_events)?;
         if !inline_events {
-            iter_times_us = self
-                .timed_loop(case, iters, agg, max, ops, timing.blocking, true)?
-                .2;
+            iter_times_us = self.timed_loop(case, lp, ops, timing.blocking, true)?.2;
         }
+        let n = self.gpus.len();
         Ok(per_operation(
             total,
             cpu,
-            iters * agg,
-            self.gpus.len(),
+            lp.iters * lp.agg,
+            n,
             iter_times_us,
         ))
     }
@@ -110,72 +128,62 @@ impl NcclBackend {
         &self,
         case: &CaseSpec,
         it: u64,
-        agg: u64,
-        max: u64,
+        lp: Loop,
         ops: &[RedOpId],
     ) -> Result<(), BackendError> {
-        let group = Group::start_if(agg > 1, &self.nccl)?;
-        for a in 0..agg {
-            self.launch(case, it * agg + a, max, ops)?;
+        let group = Group::start_if(lp.agg > 1, &self.nccl)?;
+        for a in 0..lp.agg {
+            self.launch(case, it * lp.agg + a, lp.max, ops)?;
         }
         group::end_if(group)?;
         Ok(())
     }
 
     /// `-G`: captures the timed iterations in one CUDA graph per GPU and
-    /// replays it `timing.graph` times; time = wall clock of the replays /
+    /// replays it `replays` times; time = wall clock of the replays /
     /// (iterations x aggregation x replays), as nccl-tests.
     fn time_graph(
         &mut self,
         case: &CaseSpec,
-        timing: &Timing,
         ops: &[RedOpId],
+        lp: Loop,
+        replays: u32,
     ) -> Result<Measurement, BackendError> {
-        let agg = timing.agg_iters.max(1) as u64;
-        let iters = timing.iters.max(1) as u64;
-        let max = timing.max_bytes.max(case.size_bytes());
         if !self.graphs_warmed {
             // The first graph of a process pays one-time costs when it is
             // captured and first replayed (measured: 0.2-0.9 us per
             // iteration more at the first size, in the C reference too);
             // a throwaway one-iteration graph takes them before any timing.
-            let graphs = self.capture(case, 1, agg, max, ops)?;
+            let graphs = self.capture(case, Loop { iters: 1, ..lp }, ops)?;
             self.replay(&graphs, 1)?;
             self.wait_all()?;
             self.graphs_warmed = true;
         }
-        let graphs = self.capture(case, iters, agg, max, ops)?;
+        let graphs = self.capture(case, lp, ops)?;
         // Capture and instantiation take each process its own time; one
         // plain collective realigns the ranks before the timer starts
         // (nccl-tests puts a barrier there), so a late peer's setup is not
         // charged to the replays (measured: 3-5% at small sizes with two
         // processes).
-        self.launch(case, 0, max, ops)?;
+        self.launch(case, 0, lp.max, ops)?;
         self.wait_all()?;
         debug("graph: launch");
         let start = Instant::now();
-        self.replay(&graphs, timing.graph)?;
+        self.replay(&graphs, replays)?;
         let cpu = start.elapsed().as_secs_f64();
         self.wait_all()?;
         let total = start.elapsed().as_secs_f64();
-        let ops_done = iters * agg * timing.graph as u64;
-        Ok(per_operation(
-            total,
-            cpu,
-            ops_done,
-            self.gpus.len(),
-            Vec::new(),
-        ))
+        let ops_done = lp.iters * lp.agg * replays as u64;
+        let n = self.gpus.len();
+        Ok(per_operation(total, cpu, ops_done, n, Vec::new()))
     }
 
-    /// Captures `iters` iterations (each `agg` collectives in one group) on
+    /// Captures the loop's iterations (each its collectives in one group) on
     /// every GPU's stream; returns the instantiated, uploaded graphs.
     fn capture(
         &mut self,
         case: &CaseSpec,
-        iters: u64,
-        agg: u64,
-        max: u64,
+        lp: Loop,
         ops: &[RedOpId],
     ) -> Result<Vec<Graph>, BackendError> {
         debug("graph: capture");
@@ -183,8 +191,8 @@ impl NcclBackend {
             g.dev.bind()?;
             g.stream.begin_capture()?;
         }
-        for it in 0..iters {
-            self.launch_iteration(case, it, agg, max, ops)?;
+        for it in 0..lp.iters {
+            self.launch_iteration(case, it, lp, ops)?;
         }
         // Every capture ends before any graph is instantiated: a group over
         // several GPUs of one thread ties their captures together, and
@@ -220,13 +228,10 @@ impl NcclBackend {
 
     /// The timed loop: returns (wall seconds to completion, seconds to
     /// issue, per-iteration microseconds when `events`).
-    #[allow(clippy::too_many_arguments)]
     fn timed_loop(
         &mut self,
         case: &CaseSpec,
-        iters: u64,
-        agg: u64,
-        max: u64,
+        lp: Loop,
         ops: &[RedOpId],
         blocking: u32,
         events: bool,
@@ -234,7 +239,7 @@ impl NcclBackend {
         // Events belong to GPU 0's context, like the stream they time.
         self.gpus[0].dev.bind()?;
         let evs: Vec<Event> = if events {
-            (0..=iters)
+            (0..=lp.iters)
                 .map(|_| Event::new())
                 .collect::<Result<_, _>>()?
         } else {
@@ -245,8 +250,8 @@ impl NcclBackend {
         if events {
             evs[0].record(&self.gpus[0].stream)?;
         }
-        for it in 0..iters {
-            self.launch_iteration(case, it, agg, max, ops)?;
+        for it in 0..lp.iters {
+            self.launch_iteration(case, it, lp, ops)?;
             if events {
                 if multi {
                     self.gpus[0].dev.bind()?;
@@ -264,7 +269,7 @@ impl NcclBackend {
             .windows(2)
             .map(|w| {
                 w[0].elapsed_ms(&w[1])
-                    .map(|ms| ms as f64 * 1000.0 / agg as f64)
+                    .map(|ms| ms as f64 * 1000.0 / lp.agg as f64)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok((total, cpu, iter_us))

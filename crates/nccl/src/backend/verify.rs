@@ -42,16 +42,12 @@ impl NcclBackend {
             let (send, recv) = self.ptrs(case, i, 0, max);
             let gpu = &self.gpus[i];
             gpu.dev.bind()?;
+            let params = KernelParams::new(case, gpu.rank, seed);
             // Poison everything the result can land in, then write inputs.
             let (base, bytes) = poison_region(case, gpu.rank, send, recv);
             cuda::memset_async(base, 0xff, bytes, &gpu.stream)?;
             match &gpu.kernels {
-                Some(k) => k.fill(
-                    send,
-                    &KernelParams::new(case, gpu.rank, seed),
-                    case.dtype,
-                    &gpu.stream,
-                )?,
+                Some(k) => k.fill(send, &params, case.dtype, &gpu.stream)?,
                 None => {
                     gpu.stream.synchronize()?;
                     cuda::copy_to_device(send, &kernels::host_input(case, gpu.rank, seed))?;
@@ -69,13 +65,9 @@ impl NcclBackend {
             if corrupt && gpu.rank == case.root && c.recv_count > 0 {
                 cuda::memset_async(recv, 0xff, elt, &gpu.stream)?;
             }
+            let params = KernelParams::new(case, gpu.rank, seed);
             wrong += match &gpu.kernels {
-                Some(k) => k.check(
-                    recv,
-                    &KernelParams::new(case, gpu.rank, seed),
-                    case.dtype,
-                    &gpu.stream,
-                )?,
+                Some(k) => k.check(recv, &params, case.dtype, &gpu.stream)?,
                 None => {
                     gpu.stream.synchronize()?;
                     let mut host = vec![0u8; c.recv_count as usize * elt];

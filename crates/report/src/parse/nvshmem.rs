@@ -15,7 +15,7 @@
 //! Every PE prints the preamble, sometimes after the tables; the `mype`
 //! lines become the device list (no host names there).
 
-use super::text::{after, float, is_uint, last_line, num, partial_row};
+use super::text::{after, expect_values, float, is_uint, last_line, num, partial_row};
 use super::unit;
 use super::{Notes, ParseError};
 use collbench_core::{CaseResult, DeviceInfo, Placement, Record};
@@ -161,16 +161,7 @@ fn row(
     test: &str,
     line_no: usize,
 ) -> Result<CaseResult, ParseError> {
-    if tokens.len() != cols.len() {
-        return Err(ParseError::at(
-            line_no,
-            format!(
-                "expected {} values ({names}), found {}",
-                cols.len(),
-                tokens.len()
-            ),
-        ));
-    }
+    expect_values(tokens, cols.len(), names, line_no)?;
     let mut r = CaseResult {
         op: test.to_string(),
         root: -1,

@@ -25,7 +25,7 @@
 //! * A `Validation` column (`Pass`/`Fail`) becomes `wrong` 0/1; without one
 //!   `wrong` is `None` (N/A), never 0.
 
-use super::text::{float, is_uint, last_line, num, partial_row};
+use super::text::{expect_values, float, is_uint, last_line, num, partial_row};
 use super::unit::{self, SourceUnits};
 use super::{Notes, ParseError};
 use crate::metrics;
@@ -200,16 +200,7 @@ fn row(
     let (to_us, to_gbps) = (units.to_us(), units.to_gbps());
     let lat = format!("a latency in {}", units.time);
     let bw = format!("a bandwidth in {}", units.bandwidth);
-    if tokens.len() != cols.len() {
-        return Err(ParseError::at(
-            line_no,
-            format!(
-                "expected {} values ({names}), found {}",
-                cols.len(),
-                tokens.len()
-            ),
-        ));
-    }
+    expect_values(tokens, cols.len(), names, line_no)?;
     let mut size = 0u64;
     let mut p = Placement::default();
     let (mut min, mut max, mut p50, mut p99) = (None, None, None, None);

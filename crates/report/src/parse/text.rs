@@ -26,6 +26,23 @@ pub(crate) fn float(tok: &str, line: usize, what: &str) -> Result<f64, ParseErro
     }
 }
 
+/// Refuses a row of `tokens` whose count is not the header's `want`
+/// columns (named `names`).
+pub(crate) fn expect_values(
+    tokens: &[&str],
+    want: usize,
+    names: &str,
+    line: usize,
+) -> Result<(), ParseError> {
+    if tokens.len() == want {
+        return Ok(());
+    }
+    Err(ParseError::at(
+        line,
+        format!("expected {want} values ({names}), found {}", tokens.len()),
+    ))
+}
+
 /// Whether `tok` is an unsigned integer (a table row starts with one).
 pub(crate) fn is_uint(tok: &str) -> bool {
     !tok.is_empty() && tok.len() <= 20 && tok.bytes().all(|b| b.is_ascii_digit())

@@ -111,19 +111,7 @@ fn draw_lines(
             .x_label_formatter(&fmt_x)
             .y_label_formatter(&|v| format!("{v}"))
             .draw()?;
-        for (i, s) in series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            c.draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                color.stroke_width(2),
-            ))?
-            .label(s.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
-            c.draw_series(s.points.iter().map(|p| Circle::new(*p, 2, color.filled())))?;
-        }
-        legend(&mut c)?;
+        series_with_legend(&mut c, series)?;
     } else {
         let mut c = chart.build_cartesian_2d(x, y_min..y_max)?;
         c.configure_mesh()
@@ -131,21 +119,32 @@ fn draw_lines(
             .y_desc(y_label)
             .x_label_formatter(&fmt_x)
             .draw()?;
-        for (i, s) in series.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            c.draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                color.stroke_width(2),
-            ))?
-            .label(s.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
-            c.draw_series(s.points.iter().map(|p| Circle::new(*p, 2, color.filled())))?;
-        }
-        legend(&mut c)?;
+        series_with_legend(&mut c, series)?;
     }
     Ok(())
+}
+
+/// Draws each series as a line with a dot on every point, in its colour,
+/// then the legend, on either kind of y axis.
+fn series_with_legend<'a, X, Y>(
+    c: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    series: &[Series],
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+{
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        c.draw_series(LineSeries::new(
+            s.points.iter().copied(),
+            color.stroke_width(2),
+        ))?
+        .label(s.label.clone())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        c.draw_series(s.points.iter().map(|p| Circle::new(*p, 2, color.filled())))?;
+    }
+    legend(c)
 }
 
 fn legend<'a, X, Y>(

@@ -124,19 +124,35 @@ pub unsafe fn run_op<T: Element>(
     let root = case.root;
     let send = |k: usize| p.send[k].add(shift) as *const T;
     let recv = |k: usize| p.recv[k].add(shift);
+    // Reduces this rank's chunk of every rank's input into rank `to`'s
+    // receive buffer.
+    let reduce_my_chunk = |to: usize| {
+        let mine = chunk(c.param_count as usize, n, r);
+        let inputs: Vec<*const T> = (0..n).map(|k| send(k).add(mine.start)).collect();
+        reduce_into(
+            recv(to).add(mine.start),
+            &inputs,
+            to,
+            mine.len(),
+            case.redop,
+            scalars,
+        );
+    };
+    // What every rank's `len` input elements are read from. In place, the
+    // peers would read our buffer while we overwrite it: stage it first.
+    let sources = |len: usize| -> Vec<*const T> {
+        if case.in_place {
+            copy(p.scratch[r], send(r), len);
+            barrier.wait();
+            p.scratch.iter().map(|&s| s as *const T).collect()
+        } else {
+            (0..n).map(send).collect()
+        }
+    };
     match case.collective {
         Collective::AllReduce => {
             let count = c.param_count as usize;
-            let mine = chunk(count, n, r);
-            let inputs: Vec<*const T> = (0..n).map(|k| send(k).add(mine.start)).collect();
-            reduce_into(
-                recv(r).add(mine.start),
-                &inputs,
-                r,
-                mine.len(),
-                case.redop,
-                scalars,
-            );
+            reduce_my_chunk(r);
             barrier.wait();
             for k in (0..n).filter(|&k| k != r) {
                 let ck = chunk(count, n, k);
@@ -154,14 +170,7 @@ pub unsafe fn run_op<T: Element>(
             }
         }
         Collective::AllToAll => {
-            let src: Vec<*const T> = if case.in_place {
-                // Peers read our buffer while we overwrite it: stage first.
-                copy(p.scratch[r], send(r), base * n);
-                barrier.wait();
-                p.scratch.iter().map(|&s| s as *const T).collect()
-            } else {
-                (0..n).map(send).collect()
-            };
+            let src = sources(base * n);
             for step in 0..n {
                 let k = (r + step) % n;
                 copy(recv(r).add(k * base), src[k].add(r * base), base);
@@ -173,14 +182,7 @@ pub unsafe fn run_op<T: Element>(
                 barrier.wait();
                 return;
             };
-            let src: Vec<*const T> = if case.in_place {
-                // Peers read our buffer while we overwrite it: stage first.
-                copy(p.scratch[r], send(r), peers.send_total(r) as usize);
-                barrier.wait();
-                p.scratch.iter().map(|&s| s as *const T).collect()
-            } else {
-                (0..n).map(send).collect()
-            };
+            let src = sources(peers.send_total(r) as usize);
             for step in 0..n {
                 let k = (r + step) % n;
                 copy(
@@ -193,19 +195,7 @@ pub unsafe fn run_op<T: Element>(
         Collective::Broadcast => {
             copy(recv(r), send(root), c.param_count as usize);
         }
-        Collective::Reduce => {
-            let count = c.param_count as usize;
-            let mine = chunk(count, n, r);
-            let inputs: Vec<*const T> = (0..n).map(|k| send(k).add(mine.start)).collect();
-            reduce_into(
-                recv(root).add(mine.start),
-                &inputs,
-                root,
-                mine.len(),
-                case.redop,
-                scalars,
-            );
-        }
+        Collective::Reduce => reduce_my_chunk(root),
         Collective::SendRecv => {
             let count = c.param_count as usize;
             let prev = (r + n - 1) % n;
