@@ -15,6 +15,7 @@ pub mod alltoallv;
 pub mod api;
 pub mod backend;
 pub mod cuda;
+mod embedded;
 pub mod error;
 pub mod explain;
 pub mod ffi;

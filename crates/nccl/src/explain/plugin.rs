@@ -89,7 +89,10 @@ impl Explainer {
     fn install_with(announce: bool) -> Explainer {
         INSTALLED
             .get_or_init(|| {
-                let user = users_plugin(std::env::var(ENV).ok(), std::env::var(MARK_ENV).ok());
+                let user = crate::embedded::users_plugin(
+                    std::env::var(ENV).ok(),
+                    std::env::var(MARK_ENV).ok(),
+                );
                 let state = match user {
                     Some(v) => State::Off(user_plugin_reason(&v)),
                     None => match load() {
@@ -273,31 +276,6 @@ fn drain(p: &Plugin) -> (Vec<ProfilerEvent>, u64) {
     }
 }
 
-/// The plugin's directory, for [`remove_dir_at_exit`].
-static DIR_AT_EXIT: OnceLock<PathBuf> = OnceLock::new();
-
-/// Removes the plugin's directory when the process exits, also when the
-/// explainer (a process-wide static) is never dropped.
-fn remove_at_exit(dir: &Path) {
-    if DIR_AT_EXIT.set(dir.to_path_buf()).is_ok() {
-        // SAFETY: registers a plain `extern "C"` function without
-        // arguments, as atexit expects.
-        unsafe { libc::atexit(remove_dir_at_exit) };
-    }
-}
-
-extern "C" fn remove_dir_at_exit() {
-    if let Some(dir) = DIR_AT_EXIT.get() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-}
-
-/// The user's own NCCL_PROFILER_PLUGIN, if one is set: a value that is
-/// not empty and not one an earlier collbench set (`mark`).
-fn users_plugin(value: Option<String>, mark: Option<String>) -> Option<String> {
-    value.filter(|v| !v.is_empty() && Some(v) != mark.as_ref())
-}
-
 /// The line for a user's own plugin.
 fn user_plugin_reason(value: &str) -> String {
     format!("{ENV} is set ({value}) and collbench leaves the user's profiler plugin in place; unset {ENV} to see NCCL's algorithm, protocol and channels")
@@ -305,44 +283,29 @@ fn user_plugin_reason(value: &str) -> String {
 
 /// Writes the plugin into a private directory and opens it.
 fn load() -> Result<Plugin, String> {
-    let mut errors = Vec::new();
-    for base in candidate_dirs() {
-        match load_in(&base) {
-            Ok(p) => return Ok(p),
-            Err(e) => errors.push(format!("{}: {e}", base.display())),
-        }
-    }
-    Err(format!(
-        "cannot install the profiler plugin ({}); set TMPDIR to a directory that allows executable mappings",
-        errors.join("; ")
-    ))
+    let (plugin, written) = crate::embedded::install(
+        "collbench-profiler-",
+        PLUGIN_FILE,
+        PLUGIN_SO,
+        open,
+    )
+    .map_err(|e| {
+        format!(
+            "cannot install the profiler plugin ({e}); set TMPDIR to a directory that allows executable mappings"
+        )
+    })?;
+    let crate::embedded::Written { path, dir } = written;
+    Ok(Plugin {
+        path,
+        dir: Mutex::new(Some(dir)),
+        ..plugin
+    })
 }
 
-/// The temporary directory, then the user's runtime directory (a /tmp
-/// mounted noexec cannot hold a library).
-fn candidate_dirs() -> Vec<PathBuf> {
-    let mut dirs = vec![std::env::temp_dir()];
-    if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR") {
-        dirs.push(PathBuf::from(run));
-    }
-    dirs
-}
-
-fn load_in(base: &Path) -> Result<Plugin, String> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::Builder::new()
-        .prefix("collbench-profiler-")
-        .tempdir_in(base)
-        .map_err(|e| format!("cannot create a directory: {e}"))?;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| format!("cannot make the directory private: {e}"))?;
-    remove_at_exit(dir.path());
-    let path = dir.path().join(PLUGIN_FILE);
-    std::fs::write(&path, PLUGIN_SO).map_err(|e| format!("cannot write the plugin: {e}"))?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o500))
-        .map_err(|e| format!("cannot set the plugin's permissions: {e}"))?;
+/// Opens the written plugin and checks its record layout.
+fn open(path: &Path) -> Result<Plugin, String> {
     // SAFETY: our own library: its initialisers are empty.
-    let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| e.to_string())?;
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
     // SAFETY: the symbols are the functions collbench_profiler.c exports,
     // with these signatures; the ABI and record size are checked before any
     // record is read.
@@ -370,8 +333,8 @@ fn load_in(base: &Path) -> Result<Plugin, String> {
             inits: *lib
                 .get(b"collbench_profiler_inits\0")
                 .map_err(|e| e.to_string())?,
-            path,
-            dir: Mutex::new(Some(dir)),
+            path: path.to_path_buf(),
+            dir: Mutex::new(None),
             case: Mutex::new(()),
         }
     };
@@ -390,16 +353,6 @@ mod tests {
         assert_eq!(&PLUGIN_SO[..4], b"\x7fELF");
         // ET_DYN
         assert_eq!(PLUGIN_SO[16], 3);
-    }
-
-    #[test]
-    fn only_a_plugin_collbench_did_not_set_is_the_users() {
-        let some = |s: &str| Some(s.to_string());
-        assert_eq!(users_plugin(None, None), None);
-        assert_eq!(users_plugin(some(""), None), None);
-        assert_eq!(users_plugin(some("/a.so"), None), some("/a.so"));
-        assert_eq!(users_plugin(some("/a.so"), some("/a.so")), None);
-        assert_eq!(users_plugin(some("/b.so"), some("/a.so")), some("/b.so"));
     }
 
     #[test]

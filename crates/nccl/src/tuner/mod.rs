@@ -109,8 +109,10 @@ impl TunerPlugin {
     pub fn install() -> Result<TunerPlugin, TunerError> {
         INSTALLED
             .get_or_init(|| {
-                if let Some(v) = users_plugin(std::env::var(ENV).ok(), std::env::var(MARK_ENV).ok())
-                {
+                if let Some(v) = crate::embedded::users_plugin(
+                    std::env::var(ENV).ok(),
+                    std::env::var(MARK_ENV).ok(),
+                ) {
                     return Err(TunerError::UserPlugin(v));
                 }
                 let installed = load().map_err(TunerError::Install)?;
@@ -219,65 +221,21 @@ pub fn nccl_func(op: collbench_core::Collective) -> Option<i32> {
     }
 }
 
-/// The user's own NCCL_TUNER_PLUGIN, if one is set: a value that is not
-/// empty and not one an earlier collbench set (`mark`).
-fn users_plugin(value: Option<String>, mark: Option<String>) -> Option<String> {
-    value.filter(|v| !v.is_empty() && Some(v) != mark.as_ref())
-}
-
 /// Writes the plugin into a private directory and opens it.
 fn load() -> Result<Installed, String> {
-    let mut errors = Vec::new();
-    let mut bases = vec![std::env::temp_dir()];
-    // A /tmp mounted noexec cannot hold a library.
-    if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR") {
-        bases.push(PathBuf::from(run));
-    }
-    for base in bases {
-        match load_in(&base) {
-            Ok(p) => return Ok(p),
-            Err(e) => errors.push(format!("{}: {e}", base.display())),
-        }
-    }
-    Err(errors.join("; "))
+    let (api, written) =
+        crate::embedded::install("collbench-tuner-", PLUGIN_FILE, PLUGIN_SO, open)?;
+    Ok(Installed {
+        api,
+        path: written.path,
+        _dir: written.dir,
+    })
 }
 
-/// The plugin's directory, removed when the process exits.
-static DIR_AT_EXIT: OnceLock<PathBuf> = OnceLock::new();
-
-extern "C" fn remove_dir_at_exit() {
-    if let Some(dir) = DIR_AT_EXIT.get() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-}
-
-fn load_in(base: &Path) -> Result<Installed, String> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let dir = tempfile::Builder::new()
-        .prefix("collbench-tuner-")
-        .tempdir_in(base)
-        .map_err(|e| format!("cannot create a directory: {e}"))?;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| format!("cannot make the directory private: {e}"))?;
-    if DIR_AT_EXIT.set(dir.path().to_path_buf()).is_ok() {
-        // SAFETY: registers a plain `extern "C"` function without
-        // arguments, as atexit expects.
-        unsafe { libc::atexit(remove_dir_at_exit) };
-    }
-    let path = dir.path().join(PLUGIN_FILE);
-    {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o500)
-            .open(&path)
-            .map_err(|e| format!("cannot write the plugin: {e}"))?;
-        f.write_all(PLUGIN_SO)
-            .map_err(|e| format!("cannot write the plugin: {e}"))?;
-    }
+/// Opens the written plugin and takes its functions.
+fn open(path: &Path) -> Result<Api, String> {
     // SAFETY: our own library: it has no initialisers.
-    let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| e.to_string())?;
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
     let sym = |name: &str| format!("the plugin lacks {name}");
     // SAFETY: the symbols are the functions collbench_tuner.c exports,
     // with these C signatures; the library is never unloaded (forgotten
@@ -307,11 +265,7 @@ fn load_in(base: &Path) -> Result<Installed, String> {
     // Never unloaded: NCCL holds the same instance and calls into it until
     // the process ends.
     std::mem::forget(lib);
-    Ok(Installed {
-        api,
-        path,
-        _dir: dir,
-    })
+    Ok(api)
 }
 
 #[cfg(test)]
@@ -323,16 +277,6 @@ mod tests {
         assert_eq!(&PLUGIN_SO[..4], b"\x7fELF");
         // ET_DYN
         assert_eq!(PLUGIN_SO[16], 3);
-    }
-
-    #[test]
-    fn only_a_plugin_collbench_did_not_set_is_the_users() {
-        let some = |s: &str| Some(s.to_string());
-        assert_eq!(users_plugin(None, None), None);
-        assert_eq!(users_plugin(some(""), None), None);
-        assert_eq!(users_plugin(some("/a.so"), None), some("/a.so"));
-        assert_eq!(users_plugin(some("/a.so"), some("/a.so")), None);
-        assert_eq!(users_plugin(some("/b.so"), some("/a.so")), some("/b.so"));
     }
 
     #[test]
