@@ -51,11 +51,20 @@ fn doctor_finishes_quickly_and_skips_what_it_cannot_check() {
     }
 }
 
+/// `--format json` is the JSON switch of every command that prints JSON on
+/// stdout; doctor's older `--json` still works.
 #[test]
 fn doctor_json_lists_every_check() {
+    for flags in [&["--format", "json"][..], &["--json"][..]] {
+        doctor_json(flags);
+    }
+}
+
+fn doctor_json(flags: &[&str]) {
     let out = Command::cargo_bin("collbench")
         .unwrap()
-        .args(["doctor", "--json"])
+        .arg("doctor")
+        .args(flags)
         .env_remove("NCCL_SOCKET_IFNAME")
         .env_remove("NCCL_IB_HCA")
         .timeout(Duration::from_secs(30))

@@ -29,15 +29,27 @@ use serde::Serialize;
 /// Exit codes: 0 when every check passes or is skipped, 1 warn, 2 fail.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DoctorArgs {
-    /// Print the checks as JSON instead of text.
-    #[arg(long)]
+    /// Format of stdout (the same flag as `run --format`).
+    #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
+    pub format: DoctorFormat,
+    /// Older spelling of `--format json`, kept so scripts keep working.
+    #[arg(long, hide = true)]
     pub json: bool,
+}
+
+/// What `doctor` prints on stdout.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DoctorFormat {
+    /// One line per check.
+    Text,
+    /// The checks as a JSON array.
+    Json,
 }
 
 /// Runs the local checks and prints them; returns the exit code.
 pub fn doctor_main(args: &DoctorArgs) -> anyhow::Result<i32> {
     let checks = run_all();
-    if args.json {
+    if args.json || args.format == DoctorFormat::Json {
         println!("{}", serde_json::to_string_pretty(&checks)?);
     } else {
         print!("{}", render(&checks));
