@@ -327,7 +327,7 @@ pub fn tuner_config_note(path: &Path, plugin: &TunerPlugin) -> String {
     let c = plugin.counters();
     if c.calls == 0 {
         return format!(
-            "collbench: warning: --tuner-config {}: NCCL never called collbench's tuner plugin (NCCL before 2.28?); the file had no effect",
+            "collbench: warning: --tuner-config {}: NCCL never called collbench's tuner plugin (a one-rank communicator asks no tuner; otherwise an NCCL without the tuner interface); the file had no effect",
             path.display()
         );
     }
