@@ -47,23 +47,8 @@ pub fn utc_now_stamp() -> String {
 fn utc_now_parts() -> (String, String) {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = ((secs / 86400) as i64, secs % 86400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z.rem_euclid(146097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
-    (
-        format!("{year:04}-{month:02}-{day:02}"),
-        format!("{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60),
-    )
+        .map_or(0, |d| d.as_secs());
+    collbench_core::clock::utc_parts(secs)
 }
 
 #[cfg(test)]

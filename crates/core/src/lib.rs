@@ -16,6 +16,7 @@
 
 pub mod alltoallv;
 pub mod bootstrap;
+pub mod clock;
 pub mod collective;
 pub mod dtype;
 pub mod element;
