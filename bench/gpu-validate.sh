@@ -2,7 +2,7 @@
 # One device call: the current binary against the previous release and the
 # real nccl-tests, interleaved (A B A B), plus the --explain checks.
 #
-#   bench/gpu-validate.sh [STAGE ...]   stages: probe ntbuild ab explain extra
+#   bench/gpu-validate.sh [STAGE ...]   stages: probe ntbuild ab nt explain extra
 #
 # NEW=dist/collbench (this tree), PREV=dist/collbench-prev (the last
 # release), nccl-tests 2.19.6 source in dist/nccl-tests. ROUNDS (default 2).
@@ -34,6 +34,17 @@ ab) # issue 17: the same sweep, previous release vs this tree, text output
   done
   n=$(ls $O/new[0-9]*.txt | paste -sd,); p=$(ls $O/prev[0-9]*.txt | paste -sd,)
   python3 bench/ab_text.py "$n" "$p" | tee "$O/ab_new_over_prev.md" ;;
+nt) # the real nccl-tests (after ntbuild) against this tree, interleaved,
+  # same flags, one file per op for nccl-tests and one sweep for collbench
+  for r in $(seq ${ROUNDS:-2}); do
+    mkdir -p "$O/nt$r"
+    for op in $OPS alltoallv; do t nt$r/$op $NT/${op}_perf $SWEEP; done
+    t cb$r $NEW run $OPS alltoallv $SWEEP
+  done
+  for op in $OPS; do
+    n=$(ls $O/nt[0-9]*/$op.txt | paste -sd,)
+    python3 bench/ab_text.py "$(ls $O/cb[0-9]*.txt | paste -sd,)" "$n" | grep "| $op |"
+  done | tee "$O/cb_over_nccl_tests.md" ;;
 explain) # issue 14
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING t explain_ar $NEW run all_reduce -b 8 -e 8G -f 2 -g $G --explain --output "$O/explain_ar.json"
   cat "$O/explain_ar.txt" "$O/explain_ar.err" > "$O/explain_ar.log" # NCCL logs to stdout
