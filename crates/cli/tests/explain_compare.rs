@@ -52,6 +52,18 @@ fn run(cases: &[(u64, f64, f64, Ran)]) -> Record {
     r
 }
 
+/// stdout of `collbench ARGS` run in `dir`, which must exit with `code`.
+fn stdout_of(dir: &Path, args: &[&str], code: i32) -> Vec<u8> {
+    collbench()
+        .current_dir(dir)
+        .args(args)
+        .assert()
+        .code(code)
+        .get_output()
+        .stdout
+        .clone()
+}
+
 fn write(dir: &Path, name: &str, r: &Record) {
     std::fs::write(dir.join(name), serde_json::to_string_pretty(r).unwrap()).unwrap();
 }
@@ -85,14 +97,7 @@ fn compare_names_nccl_changes_next_to_regressions_and_in_the_table() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "base.json", &base());
     write(dir.path(), "new.json", &new());
-    let out = collbench()
-        .current_dir(dir.path())
-        .args(["compare", "base.json", "new.json"])
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout_of(dir.path(), &["compare", "base.json", "new.json"], 1);
     let out = String::from_utf8(out).unwrap();
     assert!(
         out.contains(
@@ -118,27 +123,13 @@ fn compare_without_explanations_on_one_side_is_unchanged() {
     }
     write(dir.path(), "base.json", &bare);
     write(dir.path(), "new.json", &new());
-    let with_one_side = collbench()
-        .current_dir(dir.path())
-        .args(["compare", "base.json", "new.json"])
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
+    let with_one_side = stdout_of(dir.path(), &["compare", "base.json", "new.json"], 1);
     let mut bare_new = new();
     for c in &mut bare_new.results {
         c.out_of_place.as_mut().unwrap().explain = None;
     }
     write(dir.path(), "new.json", &bare_new);
-    let with_none = collbench()
-        .current_dir(dir.path())
-        .args(["compare", "base.json", "new.json"])
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
+    let with_none = stdout_of(dir.path(), &["compare", "base.json", "new.json"], 1);
     assert_eq!(
         String::from_utf8(with_one_side).unwrap(),
         String::from_utf8(with_none).unwrap()
@@ -149,14 +140,7 @@ fn compare_without_explanations_on_one_side_is_unchanged() {
 fn report_of_an_explained_run_has_the_columns() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "new.json", &new());
-    let out = collbench()
-        .current_dir(dir.path())
-        .args(["report", "new.json"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout_of(dir.path(), &["report", "new.json"], 0);
     let out = String::from_utf8(out).unwrap();
     assert!(
         out.contains("| #wrong | algo | proto | channels |"),
