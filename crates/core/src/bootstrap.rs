@@ -6,6 +6,8 @@
 //! [`SingleProcess`] is the world of one, for single-process runs and
 //! tests. Bulk data never moves through it: backends do that.
 
+use crate::progress::{Progress, RankProgress};
+
 /// A failure of the job's processes to talk: a peer missing, refused,
 /// crashed or silent, a deadline passed, or ranks making different calls.
 /// The message names the rank and host where known, in one line; the CLI
@@ -41,6 +43,30 @@ pub trait Bootstrap {
     fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure>;
     /// Every process gets every process's data indexed by rank.
     fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure>;
+
+    /// Publishes where this process is ([`Progress`]); cheap (one atomic
+    /// store), so the timed loop may call it at its edges. Implementations
+    /// carry it to rank 0 (e.g. in heartbeats). Default: not carried.
+    fn publish_progress(&self, _progress: Progress) {}
+
+    /// Rank 0 only: every rank's last published progress and how long it
+    /// has stayed the same, indexed by rank. `None` on other ranks, or
+    /// where the job keeps no such table.
+    fn progress_of_all(&self) -> Option<Vec<RankProgress>> {
+        None
+    }
+
+    /// Stops the whole job with `reason` (one line naming who is at
+    /// fault): every process's pending and later calls fail with it, and
+    /// [`Bootstrap::failure`] returns it. Default: nothing to tell.
+    fn abort_job(&self, _reason: &str) {}
+
+    /// The job's first failure, if one has happened (never blocks). Lets a
+    /// process stuck outside the control plane (inside a collective) learn
+    /// that the job is over. Default: none known.
+    fn failure(&self) -> Option<PeerFailure> {
+        None
+    }
 }
 
 /// A job of one process: every call returns at once with this process's
