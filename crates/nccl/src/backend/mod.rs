@@ -28,6 +28,7 @@ use crate::ffi::Nccl;
 use crate::kernels::Kernels;
 use crate::loader::FoundNccl;
 use crate::NcclOptions;
+use collbench_core::alltoallv::{PeerCounts, Traffic};
 use collbench_core::collective::RedopUse;
 use collbench_core::{Collective, DeviceInfo, Explanation, ReduceOp};
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
@@ -77,6 +78,11 @@ pub struct NcclBackend {
     pub(crate) explainer: Option<crate::explain::Explainer>,
     /// GPU memory taken by init, buffers and runs (`-M 1`).
     pub(crate) memory: memory::MemoryWatch,
+    /// Who sends how much to whom in alltoallv (`set_traffic`).
+    pub(crate) traffic: Traffic,
+    /// alltoallv's per-peer counts of the case being run (set by
+    /// `make_ops`, so the timed loop does not recompute them).
+    pub(crate) peers: Option<PeerCounts>,
 }
 
 /// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
@@ -169,12 +175,6 @@ impl Backend for NcclBackend {
     }
 
     fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
-        if issue::route(case.collective, self.nccl.native()) == issue::Route::NotOnNccl {
-            return Err(BackendError::Unsupported(format!(
-                "{} runs on the CPU and MPI backends; on NCCL its verification kernel is not written yet",
-                case.collective
-            )));
-        }
         if self.opts.register == 2 && !runs_with_windows(case.collective) {
             return Err(BackendError::Unsupported(
                 "-R 2 runs all_reduce, all_gather, reduce_scatter and alltoall only (broadcast hung at 2 MiB with symmetric windows on NCCL 2.28.3): use -R 1 for this collective".into(),
@@ -207,6 +207,11 @@ impl Backend for NcclBackend {
 
     fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
         self.unalign = elements;
+        Ok(())
+    }
+
+    fn set_traffic(&mut self, traffic: &Traffic) -> Result<(), BackendError> {
+        self.traffic = traffic.clone();
         Ok(())
     }
 

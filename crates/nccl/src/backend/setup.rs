@@ -229,6 +229,8 @@ impl NcclBackend {
             unalign: 0,
             explainer,
             memory,
+            traffic: Default::default(),
+            peers: None,
         })
     }
 }
