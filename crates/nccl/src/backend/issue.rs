@@ -193,6 +193,9 @@ impl NcclBackend {
         max_bytes: u64,
         ops: &[RedOpId],
     ) -> Result<(), BackendError> {
+        if let Some(d) = self.device_implementation() {
+            return self.launch_device(case, d, max_bytes);
+        }
         let group = Group::start_if(self.gpus.len() > 1, &self.nccl)?;
         for (i, &op) in ops.iter().enumerate().take(self.gpus.len()) {
             let (send, recv) = self.ptrs(case, i, iter, max_bytes);
