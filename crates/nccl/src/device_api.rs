@@ -83,18 +83,8 @@ impl DevCommRequirements {
 }
 
 /// The data types the device kernels take (nccl-tests' SPECIALIZE_KERNEL:
-/// int8 .. double, no bfloat16 or fp8).
-pub const TYPES: [DataType; 9] = [
-    DataType::Int8,
-    DataType::Uint8,
-    DataType::Int32,
-    DataType::Uint32,
-    DataType::Int64,
-    DataType::Uint64,
-    DataType::Half,
-    DataType::Float,
-    DataType::Double,
-];
+/// int8 .. double, the types before bfloat16 in nccl-tests' order).
+pub const TYPES: &[DataType] = DataType::ALL.split_at(9).0;
 
 /// The collectives with device kernels, in the PTX's order.
 const COLLECTIVES: [Collective; 2] = [Collective::AllReduce, Collective::AllToAll];
@@ -155,7 +145,7 @@ fn all_kernels() -> impl Iterator<Item = (Collective, i32, DataType)> {
     COLLECTIVES.into_iter().flat_map(|c| {
         IMPLEMENTATIONS
             .into_iter()
-            .flat_map(move |d| TYPES.into_iter().map(move |t| (c, d, t)))
+            .flat_map(move |d| TYPES.iter().map(move |&t| (c, d, t)))
     })
 }
 
@@ -253,44 +243,28 @@ mod tests {
         rest.split(',').next().unwrap().trim().parse().unwrap()
     }
 
+    /// Checks the size and the given field offsets of Rust struct `$t`
+    /// against device_api.cu's asserts on C struct `$c` (Rust field =
+    /// C field).
+    macro_rules! same_layout {
+        ($t:ty, $c:literal: $($field:ident = $cfield:literal),+) => {
+            assert_eq!(size_of::<$t>() as u64, asserted(concat!("sizeof(", $c)));
+            $(assert_eq!(
+                offset_of!($t, $field) as u64,
+                asserted(concat!("offsetof(", $c, ", ", $cfield)),
+                "{}.{}", $c, $cfield
+            );)+
+        };
+    }
+
     #[test]
     fn dev_comm_layout_is_the_one_device_api_cu_asserts() {
-        let field = |f: &str| asserted(&format!("offsetof(ncclDevComm, {f}"));
-        assert_eq!(size_of::<DevComm>() as u64, asserted("sizeof(ncclDevComm"));
-        assert_eq!(offset_of!(DevComm, rank) as u64, field("rank"));
-        assert_eq!(offset_of!(DevComm, n_ranks) as u64, field("nRanks"));
-        assert_eq!(offset_of!(DevComm, lsa_rank) as u64, field("lsaRank"));
-        assert_eq!(offset_of!(DevComm, lsa_size) as u64, field("lsaSize"));
-        assert_eq!(
-            offset_of!(DevComm, window_table) as u64,
-            field("windowTable")
-        );
-        assert_eq!(
-            offset_of!(DevComm, resource_window) as u64,
-            field("resourceWindow")
-        );
-        assert_eq!(
-            offset_of!(DevComm, resource_window_inlined) as u64,
-            field("resourceWindow_inlined")
-        );
-        assert_eq!(
-            offset_of!(DevComm, lsa_multimem) as u64,
-            field("lsaMultimem")
-        );
-        assert_eq!(offset_of!(DevComm, lsa_barrier) as u64, field("lsaBarrier"));
-        let req = |f: &str| asserted(&format!("offsetof(ncclDevCommRequirements, {f}"));
-        assert_eq!(
-            size_of::<DevCommRequirements>() as u64,
-            asserted("sizeof(ncclDevCommRequirements")
-        );
-        assert_eq!(
-            offset_of!(DevCommRequirements, lsa_multimem) as u64,
-            req("lsaMultimem")
-        );
-        assert_eq!(
-            offset_of!(DevCommRequirements, lsa_barrier_count) as u64,
-            req("lsaBarrierCount")
-        );
+        same_layout!(DevComm, "ncclDevComm": rank = "rank", n_ranks = "nRanks",
+            lsa_rank = "lsaRank", lsa_size = "lsaSize", window_table = "windowTable",
+            resource_window = "resourceWindow", resource_window_inlined = "resourceWindow_inlined",
+            lsa_multimem = "lsaMultimem", lsa_barrier = "lsaBarrier");
+        same_layout!(DevCommRequirements, "ncclDevCommRequirements":
+            lsa_multimem = "lsaMultimem", lsa_barrier_count = "lsaBarrierCount");
     }
 
     #[test]
@@ -373,7 +347,8 @@ mod tests {
         );
         let e = check_case(1, AllToAll, DataType::Bfloat16, ReduceOp::Sum).unwrap_err();
         assert!(e.contains("have no bfloat16"), "{e}");
-        for t in TYPES {
+        assert_eq!(TYPES.last(), Some(&DataType::Double));
+        for &t in TYPES {
             assert!(check_case(1, AllReduce, t, ReduceOp::Sum).is_ok(), "{t}");
         }
     }
