@@ -116,11 +116,12 @@ __device__ void all_reduce_lsa(ncclWindow_t sendwin, size_t sendoffset, ncclWind
   all_reduce_scalar<T>(sendwin, sendoffset, recvwin, recvoffset, 0, count, c);
 }
 
-// Packs of 16 bytes, four per thread per step, then the scalar ends.
+// Packs of 16 bytes, eight (128 bytes, as nccl-tests) per thread per
+// step, then the scalar ends.
 template <typename T>
 __device__ void all_reduce_lsa_packed(ncclWindow_t sendwin, size_t sendoffset, ncclWindow_t recvwin,
                                       size_t recvoffset, size_t count, const ncclDevComm& c) {
-  const int N = Pack<T>::N, U = 4;
+  const int N = Pack<T>::N, U = 8;
   size_t head = head_elements<T>(sendoffset, recvoffset, count);
   size_t packs = (count - head) / N;
   size_t tail = head + packs * N;
@@ -178,12 +179,12 @@ __device__ void alltoall_nvl(ncclWindow_t sendwin, size_t sendoffset, ncclWindow
 }
 
 // Packs of 16 bytes where every chunk starts on a 16-byte boundary (the
-// chunk size and both offsets are multiples of 16), four per thread per
+// chunk size and both offsets are multiples of 16), eight per thread per
 // step; otherwise one element at a time.
 template <typename T>
 __device__ void alltoall_nvl_packed(ncclWindow_t sendwin, size_t sendoffset, ncclWindow_t recvwin,
                                     size_t recvoffset, size_t count, const ncclDevComm& c) {
-  const int N = Pack<T>::N, U = 4;
+  const int N = Pack<T>::N, U = 8;
   size_t chunk = count * sizeof(T);
   if (chunk % 16 != 0 || sendoffset % 16 != 0 || recvoffset % 16 != 0) {
     alltoall_scalar<T>(sendwin, sendoffset, recvwin, recvoffset, 0, count, count, c);
