@@ -17,7 +17,9 @@
 # - dev1_types: int8 .. double rows, bfloat16/f8 skipped with a note;
 # - dev1_ops: sum rows, the other operators skipped with a note;
 # - dev1_all: all_reduce and alltoall rows, the others skipped with a note;
-# - dev3, dev1_noR: rc 2, one line each.
+# - dev3, dev1_noR: rc 2, one line each;
+# - nt_* / cb_* (only where nccl-tests is built): the same rows, #wrong 0,
+#   busbw and time close (bench/ab_text.py cb_...txt nt_...txt).
 set -u
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -74,4 +76,15 @@ t dev1_noR $B run --backend nccl all_reduce -b 8 -e 1M -f 8 -g $G -D 1
 t dev0_ar_small $B run --backend nccl all_reduce alltoall -b 8 -e 1M -f 2 -g $G -R 2
 t dev1_ar_small $B run --backend nccl all_reduce alltoall -b 8 -e 1M -f 2 -g $G -R 2 -D 1
 t dev2_ar_small $B run --backend nccl all_reduce alltoall -b 8 -e 1M -f 2 -g $G -R 2 -D 2
+# With nccl-tests built (bench/gpu-validate.sh ntbuild puts it in /tmp/nt/build),
+# the same -D runs of nccl-tests, alternating with collbench's, for the ratios.
+NT=${NT:-/tmp/nt/build}
+if [ -x "$NT/all_reduce_perf" ]; then
+  for r in 1 2; do for d in 1 2; do for op in all_reduce alltoall; do
+    t nt_${op}_D${d}_$r "$NT/${op}_perf" -b 8 -e 1G -f 4 -g $G -D $d -R 2
+    t cb_${op}_D${d}_$r $B run --backend nccl $op -b 8 -e 1G -f 4 -g $G -D $d -R 2
+  done; done; done
+  t nt_alltoallv "$NT/alltoallv_perf" -b 8 -e 256M -f 4 -g $G
+  t cb_alltoallv $B run --backend nccl alltoallv -b 8 -e 256M -f 4 -g $G
+fi
 cd "${OUT:-bench-out}" && tar czf d.tgz d
