@@ -1,21 +1,10 @@
 //! Every user mistake is one line on stderr and exit 2: never a panic.
 
-use assert_cmd::Command;
+mod common;
 
 fn expect_usage_error(args: &[&str], mentions: &str) {
-    let out = Command::cargo_bin("collbench")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: not one line: {err}"
-    );
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    let out = common::collbench().args(args).output().unwrap();
+    let err = common::one_line_refusal(&out, 2);
     assert!(
         err.to_lowercase().contains(&mentions.to_lowercase()),
         "{args:?}: {err} should mention {mentions}"
@@ -66,8 +55,11 @@ fn size_that_is_not_a_number() {
 
 #[test]
 fn unwritable_output_path() {
-    expect_usage_error(
-        &[
+    for (path, mentions) in [
+        ("/nonexistent-dir/x.json", "cannot write"),
+        ("/tmp/x.unknownext", "format"),
+    ] {
+        let args = [
             "run",
             "--backend",
             "cpu",
@@ -76,24 +68,10 @@ fn unwritable_output_path() {
             "-e",
             "8",
             "--output",
-            "/nonexistent-dir/x.json",
-        ],
-        "cannot write",
-    );
-    expect_usage_error(
-        &[
-            "run",
-            "--backend",
-            "cpu",
-            "-b",
-            "8",
-            "-e",
-            "8",
-            "--output",
-            "/tmp/x.unknownext",
-        ],
-        "format",
-    );
+            path,
+        ];
+        expect_usage_error(&args, mentions);
+    }
 }
 
 #[test]
