@@ -20,7 +20,7 @@
 //! root), else `unknown`.
 
 use super::nccl_table::{row, unflatten, Table};
-use super::text::{after, float, is_uint, num};
+use super::text::{after, float, is_uint, num, numbered_lines};
 use super::{Notes, ParseError};
 use collbench_core::{CaseResult, Collective, DataType, DeviceInfo, Record};
 
@@ -65,8 +65,7 @@ pub(crate) fn parse_as(
         file_op: op_in_file_name(origin),
         avg_seen: false,
     };
-    for (idx, raw) in text.lines().enumerate() {
-        let line_no = idx + 1;
+    for (line_no, raw) in numbered_lines(text) {
         match unflatten(raw) {
             Some(parts) => {
                 p.flattened = true;
