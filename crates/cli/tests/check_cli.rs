@@ -294,21 +294,8 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    collbench()
-        .args([
-            "run",
-            "all_reduce",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "2",
-            "-b",
-            "1K",
-            "-e",
-            "4K",
-            "-q",
-            "--output",
-        ])
+    common::cpu_run("all_reduce", "2")
+        .args(["-b", "1K", "-e", "4K", "-q", "--output"])
         .arg(&run)
         .assert()
         .success();

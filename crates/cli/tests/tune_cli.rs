@@ -27,8 +27,7 @@ fn tune(backend: &str, args: &[&str]) -> Command {
 /// file of `text`: the exit code and stderr lines.
 fn run_with_tuner_config(backend: &str, text: &str) -> (i32, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("t.csv");
-    std::fs::write(&f, text).unwrap();
+    let f = common::write_file(dir.path(), "t.csv", text);
     let (code, _, err) = common::run(
         collbench()
             .args(["run", "all_reduce", "--backend", backend, "--tuner-config"])

@@ -15,6 +15,28 @@ pub fn collbench() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("collbench").unwrap()
 }
 
+/// `collbench run <op> --backend cpu --ranks <ranks>`, more arguments to
+/// follow.
+pub fn cpu_run(op: &str, ranks: &str) -> assert_cmd::Command {
+    let mut c = collbench();
+    c.args(["run", op, "--backend", "cpu", "--ranks", ranks]);
+    c
+}
+
+/// Writes `text` to `dir/name` and returns the path.
+pub fn write_file(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Asserts that `text` says each of `parts`.
+pub fn assert_says(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} missing:\n{text}");
+    }
+}
+
 /// The `<op>_perf` alias of `collbench` in `dir`: a symlink named `name`.
 pub fn alias(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
     let link = dir.join(name);
@@ -139,6 +161,32 @@ pub struct Finished {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl Finished {
+    /// Asserts that the process exited 0 and that its stdout says each of
+    /// `parts`.
+    pub fn assert_passed_saying(&self, parts: &[&str]) {
+        assert_eq!(self.code, Some(0), "{self:?}");
+        assert_says(&self.stdout, parts);
+    }
+
+    /// The one line of rank 0's stderr that says `refused`: rank 0 logs
+    /// one line per refused connection.
+    pub fn the_refusal(&self, refused: &str) -> &str {
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| l.contains(refused))
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "rank 0 logs one line per refusal: {}",
+            self.stderr
+        );
+        lines[0]
+    }
 }
 
 /// Waits for `child` (spawned with piped stdout and stderr) until
