@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 
 /// Bumped on any incompatible change; a peer with another version is refused.
-pub(crate) const PROTOCOL_VERSION: u32 = 1;
+/// 2: heartbeats carry the sender's progress word; `Stop`.
+pub(crate) const PROTOCOL_VERSION: u32 = 2;
 
 const MAX_HEADER_BYTES: u32 = 1 << 20;
 const MAX_PAYLOAD_BYTES: u32 = 256 << 20;
@@ -57,13 +58,19 @@ pub(crate) enum Msg {
     /// Rank 0: every rank has joined.
     Ready,
     /// "Still alive"; silence longer than the timeout is a failure.
+    /// Payload: the sender's progress word ([`word_payload`]).
     Heartbeat,
     /// A rank's part of call `seq` (to rank 0); payload: the data.
     Contribute { seq: u64, op: Op },
     /// Rank 0's answer to call `seq`; payload: the data.
     Result { seq: u64, op: Op },
-    /// Stop: something failed somewhere.
+    /// Stop: something failed somewhere. Rank 0 passes on a failure it
+    /// saw as "rank 0 stopped the job: {reason}".
     Abort { reason: String },
+    /// Stop the job with exactly this reason (`Bootstrap::abort_job`: it
+    /// already names who is at fault). From a rank to rank 0, which passes
+    /// it on to everyone.
+    Stop { reason: String },
     /// Orderly goodbye: the connection closing next is not a failure.
     Bye,
 }
@@ -144,6 +151,17 @@ pub(crate) fn read_frame(r: &mut impl Read) -> Result<(Msg, Vec<u8>), ReadError>
     let mut payload = vec![0u8; payload_len as usize];
     r.read_exact(&mut payload)?;
     Ok((msg, payload))
+}
+
+/// A heartbeat's payload: the progress word, 8 bytes big endian.
+pub(crate) fn word_payload(word: u64) -> [u8; 8] {
+    word.to_be_bytes()
+}
+
+/// The progress word in a heartbeat's payload (0, "nothing published",
+/// when the payload is not 8 bytes).
+pub(crate) fn payload_word(payload: &[u8]) -> u64 {
+    payload.try_into().map(u64::from_be_bytes).unwrap_or(0)
 }
 
 /// Packs a list of byte strings into one payload (`u32 count`, then

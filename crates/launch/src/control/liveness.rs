@@ -35,7 +35,10 @@ fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
         }
         let who = peer.name();
         let reason = match frame {
-            Ok((Msg::Heartbeat, _)) => continue,
+            Ok((Msg::Heartbeat, payload)) => {
+                shared.board.record(peer.rank, wire::payload_word(&payload));
+                continue;
+            }
             Ok((Msg::Bye, _)) => {
                 peer.left.store(true, Ordering::SeqCst);
                 shared.event(Event::Left(peer.rank));
@@ -54,6 +57,11 @@ fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
             }
             // A rank's own abort reason already names it (see `abort`).
             Ok((Msg::Abort { reason }, _)) => reason,
+            // `abort_job`: verbatim everywhere; rank 0 passes it on.
+            Ok((Msg::Stop { reason }, _)) => {
+                shared.stop(reason, Some(peer.rank));
+                return;
+            }
             Ok((other, _)) => {
                 format!("{who} sent an unexpected {other:?} (a different collbench version?)")
             }
@@ -83,7 +91,8 @@ pub(super) fn spawn_heartbeat(shared: Arc<Shared>) {
                     for peer in shared.peers() {
                         if !peer.left.load(Ordering::SeqCst) {
                             // A failed write is the reader's to report.
-                            let _ = peer.send(&Msg::Heartbeat, &[]);
+                            let word = wire::word_payload(shared.board.own());
+                            let _ = peer.send(&Msg::Heartbeat, &word);
                         }
                     }
                     next = Instant::now() + interval;

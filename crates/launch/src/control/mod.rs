@@ -20,16 +20,25 @@
 //! After a failure every call returns the first failure's message, which
 //! names the rank and host.
 //!
+//! Progress: each rank publishes where it is (one atomic store of a packed
+//! word, `collbench_core::Progress`); its heartbeats carry the latest word,
+//! and rank 0 keeps every rank's word and when it last changed, the table
+//! a stuck-collective watchdog reads. `abort_job` stops the job with a
+//! reason that every rank reports verbatim (a `Stop` message, passed on by
+//! rank 0).
+//!
 //! Files, one job each: this one holds the public face ([`Control`], its
 //! calls and its goodbye); `shared` the state the background threads share
 //! with the caller; `call` the request/reply machinery of one call
 //! (sequence numbers, deadlines, buffering); `rendezvous` joining (hello,
 //! refusals, Ready); `liveness` the reader and heartbeat threads that turn
-//! a dead or silent peer into a failure naming it; `tests` runs ranks as
+//! a dead or silent peer into a failure naming it; `progress` the table of
+//! where every rank is; `tests` runs ranks as
 //! threads against hand-made bad clients.
 
 mod call;
 mod liveness;
+mod progress;
 mod rendezvous;
 mod shared;
 #[cfg(test)]
@@ -38,12 +47,14 @@ mod tests;
 use crate::wire::{self, Msg, Op};
 use crate::{LaunchError, LaunchOptions, World};
 use call::start_call;
-use collbench_core::PeerFailure;
+use collbench_core::{PeerFailure, Progress, RankProgress};
+use progress::Board;
 use rendezvous::{join_as_peer, join_as_root};
-use shared::{lock, Link};
+use shared::{lock, Link, Shared};
 use std::io::Read;
 use std::net::Shutdown;
 use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// A rank as it introduced itself to rank 0.
@@ -70,6 +81,11 @@ pub struct Control {
     link: Option<Link>,
     /// This rank's own hello (what `hellos` reports in a world of one).
     own: PeerHello,
+    /// This rank's progress word; on rank 0 everyone's.
+    board: Arc<Board>,
+    /// The job's failure and failure hook: the link's, or in a world of
+    /// one a lone one (so `abort_job` and `failure` behave the same).
+    shared: Arc<Shared>,
 }
 
 impl Control {
@@ -97,16 +113,31 @@ impl Control {
             pid: std::process::id(),
             info,
         };
+        let board = Arc::new(Board::new(match world.rank {
+            0 => world.world_size,
+            _ => 0,
+        }));
         let link = match (world.world_size, world.rank) {
             (1, _) => None,
-            (_, 0) => Some(join_as_root(world, timeout, own.clone())?),
-            _ => Some(join_as_peer(world, timeout, own.clone())?),
+            (_, 0) => Some(join_as_root(world, timeout, own.clone(), board.clone())?),
+            _ => Some(join_as_peer(world, timeout, own.clone(), board.clone())?),
+        };
+        let shared = match &link {
+            Some(link) => Arc::clone(&link.shared),
+            None => Arc::new(Shared::new(
+                world,
+                timeout,
+                mpsc::channel().0,
+                board.clone(),
+            )),
         };
         Ok(Control {
             world: world.clone(),
             timeout,
             link,
             own,
+            board,
+            shared,
         })
     }
 
@@ -134,29 +165,65 @@ impl Control {
         }
     }
 
-    /// The job's first failure, if any (names the rank and host).
+    /// The job's first failure, if any (names the rank and host). Never
+    /// blocks.
     pub fn failure(&self) -> Option<String> {
-        self.link.as_ref().and_then(|l| l.shared.failure())
+        self.shared.failure()
     }
 
     /// Runs `hook` once, on a background thread, when the job fails (a peer
     /// died, went silent or aborted): the place to abort NCCL communicators
     /// that would otherwise wait forever for the dead peer.
     pub fn on_failure(&self, hook: impl Fn(&str) + Send + 'static) {
-        if let Some(link) = &self.link {
-            *lock(&link.shared.hook) = Some(Box::new(hook));
-            if let Some(reason) = link.shared.failure() {
-                if let Some(hook) = lock(&link.shared.hook).as_ref() {
-                    hook(&reason);
-                }
+        *lock(&self.shared.hook) = Some(Box::new(hook));
+        if let Some(reason) = self.shared.failure() {
+            if let Some(hook) = lock(&self.shared.hook).as_ref() {
+                hook(&reason);
             }
+        }
+    }
+
+    /// Publishes where this rank is: one atomic store. Heartbeats carry
+    /// the latest word to rank 0 (so rank 0 sees it within a heartbeat
+    /// period, [`LaunchOptions::timeout_s`] / 4 capped at 2 s).
+    pub fn publish_progress(&self, progress: Progress) {
+        self.board.publish(progress.pack());
+    }
+
+    /// Rank 0: every rank's latest progress (as its heartbeats carried it),
+    /// its host and how long the progress has stayed the same, indexed by
+    /// rank; rank 0's own entry is what it published. `None` on the others.
+    pub fn progress_of_all(&self) -> Option<Vec<RankProgress>> {
+        if self.world.rank != 0 {
+            return None;
+        }
+        let hellos = self.link.as_ref().map(|link| &link.hellos);
+        Some(self.board.table(|rank| match hellos {
+            Some(hellos) => hellos[rank].host.clone(),
+            None => self.own.host.clone(),
+        }))
+    }
+
+    /// Stops the whole job with `reason`, verbatim (it names who is at
+    /// fault): rank 0 tells everyone, another rank asks rank 0 to. Every
+    /// process's pending and later calls fail with exactly `reason`, and
+    /// [`Control::failure`] returns it (unless the job had failed before).
+    pub fn abort_job(&self, reason: &str) {
+        self.shared.stop(reason.to_string(), None);
+    }
+
+    /// A world of one: the job's failure (after `abort_job`), if any.
+    fn alone(&self) -> Result<(), LaunchError> {
+        match self.shared.failure() {
+            Some(failure) => Err(LaunchError::Control(failure)),
+            None => Ok(()),
         }
     }
 
     /// Waits until every rank has arrived.
     pub fn barrier(&self) -> Result<(), LaunchError> {
         let Some(link) = &self.link else {
-            return Ok(());
+            return self.alone();
         };
         let (mut state, seq) = start_call(link)?;
         if self.world.rank == 0 {
@@ -177,6 +244,7 @@ impl Control {
             ));
         }
         let Some(link) = &self.link else {
+            self.alone()?;
             return Ok(data.unwrap_or_default());
         };
         let (mut state, seq) = start_call(link)?;
@@ -193,6 +261,7 @@ impl Control {
     /// (and do not wait for rank 0).
     pub fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, LaunchError> {
         let Some(link) = &self.link else {
+            self.alone()?;
             return Ok(Some(vec![data]));
         };
         let (mut state, seq) = start_call(link)?;
@@ -207,6 +276,7 @@ impl Control {
     /// Every rank gets every rank's data indexed by rank.
     pub fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, LaunchError> {
         let Some(link) = &self.link else {
+            self.alone()?;
             return Ok(vec![data]);
         };
         let (mut state, seq) = start_call(link)?;
@@ -300,5 +370,17 @@ impl collbench_core::Bootstrap for Control {
     }
     fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
         Ok(Control::all_gather(self, data)?)
+    }
+    fn publish_progress(&self, progress: Progress) {
+        Control::publish_progress(self, progress)
+    }
+    fn progress_of_all(&self) -> Option<Vec<RankProgress>> {
+        Control::progress_of_all(self)
+    }
+    fn abort_job(&self, reason: &str) {
+        Control::abort_job(self, reason)
+    }
+    fn failure(&self) -> Option<PeerFailure> {
+        Control::failure(self).map(PeerFailure::new)
     }
 }

@@ -4,6 +4,7 @@
 //! have joined, rank 0 says Ready.
 
 use super::liveness::{spawn_heartbeat, spawn_reader};
+use super::progress::Board;
 use super::shared::{lock, new_state, Event, Link, Peer, Shared};
 use super::{call::absorb, PeerHello};
 use crate::wire::{self, Msg, PROTOCOL_VERSION};
@@ -26,6 +27,7 @@ pub(super) fn join_as_root(
     world: &World,
     timeout: Duration,
     own: PeerHello,
+    board: Arc<Board>,
 ) -> Result<Link, LaunchError> {
     let n = world.world_size;
     let listen = format!("{}:{}", world.bind, world.rendezvous_port);
@@ -39,7 +41,7 @@ pub(super) fn join_as_root(
         .map_err(|e| LaunchError::Control(format!("listen on {listen}: {e}")))?;
 
     let (events_tx, events_rx) = mpsc::channel();
-    let shared = Arc::new(Shared::new(world, timeout, events_tx));
+    let shared = Arc::new(Shared::new(world, timeout, events_tx, board));
     let (join_tx, join_rx) = mpsc::channel();
     spawn_acceptor(listener, Arc::clone(&shared), join_tx);
     spawn_heartbeat(Arc::clone(&shared));
@@ -243,6 +245,7 @@ pub(super) fn join_as_peer(
     world: &World,
     timeout: Duration,
     own: PeerHello,
+    board: Arc<Board>,
 ) -> Result<Link, LaunchError> {
     let host = world.rendezvous_host.clone().ok_or_else(|| {
         LaunchError::Discovery(format!(
@@ -287,7 +290,7 @@ pub(super) fn join_as_peer(
     };
 
     let (events_tx, events_rx) = mpsc::channel();
-    let shared = Arc::new(Shared::new(world, timeout, events_tx));
+    let shared = Arc::new(Shared::new(world, timeout, events_tx, board));
     let Ok(writer) = stream.try_clone() else {
         return Err(LaunchError::Control(
             "cannot clone the socket to rank 0".into(),

@@ -1,6 +1,7 @@
 //! What the calling thread and the background threads (readers, heartbeat,
 //! acceptor) share: the peers, the job's first failure, the event channel.
 
+use super::progress::Board;
 use super::PeerHello;
 use crate::wire::{self, Msg, Op};
 use crate::{LaunchError, World};
@@ -60,6 +61,8 @@ pub(super) struct Shared {
     pub(super) closing: AtomicBool,
     /// Rank 0: every rank joined; later hellos are refused.
     pub(super) complete: AtomicBool,
+    /// This rank's progress word and, on rank 0, everyone's.
+    pub(super) board: Arc<Board>,
 }
 
 /// The other end of one connection.
@@ -88,7 +91,12 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub(super) fn new(world: &World, timeout: Duration, events: Sender<Event>) -> Shared {
+    pub(super) fn new(
+        world: &World,
+        timeout: Duration,
+        events: Sender<Event>,
+        board: Arc<Board>,
+    ) -> Shared {
         Shared {
             world_size: world.world_size,
             timeout,
@@ -99,6 +107,7 @@ impl Shared {
             events: Mutex::new(events),
             closing: AtomicBool::new(false),
             complete: AtomicBool::new(false),
+            board,
         }
     }
 
@@ -127,6 +136,21 @@ impl Shared {
     /// (rank 0 fans out to all; others tell rank 0), and wakes the caller.
     /// Returns the recorded (first) failure as an error.
     pub(super) fn fail(&self, reason: String, culprit: Option<usize>) -> LaunchError {
+        self.fail_with(reason, culprit, |reason| Msg::Abort { reason })
+    }
+
+    /// [`Shared::fail`], but every rank fails with `reason` verbatim
+    /// (`abort_job`: the reason already names who is at fault).
+    pub(super) fn stop(&self, reason: String, culprit: Option<usize>) -> LaunchError {
+        self.fail_with(reason, culprit, |reason| Msg::Stop { reason })
+    }
+
+    fn fail_with(
+        &self,
+        reason: String,
+        culprit: Option<usize>,
+        notice: fn(String) -> Msg,
+    ) -> LaunchError {
         {
             let mut failure = lock(&self.failure);
             if let Some(first) = failure.as_ref() {
@@ -136,12 +160,7 @@ impl Shared {
         }
         for peer in self.peers() {
             if Some(peer.rank) != culprit && !peer.left.load(Ordering::SeqCst) {
-                let _ = peer.send(
-                    &Msg::Abort {
-                        reason: reason.clone(),
-                    },
-                    &[],
-                );
+                let _ = peer.send(&notice(reason.clone()), &[]);
             }
         }
         // After the fan-out (the hook may be slow: aborting NCCL), before
