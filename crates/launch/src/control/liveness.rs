@@ -1,6 +1,8 @@
-//! Liveness: one reader thread per connection and one heartbeat thread
-//! per process. A peer that closes without a goodbye or sends nothing for
-//! the timeout becomes the job's failure, named by rank and host.
+//! Liveness on ranks other than 0: they hold one connection (to rank 0),
+//! so a reader thread and a heartbeat thread. Rank 0 does the same for
+//! every rank in its event loop (`hub`). A peer that closes without a
+//! goodbye or sends nothing for the timeout becomes the job's failure,
+//! named by rank and host.
 
 use super::shared::{Event, Peer, Shared};
 use crate::wire::{self, Msg, ReadError};
@@ -79,8 +81,9 @@ fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
     }
 }
 
-/// Sends heartbeats to every peer until closing (one thread per process).
-pub(super) fn spawn_heartbeat(shared: Arc<Shared>) {
+/// Sends heartbeats (with this rank's progress word) to rank 0 until
+/// closing.
+pub(super) fn spawn_heartbeat(shared: Arc<Shared>, root: Arc<Peer>) {
     let interval = heartbeat_interval(shared.timeout);
     let _ = thread::Builder::new()
         .name("collbench-heartbeat".into())
@@ -88,12 +91,10 @@ pub(super) fn spawn_heartbeat(shared: Arc<Shared>) {
             let mut next = Instant::now();
             while !shared.closing.load(Ordering::SeqCst) {
                 if Instant::now() >= next {
-                    for peer in shared.peers() {
-                        if !peer.left.load(Ordering::SeqCst) {
-                            // A failed write is the reader's to report.
-                            let word = wire::word_payload(shared.board.own());
-                            let _ = peer.send(&Msg::Heartbeat, &word);
-                        }
+                    if !root.left.load(Ordering::SeqCst) {
+                        // A failed write is the reader's to report.
+                        let word = wire::word_payload(shared.board.own());
+                        let _ = root.send(&Msg::Heartbeat, &word);
                     }
                     next = Instant::now() + interval;
                 }

@@ -12,11 +12,18 @@
 //! 0 answers (`Result`). Every call carries a sequence number and its kind,
 //! so ranks that call different things fail with a message saying so.
 //!
-//! Failures: one reader thread per connection and one heartbeat thread per
-//! process. A peer that closes without a goodbye (exit, crash, kill) or
-//! sends nothing for the timeout (stopped, hung, unreachable) fails the
-//! job; rank 0 then sends Abort to everyone else, so they fail at once
-//! instead of waiting out their own timeouts. Every wait has a deadline.
+//! Threads: rank 0 drives every connection from one event loop over
+//! non-blocking sockets (`hub`), so its cost does not grow by a thread per
+//! rank (4096 ranks: 2 threads, about 33 MiB; bench/results/scale.md); its
+//! accept queue is sized for the world. The other ranks hold one
+//! connection, read by a reader thread, and a heartbeat thread; they
+//! retry joining with jittered backoff.
+//!
+//! Failures: a peer that closes without a goodbye (exit, crash, kill),
+//! sends nothing for the timeout (stopped, hung, unreachable) or, on rank
+//! 0, reads nothing it is sent for the timeout, fails the job; rank 0 then
+//! sends Abort to everyone else, so they fail at once instead of waiting
+//! out their own timeouts. Every wait has a deadline.
 //! After a failure every call returns the first failure's message, which
 //! names the rank and host.
 //!
@@ -31,12 +38,14 @@
 //! calls and its goodbye); `shared` the state the background threads share
 //! with the caller; `call` the request/reply machinery of one call
 //! (sequence numbers, deadlines, buffering); `rendezvous` joining (hello,
-//! refusals, Ready); `liveness` the reader and heartbeat threads that turn
-//! a dead or silent peer into a failure naming it; `progress` the table of
+//! refusals, Ready); `hub` rank 0's event loop; `liveness` the other
+//! ranks' reader and heartbeat threads, which turn a dead or silent rank 0
+//! into a failure naming it; `progress` the table of
 //! where every rank is; `tests` runs ranks as
 //! threads against hand-made bad clients.
 
 mod call;
+mod hub;
 mod liveness;
 mod progress;
 mod rendezvous;
@@ -44,18 +53,16 @@ mod shared;
 #[cfg(test)]
 mod tests;
 
-use crate::wire::{self, Msg, Op};
+use crate::wire::{self, Op};
 use crate::{LaunchError, LaunchOptions, World};
 use call::start_call;
 use collbench_core::{PeerFailure, Progress, RankProgress};
 use progress::Board;
 use rendezvous::{join_as_peer, join_as_root};
+use shared::Outbox;
 use shared::{lock, Link, Shared};
-use std::io::Read;
-use std::net::Shutdown;
-use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A rank as it introduced itself to rank 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +136,7 @@ impl Control {
                 timeout,
                 mpsc::channel().0,
                 board.clone(),
+                Outbox::Alone,
             )),
         };
         Ok(Control {
@@ -311,9 +319,7 @@ impl Control {
     /// would, so tests of failure handling can run ranks as threads.
     #[doc(hidden)]
     pub fn crash_for_tests(self) {
-        if let Some(link) = &self.link {
-            link.shared.close();
-        }
+        self.shared.close();
         std::mem::forget(self);
     }
 }
@@ -321,35 +327,8 @@ impl Control {
 impl Drop for Control {
     /// Says goodbye to every peer, so closing is not mistaken for a crash.
     fn drop(&mut self) {
-        if let Some(link) = &self.link {
-            link.shared.closing.store(true, Ordering::SeqCst);
-            let peers = link.shared.peers();
-            for peer in &peers {
-                let _ = peer.send(&Msg::Bye, &[]);
-                let _ = lock(&peer.writer).shutdown(Shutdown::Write);
-            }
-            // Lingering close: read until each peer closes its side (or a
-            // short deadline). Closing with unread bytes makes the kernel
-            // send a reset, which can discard a failure notice the peer
-            // has received but not yet read.
-            let deadline = Instant::now() + Duration::from_secs(1);
-            let mut buf = [0u8; 4096];
-            for peer in &peers {
-                let mut stream = lock(&peer.writer);
-                let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-                while Instant::now() < deadline {
-                    match stream.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(_) => {}
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                            ) => {}
-                        Err(_) => break,
-                    }
-                }
-            }
+        if self.link.is_some() {
+            self.shared.goodbye();
         }
     }
 }
