@@ -7,18 +7,20 @@
 //! bounded by `wire`), a queue of outgoing frames shared between ranks
 //! (an answer to everyone is one buffer), and a few fields. The calling
 //! thread talks to the loop through [`HubHandle`]: commands on a channel
-//! plus a waker; the loop talks back through the event channel.
+//! plus a waker; the loop talks back through the event channel. This file
+//! holds the loop and what frames mean; `io` the sockets.
+
+mod io;
 
 use super::liveness::heartbeat_interval;
 use super::rendezvous::judge_hello;
 use super::shared::{Event, Shared};
 use super::PeerHello;
-use crate::wire::{self, Msg, ReadError};
-use mio::net::{TcpListener, TcpStream};
+use crate::wire::{self, Msg};
+use io::Conn;
+use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
-use std::collections::VecDeque;
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -122,43 +124,6 @@ pub(super) fn spawn(
     Ok(())
 }
 
-/// One connection: a rank once its hello is admitted.
-struct Conn {
-    stream: TcpStream,
-    addr: SocketAddr,
-    /// `None` until its hello is admitted.
-    rank: Option<usize>,
-    host: String,
-    inbuf: Vec<u8>,
-    out: VecDeque<Arc<[u8]>>,
-    /// Bytes of `out.front()` already written.
-    written: usize,
-    last_heard: Instant,
-    /// When the oldest unwritten frame was queued (a rank that stops
-    /// reading is as stuck as one that stops writing).
-    stalled_since: Option<Instant>,
-    /// Before admission: when to give up on its hello.
-    hello_deadline: Instant,
-    /// Refused, or said goodbye: close once written / once it closes.
-    finished: bool,
-}
-
-impl Conn {
-    fn name(&self) -> String {
-        match self.rank {
-            Some(rank) => format!("rank {rank} on host {}", self.host),
-            None => format!("a connection from {}", self.addr),
-        }
-    }
-
-    fn queue(&mut self, frame: Arc<[u8]>) {
-        if self.out.is_empty() {
-            self.stalled_since = Some(Instant::now());
-        }
-        self.out.push_back(frame);
-    }
-}
-
 /// How the loop is ending.
 #[derive(Clone, Copy)]
 enum Ending {
@@ -242,67 +207,6 @@ impl Hub {
         }
     }
 
-    fn accept(&mut self) {
-        loop {
-            match self.listener.accept() {
-                Ok((mut stream, addr)) => {
-                    if self.ending.is_some() {
-                        continue;
-                    }
-                    let _ = stream.set_nodelay(true);
-                    let i = self.free.pop().unwrap_or_else(|| {
-                        self.conns.push(None);
-                        self.conns.len() - 1
-                    });
-                    let interest = Interest::READABLE | Interest::WRITABLE;
-                    if self
-                        .poll
-                        .registry()
-                        .register(&mut stream, Token(i + FIRST), interest)
-                        .is_err()
-                    {
-                        self.free.push(i);
-                        continue;
-                    }
-                    let now = Instant::now();
-                    self.conns[i] = Some(Conn {
-                        stream,
-                        addr,
-                        rank: None,
-                        host: "?".into(),
-                        inbuf: Vec::new(),
-                        out: VecDeque::new(),
-                        written: 0,
-                        last_heard: now,
-                        stalled_since: None,
-                        hello_deadline: now + self.shared.timeout.min(Duration::from_secs(10)),
-                        finished: false,
-                    });
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                // Out of descriptors or a connection reset before accept:
-                // the peer retries; try again on the next readiness.
-                Err(_) => return,
-            }
-        }
-    }
-
-    /// Reads (when there is something to read) and writes what is queued
-    /// for connection `i`: a socket is writable after nearly every ACK, and
-    /// a read that can only say WouldBlock is a wasted syscall per rank.
-    fn service(&mut self, i: usize, readable: bool) {
-        let outcome = match readable {
-            true => self.read(i),
-            false => Outcome::Open,
-        };
-        let queued = self.conns[i].as_ref().is_some_and(|c| !c.out.is_empty());
-        let outcome = match outcome {
-            Outcome::Open if queued => self.write(i),
-            other => other,
-        };
-        self.settle(i, outcome);
-    }
-
     fn settle(&mut self, i: usize, outcome: Outcome) {
         match outcome {
             Outcome::Open => {}
@@ -313,81 +217,6 @@ impl Hub {
                 self.fail(reason, rank);
             }
         }
-    }
-
-    fn read(&mut self, i: usize) -> Outcome {
-        let Some(conn) = self.conns[i].as_mut() else {
-            return Outcome::Open;
-        };
-        let closed = loop {
-            match conn.stream.read(&mut self.scratch) {
-                Ok(0) => break Some(ReadError::Closed),
-                Ok(n) => {
-                    conn.inbuf.extend_from_slice(&self.scratch[..n]);
-                    // A short read drained the socket: more data makes a
-                    // new readiness event, so skip the read that would
-                    // only say WouldBlock (a syscall per rank per row).
-                    if n < self.scratch.len() {
-                        break None;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => break Some(ReadError::from(e)),
-            }
-        };
-        let mut used = 0;
-        loop {
-            let Some(conn) = self.conns[i].as_mut() else {
-                return Outcome::Open;
-            };
-            match wire::decode(&conn.inbuf[used..]) {
-                Ok(Some((msg, payload, n))) => {
-                    used += n;
-                    conn.last_heard = Instant::now();
-                    match self.frame(i, msg, payload) {
-                        Outcome::Open => {}
-                        other => return other,
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => return self.broken(i, e),
-            }
-        }
-        let Some(conn) = self.conns[i].as_mut() else {
-            return Outcome::Open;
-        };
-        conn.inbuf.drain(..used);
-        if conn.inbuf.is_empty() && conn.inbuf.capacity() > 64 << 10 {
-            conn.inbuf = Vec::new();
-        }
-        match closed {
-            Some(e) => self.broken(i, e),
-            None => Outcome::Open,
-        }
-    }
-
-    /// A connection that closed or sent garbage.
-    fn broken(&mut self, i: usize, e: ReadError) -> Outcome {
-        let Some(conn) = self.conns[i].as_ref() else {
-            return Outcome::Open;
-        };
-        let who = conn.name();
-        if conn.finished || self.ending.is_some() {
-            return Outcome::Drop;
-        }
-        if conn.rank.is_none() {
-            eprintln!(
-                "collbench: rank 0 dropped {who}: {e} before a hello (not a collbench rank?)"
-            );
-            return Outcome::Drop;
-        }
-        Outcome::Fail(match e {
-            ReadError::Closed => {
-                format!("{who} disconnected (its process exited, crashed or was killed)")
-            }
-            e => format!("{who}: {e}"),
-        })
     }
 
     /// One whole frame from connection `i`.
@@ -466,41 +295,6 @@ impl Hub {
             self.broadcast(frame_of(&Msg::Ready, &[]), None);
             self.deliver();
             self.shared.event(Event::Joined);
-        }
-        Outcome::Open
-    }
-
-    /// Writes what is queued for connection `i` until it would block.
-    fn write(&mut self, i: usize) -> Outcome {
-        let Some(conn) = self.conns[i].as_mut() else {
-            return Outcome::Open;
-        };
-        while let Some(front) = conn.out.front() {
-            match conn.stream.write(&front[conn.written..]) {
-                Ok(n) => {
-                    conn.written += n;
-                    conn.stalled_since = Some(Instant::now());
-                    if conn.written == front.len() {
-                        conn.out.pop_front();
-                        conn.written = 0;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Outcome::Open,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                // Reading will tell why (a goodbye, an abort, a reset).
-                Err(_) => {
-                    conn.out.clear();
-                    break;
-                }
-            }
-        }
-        conn.stalled_since = None;
-        if conn.finished && conn.rank.is_none() {
-            // A refusal is written: close.
-            return Outcome::Drop;
-        }
-        if matches!(self.ending, Some(Ending::Goodbye(_))) {
-            let _ = conn.stream.shutdown(Shutdown::Write);
         }
         Outcome::Open
     }
