@@ -172,10 +172,14 @@ impl Hub {
         if conn.finished || self.ending.is_some() {
             return Outcome::Drop;
         }
-        if conn.rank.is_none() {
-            eprintln!(
-                "collbench: rank 0 dropped {who}: {e} before a hello (not a collbench rank?)"
-            );
+        let Some(rank) = conn.rank else {
+            self.note_drop(format!("{who}: {e} before a hello"));
+            return Outcome::Drop;
+        };
+        if self.joined < self.shared.world_size && matches!(e, ReadError::Closed) {
+            // Before Ready a rank may give up on a slow welcome and try
+            // again (a connect storm): it is not a failure, it rejoins.
+            self.unadmit(rank);
             return Outcome::Drop;
         }
         Outcome::Fail(match e {
