@@ -71,10 +71,11 @@ pub(super) fn join_as_root(
     for event in early {
         absorb(&mut state, event, &mut Vec::new());
     }
-    let hellos = lock(&shared.hub().hellos)
-        .iter()
+    // Taken, not copied (they hold each rank's preflight attachment): after
+    // Ready the loop refuses every hello before it would look at them.
+    let hellos = std::mem::take(&mut *lock(&shared.hub().hellos))
+        .into_iter()
         .flatten()
-        .cloned()
         .collect();
     Ok(Link {
         shared,

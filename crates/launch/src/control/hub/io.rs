@@ -154,7 +154,9 @@ impl Hub {
             return Outcome::Open;
         };
         conn.inbuf.drain(..used);
-        if conn.inbuf.is_empty() && conn.inbuf.capacity() > 64 << 10 {
+        // Bounded memory per rank: a hello (a few KiB) or a large answer
+        // leaves no large buffer behind (16384 ranks x 4 KiB = 64 MiB).
+        if conn.inbuf.is_empty() && conn.inbuf.capacity() > 1024 {
             conn.inbuf = Vec::new();
         }
         match closed {

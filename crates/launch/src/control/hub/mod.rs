@@ -452,10 +452,10 @@ impl Hub {
 
     /// Forgets rank `rank`'s admission (before Ready: it rejoins).
     fn unadmit(&mut self, rank: usize) {
-        if super::shared::lock(&self.shared.hub().hellos)[rank]
-            .take()
-            .is_some()
-        {
+        let taken = super::shared::lock(&self.shared.hub().hellos)
+            .get_mut(rank)
+            .and_then(Option::take);
+        if taken.is_some() {
             self.joined -= 1;
         }
         self.by_rank[rank] = None;
