@@ -269,7 +269,7 @@ fn median_max(xs: &[f64]) -> (f64, f64) {
     }
 }
 
-/// A number field of /proc/<pid>/status (`Threads`, `VmHWM` in KiB).
+/// A number field of `/proc/PID/status` (`Threads`, `VmHWM` in KiB).
 fn proc_status(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status.lines().find_map(|line| {
