@@ -34,11 +34,13 @@ const FIRST: usize = 2;
 
 /// What the calling thread asks of the loop.
 pub(super) enum Command {
-    /// Send `frame` to rank `to`, or to every joined rank but `except`.
-    Send {
-        to: Option<usize>,
+    /// Send `frame` to every joined rank but `except`; then, if given, say
+    /// so on `written` (a failure notice is in the kernel's hands before
+    /// the caller goes on, as when the caller wrote it itself).
+    SendAll {
         except: Option<usize>,
         frame: Arc<[u8]>,
+        written: Option<Sender<()>>,
     },
     /// Goodbye to everyone, read until each closes (1 s at most), stop.
     Goodbye,
@@ -64,10 +66,32 @@ impl HubHandle {
         sent && self.waker.wake().is_ok()
     }
 
+    /// Sends `frame` to every joined rank but `except` and waits (1 s at
+    /// most) until the loop has written it; not on the loop's own thread
+    /// (a failure hook), where waiting would only wait out the second.
+    pub(super) fn send_all_now(&self, frame: Arc<[u8]>, except: Option<usize>) {
+        let (written, done) = mpsc::channel();
+        let on_loop = super::shared::lock(&self.thread)
+            .as_ref()
+            .is_some_and(|t| t.thread().id() == thread::current().id());
+        let written = (!on_loop).then_some(written);
+        let waiting = written.is_some();
+        if self.command(Command::SendAll {
+            except,
+            frame,
+            written,
+        }) && waiting
+        {
+            let _ = done.recv_timeout(Duration::from_secs(1));
+        }
+    }
+
     /// `command`, then waits for the loop to end.
     pub(super) fn finish(&self, command: Command) {
         self.command(command);
-        if let Some(thread) = super::shared::lock(&self.thread).take() {
+        // Taken first: the lock is not held while the loop finishes.
+        let thread = super::shared::lock(&self.thread).take();
+        if let Some(thread) = thread {
             let _ = thread.join();
         }
     }
@@ -330,24 +354,16 @@ impl Hub {
     fn take_commands(&mut self) {
         while let Ok(command) = self.commands.try_recv() {
             match command {
-                Command::Send {
-                    to: Some(rank),
-                    frame,
-                    ..
-                } => {
-                    if let Some(i) = self.by_rank.get(rank).copied().flatten() {
-                        if let Some(conn) = self.conns[i].as_mut() {
-                            conn.queue(frame);
-                        }
-                        let outcome = self.write(i);
-                        self.settle(i, outcome);
-                    }
-                }
-                Command::Send {
-                    to: None,
+                Command::SendAll {
                     except,
                     frame,
-                } => self.broadcast(frame, except),
+                    written,
+                } => {
+                    self.broadcast(frame, except);
+                    if let Some(written) = written {
+                        let _ = written.send(());
+                    }
+                }
                 Command::Goodbye => {
                     let deadline = Instant::now() + Duration::from_secs(1);
                     self.ending = Some(Ending::Goodbye(deadline));
