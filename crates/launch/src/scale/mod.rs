@@ -103,7 +103,8 @@ pub struct ScaleReport {
 }
 
 /// Rank 0's side, in the child process: joins as rank 0 on `port`, runs
-/// the rows, says goodbye.
+/// the rows, then sees the last rank die (its next call must fail naming
+/// it) and says goodbye.
 pub fn serve_as_root(opts: &ScaleOptions, port: u16) -> Result<RootReport, String> {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     let world = World {
@@ -206,19 +207,22 @@ pub fn run(opts: &ScaleOptions, root_exe: &Path) -> Result<ScaleReport, String> 
                     _ => last = Some(line),
                 }
             }
+            rows.root_gone();
             last
         })
     };
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let swarm = swarm::run(opts, addr, &rows);
     if swarm.is_err() {
+        // Its stderr (inherited) says why, if it failed first.
         let _ = child.kill();
     }
     let status = child.wait().map_err(|e| e.to_string())?;
     let line = reader.join().unwrap_or(None);
     done.store(true, Ordering::SeqCst);
     let root_threads = sampler.join().unwrap_or(0);
-    let swarm = swarm?;
+    // Rank 0's own error, if it had one, is on the inherited stderr.
+    let swarm = swarm.map_err(|e| format!("{e} (rank 0's process: {status})"))?;
     let root: RootReport = match (status.success(), line) {
         (true, Some(line)) => serde_json::from_str(&line).map_err(|e| e.to_string())?,
         _ => return Err(format!("rank 0 failed ({status})")),

@@ -39,6 +39,8 @@ pub struct Rows {
     kill: AtomicBool,
     /// When the last rank's connection was dropped.
     killed_at: Mutex<Option<Instant>>,
+    /// When rank 0's process closed its stdout (exited).
+    root_gone: Mutex<Option<Instant>>,
     wakers: Mutex<Vec<Arc<Waker>>>,
 }
 
@@ -53,6 +55,13 @@ impl Rows {
     /// other rank then expects rank 0's Abort.
     pub fn kill_last(&self) {
         self.kill.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// Rank 0's process has ended: ranks still waiting give up soon
+    /// (instead of at their deadline, minutes later).
+    pub fn root_gone(&self) {
+        *self.root_gone.lock().unwrap() = Some(Instant::now());
         self.wake();
     }
 
@@ -188,9 +197,14 @@ fn drive(
             return Err("stopped: another client thread failed".into());
         }
         let now = Instant::now();
-        if now > deadline {
+        let root_gone = *rows.root_gone.lock().unwrap();
+        if now > deadline || root_gone.is_some_and(|t| now > t + Duration::from_secs(2)) {
             let behind = clients.iter().filter(|c| c.stage != Stage::Done).count();
-            return Err(format!("{behind} simulated ranks not done by the deadline"));
+            let why = match root_gone {
+                Some(_) => "rank 0's process ended",
+                None => "the deadline passed",
+            };
+            return Err(format!("{why} with {behind} simulated ranks not done"));
         }
         if now >= next_timers {
             next_timers = now + Duration::from_millis(10);
