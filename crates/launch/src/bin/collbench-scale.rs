@@ -32,12 +32,12 @@ fn main() -> ExitCode {
             }
         };
     }
-    let Ok(worlds) = args
-        .iter()
-        .map(|w| w.parse::<usize>())
-        .collect::<Result<Vec<_>, _>>()
+    let worlds: Result<Vec<usize>, _> = args.iter().map(|w| w.parse::<usize>()).collect();
+    let Some(worlds) = worlds
+        .ok()
+        .filter(|w| !w.is_empty() && w.iter().all(|&w| w >= 2))
     else {
-        eprintln!("usage: collbench-scale W... (world sizes, e.g. 1024 4096 16384)");
+        eprintln!("usage: collbench-scale W... (world sizes of 2 or more, e.g. 1024 4096 16384)");
         return ExitCode::from(2);
     };
     let Ok(exe) = std::env::current_exe() else {

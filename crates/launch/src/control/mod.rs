@@ -112,6 +112,12 @@ impl Control {
         args: &LaunchOptions,
         info: Vec<u8>,
     ) -> Result<Control, LaunchError> {
+        if world.rank >= world.world_size {
+            return Err(LaunchError::Discovery(format!(
+                "rank {} is not in a world of {} ranks: check --rank and --world-size",
+                world.rank, world.world_size
+            )));
+        }
         let timeout = Duration::from_secs(args.timeout_s.max(1));
         let own = PeerHello {
             rank: world.rank,
