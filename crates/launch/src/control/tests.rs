@@ -178,3 +178,18 @@ fn a_rank_that_stops_reading_is_named_by_rank_0() {
     );
     drop(stream);
 }
+
+#[test]
+fn a_rank_lost_before_ready_may_join_again() {
+    let port = free_port();
+    let root = thread::spawn(move || Control::connect(&world(0, 3, port), &options(10)).is_ok());
+    // Rank 1 joins, then its connection closes before the job starts
+    // (it gave up on a slow welcome, or its first process died).
+    drop(silent_rank(port, 1, 3));
+    thread::sleep(Duration::from_millis(200));
+    let again = thread::spawn(move || Control::connect(&world(1, 3, port), &options(10)).is_ok());
+    let last = Control::connect(&world(2, 3, port), &options(10));
+    assert!(last.is_ok());
+    assert!(again.join().unwrap());
+    assert!(root.join().unwrap());
+}
