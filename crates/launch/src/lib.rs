@@ -7,7 +7,8 @@
 //! - `World::discover(&LaunchOptions) -> Result<World, LaunchError>`
 //! - `Control::connect(&World, &LaunchOptions) -> Result<Control, LaunchError>`
 //!   and its methods `rank`, `world_size`, `barrier`, `broadcast`, `gather`,
-//!   `all_gather`, `abort`; [`Control`] also implements
+//!   `all_gather`, `abort`, and the stuck-rank seam `publish_progress`,
+//!   `progress_of_all`, `abort_job`, `failure`; [`Control`] also implements
 //!   [`collbench_core::Bootstrap`], which is all the runner, the checks and
 //!   the backends need to see of it.
 //!
@@ -17,6 +18,8 @@
 //! - [`world`]: options + environment -> [`World`] (rank, size, rendezvous, token).
 //! - `wire`: the framed, versioned messages on the TCP control plane.
 //! - [`control`]: the control plane itself ([`Control`]).
+//! - `scale`: the scale harness (simulated ranks against the real rank 0;
+//!   `tests/scale.rs`, the `collbench-scale` bench).
 //!
 //! Not for: command-line parsing or commands (the CLI owns its flags and
 //! `collbench preflight`), nor exit codes (errors say what failed; the CLI
@@ -27,6 +30,8 @@
 pub mod control;
 pub mod env;
 pub mod hostlist;
+#[doc(hidden)]
+pub mod scale;
 mod wire;
 pub mod world;
 

@@ -51,6 +51,7 @@ fn silent_rank(port: u16, rank: usize, n: usize) -> TcpStream {
         local_rank: 0,
         host: "frozen".into(),
         pid: 1,
+        nonce: 7,
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -103,4 +104,92 @@ fn garbage_clients_are_dropped_and_the_job_goes_on() {
         root.join().unwrap().unwrap().unwrap(),
         vec![vec![7], vec![8]]
     );
+}
+
+fn hello(rank: usize, n: usize, nonce: u64) -> Msg {
+    Msg::Hello {
+        protocol: PROTOCOL_VERSION,
+        token: "job".into(),
+        rank,
+        world_size: n,
+        local_rank: 0,
+        host: "retrying".into(),
+        pid: 1,
+        nonce,
+    }
+}
+
+#[test]
+fn a_rank_that_retries_its_join_replaces_itself_and_a_stranger_is_still_refused() {
+    let port = free_port();
+    let root = thread::spawn(move || Control::connect(&world(0, 3, port), &options(10)).is_ok());
+    let join = |nonce| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match try_join(
+                "127.0.0.1",
+                port,
+                &hello(1, 3, nonce),
+                &[],
+                Duration::from_secs(5),
+            ) {
+                Ok(stream) => return Ok(stream),
+                Err(super::rendezvous::Attempt::Refused(reason)) => return Err(reason),
+                Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
+                Err(_) => panic!("could not join"),
+            }
+        }
+    };
+    let _first = join(5).unwrap();
+    // The same rank again (it gave up on a slow welcome): welcomed.
+    let _again = join(5).unwrap();
+    // Another process claiming rank 1: refused.
+    let stranger = join(6).unwrap_err();
+    assert!(stranger.contains("already joined"), "{stranger}");
+    let _last = Control::connect(&world(2, 3, port), &options(10)).unwrap();
+    assert!(root.join().unwrap());
+}
+
+#[test]
+fn a_rank_that_stops_reading_is_named_by_rank_0() {
+    let port = free_port();
+    let root = thread::spawn(move || {
+        let control = Control::connect(&world(0, 2, port), &options(2)).unwrap();
+        // Answers pile up in the rank's socket, then in rank 0's queue.
+        for _ in 0..8 {
+            let _ = control.broadcast(Some(vec![0; 8 << 20]));
+        }
+        control.barrier().unwrap_err().to_string()
+    });
+    let stream = silent_rank(port, 1, 2);
+    // It keeps its heartbeat going but never reads.
+    let mut beating = stream.try_clone().unwrap();
+    thread::spawn(move || loop {
+        let word = crate::wire::word_payload(0);
+        if crate::wire::write_frame(&mut beating, &Msg::Heartbeat, &word).is_err() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(100));
+    });
+    let error = root.join().unwrap();
+    assert!(
+        error.contains("rank 1 on host frozen read nothing for 2 s"),
+        "{error}"
+    );
+    drop(stream);
+}
+
+#[test]
+fn a_rank_lost_before_ready_may_join_again() {
+    let port = free_port();
+    let root = thread::spawn(move || Control::connect(&world(0, 3, port), &options(10)).is_ok());
+    // Rank 1 joins, then its connection closes before the job starts
+    // (it gave up on a slow welcome, or its first process died).
+    drop(silent_rank(port, 1, 3));
+    thread::sleep(Duration::from_millis(200));
+    let again = thread::spawn(move || Control::connect(&world(1, 3, port), &options(10)).is_ok());
+    let last = Control::connect(&world(2, 3, port), &options(10));
+    assert!(last.is_ok());
+    assert!(again.join().unwrap());
+    assert!(root.join().unwrap());
 }
