@@ -14,6 +14,7 @@
 //! heavy dependencies.
 #![forbid(unsafe_code)]
 
+pub mod adaptive;
 pub mod alltoallv;
 pub mod bootstrap;
 pub mod clock;

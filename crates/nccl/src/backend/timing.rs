@@ -109,7 +109,8 @@ impl NcclBackend {
         let inline_events = inline_events(setting.as_deref(), case.size_bytes());
         let (total, cpu, mut iter_times_us) =
             self.timed_loop(case, lp, ops, timing.blocking, inline_events)?;
-        if !inline_events {
+        // `-n auto`'s repeats skip the per-iteration pass (unless -I 1).
+        if !inline_events && timing.iteration_pass {
             iter_times_us = self.timed_loop(case, lp, ops, timing.blocking, true)?.2;
         }
         let n = self.gpus.len();

@@ -335,6 +335,7 @@ mod tests {
             blocking: 0,
             max_bytes,
             keep_iter_times: false,
+            iteration_pass: true,
         }
     }
 

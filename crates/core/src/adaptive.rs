@@ -1,0 +1,633 @@
+//! Adaptive sample counts: add samples to a series until the interval of
+//! its mean is tight enough ([`AdaptiveStop`]), within a minimum and a
+//! maximum count and a cap on cost. Shared by `run -n auto` (one series of
+//! repeat times per placement, see [`AutoIters`]) and `collbench tune`
+//! (series of interleaved pairs; its gain rule lives in
+//! `collbench_tune::stats`, which re-exports this module).
+//!
+//! # Why log values and a t-interval
+//!
+//! Timing noise on a GPU is multiplicative (a few percent of the time, not
+//! a few microseconds), so the logarithm of a time, or of a ratio of two
+//! times, is close to symmetric and normal, and a mean of logs is a
+//! geometric mean, the right average for "x times faster". The Student
+//! t-interval is exact for normal data at any sample count, which matters
+//! at 3 to 40 samples. A percentile bootstrap needs no normality but covers
+//! too little at 5-10 samples (its intervals are too narrow). The interval
+//! of the mean log is mapped back with `exp`, so it is an interval of the
+//! time (or ratio), never below zero.
+
+use serde::{Deserialize, Serialize};
+
+/// Running mean and variance of log values (Welford's update).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogSeries {
+    n: u32,
+    mean: f64,
+    m2: f64,
+}
+
+impl LogSeries {
+    /// Adds one log value.
+    pub fn push(&mut self, x: f64) {
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / f64::from(self.n);
+        self.m2 += d * (x - self.mean);
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> u32 {
+        self.n
+    }
+
+    /// True before the first value.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The interval of `exp(mean)` at `confidence` (e.g. 0.95); `None`
+    /// below two values.
+    pub fn interval(&self, confidence: f64) -> Option<Interval> {
+        if self.n < 2 {
+            return None;
+        }
+        let df = self.n - 1;
+        let sd = (self.m2 / f64::from(df)).max(0.0).sqrt();
+        let half = student_t_quantile(0.5 + confidence / 2.0, df) * sd / f64::from(self.n).sqrt();
+        Some(Interval {
+            estimate: self.mean.exp(),
+            lo: (self.mean - half).exp(),
+            hi: (self.mean + half).exp(),
+            n: self.n,
+            confidence,
+        })
+    }
+}
+
+/// An interval of a ratio (or of a time), mapped back from log space.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Geometric mean.
+    pub estimate: f64,
+    /// Lower end.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+    /// Number of samples (pairs, for a ratio).
+    pub n: u32,
+    /// Confidence level (0.95).
+    pub confidence: f64,
+}
+
+impl Interval {
+    /// Half the width relative to the estimate, as a fraction (0.01 = ±1%).
+    pub fn rel_half_width(&self) -> f64 {
+        (self.hi - self.lo) / 2.0 / self.estimate
+    }
+
+    /// For a time ratio `candidate / default`: the gain in time saved,
+    /// `1 - ratio`, as (estimate, lo, hi) fractions; lo comes from the
+    /// ratio's upper end.
+    pub fn gain(&self) -> (f64, f64, f64) {
+        (1.0 - self.estimate, 1.0 - self.hi, 1.0 - self.lo)
+    }
+}
+
+/// When to stop adding samples to one series.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StopRule {
+    /// Confidence level of the interval (0.95).
+    pub confidence: f64,
+    /// Stop once the interval's relative half-width is at most this
+    /// (0.01 = ±1%).
+    pub rel_half_width: f64,
+    /// Never stop before this many samples (the t-interval of very few
+    /// samples is valid but wide; fewer than 3 says little about spread).
+    pub min_samples: u32,
+    /// Stop at this many samples whatever the width.
+    pub max_samples: u32,
+    /// Stop once the measurements cost this much time (us, wall).
+    pub max_cost_us: f64,
+}
+
+impl Default for StopRule {
+    fn default() -> StopRule {
+        StopRule {
+            confidence: 0.95,
+            rel_half_width: 0.01,
+            min_samples: 5,
+            max_samples: 40,
+            max_cost_us: f64::INFINITY,
+        }
+    }
+}
+
+/// Why a series stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The interval is as tight as asked.
+    Tight,
+    /// `max_samples` reached.
+    MaxSamples,
+    /// `max_cost_us` spent.
+    Budget,
+}
+
+/// What [`AdaptiveStop`] says after each sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Measure another sample.
+    Continue,
+    /// Enough: the interval is final.
+    Stop(StopReason),
+}
+
+/// Adaptive sample count for one series: feed it samples, it says when to
+/// stop, and gives the interval. One `AdaptiveStop` follows one series:
+/// either pairs (`push_pair`, for tune) or single times (`push_time`, for
+/// `run -n auto`), never both.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptiveStop {
+    rule: StopRule,
+    series: LogSeries,
+    cost_us: f64,
+}
+
+impl AdaptiveStop {
+    /// A fresh series under `rule`.
+    pub fn new(rule: StopRule) -> AdaptiveStop {
+        AdaptiveStop {
+            rule,
+            series: LogSeries::default(),
+            cost_us: 0.0,
+        }
+    }
+
+    /// Adds one interleaved pair: times per iteration of default and
+    /// candidate, and what measuring the pair cost (us, wall).
+    pub fn push_pair(&mut self, default_us: f64, candidate_us: f64, cost_us: f64) -> Decision {
+        self.series.push((candidate_us / default_us).ln());
+        self.cost_us += cost_us;
+        self.decision()
+    }
+
+    /// Adds one time per iteration (a repeat of one setting) and its cost.
+    pub fn push_time(&mut self, time_us: f64, cost_us: f64) -> Decision {
+        self.series.push(time_us.ln());
+        self.cost_us += cost_us;
+        self.decision()
+    }
+
+    /// Adds cost without a sample (a calibration run); the decision for
+    /// the samples so far.
+    pub fn add_cost(&mut self, cost_us: f64) -> Decision {
+        self.cost_us += cost_us;
+        self.decision()
+    }
+
+    /// The decision for the samples so far.
+    pub fn decision(&self) -> Decision {
+        let n = self.series.len();
+        if self.cost_us >= self.rule.max_cost_us {
+            return Decision::Stop(StopReason::Budget);
+        }
+        if n >= self.rule.max_samples {
+            return Decision::Stop(StopReason::MaxSamples);
+        }
+        if n >= self.rule.min_samples.max(2) {
+            if let Some(i) = self.interval() {
+                if i.rel_half_width() <= self.rule.rel_half_width {
+                    return Decision::Stop(StopReason::Tight);
+                }
+            }
+        }
+        Decision::Continue
+    }
+
+    /// The interval so far (`None` below two samples).
+    pub fn interval(&self) -> Option<Interval> {
+        self.series.interval(self.rule.confidence)
+    }
+
+    /// Samples so far.
+    pub fn len(&self) -> u32 {
+        self.series.len()
+    }
+
+    /// True before the first sample.
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+
+    /// Wall time spent so far (us).
+    pub fn cost_us(&self) -> f64 {
+        self.cost_us
+    }
+}
+
+/// Quantile of the standard normal distribution (Acklam's rational
+/// approximation, relative error below 1.2e-9), for 0 < p < 1.
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// Quantile of Student's t distribution with `df` degrees of freedom, for
+/// 0.5 <= p < 1. Exact for 1 and 2 degrees of freedom; from 3 on, the
+/// Cornish-Fisher expansion around the normal quantile (four terms; within
+/// 0.5% of the tables at p = 0.975 for df >= 3, closer as df grows).
+pub fn student_t_quantile(p: f64, df: u32) -> f64 {
+    match df {
+        0 => f64::INFINITY,
+        1 => (std::f64::consts::PI * (p - 0.5)).tan(),
+        2 => (2.0 * p - 1.0) / (2.0 * p * (1.0 - p)).sqrt(),
+        _ => {
+            let z = normal_quantile(p);
+            let v = f64::from(df);
+            let z2 = z * z;
+            let g1 = (z2 + 1.0) * z / 4.0;
+            let g2 = ((5.0 * z2 + 16.0) * z2 + 3.0) * z / 96.0;
+            let g3 = (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) * z / 384.0;
+            let g4 =
+                ((((79.0 * z2 + 776.0) * z2 + 1482.0) * z2 - 1920.0) * z2 - 945.0) * z / 92160.0;
+            z + g1 / v + g2 / (v * v) + g3 / (v * v * v) + g4 / (v * v * v * v)
+        }
+    }
+}
+
+/// The rule of `run -n auto`: per placement (a row's out-of-place or
+/// in-place half), repeats of about `repeat_us` each until the 95%
+/// interval of the mean time per iteration is within `rel_half_width`,
+/// between `min_repeats` and `max_repeats` repeats and at most
+/// `max_placement_us` of timed work.
+///
+/// Why these defaults: at large sizes an iteration lasts milliseconds and
+/// varies by well under 1%, so three one-iteration repeats pin the mean
+/// where `-n 20` spends twenty; at small sizes an iteration lasts
+/// microseconds and the row's cost is fixed overhead (warm-up,
+/// verification, gathering results), so a repeat of half a millisecond
+/// adds little to it while averaging out launch jitter.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AutoIters {
+    /// Target wall time of one repeat (us): iterations per repeat are
+    /// chosen from a one-iteration probe so that a repeat lasts about this.
+    pub repeat_us: f64,
+    /// Stop once the interval's relative half-width is at most this.
+    pub rel_half_width: f64,
+    /// Never fewer repeats (counting a probe that lasted a whole repeat).
+    pub min_repeats: u32,
+    /// Never more repeats.
+    pub max_repeats: u32,
+    /// Stop once the probe and repeats took this much wall time (us).
+    pub max_placement_us: f64,
+}
+
+impl Default for AutoIters {
+    fn default() -> AutoIters {
+        AutoIters {
+            repeat_us: 500.0,
+            rel_half_width: 0.01,
+            min_repeats: 3,
+            max_repeats: 20,
+            max_placement_us: 1e6,
+        }
+    }
+}
+
+/// Most iterations one repeat may take (a sub-nanosecond probe must not
+/// ask for billions).
+pub const MAX_ITERS_PER_REPEAT: u32 = 100_000;
+
+impl AutoIters {
+    /// The stopping rule for the repeats of one placement.
+    pub fn stop_rule(&self) -> StopRule {
+        StopRule {
+            confidence: 0.95,
+            rel_half_width: self.rel_half_width,
+            min_samples: self.min_repeats,
+            max_samples: self.max_repeats,
+            max_cost_us: self.max_placement_us,
+        }
+    }
+
+    /// Iterations per repeat after a probe that took `probe_us` per
+    /// iteration: enough to last `repeat_us`, at least 1.
+    pub fn iters_per_repeat(&self, probe_us: f64) -> u32 {
+        // Zero, negative or NaN: the probe said nothing usable.
+        if probe_us.is_nan() || probe_us <= 0.0 {
+            return MAX_ITERS_PER_REPEAT;
+        }
+        let k = (self.repeat_us / probe_us).ceil();
+        k.clamp(1.0, f64::from(MAX_ITERS_PER_REPEAT)) as u32
+    }
+}
+
+/// One placement's `-n auto` series: says how many iterations the next
+/// repeat takes, and when to stop. Every process of a job must feed it the
+/// same numbers (the slowest process's time and cost of each repeat, shared
+/// through the job's control plane), so that all ranks run the same
+/// repeats.
+///
+/// The first repeat is a one-iteration probe (after the warm-up). When it
+/// lasts at least a whole repeat, it is the first sample; otherwise it only
+/// sets the iterations per repeat and is left out of the result, since a
+/// single short iteration carries the launch and completion latency that
+/// longer repeats spread out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoSeries {
+    rule: AutoIters,
+    stop: AdaptiveStop,
+    iters: Option<u32>,
+    done: bool,
+}
+
+/// What a repeat fed to [`AutoSeries::push`] was used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepeatUse {
+    /// A sample: it counts in the reported mean.
+    Sample,
+    /// The probe, used only to choose iterations per repeat.
+    Probe,
+}
+
+impl AutoSeries {
+    /// A series under `rule`, before its probe.
+    pub fn new(rule: AutoIters) -> AutoSeries {
+        AutoSeries {
+            rule,
+            stop: AdaptiveStop::new(rule.stop_rule()),
+            iters: None,
+            done: false,
+        }
+    }
+
+    /// Iterations of the next repeat; `None` when the series is finished.
+    pub fn next_iters(&self) -> Option<u32> {
+        if self.done {
+            None
+        } else {
+            Some(self.iters.unwrap_or(1))
+        }
+    }
+
+    /// Adds the repeat just run (as asked by [`AutoSeries::next_iters`]):
+    /// its time per iteration and its wall cost (us).
+    pub fn push(&mut self, time_us: f64, cost_us: f64) -> RepeatUse {
+        let (used, decision) = match self.iters {
+            None => {
+                let k = self.rule.iters_per_repeat(time_us);
+                self.iters = Some(k);
+                if k == 1 {
+                    (RepeatUse::Sample, self.stop.push_time(time_us, cost_us))
+                } else {
+                    (RepeatUse::Probe, self.stop.add_cost(cost_us))
+                }
+            }
+            Some(_) => (RepeatUse::Sample, self.stop.push_time(time_us, cost_us)),
+        };
+        // The cap on cost ends the series only once it has a sample.
+        if let Decision::Stop(_) = decision {
+            self.done = !self.stop.is_empty();
+        }
+        used
+    }
+
+    /// Why the series stopped (`None` while it runs).
+    pub fn reason(&self) -> Option<StopReason> {
+        match (self.done, self.stop.decision()) {
+            (true, Decision::Stop(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The interval of the time per iteration so far.
+    pub fn interval(&self) -> Option<Interval> {
+        self.stop.interval()
+    }
+
+    /// Samples so far (repeats that count).
+    pub fn samples(&self) -> u32 {
+        self.stop.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::mix;
+
+    /// Scripted noise: a standard normal draw per (seed, index), from the
+    /// crate's hash (Box-Muller), so every run sees the same numbers.
+    fn normal(seed: u64, i: u64) -> f64 {
+        let u = |k: u64| {
+            ((mix(seed.wrapping_mul(0x9e37) ^ (2 * i + k)) >> 11) as f64 + 0.5)
+                / (1u64 << 53) as f64
+        };
+        (-2.0 * u(0).ln()).sqrt() * (2.0 * std::f64::consts::PI * u(1)).cos()
+    }
+
+    /// Runs one placement's series against a backend whose time per
+    /// iteration is `true_us` with multiplicative noise `noise` per repeat
+    /// (log-normal, its spread divided by sqrt(iterations): longer repeats
+    /// average it), and whose
+    /// wall cost is `iterations x time + overhead_us`. Returns the series
+    /// and the iterations of every repeat, probe first.
+    fn drive(
+        rule: AutoIters,
+        true_us: f64,
+        noise: f64,
+        overhead_us: f64,
+        seed: u64,
+    ) -> (AutoSeries, Vec<u32>, Vec<RepeatUse>) {
+        let mut s = AutoSeries::new(rule);
+        let (mut iters, mut uses) = (Vec::new(), Vec::new());
+        while let Some(k) = s.next_iters() {
+            assert!(iters.len() < 1000, "the series must end");
+            let i = iters.len() as u64;
+            let t = true_us * (noise / f64::from(k).sqrt() * normal(seed, i)).exp();
+            iters.push(k);
+            uses.push(s.push(t, f64::from(k) * t + overhead_us));
+        }
+        (s, iters, uses)
+    }
+    #[test]
+    fn t_quantiles_match_the_tables() {
+        // Two-sided 95% critical values from standard t tables.
+        let table = [
+            (1, 12.706),
+            (2, 4.303),
+            (3, 3.182),
+            (4, 2.776),
+            (5, 2.571),
+            (9, 2.262),
+            (19, 2.093),
+            (29, 2.045),
+            (99, 1.984),
+        ];
+        for (df, t) in table {
+            let got = student_t_quantile(0.975, df);
+            assert!((got - t).abs() / t < 0.005, "df {df}: {got} vs {t}");
+        }
+        assert!((normal_quantile(0.975) - 1.959_964).abs() < 1e-5);
+        assert!((normal_quantile(0.005) + 2.575_829).abs() < 1e-5);
+    }
+
+    #[test]
+    fn stops_on_budget_and_on_max_samples() {
+        let rule = StopRule {
+            max_cost_us: 10.0,
+            ..StopRule::default()
+        };
+        let mut a = AdaptiveStop::new(rule);
+        assert_eq!(a.push_time(5.0, 6.0), Decision::Continue);
+        assert_eq!(a.push_time(50.0, 6.0), Decision::Stop(StopReason::Budget));
+        let rule = StopRule {
+            max_samples: 3,
+            ..StopRule::default()
+        };
+        let mut a = AdaptiveStop::new(rule);
+        let mut last = Decision::Continue;
+        for t in [1.0, 2.0, 4.0] {
+            last = a.push_time(t, 0.0);
+        }
+        assert_eq!(last, Decision::Stop(StopReason::MaxSamples));
+    }
+    #[test]
+    fn a_long_stable_iteration_stops_after_three_single_iteration_repeats() {
+        // 8 GiB on a GPU: 50 ms per iteration, 0.2% spread.
+        let (s, iters, uses) = drive(AutoIters::default(), 50_000.0, 0.002, 20.0, 1);
+        assert_eq!(iters, vec![1, 1, 1], "the probe counts as the first sample");
+        assert!(uses.iter().all(|u| *u == RepeatUse::Sample));
+        assert_eq!(s.reason(), Some(StopReason::Tight));
+        assert!(s.interval().unwrap().rel_half_width() <= 0.01);
+    }
+
+    #[test]
+    fn a_short_iteration_is_probed_then_repeated_for_half_a_millisecond() {
+        // 8 B: 10 us per iteration, 20% spread per iteration.
+        for seed in 0..50 {
+            let rule = AutoIters::default();
+            let (s, iters, uses) = drive(rule, 10.0, 0.2, 30.0, seed);
+            assert_eq!(iters[0], 1);
+            assert_eq!(uses[0], RepeatUse::Probe, "a 10 us probe is not a sample");
+            // Iterations for half a millisecond at the probe's time (about 50).
+            assert!((20..=150).contains(&iters[1]), "{iters:?}");
+            assert!(iters[1..].iter().all(|&k| k == iters[1]), "{iters:?}");
+            let n = s.samples();
+            assert_eq!(n as usize, iters.len() - 1);
+            assert!(
+                (rule.min_repeats..=rule.max_repeats).contains(&n),
+                "seed {seed}: {n}"
+            );
+            let i = s.interval().unwrap();
+            if s.reason() == Some(StopReason::Tight) {
+                assert!(i.rel_half_width() <= 0.01);
+            }
+            assert!(i.lo < 10.5 && i.hi > 9.5, "seed {seed}: {i:?}");
+        }
+    }
+
+    #[test]
+    fn the_interval_covers_the_true_time_about_95_percent_of_the_time() {
+        // With a fixed count (no early stop), the t-interval's coverage is
+        // the nominal one; 400 seeds of 5% noise, 5 samples each.
+        let rule = AutoIters {
+            min_repeats: 5,
+            max_repeats: 5,
+            ..AutoIters::default()
+        };
+        let covered = (0..400)
+            .filter(|&seed| {
+                let mut s = AutoSeries::new(rule);
+                let mut i = 0;
+                while s.next_iters().is_some() {
+                    let t = 1000.0 * (0.05 * normal(seed, i)).exp();
+                    s.push(t, t);
+                    i += 1;
+                }
+                let iv = s.interval().unwrap();
+                iv.lo <= 1000.0 && 1000.0 <= iv.hi
+            })
+            .count();
+        assert!((360..=395).contains(&covered), "{covered} of 400");
+    }
+
+    #[test]
+    fn noise_that_never_settles_stops_at_max_repeats_and_dear_rows_at_the_cap() {
+        let rule = AutoIters::default();
+        let (s, iters, _) = drive(rule, 10.0, 3.0, 0.0, 7);
+        assert_eq!(s.reason(), Some(StopReason::MaxSamples));
+        assert_eq!(iters.len() as u32, rule.max_repeats + 1, "probe + max");
+        // 400 ms per iteration with 5% spread: the 1 s cap ends it after 3
+        // repeats, whatever the width.
+        let (s, iters, _) = drive(rule, 400_000.0, 0.05, 0.0, 3);
+        assert_eq!(s.reason(), Some(StopReason::Budget));
+        assert_eq!(iters, vec![1, 1, 1]);
+    }
+
+    #[test]
+    fn a_probe_that_eats_the_whole_cap_still_leaves_one_sample() {
+        let rule = AutoIters {
+            max_placement_us: 100.0,
+            ..AutoIters::default()
+        };
+        let mut s = AutoSeries::new(rule);
+        assert_eq!(s.push(10.0, 500.0), RepeatUse::Probe);
+        assert_eq!(s.next_iters(), Some(50));
+        assert_eq!(s.push(10.0, 500.0), RepeatUse::Sample);
+        assert_eq!(s.next_iters(), None);
+        assert_eq!(s.reason(), Some(StopReason::Budget));
+    }
+
+    #[test]
+    fn iterations_per_repeat_are_bounded() {
+        let rule = AutoIters::default();
+        assert_eq!(rule.iters_per_repeat(1e6), 1);
+        assert_eq!(rule.iters_per_repeat(499.0), 2);
+        assert_eq!(rule.iters_per_repeat(0.0), MAX_ITERS_PER_REPEAT);
+        assert_eq!(rule.iters_per_repeat(1e-9), MAX_ITERS_PER_REPEAT);
+    }
+}
