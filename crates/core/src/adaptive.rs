@@ -180,6 +180,11 @@ impl AdaptiveStop {
         self.decision()
     }
 
+    /// Changes the cap on cost (us) from now on.
+    pub fn set_max_cost_us(&mut self, max_cost_us: f64) {
+        self.rule.max_cost_us = max_cost_us;
+    }
+
     /// Adds cost without a sample (a calibration run); the decision for
     /// the samples so far.
     pub fn add_cost(&mut self, cost_us: f64) -> Decision {
@@ -301,15 +306,19 @@ pub fn student_t_quantile(p: f64, df: u32) -> f64 {
 /// The rule of `run -n auto`: per placement (a row's out-of-place or
 /// in-place half), repeats of about `repeat_us` each until the 95%
 /// interval of the mean time per iteration is within `rel_half_width`,
-/// between `min_repeats` and `max_repeats` repeats and at most
-/// `max_placement_us` of timed work.
+/// between `min_repeats` and `max_repeats` repeats, and within a cap on
+/// the placement's wall time: `cap_iters` iterations at the probe's time,
+/// at least `min_placement_us`, at most `max_placement_us`.
 ///
 /// Why these defaults: at large sizes an iteration lasts milliseconds and
 /// varies by well under 1%, so three one-iteration repeats pin the mean
 /// where `-n 20` spends twenty; at small sizes an iteration lasts
 /// microseconds and the row's cost is fixed overhead (warm-up,
 /// verification, gathering results), so a repeat of half a millisecond
-/// adds little to it while averaging out launch jitter.
+/// adds little to it while averaging out launch jitter. The cap keeps a
+/// noisy placement from costing much more than `-n 20` would (twice its
+/// timed work, or 5 ms where that is less), so `auto` is never the slow
+/// choice by much, even where the interval never gets tight.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AutoIters {
     /// Target wall time of one repeat (us): iterations per repeat are
@@ -321,7 +330,12 @@ pub struct AutoIters {
     pub min_repeats: u32,
     /// Never more repeats.
     pub max_repeats: u32,
-    /// Stop once the probe and repeats took this much wall time (us).
+    /// Cap on a placement's wall time, probe and repeats together, in
+    /// iterations at the probe's time per iteration.
+    pub cap_iters: f64,
+    /// The cap is never below this (us).
+    pub min_placement_us: f64,
+    /// The cap is never above this (us).
     pub max_placement_us: f64,
 }
 
@@ -332,6 +346,8 @@ impl Default for AutoIters {
             rel_half_width: 0.01,
             min_repeats: 3,
             max_repeats: 20,
+            cap_iters: 40.0,
+            min_placement_us: 5e3,
             max_placement_us: 1e6,
         }
     }
@@ -351,6 +367,14 @@ impl AutoIters {
             max_samples: self.max_repeats,
             max_cost_us: self.max_placement_us,
         }
+    }
+
+    /// The cap on a placement's wall time (us) after a probe that took
+    /// `probe_us` per iteration.
+    pub fn placement_cap_us(&self, probe_us: f64) -> f64 {
+        (self.cap_iters * probe_us)
+            .max(self.min_placement_us)
+            .min(self.max_placement_us)
     }
 
     /// Iterations per repeat after a probe that took `probe_us` per
@@ -420,6 +444,8 @@ impl AutoSeries {
             None => {
                 let k = self.rule.iters_per_repeat(time_us);
                 self.iters = Some(k);
+                self.stop
+                    .set_max_cost_us(self.rule.placement_cap_us(time_us));
                 if k == 1 {
                     (RepeatUse::Sample, self.stop.push_time(time_us, cost_us))
                 } else {
@@ -596,11 +622,35 @@ mod tests {
     }
 
     #[test]
-    fn noise_that_never_settles_stops_at_max_repeats_and_dear_rows_at_the_cap() {
-        let rule = AutoIters::default();
+    fn noise_that_never_settles_stops_at_max_repeats_or_at_the_cap() {
+        let rule = AutoIters {
+            min_placement_us: 1e6,
+            ..AutoIters::default()
+        };
         let (s, iters, _) = drive(rule, 10.0, 3.0, 0.0, 7);
         assert_eq!(s.reason(), Some(StopReason::MaxSamples));
         assert_eq!(iters.len() as u32, rule.max_repeats + 1, "probe + max");
+        // With the default cap, 10 us iterations get 5 ms: the probe and
+        // about ten repeats of 0.5 ms (7% spread per repeat never gets
+        // within 1%).
+        let rule = AutoIters::default();
+        for seed in 0..20 {
+            let (s, iters, _) = drive(rule, 10.0, 0.3, 0.0, seed);
+            assert_eq!(s.reason(), Some(StopReason::Budget), "{iters:?}");
+            let work_us: f64 = iters.iter().map(|&k| f64::from(k) * 10.0).sum();
+            // The last repeat may cross the cap.
+            let repeat_us = f64::from(iters[1]) * 10.0;
+            assert!(work_us >= 4e3, "seed {seed}: {iters:?}");
+            assert!(work_us <= 5e3 + 1.5 * repeat_us, "seed {seed}: {iters:?}");
+        }
+        // 1 ms iterations with 20% spread: 20 single-iteration repeats,
+        // within the cap of 40.
+        let (s, iters, _) = drive(rule, 1000.0, 0.2, 0.0, 7);
+        assert_eq!(s.reason(), Some(StopReason::MaxSamples));
+        assert_eq!(iters, vec![1; 20]);
+        assert_eq!(rule.placement_cap_us(1000.0), 40e3);
+        assert_eq!(rule.placement_cap_us(10.0), 5e3);
+        assert_eq!(rule.placement_cap_us(1e5), 1e6);
         // 400 ms per iteration with 5% spread: the 1 s cap ends it after 3
         // repeats, whatever the width.
         let (s, iters, _) = drive(rule, 400_000.0, 0.05, 0.0, 3);
