@@ -15,7 +15,7 @@ pub enum Iters {
     /// `-n N`: N timed iterations per placement (nccl-tests' meaning).
     Fixed(u32),
     /// `-n auto`: repeats until the mean time is tight enough (see
-    /// `collbench_core::adaptive::AutoIters`).
+    /// `collbench_core::auto_iters::AutoIters`).
     Auto,
 }
 

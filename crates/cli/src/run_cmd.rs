@@ -5,7 +5,7 @@ use crate::args::{Iters, RunArgs};
 use crate::backend_open::{self, Mode, Tuning};
 use crate::exit::{Failure, Outcome};
 use crate::observer::TextObserver;
-use collbench_core::adaptive::AutoIters;
+use collbench_core::auto_iters::AutoIters;
 use collbench_core::size::Step;
 use collbench_output::{text::TextOptions, Format};
 use collbench_runner::{Average, Plan, RootSel, Runner};

@@ -1,11 +1,11 @@
 //! `collbench run -n auto` on the CPU backend: rows as with `-n N`, every
 //! result exact, each placement's iteration count within the rule's bounds
-//! (collbench_core::adaptive::AutoIters), and bad counts refused in one
+//! (collbench_core::auto_iters::AutoIters), and bad counts refused in one
 //! line.
 
 mod common;
 
-use collbench_core::adaptive::{AutoIters, MAX_ITERS_PER_REPEAT};
+use collbench_core::auto_iters::{AutoIters, MAX_ITERS_PER_REPEAT};
 use collbench_core::Record;
 use common::collbench;
 

@@ -16,6 +16,7 @@
 
 pub mod adaptive;
 pub mod alltoallv;
+pub mod auto_iters;
 pub mod bootstrap;
 pub mod clock;
 pub mod collective;

@@ -1,5 +1,5 @@
 //! `-n auto`: one placement timed in repeats until the interval of its
-//! mean time is tight enough ([`collbench_core::adaptive::AutoSeries`]).
+//! mean time is tight enough ([`collbench_core::auto_iters::AutoSeries`]).
 //!
 //! Every process must run the same repeats (a collective left unmatched on
 //! one rank hangs the others), so after each repeat the processes share
@@ -12,7 +12,7 @@
 
 use crate::backend::{Backend, CaseSpec, Measurement, Timing};
 use crate::run::RunError;
-use collbench_core::adaptive::{AutoIters, AutoSeries, RepeatUse};
+use collbench_core::auto_iters::{AutoIters, AutoSeries, RepeatUse};
 use collbench_core::Bootstrap;
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 //! What to run: collectives x types x operators x roots x sizes, and how.
 
-use collbench_core::adaptive::AutoIters;
 use collbench_core::alltoallv::{self, Traffic, TrafficError, TrafficMatrix};
+use collbench_core::auto_iters::AutoIters;
 use collbench_core::{size, Collective, Counts, DataType, ReduceOp};
 use serde::{Deserialize, Serialize};
 
