@@ -19,9 +19,9 @@ use serde::{Deserialize, Serialize};
 /// microseconds and the row's cost is fixed overhead (warm-up,
 /// verification, gathering results), so a repeat of half a millisecond
 /// adds little to it while averaging out launch jitter. The cap keeps a
-/// noisy placement from costing much more than `-n 20` would (twice its
-/// timed work, or 5 ms where that is less), so `auto` is never the slow
-/// choice by much, even where the interval never gets tight.
+/// noisy placement from costing more than `-n 20` would (its timed work,
+/// or 5 ms where that is less): where the interval never gets tight,
+/// `auto` gives `-n 20`'s precision at `-n 20`'s price.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AutoIters {
     /// Target wall time of one repeat (us): iterations per repeat are
@@ -49,7 +49,7 @@ impl Default for AutoIters {
             rel_half_width: 0.01,
             min_repeats: 3,
             max_repeats: 20,
-            cap_iters: 40.0,
+            cap_iters: 20.0,
             min_placement_us: 5e3,
             max_placement_us: 1e6,
         }
@@ -304,12 +304,13 @@ mod tests {
             assert!(work_us >= 4e3, "seed {seed}: {iters:?}");
             assert!(work_us <= 5e3 + 1.5 * repeat_us, "seed {seed}: {iters:?}");
         }
-        // 1 ms iterations with 20% spread: 20 single-iteration repeats,
-        // within the cap of 40.
+        // 1 ms iterations with 20% spread: about 20 single-iteration
+        // repeats, what -n 20 takes, never more.
         let (s, iters, _) = drive(rule, 1000.0, 0.2, 0.0, 7);
-        assert_eq!(s.reason(), Some(StopReason::MaxSamples));
-        assert_eq!(iters, vec![1; 20]);
-        assert_eq!(rule.placement_cap_us(1000.0), 40e3);
+        assert_ne!(s.reason(), Some(StopReason::Tight));
+        assert!((15..=20).contains(&iters.len()), "{iters:?}");
+        assert!(iters.iter().all(|&k| k == 1), "{iters:?}");
+        assert_eq!(rule.placement_cap_us(1000.0), 20e3);
         assert_eq!(rule.placement_cap_us(10.0), 5e3);
         assert_eq!(rule.placement_cap_us(1e5), 1e6);
         // 400 ms per iteration with 5% spread: the 1 s cap ends it after 3
