@@ -29,13 +29,16 @@ pub(crate) fn measure(
     let mut series = AutoSeries::new(rule);
     let mut sum = Sum::default();
     let mut warmup_iters = timing.warmup_iters;
+    let mut first_op = 0;
     while let Some(iters) = series.next_iters() {
         let repeat = Timing {
             warmup_iters,
             iters,
+            first_op,
             ..*timing
         };
         warmup_iters = 0;
+        first_op += u64::from(iters) * u64::from(timing.agg_iters.max(1));
         let start = Instant::now();
         let m = backend.time(case, &repeat)?;
         let cost_us = start.elapsed().as_secs_f64() * 1e6;
@@ -157,6 +160,7 @@ mod tests {
             max_bytes: 64,
             keep_iter_times: false,
             iteration_pass: false,
+            first_op: 0,
         };
         (case, timing)
     }
@@ -171,6 +175,59 @@ mod tests {
         assert_eq!(m.rank_time_s.len(), 2);
         assert!(m.rank_time_s.iter().all(|t| *t > 0.0 && *t < 1e-3));
         assert_eq!(m.iter_stats.unwrap().count(), iters);
+    }
+
+    /// A backend that takes 10 us per operation and writes down how it
+    /// was asked.
+    #[derive(Default)]
+    struct Recorder {
+        calls: Vec<Timing>,
+    }
+
+    impl Backend for Recorder {
+        fn info(&self) -> crate::BackendInfo {
+            crate::BackendInfo::default()
+        }
+        fn local_ranks(&self) -> usize {
+            1
+        }
+        fn world_size(&self) -> usize {
+            1
+        }
+        fn supports(&self, _: &CaseSpec) -> Result<(), crate::BackendError> {
+            Ok(())
+        }
+        fn time(&mut self, _: &CaseSpec, t: &Timing) -> Result<Measurement, crate::BackendError> {
+            self.calls.push(*t);
+            Ok(Measurement {
+                rank_time_s: vec![10e-6],
+                rank_cputime_s: vec![1e-6],
+                ..Measurement::default()
+            })
+        }
+        fn check(&mut self, _: &CaseSpec, _: u64, _: bool) -> Result<u64, crate::BackendError> {
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn repeats_warm_up_once_and_rotate_buffers_as_one_loop_would() {
+        let (case, mut timing) = case();
+        timing.agg_iters = 2;
+        let mut b = Recorder::default();
+        let (m, iters) =
+            measure(&mut b, &SingleProcess, &case, &timing, AutoIters::default()).unwrap();
+        // 20 us per iteration (2 operations): a 25-iteration repeat after
+        // the probe, and a perfectly steady time stops at 3 samples.
+        let asked: Vec<(u32, u32, u64)> = b
+            .calls
+            .iter()
+            .map(|t| (t.warmup_iters, t.iters, t.first_op))
+            .collect();
+        assert_eq!(asked, [(1, 1, 0), (0, 25, 2), (0, 25, 52), (0, 25, 102)]);
+        assert_eq!(iters, 75, "the probe is left out");
+        assert!((m.rank_time_s[0] - 10e-6).abs() < 1e-12);
+        assert!((m.rank_cputime_s[0] - 1e-6).abs() < 1e-12);
     }
 
     #[test]

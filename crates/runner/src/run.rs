@@ -120,6 +120,7 @@ impl<'a> Runner<'a> {
             max_bytes: self.plan.max_bytes,
             keep_iter_times: self.plan.per_iter_timing,
             iteration_pass: self.plan.auto_iters.is_none() || self.plan.per_iter_timing,
+            first_op: 0,
         };
         let collectives = self.plan.collectives.clone();
         // alltoallv's traffic must fit the job; a backend without alltoallv

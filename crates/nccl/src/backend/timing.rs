@@ -48,6 +48,8 @@ struct Loop {
     iters: u64,
     agg: u64,
     max: u64,
+    /// Operation index of the first timed collective (`Timing::first_op`).
+    first: u64,
 }
 
 impl Loop {
@@ -56,6 +58,7 @@ impl Loop {
             iters: timing.iters.max(1) as u64,
             agg: timing.agg_iters.max(1) as u64,
             max: timing.max_bytes.max(case.size_bytes()),
+            first: timing.first_op,
         }
     }
 }
@@ -83,8 +86,13 @@ impl NcclBackend {
             }
             self.wait_all()?;
             let iters = iters.max(1) as u64;
-            let (total, _, _) =
-                self.timed_loop(case, Loop { iters, agg: 1, max }, &ops, 0, false)?;
+            let lp = Loop {
+                iters,
+                agg: 1,
+                max,
+                first: 0,
+            };
+            let (total, _, _) = self.timed_loop(case, lp, &ops, 0, false)?;
             Ok(total / iters as f64)
         })();
         self.free_ops(case, &ops);
@@ -134,7 +142,7 @@ impl NcclBackend {
     ) -> Result<(), BackendError> {
         let group = Group::start_if(lp.agg > 1, &self.nccl)?;
         for a in 0..lp.agg {
-            self.launch(case, it * lp.agg + a, lp.max, ops)?;
+            self.launch(case, lp.first + it * lp.agg + a, lp.max, ops)?;
         }
         group::end_if(group)?;
         Ok(())
