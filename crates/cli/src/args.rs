@@ -55,9 +55,9 @@ pub struct RunArgs {
     #[arg(short = 'f', long = "stepfactor")]
     pub stepfactor: Option<u64>,
     /// Timed iterations per size, or `auto`: per size, repeats of about
-    /// 0.5 ms until the 95% interval of the mean time is within ±1%
+    /// 0.25 ms until the 95% interval of the mean time is within ±1%
     /// (3-20 repeats; per placement at most 20 iterations' worth of time,
-    /// 5 ms to 1 s); each row's count is in the JSON record
+    /// 2 ms to 1 s); each row's count is in the JSON record
     /// (`iterations`).
     #[arg(short = 'n', long = "iters", default_value = "20", value_parser = iters_arg)]
     pub iters: Iters,
