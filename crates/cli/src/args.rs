@@ -55,7 +55,7 @@ pub struct RunArgs {
     #[arg(short = 'f', long = "stepfactor")]
     pub stepfactor: Option<u64>,
     /// Timed iterations per size, or `auto`: per size, repeats of about
-    /// 0.25 ms until the 95% interval of the mean time is within ±1%
+    /// 2 ms until the 95% interval of the mean time is within ±1%
     /// (3-20 repeats; per placement at most 20 iterations' worth of time,
     /// 2 ms to 1 s); each row's count is in the JSON record
     /// (`iterations`).
