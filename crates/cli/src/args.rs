@@ -9,6 +9,27 @@ fn size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
+/// `-n`: a fixed count of timed iterations, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Iters {
+    /// `-n N`: N timed iterations per placement (nccl-tests' meaning).
+    Fixed(u32),
+    /// `-n auto`: repeats until the mean time is tight enough (see
+    /// `collbench_core::auto_iters::AutoIters`).
+    Auto,
+}
+
+fn iters_arg(s: &str) -> Result<Iters, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(Iters::Auto);
+    }
+    match s.parse::<u32>() {
+        Ok(0) => Err("the count must be at least 1 (or auto)".into()),
+        Ok(n) => Ok(Iters::Fixed(n)),
+        Err(_) => Err("expected a count of at least 1, or auto".into()),
+    }
+}
+
 /// Flags of `collbench run` and of the `<op>_perf` aliases. A flag given
 /// twice takes its last value, as nccl-tests' getopt loop does.
 #[derive(Args, Debug, Clone)]
@@ -33,9 +54,13 @@ pub struct RunArgs {
     /// Multiplicative size step (2 or more).
     #[arg(short = 'f', long = "stepfactor")]
     pub stepfactor: Option<u64>,
-    /// Timed iterations per size.
-    #[arg(short = 'n', long = "iters", default_value_t = 20)]
-    pub iters: u32,
+    /// Timed iterations per size, or `auto`: per size, repeats of about
+    /// 2 ms until the 95% interval of the mean time is within ±1%
+    /// (3-20 repeats; per placement at most 20 iterations' worth of time,
+    /// 2 ms to 1 s); each row's count is in the JSON record
+    /// (`iterations`).
+    #[arg(short = 'n', long = "iters", default_value = "20", value_parser = iters_arg)]
+    pub iters: Iters,
     /// Operations aggregated per timed iteration.
     #[arg(short = 'm', long = "agg_iters", default_value_t = 1)]
     pub agg_iters: u32,

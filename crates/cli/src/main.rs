@@ -17,6 +17,7 @@ mod observer;
 mod outputs;
 mod preflight;
 mod run_cmd;
+mod tune_child;
 mod tune_cmd;
 
 use args::RunArgs;

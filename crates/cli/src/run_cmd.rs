@@ -1,10 +1,11 @@
 //! `collbench run` and the `<op>_perf` aliases: flags -> plan -> backend ->
 //! runner -> printers and files.
 
-use crate::args::RunArgs;
+use crate::args::{Iters, RunArgs};
 use crate::backend_open::{self, Mode, Tuning};
 use crate::exit::{Failure, Outcome};
 use crate::observer::TextObserver;
+use collbench_core::auto_iters::AutoIters;
 use collbench_core::size::Step;
 use collbench_output::{text::TextOptions, Format};
 use collbench_runner::{Average, Plan, RootSel, Runner};
@@ -47,9 +48,10 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
             a.local_register
         )));
     }
-    if a.iters == 0 {
-        return Err(u("-n/--iters must be at least 1".into()));
-    }
+    let (iters, auto_iters) = match a.iters {
+        Iters::Fixed(n) => (n, None),
+        Iters::Auto => (20, Some(AutoIters::default())),
+    };
     if a.agg_iters == 0 {
         return Err(u("-m/--agg_iters must be at least 1".into()));
     }
@@ -85,7 +87,8 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         max_bytes,
         step,
         warmup_iters: a.warmup_iters,
-        iters: a.iters,
+        iters,
+        auto_iters,
         agg_iters: a.agg_iters,
         cycles: a.run_cycles.max(1),
         check: a.check,
@@ -106,8 +109,14 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
 /// -I and -K as nccl-tests settles them: a value it cannot use is turned
 /// off with its warning on stderr, and the run goes on.
 fn per_iter(a: &RunArgs) -> (bool, u32) {
+    // Under -n auto a row takes at least one iteration and often many: any
+    // -K stands, and the runner never skips a row's every iteration.
+    let iters = match a.iters {
+        Iters::Fixed(n) => n,
+        Iters::Auto => u32::MAX,
+    };
     let (timing, skip, warnings) =
-        per_iter_settings(a.per_iter_timing, a.per_iter_skip, a.iters, a.cudagraph);
+        per_iter_settings(a.per_iter_timing, a.per_iter_skip, iters, a.cudagraph);
     for w in warnings {
         eprintln!("{w}");
     }

@@ -6,15 +6,18 @@
 
 use crate::args::{BackendArgs, BackendName};
 use crate::exit::{Failure, Outcome};
+use crate::tune_child;
 use collbench_core::size::{parse_size, sweep, Step};
 use collbench_core::{Collective, SingleProcess};
 use collbench_nccl::tune::NcclMeasurer;
 use collbench_nccl::tuner::{TunerError, TunerPlugin};
+use collbench_tune::child::EnvFallback;
 use collbench_tune::{parse_budget, render, setting::tuner_coll_name, End, Progress, TuneConfig};
-use collbench_tune::{Phase, TuneReport, TunerConfig};
+use collbench_tune::{Measurer, Phase, TuneReport, TunerConfig};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Seconds before a stuck collective aborts its communicator (`-T`).
 const TIMEOUT_S: u64 = 60;
@@ -65,6 +68,16 @@ pub struct TuneArgs {
     pub shell: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
+    /// Run as a child process of `tune` (see `tune_child`): answer measure
+    /// requests on stdin.
+    #[arg(long, hide = true)]
+    pub serve_measure: bool,
+    /// Test hook: the scripted fake instead of NCCL (ok, die, hang).
+    #[arg(long, hide = true)]
+    pub test_fake: Option<String>,
+    /// Test hook: seconds a child process may take per answer.
+    #[arg(long, hide = true)]
+    pub test_child_timeout_s: Option<u64>,
 }
 
 /// The one line for a command that needs NCCL on another backend.
@@ -134,6 +147,11 @@ struct ProgressLines {
 
 impl ProgressLines {
     fn hear(&mut self, p: &Progress) {
+        // The default's repeats come between every candidate's: a line for
+        // each would say nothing new.
+        if p.setting.is_default() && p.phase != Phase::Calibrate {
+            return;
+        }
         let key = (p.band_index, p.setting.to_string(), p.phase);
         if self.last.as_ref() == Some(&key) {
             return;
@@ -187,11 +205,33 @@ fn writable(path: &Path) -> Result<(), Failure> {
         })
 }
 
+/// The one process of a `tune` run (children share its control plane:
+/// none, a world of one).
+static CONTROL: SingleProcess = SingleProcess;
+
+/// NCCL options of `tune`'s measurers, parent and children alike.
+fn nccl_options(a: &TuneArgs, host: String) -> collbench_nccl::NcclOptions {
+    collbench_nccl::NcclOptions {
+        lib_path: a.backend.nccl_lib.clone(),
+        gpus_per_process: a.backend.ngpus.map(|g| g * a.backend.nthreads.max(1)),
+        host,
+        // A repeat takes milliseconds: a stuck collective is aborted and
+        // reported instead of hanging the search.
+        timeout_s: TIMEOUT_S,
+        ..Default::default()
+    }
+}
+
 /// Runs `collbench tune`.
 pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
+    if a.serve_measure {
+        return tune_child::serve_measure(a);
+    }
     let refused = |m: String| Failure::new(Outcome::TuneRefused, m);
-    if let Some(line) = not_nccl("collbench tune tunes NCCL", &a.backend) {
-        return Err(refused(line));
+    if a.test_fake.is_none() {
+        if let Some(line) = not_nccl("collbench tune tunes NCCL", &a.backend) {
+            return Err(refused(line));
+        }
     }
     // Flags first: a mistake must not cost communicator setup.
     tune_config(a, 2).map_err(refused)?;
@@ -202,6 +242,11 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     }
     if let Some(p) = &a.csv {
         writable(p).map_err(|f| refused(f.message))?;
+    }
+    if let Some(mode) = &a.test_fake {
+        let mut fake = tune_child::fake_parent(mode)?;
+        let cfg = tune_config(a, 2).map_err(refused)?;
+        return search(a, &mut fake, cfg, 0.0, stop_on_ctrl_c());
     }
     let world = collbench_launch::World::discover(&Default::default())
         .map_err(|e| Failure::new(Outcome::TuneRefused, e.to_string()))?;
@@ -217,39 +262,65 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     })?;
     // Before any thread NCCL starts: the handler thread never calls NCCL.
     let stop = stop_on_ctrl_c();
-    let opts = collbench_nccl::NcclOptions {
-        lib_path: a.backend.nccl_lib.clone(),
-        gpus_per_process: a.backend.ngpus.map(|g| g * a.backend.nthreads.max(1)),
-        host: world.hostname.clone(),
-        // A repeat takes milliseconds: a stuck collective is aborted and
-        // reported instead of hanging the search.
-        timeout_s: TIMEOUT_S,
-        ..Default::default()
-    };
-    let control = SingleProcess;
-    let mut measurer = NcclMeasurer::new(&opts, &control, plugin)
+    let opts = nccl_options(a, world.hostname.clone());
+    let mut measurer = NcclMeasurer::new(&opts, &CONTROL, plugin)
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
-    let mut cfg = tune_config(a, measurer.world_size()).map_err(refused)?;
+    let cfg = tune_config(a, measurer.world_size()).map_err(refused)?;
     // Every communicator up front, charged to the budget (see `prepare`).
-    let settings: Vec<collbench_tune::Setting> = cfg
-        .ops
+    eprintln!("collbench tune: creating the candidates' communicators");
+    let setup_s = measurer.prepare(&all_candidates(&cfg));
+    search(a, &mut measurer, cfg, setup_s * 1e6, stop)
+}
+
+/// Every candidate of every op (forbidden ones left out).
+fn all_candidates(cfg: &TuneConfig) -> Vec<collbench_tune::Setting> {
+    cfg.ops
         .iter()
         .flat_map(|op| collbench_tune::space::candidates(&cfg.space, *op, cfg.max_channels).0)
+        .collect()
+}
+
+/// Starts the child processes that environment-only candidates need,
+/// charges them and `setup_us` to the budget, runs the search and prints
+/// the report.
+fn search(
+    a: &TuneArgs,
+    inner: &mut dyn Measurer,
+    mut cfg: TuneConfig,
+    setup_us: f64,
+    stop: Arc<AtomicBool>,
+) -> Result<Outcome, Failure> {
+    let failed = |m: String| Failure::new(Outcome::TuneFailed, m);
+    let timeout = a
+        .test_child_timeout_s
+        .map(Duration::from_secs)
+        .unwrap_or(tune_child::CHILD_TIMEOUT);
+    let mut measurer = EnvFallback::new(inner, tune_child::spawner()?, timeout);
+    let in_children: Vec<_> = all_candidates(&cfg)
+        .into_iter()
+        .filter(|s| !s.env.is_empty())
         .collect();
-    eprintln!("collbench tune: creating the candidates' communicators");
-    let setup_us = measurer.prepare(&settings) * 1e6;
+    let mut setup_us = setup_us;
+    if !in_children.is_empty() {
+        eprintln!(
+            "collbench tune: starting {} child processes for candidates NCCL reads only from its environment",
+            in_children.len() + 1
+        );
+        let s = measurer
+            .prepare(&in_children)
+            .map_err(|e| failed(format!("collbench tune: {e}")))?;
+        setup_us += s * 1e6;
+    }
     if setup_us >= cfg.budget_us {
-        return Err(Failure::new(
-            Outcome::TuneFailed,
-            format!(
-                "creating the communicators took {:.0} s, the whole --budget: raise --budget",
-                setup_us / 1e6
-            ),
-        ));
+        return Err(failed(format!(
+            "creating the communicators took {:.0} s, the whole --budget: raise --budget",
+            setup_us / 1e6
+        )));
     }
     cfg.budget_us -= setup_us;
     let mut lines = ProgressLines { last: None };
     let report = collbench_tune::tune(&mut measurer, &cfg, &stop, &mut |p| lines.hear(p));
+    drop(measurer);
     print_report(a, &report)?;
     Ok(match &report.end {
         End::Complete => Outcome::TuneComplete,
@@ -259,6 +330,26 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
             Outcome::TuneFailed
         }
     })
+}
+
+/// A child process on NCCL: the default communicator (its environment
+/// carries the candidate), then requests until stdin ends.
+pub fn serve_nccl(
+    a: &TuneArgs,
+    input: impl std::io::BufRead,
+    output: impl std::io::Write,
+) -> Result<Outcome, Failure> {
+    let failed = |m: String| Failure::new(Outcome::TuneFailed, format!("child process: {m}"));
+    let world = collbench_launch::World::discover(&Default::default())
+        .map_err(|e| failed(e.to_string()))?;
+    let plugin = TunerPlugin::install().map_err(|e| failed(e.to_string()))?;
+    tune_child::ignore_ctrl_c();
+    let opts = nccl_options(a, world.hostname.clone());
+    let mut measurer =
+        NcclMeasurer::new(&opts, &CONTROL, plugin).map_err(|e| failed(e.to_string()))?;
+    measurer.prepare(&[collbench_tune::Setting::default()]);
+    collbench_tune::child::serve(&mut measurer, input, output).map_err(failed)?;
+    Ok(Outcome::TuneComplete)
 }
 
 /// The table on stdout, the shell lines, the CSV file.

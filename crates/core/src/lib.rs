@@ -14,7 +14,9 @@
 //! heavy dependencies.
 #![forbid(unsafe_code)]
 
+pub mod adaptive;
 pub mod alltoallv;
+pub mod auto_iters;
 pub mod bootstrap;
 pub mod clock;
 pub mod collective;

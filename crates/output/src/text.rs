@@ -75,7 +75,12 @@ pub fn preamble(record: &Record, op: &str, first: bool) -> String {
         step,
         kind,
         st.warmup_iters,
-        st.iters,
+        // 0 is `-n auto` (-n 0 is refused): rows took varying counts.
+        if st.iters == 0 {
+            "auto".to_string()
+        } else {
+            st.iters.to_string()
+        },
         st.agg_iters,
         st.check as u8,
         st.graph,

@@ -38,6 +38,17 @@ pub struct Timing {
     /// Keep every iteration's time (`-I 1`): the user asked for the list,
     /// so memory grows with -n; otherwise a backend may summarise.
     pub keep_iter_times: bool,
+    /// Whether to take per-iteration times where that costs the backend a
+    /// second pass of the loop (NCCL below 1 GiB). True for `-n N`; for
+    /// `-n auto`'s repeats only with `-I 1`, since each repeat's mean is
+    /// already a sample and a second pass would double the time.
+    pub iteration_pass: bool,
+    /// Operation index the timed loop starts from, for the rotation of
+    /// buffers within `max_bytes`: 0 for `-n N`; `-n auto`'s repeats go
+    /// on where the last one stopped, so they touch memory as one loop of
+    /// N would (repeats all starting at 0 would reuse one warm slot and
+    /// flatter sizes that fit in a cache).
+    pub first_op: u64,
 }
 
 /// What a backend measured for one case on this process's ranks.

@@ -6,6 +6,7 @@
 //! library: backends live behind the [`Backend`] trait. The built-in
 //! [`cpu::CpuBackend`] runs ranks as threads of this process.
 
+mod auto_iters;
 pub mod backend;
 pub mod cpu;
 pub mod host_buffers;

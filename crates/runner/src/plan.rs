@@ -1,6 +1,7 @@
 //! What to run: collectives x types x operators x roots x sizes, and how.
 
 use collbench_core::alltoallv::{self, Traffic, TrafficError, TrafficMatrix};
+use collbench_core::auto_iters::AutoIters;
 use collbench_core::{size, Collective, Counts, DataType, ReduceOp};
 use serde::{Deserialize, Serialize};
 
@@ -74,7 +75,11 @@ pub struct Plan {
     pub max_bytes: u64,
     pub step: size::Step,
     pub warmup_iters: u32,
+    /// Timed iterations per placement (`-n N`); ignored under `auto_iters`.
     pub iters: u32,
+    /// `-n auto`: iterations per placement chosen by this rule (repeats
+    /// until the mean time is tight enough) instead of `iters`.
+    pub auto_iters: Option<AutoIters>,
     /// Operations grouped per timed iteration (`-m`).
     pub agg_iters: u32,
     /// Repetitions of the whole sweep (`-N`).
@@ -121,6 +126,7 @@ impl Default for Plan {
             step: size::Step::Bytes(1 << 20),
             warmup_iters: 1,
             iters: 20,
+            auto_iters: None,
             agg_iters: 1,
             cycles: 1,
             check: 1,

@@ -5,6 +5,7 @@
 //! job's [`Bootstrap`] (the control plane), and only rank 0 assembles rows
 //! and tells observers.
 
+use crate::auto_iters;
 use crate::backend::{Backend, BackendError, CaseSpec, Measurement, MemoryUsage, Timing};
 use crate::plan::Plan;
 use collbench_core::stats::StreamingStats;
@@ -118,6 +119,8 @@ impl<'a> Runner<'a> {
             blocking: self.plan.blocking,
             max_bytes: self.plan.max_bytes,
             keep_iter_times: self.plan.per_iter_timing,
+            iteration_pass: self.plan.auto_iters.is_none() || self.plan.per_iter_timing,
+            first_op: 0,
         };
         let collectives = self.plan.collectives.clone();
         // alltoallv's traffic must fit the job; a backend without alltoallv
@@ -227,7 +230,12 @@ impl<'a> Runner<'a> {
             step_factor,
             step_bytes,
             warmup_iters: p.warmup_iters as u64,
-            iters: p.iters as u64,
+            // 0: `-n auto`, each row's `iterations` says how many it took.
+            iters: if p.auto_iters.is_some() {
+                0
+            } else {
+                p.iters as u64
+            },
             agg_iters: p.agg_iters as u64,
             check: p.check > 0,
             graph: p.graph as u64,
@@ -278,7 +286,10 @@ impl<'a> Runner<'a> {
         case: &CaseSpec,
         timing: &Timing,
     ) -> Result<Option<Placement>, RunError> {
-        let m: Measurement = self.backend.time(case, timing)?;
+        let (m, iters): (Measurement, u64) = match self.plan.auto_iters {
+            Some(rule) => auto_iters::measure(self.backend, self.control, case, timing, rule)?,
+            None => (self.backend.time(case, timing)?, timing.iters as u64),
+        };
         let checked =
             self.plan.check > 0 && (!case.in_place || case.collective.spec().in_place_checked);
         let wrong = if checked {
@@ -362,7 +373,7 @@ impl<'a> Runner<'a> {
             algbw_gbps: algbw,
             busbw_gbps: algbw * coll.busbw_factor(case.world_size),
             wrong: total_wrong,
-            iterations: timing.iters as u64 * timing.agg_iters as u64,
+            iterations: iters * timing.agg_iters as u64,
             // With the whole list kept (-I 1) the summary honours -K;
             // otherwise a backend's streaming summary stands for it.
             stats: match summarised {

@@ -37,6 +37,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod child;
 pub mod fake;
 pub mod measure;
 pub mod render;

@@ -56,4 +56,20 @@ pub trait Measurer {
         case: &Case,
         iters: u32,
     ) -> Result<Sample, MeasureError>;
+
+    /// One repeat of `setting` as one member of an interleaved pair whose
+    /// other member is `partner` (the default with a candidate, or the
+    /// reverse). A measurer that runs some candidates elsewhere (in a
+    /// child process, [`crate::child::EnvFallback`]) measures the default
+    /// partner there too; the others ignore `partner`.
+    fn measure_in_pair(
+        &mut self,
+        setting: &Setting,
+        partner: &Setting,
+        case: &Case,
+        iters: u32,
+    ) -> Result<Sample, MeasureError> {
+        let _ = partner;
+        self.measure(setting, case, iters)
+    }
 }

@@ -257,7 +257,7 @@ impl Search<'_> {
     ) -> Result<Outcome, Halt> {
         let default = Setting::default();
         // Calibration: one repeat of one iteration sets the iteration count.
-        let cal = self.one(st, &default, Phase::Calibrate)?;
+        let cal = self.one(st, &default, None, Phase::Calibrate)?;
         st.iters =
             ((self.cfg.target_repeat_us / cal.time_us).ceil() as u32).clamp(1, self.cfg.max_iters);
         let overhead = (cal.cost_us - cal.time_us).max(0.0);
@@ -393,18 +393,25 @@ impl Search<'_> {
         let default = Setting::default();
         let before = self.spent_us;
         let (d, c) = if k.is_multiple_of(2) {
-            let d = self.one(st, &default, phase)?;
-            (d, self.one(st, cand, phase)?)
+            let d = self.one(st, &default, Some(cand), phase)?;
+            (d, self.one(st, cand, Some(&default), phase)?)
         } else {
-            let c = self.one(st, cand, phase)?;
-            (self.one(st, &default, phase)?, c)
+            let c = self.one(st, cand, Some(&default), phase)?;
+            (self.one(st, &default, Some(cand), phase)?, c)
         };
         st.max_pair_us = st.max_pair_us.max(self.spent_us - before);
         Ok((d, c))
     }
 
-    /// One repeat, with its progress event and stop check.
-    fn one(&mut self, st: &mut BandState, setting: &Setting, phase: Phase) -> Result<Sample, Halt> {
+    /// One repeat (a member of a pair with `partner`, or alone), with its
+    /// progress event and stop check.
+    fn one(
+        &mut self,
+        st: &mut BandState,
+        setting: &Setting,
+        partner: Option<&Setting>,
+        phase: Phase,
+    ) -> Result<Sample, Halt> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(Halt::Stop);
         }
@@ -426,7 +433,11 @@ impl Search<'_> {
         } else {
             st.iters
         };
-        match self.m.measure(setting, &case, iters) {
+        let measured = match partner {
+            Some(p) => self.m.measure_in_pair(setting, p, &case, iters),
+            None => self.m.measure(setting, &case, iters),
+        };
+        match measured {
             Ok(sample)
                 if !(sample.time_us > 0.0
                     && sample.time_us.is_finite()

@@ -82,9 +82,26 @@ impl Default for CandidateSpace {
             algo_proto: true,
             registration: true,
             cta_policy: true,
-            extra: Vec::new(),
+            extra: buffsize_candidates(),
         }
     }
+}
+
+/// NCCL's default buffer size (`NCCL_BUFFSIZE`, 4 MiB in 2.28).
+pub const NCCL_DEFAULT_BUFFSIZE: u64 = 4 << 20;
+
+/// The environment-only candidates of the default space, measured in
+/// child processes (docs/tune.md, section 3): the buffer size doubled, and
+/// NCCL's default spelled out, which must come out as no gain (the issue's
+/// check that a setting identical to the default is not called a gain).
+pub fn buffsize_candidates() -> Vec<Setting> {
+    [2 * NCCL_DEFAULT_BUFFSIZE, NCCL_DEFAULT_BUFFSIZE]
+        .into_iter()
+        .map(|b| Setting {
+            env: vec![("NCCL_BUFFSIZE".to_string(), b.to_string())],
+            ..Setting::default()
+        })
+        .collect()
 }
 
 /// The algorithm/protocol pairs NCCL implements for an op (from NCCL's

@@ -143,8 +143,10 @@ fn a_candidate_identical_to_the_default_is_no_gain() {
                     "seed {seed}"
                 );
                 // Confirmed only when screening put it below 1 by chance.
+                // Its 95% interval misses 1 in about one band of 20 (seed
+                // 0 has it 4% above), but never by the 2% a gain needs.
                 if let Some(ratio) = ratio {
-                    assert!(ratio.lo < 1.0 && 1.0 < ratio.hi, "seed {seed}: {ratio:?}");
+                    assert!(ratio.hi > 0.98 && ratio.lo < 1.1, "seed {seed}: {ratio:?}");
                 }
             }
             other => panic!("seed {seed}: {other:?}"),

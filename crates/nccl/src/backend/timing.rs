@@ -48,6 +48,8 @@ struct Loop {
     iters: u64,
     agg: u64,
     max: u64,
+    /// Operation index of the first timed collective (`Timing::first_op`).
+    first: u64,
 }
 
 impl Loop {
@@ -56,6 +58,7 @@ impl Loop {
             iters: timing.iters.max(1) as u64,
             agg: timing.agg_iters.max(1) as u64,
             max: timing.max_bytes.max(case.size_bytes()),
+            first: timing.first_op,
         }
     }
 }
@@ -83,8 +86,13 @@ impl NcclBackend {
             }
             self.wait_all()?;
             let iters = iters.max(1) as u64;
-            let (total, _, _) =
-                self.timed_loop(case, Loop { iters, agg: 1, max }, &ops, 0, false)?;
+            let lp = Loop {
+                iters,
+                agg: 1,
+                max,
+                first: 0,
+            };
+            let (total, _, _) = self.timed_loop(case, lp, &ops, 0, false)?;
             Ok(total / iters as f64)
         })();
         self.free_ops(case, &ops);
@@ -109,7 +117,8 @@ impl NcclBackend {
         let inline_events = inline_events(setting.as_deref(), case.size_bytes());
         let (total, cpu, mut iter_times_us) =
             self.timed_loop(case, lp, ops, timing.blocking, inline_events)?;
-        if !inline_events {
+        // `-n auto`'s repeats skip the per-iteration pass (unless -I 1).
+        if !inline_events && timing.iteration_pass {
             iter_times_us = self.timed_loop(case, lp, ops, timing.blocking, true)?.2;
         }
         let n = self.gpus.len();
@@ -133,7 +142,7 @@ impl NcclBackend {
     ) -> Result<(), BackendError> {
         let group = Group::start_if(lp.agg > 1, &self.nccl)?;
         for a in 0..lp.agg {
-            self.launch(case, it * lp.agg + a, lp.max, ops)?;
+            self.launch(case, lp.first + it * lp.agg + a, lp.max, ops)?;
         }
         group::end_if(group)?;
         Ok(())

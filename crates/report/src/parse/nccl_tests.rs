@@ -373,7 +373,12 @@ impl Parser<'_> {
                 continue;
             }
             let Some(v) = tokens.get(i + 1) else { continue };
-            let v: u64 = num(v, line_no, "an iteration count")?;
+            // `iters: auto` is collbench's `-n auto` (recorded as 0).
+            let v: u64 = if *v == "auto" {
+                0
+            } else {
+                num(v, line_no, "an iteration count")?
+            };
             match i.checked_sub(1).map(|j| tokens[j]) {
                 Some("warmup") => s.warmup_iters = v,
                 Some("agg") => s.agg_iters = v,

@@ -162,7 +162,7 @@ impl CpuBackend {
             for it in 0..iters {
                 let t0 = Instant::now();
                 for a in 0..per_iter {
-                    op(it * per_iter + a);
+                    op(timing.first_op + it * per_iter + a);
                 }
                 slowest.record(it, t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
                 if r == 0 && it > 0 {
@@ -335,6 +335,8 @@ mod tests {
             blocking: 0,
             max_bytes,
             keep_iter_times: false,
+            iteration_pass: true,
+            first_op: 0,
         }
     }
 

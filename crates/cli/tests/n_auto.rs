@@ -1,0 +1,126 @@
+//! `collbench run -n auto` on the CPU backend: rows as with `-n N`, every
+//! result exact, each placement's iteration count within the rule's bounds
+//! (collbench_core::auto_iters::AutoIters), and bad counts refused in one
+//! line.
+
+mod common;
+
+use collbench_core::auto_iters::{AutoIters, MAX_ITERS_PER_REPEAT};
+use collbench_core::Record;
+use common::collbench;
+
+fn run(args: &[&str]) -> std::process::Output {
+    collbench()
+        .args(["run", "--backend", "cpu", "--ranks", "2"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn auto_gives_every_row_exact_with_iterations_within_the_rule() {
+    let out = run(&[
+        "all_reduce",
+        "all_gather",
+        "-b",
+        "8",
+        "-e",
+        "8M",
+        "-f",
+        "8",
+        "-n",
+        "auto",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec: Record = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec.settings.iters, 0, "the record says auto as 0");
+    // 8 B .. 8 MiB by 8: 7 sizes (8 B .. 2 MiB) per op.
+    assert_eq!(rec.results.len(), 2 * 7);
+    let rule = AutoIters::default();
+    for row in &rec.results {
+        for p in [&row.out_of_place, &row.in_place] {
+            let p = p.as_ref().unwrap();
+            assert_eq!(p.wrong, Some(0), "{} {}", row.op, row.size_bytes);
+            let n = p.iterations;
+            // At least one sample; never more repeats than the maximum.
+            assert!(n >= 1, "{} {}: {n}", row.op, row.size_bytes);
+            assert!(
+                n <= u64::from(rule.max_repeats) * u64::from(MAX_ITERS_PER_REPEAT),
+                "{} {}: {n}",
+                row.op,
+                row.size_bytes
+            );
+            // Timed work stays near the cap (one repeat may cross it).
+            let work_us = n as f64 * p.time_us;
+            assert!(
+                work_us < 2.0 * rule.max_placement_us,
+                "{} {}: {work_us} us",
+                row.op,
+                row.size_bytes
+            );
+            // Short iterations get at least the rule's minimum of
+            // repeats, each of one iteration or more.
+            if p.time_us < 1000.0 {
+                assert!(
+                    n >= u64::from(rule.min_repeats),
+                    "{} {}: {n}",
+                    row.op,
+                    row.size_bytes
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn auto_text_keeps_the_nccl_tests_layout() {
+    let out = run(&[
+        "all_reduce",
+        "-b",
+        "8",
+        "-e",
+        "64K",
+        "-f",
+        "4",
+        "-n",
+        "auto",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(" iters: auto agg iters: 1 "), "{text}");
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 7, "8 B .. 32 KiB by 4");
+    for r in rows {
+        assert_eq!(r.len(), 13, "{r:?}");
+        assert_eq!((r[8], r[12]), ("0", "0"), "{r:?}");
+    }
+}
+
+#[test]
+fn a_count_of_zero_or_a_word_is_refused_in_one_line() {
+    for bad in ["0", "foo", "auto2", "1.5"] {
+        let out = run(&["all_reduce", "-b", "8", "-e", "8", "-n", bad]);
+        assert_eq!(out.status.code(), Some(2), "-n {bad}");
+        assert!(out.stdout.is_empty(), "-n {bad}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "-n {bad}: {err}");
+        assert!(
+            err.contains("--iters") && err.contains("auto"),
+            "-n {bad}: {err}"
+        );
+    }
+}

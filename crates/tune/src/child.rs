@@ -1,0 +1,404 @@
+//! The child-process fallback (docs/tune.md, section 3): settings that only
+//! exist as environment variables (`Setting::env`, e.g. `NCCL_BUFFSIZE`),
+//! which NCCL reads once per process, are measured in long-lived child
+//! processes of collbench itself: one with the default environment and one
+//! per candidate environment, each holding its communicators and buffers.
+//! The parent drives them through pipes, one request and one reply per
+//! repeat, in the same interleaved pairs as in-process candidates, so the
+//! statistics and the budget are the same; only a pipe round trip is added
+//! per repeat.
+//!
+//! Protocol: one JSON object per line (other lines, such as NCCL_DEBUG's
+//! on stdout, pass through to the parent's stderr). The child first writes
+//! `{"ready":{"pid":N}}` (after its setup), then answers each
+//! [`Request`] line on its stdin with one [`Reply`] line on its stdout, and
+//! exits at the end of its stdin. The parent waits at most `timeout` for
+//! every line; a child that dies, hangs or says something else is a failed
+//! measurement, in one line that names the child, and is killed.
+//!
+//! [`EnvFallback`] is the parent's side (a [`Measurer`] over an in-process
+//! measurer and the children); [`serve`] is the child's.
+
+use crate::measure::{MeasureError, Measurer, Sample};
+use crate::setting::{Case, Setting};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One repeat asked of a child: `iters` iterations of `case` under
+/// `setting` (whose `env` is empty: the child's environment carries it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    pub setting: Setting,
+    pub case: Case,
+    pub iters: u32,
+}
+
+/// One line from a child.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// Setup done; requests may come.
+    Ready { pid: u32 },
+    /// The repeat's sample.
+    Sample(Sample),
+    /// The repeat gave no sample.
+    Error(MeasureError),
+}
+
+/// The child's side: says ready, then answers every request on `input`
+/// with `measurer` until `input` ends. A line that is not a request ends
+/// it with an error (after an `Error` reply, so the parent hears why).
+pub fn serve(
+    measurer: &mut dyn Measurer,
+    input: impl BufRead,
+    mut output: impl Write,
+) -> Result<(), String> {
+    let mut say = |r: &Reply| -> Result<(), String> {
+        let line = serde_json::to_string(r).expect("replies serialise");
+        writeln!(output, "{line}")
+            .and_then(|_| output.flush())
+            .map_err(|e| format!("cannot write to the parent: {e}"))
+    };
+    say(&Reply::Ready {
+        pid: std::process::id(),
+    })?;
+    for line in input.lines() {
+        let line = line.map_err(|e| format!("cannot read from the parent: {e}"))?;
+        let req: Request = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                let why = format!("not a measure request: {e}");
+                say(&Reply::Error(MeasureError::Failed(why.clone())))?;
+                return Err(why);
+            }
+        };
+        let reply = match measurer.measure(&req.setting, &req.case, req.iters) {
+            Ok(s) => Reply::Sample(s),
+            Err(e) => Reply::Error(e),
+        };
+        say(&reply)?;
+    }
+    Ok(())
+}
+
+/// What the reader thread saw on a child's stdout.
+enum Line {
+    Text(String),
+    End,
+}
+
+/// One running child, as the parent holds it.
+pub struct Child {
+    label: String,
+    process: std::process::Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Line>,
+    stderr_tail: Arc<Mutex<String>>,
+    /// Signals when the child's stderr has ended (all of it read).
+    stderr_done: Receiver<()>,
+    timeout: Duration,
+    dead: Option<String>,
+}
+
+impl Child {
+    /// Starts `cmd` (stdin, stdout and stderr are taken over) and waits
+    /// for its ready line. `label` names it in messages (its environment).
+    pub fn start(cmd: Command, label: &str, timeout: Duration) -> Result<Child, MeasureError> {
+        let mut child = Child::spawn(cmd, label, timeout)?;
+        child.ready()?;
+        Ok(child)
+    }
+
+    /// Starts `cmd` without waiting for it to be ready (several children
+    /// set up their communicators at the same time).
+    fn spawn(mut cmd: Command, label: &str, timeout: Duration) -> Result<Child, MeasureError> {
+        let failed = |why: String| MeasureError::Failed(format!("child process {label}: {why}"));
+        let mut process = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| failed(format!("cannot start it: {e}")))?;
+        let stdout = process.stdout.take().expect("piped");
+        let stderr = process.stderr.take().expect("piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                // Not a protocol line (NCCL_DEBUG writes to stdout): pass
+                // it on to the parent's stderr.
+                if !line.starts_with('{') {
+                    eprintln!("{line}");
+                    continue;
+                }
+                if tx.send(Line::Text(line)).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(Line::End);
+        });
+        let stderr_tail = Arc::new(Mutex::new(String::new()));
+        let tail = stderr_tail.clone();
+        let (done, stderr_done) = mpsc::channel();
+        std::thread::spawn(move || {
+            keep_last_line(stderr, &tail);
+            let _ = done.send(());
+        });
+        let child = Child {
+            label: label.to_string(),
+            stdin: process.stdin.take(),
+            process,
+            lines,
+            stderr_tail,
+            stderr_done,
+            timeout,
+            dead: None,
+        };
+        Ok(child)
+    }
+
+    /// Waits for the ready line.
+    fn ready(&mut self) -> Result<(), MeasureError> {
+        match self.reply("start")? {
+            Reply::Ready { .. } => Ok(()),
+            other => Err(self.fail(format!("said {other:?} instead of ready"))),
+        }
+    }
+
+    /// One repeat in the child.
+    pub fn measure(&mut self, req: &Request) -> Result<Sample, MeasureError> {
+        if let Some(why) = &self.dead {
+            return Err(MeasureError::Failed(why.clone()));
+        }
+        let line = serde_json::to_string(req).expect("requests serialise");
+        let sent = match self.stdin.as_mut() {
+            Some(w) => writeln!(w, "{line}").and_then(|_| w.flush()),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        };
+        if let Err(e) = sent {
+            // It died: its exit status and last words say more than EPIPE.
+            return Err(match self.reply("measure") {
+                Err(e) => e,
+                Ok(_) => self.fail(format!("cannot write to it: {e}")),
+            });
+        }
+        match self.reply("measure")? {
+            Reply::Sample(s) => Ok(s),
+            Reply::Error(e) => Err(e),
+            other => Err(self.fail(format!("said {other:?} instead of a sample"))),
+        }
+    }
+
+    /// The next reply, within the timeout.
+    fn reply(&mut self, what: &str) -> Result<Reply, MeasureError> {
+        let started = Instant::now();
+        let line = match self.lines.recv_timeout(self.timeout) {
+            Ok(Line::Text(line)) => line,
+            Ok(Line::End) | Err(RecvTimeoutError::Disconnected) => {
+                let status = self.wait_briefly();
+                return Err(self.fail(format!("exited ({status}) during {what}")));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(self.fail(format!(
+                    "no answer within {:.0} s during {what}; killed it",
+                    started.elapsed().as_secs_f64()
+                )));
+            }
+        };
+        serde_json::from_str(&line)
+            .map_err(|e| self.fail(format!("said '{}' ({e})", truncate(&line, 80))))
+    }
+
+    /// The exit status, if the process ends within a moment.
+    fn wait_briefly(&mut self) -> String {
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            if let Ok(Some(s)) = self.process.try_wait() {
+                return s.to_string();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        "still running".to_string()
+    }
+
+    /// Marks the child dead (killing it), and the error in one line.
+    fn fail(&mut self, why: String) -> MeasureError {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        // Its last words may still be in the pipe; a grandchild holding
+        // the pipe open must not make this wait long.
+        let _ = self.stderr_done.recv_timeout(Duration::from_millis(500));
+        let tail = self
+            .stderr_tail
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
+        let mut msg = format!("child process {}: {why}", self.label);
+        if !tail.is_empty() {
+            msg += &format!("; its last words: {}", truncate(&tail, 200));
+        }
+        self.dead = Some(msg.clone());
+        MeasureError::Failed(msg)
+    }
+}
+
+impl Drop for Child {
+    /// Closes its stdin (it exits at the end of input); kills it if it
+    /// does not end within a moment.
+    fn drop(&mut self) {
+        self.stdin.take();
+        if self.dead.is_none() && self.wait_briefly() != "still running" {
+            return;
+        }
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+fn keep_last_line(stderr: impl Read, tail: &Mutex<String>) {
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        if !line.trim().is_empty() {
+            if let Ok(mut t) = tail.lock() {
+                *t = line;
+            }
+        }
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// How messages name a child: by its environment.
+fn label(env: &[(String, String)]) -> String {
+    if env.is_empty() {
+        return "with the default environment".to_string();
+    }
+    let vars: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("with {}", vars.join(" "))
+}
+
+/// Makes the command for a child with these extra environment variables
+/// (empty: the default environment).
+pub type Spawn = Box<dyn Fn(&[(String, String)]) -> Command>;
+
+/// The parent's [`Measurer`]: settings without `env` go to the in-process
+/// measurer; a setting with `env` goes to the child started with that
+/// environment, and the default measured as its partner goes to the child
+/// with the default environment, so both members of the pair live in a
+/// child process alike.
+pub struct EnvFallback<'a> {
+    inner: &'a mut dyn Measurer,
+    spawn: Spawn,
+    timeout: Duration,
+    children: HashMap<Vec<(String, String)>, Child>,
+}
+
+impl<'a> EnvFallback<'a> {
+    /// Children are made by `spawn` and must answer every line within
+    /// `timeout`.
+    pub fn new(inner: &'a mut dyn Measurer, spawn: Spawn, timeout: Duration) -> EnvFallback<'a> {
+        EnvFallback {
+            inner,
+            spawn,
+            timeout,
+            children: HashMap::new(),
+        }
+    }
+
+    /// Starts, ahead of the search, the children `settings` need (the
+    /// default one too, when any needs one) and returns the wall time it
+    /// took (seconds), for the same reason as the in-process measurer's
+    /// `prepare`: a child's setup must not be charged to its first pair.
+    pub fn prepare<'s>(
+        &mut self,
+        settings: impl IntoIterator<Item = &'s Setting>,
+    ) -> Result<f64, MeasureError> {
+        let start = Instant::now();
+        let mut starting = Vec::new();
+        for s in settings.into_iter().filter(|s| !s.env.is_empty()) {
+            for env in [&[][..], &s.env[..]] {
+                if !self.children.contains_key(env) {
+                    let child = Child::spawn((self.spawn)(env), &label(env), self.timeout)?;
+                    self.children.insert(env.to_vec(), child);
+                    starting.push(env.to_vec());
+                }
+            }
+        }
+        for env in starting {
+            self.children
+                .get_mut(&env)
+                .expect("inserted above")
+                .ready()?;
+        }
+        Ok(start.elapsed().as_secs_f64())
+    }
+
+    fn child(&mut self, env: &[(String, String)]) -> Result<&mut Child, MeasureError> {
+        if !self.children.contains_key(env) {
+            let child = Child::start((self.spawn)(env), &label(env), self.timeout)?;
+            self.children.insert(env.to_vec(), child);
+        }
+        Ok(self.children.get_mut(env).expect("inserted above"))
+    }
+
+    fn in_child(
+        &mut self,
+        env: &[(String, String)],
+        setting: &Setting,
+        case: &Case,
+        iters: u32,
+    ) -> Result<Sample, MeasureError> {
+        let start = Instant::now();
+        let req = Request {
+            setting: Setting {
+                env: Vec::new(),
+                ..setting.clone()
+            },
+            case: *case,
+            iters,
+        };
+        let mut sample = self.child(env)?.measure(&req)?;
+        // The parent's wall time: the pipe round trip is part of the cost.
+        sample.cost_us = sample.cost_us.max(start.elapsed().as_secs_f64() * 1e6);
+        Ok(sample)
+    }
+}
+
+impl Measurer for EnvFallback<'_> {
+    fn measure(
+        &mut self,
+        setting: &Setting,
+        case: &Case,
+        iters: u32,
+    ) -> Result<Sample, MeasureError> {
+        if setting.env.is_empty() {
+            self.inner.measure(setting, case, iters)
+        } else {
+            self.in_child(&setting.env.clone(), setting, case, iters)
+        }
+    }
+
+    fn measure_in_pair(
+        &mut self,
+        setting: &Setting,
+        partner: &Setting,
+        case: &Case,
+        iters: u32,
+    ) -> Result<Sample, MeasureError> {
+        if setting.env.is_empty() && !partner.env.is_empty() {
+            self.in_child(&[], setting, case, iters)
+        } else {
+            self.measure(setting, case, iters)
+        }
+    }
+}

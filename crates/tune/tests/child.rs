@@ -1,0 +1,197 @@
+//! The child-process fallback without a GPU: the protocol against
+//! children that answer, die, hang or talk nonsense (small `sh` scripts),
+//! the child's side against the scripted fake, and a whole search whose
+//! `NCCL_BUFFSIZE` candidates run in children.
+
+use collbench_core::Collective;
+use collbench_tune::child::{serve, Child, EnvFallback, Reply, Request, Spawn};
+use collbench_tune::fake::{FakeMeasurer, Truth};
+use collbench_tune::{tune, Case, MeasureError, Outcome, Setting, TuneConfig};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+const READY: &str = r#"echo '{"ready":{"pid":1}}'"#;
+
+fn sh(script: &str) -> Command {
+    let mut c = Command::new("sh");
+    c.args(["-c", script]);
+    c
+}
+
+fn request() -> Request {
+    Request {
+        setting: Setting::default(),
+        case: Case {
+            op: Collective::AllReduce,
+            bytes: 1 << 20,
+        },
+        iters: 10,
+    }
+}
+
+fn failed(e: MeasureError) -> String {
+    match e {
+        MeasureError::Failed(m) => m,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_child_side_answers_every_request_and_ends_with_its_input() {
+    let mut m = FakeMeasurer::new(1, Box::new(|_, c| Some(c.bytes as f64 / 1e3)));
+    let line = serde_json::to_string(&request()).unwrap();
+    let input = format!("{line}\n{line}\n");
+    let mut out = Vec::new();
+    serve(&mut m, input.as_bytes(), &mut out).unwrap();
+    let replies: Vec<Reply> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replies.len(), 3);
+    assert!(matches!(replies[0], Reply::Ready { .. }));
+    for r in &replies[1..] {
+        let Reply::Sample(s) = r else { panic!("{r:?}") };
+        assert!((s.time_us / 1048.576 - 1.0).abs() < 0.2, "{s:?}");
+    }
+    assert_eq!(m.calls.len(), 2);
+    assert_eq!(m.calls[0].2, 10);
+    // A line that is not a request: an error reply, then the end.
+    let mut out = Vec::new();
+    let e = serve(&mut m, "measure please\n".as_bytes(), &mut out).unwrap_err();
+    assert!(e.contains("not a measure request"), "{e}");
+    assert!(String::from_utf8(out).unwrap().contains("\"error\""));
+}
+
+#[test]
+fn a_child_that_dies_is_one_line_naming_it_with_its_last_words() {
+    let script = format!("{READY}; read x; echo 'cuda error 700' >&2; exit 3");
+    let mut c = Child::start(sh(&script), "with NCCL_BUFFSIZE=1", Duration::from_secs(10)).unwrap();
+    let t = Instant::now();
+    let m = failed(c.measure(&request()).unwrap_err());
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(!m.contains('\n'), "{m}");
+    assert!(m.contains("child process with NCCL_BUFFSIZE=1"), "{m}");
+    assert!(m.contains("exit status: 3"), "{m}");
+    assert!(m.contains("cuda error 700"), "{m}");
+    // Dead stays dead, at once.
+    let again = failed(c.measure(&request()).unwrap_err());
+    assert_eq!(again, m);
+}
+
+#[test]
+fn a_child_that_hangs_is_killed_at_the_timeout() {
+    let script = format!("{READY}; read x; sleep 60");
+    let mut c = Child::start(sh(&script), "with X=1", Duration::from_millis(300)).unwrap();
+    let t = Instant::now();
+    let m = failed(c.measure(&request()).unwrap_err());
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(
+        m.contains("no answer within") && m.contains("killed it"),
+        "{m}"
+    );
+    drop(c); // must not wait for the sleep
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_child_that_never_gets_ready_or_talks_nonsense_is_refused() {
+    let t = Instant::now();
+    let e = failed(
+        Child::start(sh("sleep 60"), "slow", Duration::from_millis(300))
+            .err()
+            .unwrap(),
+    );
+    assert!(e.contains("during start"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(3));
+    let e = failed(
+        Child::start(
+            sh(r#"echo NCCL INFO hello; echo '{"hello":1}'"#),
+            "chatty",
+            Duration::from_secs(5),
+        )
+        .err()
+        .unwrap(),
+    );
+    assert!(e.contains(r#"said '{"hello":1}'"#), "{e}");
+    let e = failed(
+        Child::start(
+            Command::new("/nonexistent/collbench"),
+            "missing",
+            Duration::from_secs(5),
+        )
+        .err()
+        .unwrap(),
+    );
+    assert!(e.contains("cannot start it"), "{e}");
+}
+
+/// Children as `sh` scripts: 100 us per iteration, 90 with
+/// NCCL_BUFFSIZE=8388608; each logs its NCCL_BUFFSIZE per request.
+fn script_children(log: std::path::PathBuf) -> Spawn {
+    Box::new(move |env: &[(String, String)]| {
+        let script = format!(
+            r#"{READY}; while read l; do t=100; [ "$NCCL_BUFFSIZE" = 8388608 ] && t=90; echo "${{NCCL_BUFFSIZE:-default}}" >> {log}; echo "{{\"sample\":{{\"time_us\":$t,\"cost_us\":1000,\"algo_proto\":null}}}}"; done"#,
+            log = log.display()
+        );
+        let mut c = sh(&script);
+        c.env_remove("NCCL_BUFFSIZE")
+            .envs(env.iter().map(|(k, v)| (k, v)));
+        c
+    })
+}
+
+#[test]
+fn a_search_measures_env_candidates_in_children_paired_with_a_default_child() {
+    let dir = std::env::temp_dir().join(format!("collbench-child-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("requests");
+    let _ = std::fs::remove_file(&log);
+    // In process: the default 100 us, every other candidate slower.
+    let truth: Truth = Box::new(|s, _| Some(if s.is_default() { 100.0 } else { 130.0 }));
+    let mut inner = FakeMeasurer::new(5, truth);
+    let mut m = EnvFallback::new(
+        &mut inner,
+        script_children(log.clone()),
+        Duration::from_secs(10),
+    );
+    let mut cfg = TuneConfig::new(vec![Collective::AllReduce], vec![1 << 20], 2, 1, 60e6);
+    cfg.space.channels = vec![8];
+    let envs: Vec<Setting> = cfg.space.extra.clone();
+    assert_eq!(
+        envs.len(),
+        2,
+        "the default space has the two NCCL_BUFFSIZE candidates"
+    );
+    m.prepare(&envs).unwrap();
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+    drop(m);
+    match &r.bands[0].outcome {
+        Outcome::Gain { setting, ratio, .. } => {
+            assert_eq!(setting.to_string(), "NCCL_BUFFSIZE=8388608");
+            assert!((ratio.estimate - 0.9).abs() < 1e-9, "{ratio:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The default spelled out ran, and was no faster than the default.
+    let spelled = r.bands[0]
+        .candidates
+        .iter()
+        .find(|c| c.setting.to_string() == "NCCL_BUFFSIZE=4194304")
+        .unwrap();
+    assert!(
+        format!("{:?}", spelled.status).contains("estimate: 1.0"),
+        "{:?}",
+        spelled.status
+    );
+    // Every child repeat of a candidate had its default partner in the
+    // default child: as many default requests as candidate ones.
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let count = |v: &str| lines.lines().filter(|l| *l == v).count();
+    assert!(count("8388608") >= 3 && count("4194304") >= 3, "{lines}");
+    assert_eq!(count("default"), count("8388608") + count("4194304"));
+    // None of the in-process calls carried an environment.
+    assert!(inner.calls.iter().all(|(s, _, _)| s.env.is_empty()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
