@@ -28,6 +28,7 @@ pub mod record;
 pub mod redop;
 pub mod size;
 pub mod stats;
+pub mod stuck;
 pub mod verify;
 
 pub use bootstrap::{Bootstrap, PeerFailure, SingleProcess};
