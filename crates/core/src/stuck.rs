@@ -12,8 +12,8 @@
 //! waiting at the same place: the hang is inside the library or a link.
 //!
 //! What a position means (the backends publish it so):
-//! - `Idle` in case c: between cases, setting up case c (or exchanging
-//!   the results of the one before).
+//! - `Idle` in case c: between cases, before case c (exchanging the
+//!   results of the one before, printing).
 //! - `Issue` at iteration i: has returned from the calls of iterations
 //!   before i, not from the call of i: it stopped before the call or is
 //!   stuck inside it.
@@ -97,10 +97,13 @@ pub fn diagnose(
     let waited = format!("no progress for {} s", seconds(deadline));
     if behind == 0 {
         let at = table.iter().find_map(|r| r.progress);
+        let all = match table.len() {
+            1 => "its only rank is there".to_string(),
+            n => format!("all {n} ranks are there and none is behind"),
+        };
         return Some(format!(
-            "{STUCK}{}: all {} ranks are there and none is behind: the hang is inside the library or a link ({waited})",
+            "{STUCK}{}: {all}: the hang is inside the library or a link ({waited})",
             place(at, &name),
-            table.len()
         ));
     }
     let mut parts: Vec<String> = places
@@ -161,7 +164,7 @@ fn place(p: Option<Progress>, name: &dyn Fn(u32) -> String) -> String {
 fn state(p: Option<Progress>) -> &'static str {
     match p.map(|p| p.phase) {
         None => "never reported progress",
-        Some(Phase::Idle) => "still setting it up",
+        Some(Phase::Idle) => "did not start it",
         Some(Phase::Issue) => "stopped before or inside the call",
         Some(Phase::Wait) => "still waiting for it to complete",
         Some(Phase::Check) => "still checking results",

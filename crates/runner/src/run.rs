@@ -363,6 +363,7 @@ impl<'a> Runner<'a> {
             names.len() as u32 - 1
         };
         self.watch.begin_case(index);
+        self.watch.entering();
         let m: Measurement = self.backend.time(case, timing)?;
         let checked =
             self.plan.check > 0 && (!case.in_place || case.collective.spec().in_place_checked);

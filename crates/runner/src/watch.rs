@@ -161,6 +161,15 @@ impl Watch {
         }
     }
 
+    /// Runner, as it hands the case to the backend: every local rank is
+    /// about to make its first call (iteration 0), until the backend says
+    /// more. No fault hook acts here.
+    pub fn entering(&self) {
+        for r in 0..self.words.len() {
+            self.publish(r, 0, Phase::Issue);
+        }
+    }
+
     /// Runner: every local rank checks the results of the current case.
     pub fn checking(&self) {
         for r in 0..self.words.len() {
