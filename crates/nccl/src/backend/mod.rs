@@ -77,6 +77,8 @@ pub struct NcclBackend {
     pub(crate) explainer: Option<crate::explain::Explainer>,
     /// GPU memory taken by init, buffers and runs (`-M 1`).
     pub(crate) memory: memory::MemoryWatch,
+    /// Where the timed loop publishes progress and learns of a stop.
+    pub(crate) watch: Option<std::sync::Arc<collbench_runner::Watch>>,
 }
 
 /// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
@@ -203,6 +205,10 @@ impl Backend for NcclBackend {
             ));
         }
         Ok(())
+    }
+
+    fn set_watch(&mut self, watch: std::sync::Arc<collbench_runner::Watch>) {
+        self.watch = Some(watch);
     }
 
     fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
