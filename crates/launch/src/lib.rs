@@ -17,6 +17,8 @@
 //! - [`world`]: options + environment -> [`World`] (rank, size, rendezvous, token).
 //! - `wire`: the framed, versioned messages on the TCP control plane.
 //! - [`control`]: the control plane itself ([`Control`]).
+//! - `scale`: the scale harness (simulated ranks against the real rank 0;
+//!   `tests/scale.rs`, the `collbench-scale` bench).
 //!
 //! Not for: command-line parsing or commands (the CLI owns its flags and
 //! `collbench preflight`), nor exit codes (errors say what failed; the CLI
@@ -27,6 +29,8 @@
 pub mod control;
 pub mod env;
 pub mod hostlist;
+#[doc(hidden)]
+pub mod scale;
 mod wire;
 pub mod world;
 

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 
 /// Bumped on any incompatible change; a peer with another version is refused.
-pub(crate) const PROTOCOL_VERSION: u32 = 1;
+/// 2: heartbeats carry the sender's progress word; `Stop`.
+pub(crate) const PROTOCOL_VERSION: u32 = 2;
 
 const MAX_HEADER_BYTES: u32 = 1 << 20;
 const MAX_PAYLOAD_BYTES: u32 = 256 << 20;
@@ -57,13 +58,19 @@ pub(crate) enum Msg {
     /// Rank 0: every rank has joined.
     Ready,
     /// "Still alive"; silence longer than the timeout is a failure.
+    /// Payload: the sender's progress word ([`word_payload`]).
     Heartbeat,
     /// A rank's part of call `seq` (to rank 0); payload: the data.
     Contribute { seq: u64, op: Op },
     /// Rank 0's answer to call `seq`; payload: the data.
     Result { seq: u64, op: Op },
-    /// Stop: something failed somewhere.
+    /// Stop: something failed somewhere. Rank 0 passes on a failure it
+    /// saw as "rank 0 stopped the job: {reason}".
     Abort { reason: String },
+    /// Stop the job with exactly this reason (`Bootstrap::abort_job`: it
+    /// already names who is at fault). From a rank to rank 0, which passes
+    /// it on to everyone.
+    Stop { reason: String },
     /// Orderly goodbye: the connection closing next is not a failure.
     Bye,
 }
@@ -105,9 +112,8 @@ impl From<io::Error> for ReadError {
     }
 }
 
-/// Writes one frame with a single `write_all`, so frames written under one
-/// lock never interleave.
-pub(crate) fn write_frame(w: &mut impl Write, msg: &Msg, payload: &[u8]) -> io::Result<()> {
+/// One whole frame as bytes (lengths, header, payload).
+pub(crate) fn encode(msg: &Msg, payload: &[u8]) -> io::Result<Vec<u8>> {
     if payload.len() > MAX_PAYLOAD_BYTES as usize {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -123,27 +129,68 @@ pub(crate) fn write_frame(w: &mut impl Write, msg: &Msg, payload: &[u8]) -> io::
     frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
     frame.extend_from_slice(&header);
     frame.extend_from_slice(payload);
-    w.write_all(&frame)?;
+    Ok(frame)
+}
+
+/// Writes one frame with a single `write_all`, so frames written under one
+/// lock never interleave.
+pub(crate) fn write_frame(w: &mut impl Write, msg: &Msg, payload: &[u8]) -> io::Result<()> {
+    w.write_all(&encode(msg, payload)?)?;
     w.flush()
 }
 
-/// Reads one frame.
-pub(crate) fn read_frame(r: &mut impl Read) -> Result<(Msg, Vec<u8>), ReadError> {
-    let mut lengths = [0u8; 8];
-    r.read_exact(&mut lengths)?;
-    let header_len = u32::from_be_bytes(lengths[..4].try_into().expect("4 bytes"));
-    let payload_len = u32::from_be_bytes(lengths[4..].try_into().expect("4 bytes"));
+/// The two lengths at the start of a frame, checked.
+fn lengths(bytes: [u8; 8]) -> Result<(usize, usize), ReadError> {
+    let header_len = u32::from_be_bytes(bytes[..4].try_into().expect("4 bytes"));
+    let payload_len = u32::from_be_bytes(bytes[4..].try_into().expect("4 bytes"));
     if header_len == 0 || header_len > MAX_HEADER_BYTES || payload_len > MAX_PAYLOAD_BYTES {
         return Err(ReadError::Malformed(format!(
             "frame lengths {header_len}/{payload_len} out of range (not a collbench peer?)"
         )));
     }
-    let mut header = vec![0u8; header_len as usize];
+    Ok((header_len as usize, payload_len as usize))
+}
+
+/// Reads one frame.
+pub(crate) fn read_frame(r: &mut impl Read) -> Result<(Msg, Vec<u8>), ReadError> {
+    let mut head = [0u8; 8];
+    r.read_exact(&mut head)?;
+    let (header_len, payload_len) = lengths(head)?;
+    let mut header = vec![0u8; header_len];
     r.read_exact(&mut header)?;
     let msg = serde_json::from_slice(&header).map_err(|e| ReadError::Malformed(e.to_string()))?;
-    let mut payload = vec![0u8; payload_len as usize];
+    let mut payload = vec![0u8; payload_len];
     r.read_exact(&mut payload)?;
     Ok((msg, payload))
+}
+
+/// Takes one frame off the front of `bytes` (what a non-blocking socket
+/// delivered so far): `Ok(None)` while the frame is incomplete, else the
+/// frame and how many bytes it used. Malformed lengths fail at once, so a
+/// stray client cannot make the reader buffer gigabytes.
+pub(crate) fn decode(bytes: &[u8]) -> Result<Option<(Msg, Vec<u8>, usize)>, ReadError> {
+    let Some((head, rest)) = bytes.split_first_chunk::<8>() else {
+        return Ok(None);
+    };
+    let (header_len, payload_len) = lengths(*head)?;
+    if rest.len() < header_len + payload_len {
+        return Ok(None);
+    }
+    let (header, rest) = rest.split_at(header_len);
+    let msg = serde_json::from_slice(header).map_err(|e| ReadError::Malformed(e.to_string()))?;
+    let payload = rest[..payload_len].to_vec();
+    Ok(Some((msg, payload, 8 + header_len + payload_len)))
+}
+
+/// A heartbeat's payload: the progress word, 8 bytes big endian.
+pub(crate) fn word_payload(word: u64) -> [u8; 8] {
+    word.to_be_bytes()
+}
+
+/// The progress word in a heartbeat's payload (0, "nothing published",
+/// when the payload is not 8 bytes).
+pub(crate) fn payload_word(payload: &[u8]) -> u64 {
+    payload.try_into().map(u64::from_be_bytes).unwrap_or(0)
 }
 
 /// Packs a list of byte strings into one payload (`u32 count`, then
@@ -222,10 +269,28 @@ mod tests {
         assert_eq!(unpack(&[0, 0, 0, 9]), None);
     }
 
+    #[test]
+    fn decode_waits_for_a_whole_frame_then_takes_exactly_it() {
+        let mut bytes = encode(&Msg::Heartbeat, &word_payload(42)).unwrap();
+        let one = bytes.len();
+        bytes.extend(encode(&Msg::Bye, &[]).unwrap());
+        for cut in 0..one {
+            assert!(decode(&bytes[..cut]).unwrap().is_none(), "cut {cut}");
+        }
+        let (msg, payload, used) = decode(&bytes).unwrap().unwrap();
+        assert_eq!(
+            (msg, payload_word(&payload), used),
+            (Msg::Heartbeat, 42, one)
+        );
+        assert_eq!(decode(&bytes[used..]).unwrap().unwrap().0, Msg::Bye);
+        assert!(matches!(decode(&[0xff; 8]), Err(ReadError::Malformed(_))));
+    }
+
     proptest! {
         #[test]
         fn read_frame_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = read_frame(&mut bytes.as_slice());
+            let _ = decode(&bytes);
             let _ = unpack(&bytes);
         }
     }

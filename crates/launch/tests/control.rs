@@ -348,3 +348,117 @@ fn through_the_bootstrap_trait_calls_and_failures_are_the_same() {
         );
     }
 }
+
+fn at(case: u32, iteration: u32, phase: collbench_core::Phase) -> collbench_core::Progress {
+    collbench_core::Progress {
+        case,
+        iteration,
+        phase,
+    }
+}
+
+#[test]
+fn heartbeats_carry_progress_to_rank_0_with_host_and_age() {
+    use collbench_core::Phase;
+    // A 2 s timeout: heartbeats every 0.5 s.
+    let beat = Duration::from_millis(500);
+    let results = run_ranks(3, 2, move |rank, control| {
+        let control = control.unwrap();
+        control.publish_progress(at(2, rank as u32, Phase::Wait));
+        control.barrier().unwrap();
+        thread::sleep(beat * 3);
+        let first = control.progress_of_all();
+        thread::sleep(beat * 2);
+        let later = control.progress_of_all();
+        if rank == 1 {
+            control.publish_progress(at(3, 0, Phase::Issue));
+        }
+        control.barrier().unwrap();
+        thread::sleep(beat * 3);
+        let moved = control.progress_of_all();
+        control.barrier().unwrap();
+        (first, later, moved)
+    });
+    for (first, later, moved) in &results[1..] {
+        assert!(first.is_none() && later.is_none() && moved.is_none());
+    }
+    let (first, later, moved) = &results[0];
+    let (first, later, moved) = (
+        first.as_ref().unwrap(),
+        later.as_ref().unwrap(),
+        moved.as_ref().unwrap(),
+    );
+    assert_eq!(first.len(), 3);
+    for (rank, entry) in first.iter().enumerate() {
+        assert_eq!(entry.rank, rank);
+        assert_eq!(entry.host, format!("host{rank}"));
+        assert_eq!(entry.progress, Some(at(2, rank as u32, Phase::Wait)));
+    }
+    // The same word keeps aging; a new word starts again from zero.
+    assert!(
+        later[1].unchanged_for >= first[1].unchanged_for + beat,
+        "{first:?} {later:?}"
+    );
+    assert_eq!(moved[1].progress, Some(at(3, 0, Phase::Issue)));
+    assert!(
+        moved[1].unchanged_for < later[1].unchanged_for,
+        "{later:?} {moved:?}"
+    );
+    assert_eq!(moved[2].progress, later[2].progress);
+}
+
+#[test]
+fn a_world_of_one_sees_its_own_progress_and_its_own_abort() {
+    use collbench_core::{Bootstrap, Phase};
+    let w = World::discover_from(&LaunchOptions::default(), &|_: &str| None, "solo").unwrap();
+    let control = Control::connect(&w, &LaunchOptions::default()).unwrap();
+    let job: &dyn Bootstrap = &control;
+    job.publish_progress(at(0, 9, Phase::Check));
+    let table = job.progress_of_all().unwrap();
+    assert_eq!(table.len(), 1);
+    assert_eq!(table[0].host, "solo");
+    assert_eq!(table[0].progress, Some(at(0, 9, Phase::Check)));
+    assert_eq!(job.failure(), None);
+    job.abort_job("all_reduce 64 MiB iteration 7: ranks 3 never entered");
+    let reason = "all_reduce 64 MiB iteration 7: ranks 3 never entered";
+    assert_eq!(job.failure().unwrap().message, reason);
+    assert_eq!(job.all_gather(vec![1]).unwrap_err().message, reason);
+}
+
+/// Every rank's pending call (and `failure`) says exactly what the rank
+/// that called `abort_job` said, whichever rank that was.
+fn abort_job_from(aborter: usize) {
+    use collbench_core::Bootstrap;
+    let reason = format!(
+        "all_reduce 1 MiB iteration 3: rank 1 (host host1) never entered; rank {aborter} gave up"
+    );
+    let expected = reason.clone();
+    let results = run_ranks(3, 10, move |rank, control| {
+        let control = control.unwrap();
+        control.barrier().unwrap();
+        if rank == aborter {
+            // The others are waiting in the next barrier by now.
+            thread::sleep(Duration::from_millis(300));
+            control.abort_job(&reason);
+        }
+        let pending = control.barrier().unwrap_err().to_string();
+        let later = control.gather(vec![]).unwrap_err().to_string();
+        let failure = Bootstrap::failure(&control).map(|f| f.message);
+        (pending, later, failure)
+    });
+    for (rank, (pending, later, failure)) in results.into_iter().enumerate() {
+        assert_eq!(pending, expected, "rank {rank}");
+        assert_eq!(later, expected, "rank {rank}");
+        assert_eq!(failure.as_deref(), Some(expected.as_str()), "rank {rank}");
+    }
+}
+
+#[test]
+fn abort_job_on_rank_0_stops_everyone_with_its_reason_verbatim() {
+    abort_job_from(0);
+}
+
+#[test]
+fn abort_job_on_another_rank_goes_through_rank_0_verbatim() {
+    abort_job_from(2);
+}

@@ -3,11 +3,12 @@
 //! awaiting the answer, every wait bounded by a deadline, and parts that
 //! arrive early buffered until their call comes.
 
+use super::hub::Command;
 use super::liveness::heartbeat_interval;
-use super::shared::{lock, Event, Link, Part, State};
+use super::shared::{lock, Event, Link, Outbox, Part, State};
 use super::Control;
 use crate::ranks_phrase;
-use crate::wire::{Msg, Op};
+use crate::wire::{self, Msg, Op};
 use crate::LaunchError;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
@@ -29,13 +30,19 @@ impl Control {
         let deadline = self.call_deadline();
         let mut parts: Vec<Option<Vec<u8>>> = vec![None; n];
         parts[0] = Some(own);
+        let mut remaining = n - 1;
+        // Ranks to look at: all at first (parts that came early), then
+        // only those the last events were about, so a gather of W parts
+        // costs O(W), not O(W) per arriving part.
+        let mut touched: Vec<usize> = (1..n).collect();
         loop {
-            for (rank, slot) in parts.iter_mut().enumerate().skip(1) {
-                if slot.is_some() {
+            for rank in touched.drain(..) {
+                if rank == 0 || parts[rank].is_some() {
                     continue;
                 }
                 if let Some(part) = state.pending[rank].pop_front() {
-                    *slot = Some(self.check_step(link, rank, &part, op, seq)?);
+                    parts[rank] = Some(self.check_step(link, rank, &part, op, seq)?);
+                    remaining -= 1;
                 } else if state.left[rank] {
                     let who = link.hellos[rank].host.as_str();
                     return Err(link.shared.fail(
@@ -44,10 +51,10 @@ impl Control {
                     ));
                 }
             }
-            if parts.iter().all(Option::is_some) {
+            if remaining == 0 {
                 return Ok(parts.into_iter().flatten().collect());
             }
-            if !self.wait(link, state, deadline)? {
+            if !self.wait(link, state, deadline, &mut touched)? {
                 let missing: Vec<usize> = (1..n).filter(|&r| parts[r].is_none()).collect();
                 let hosts: Vec<&str> = missing
                     .iter()
@@ -85,7 +92,7 @@ impl Control {
                     "rank 0 on host {root} closed the control plane before {op} #{seq}: it finished or failed first (see its output)"
                 )));
             }
-            if !self.wait(link, state, deadline)? {
+            if !self.wait(link, state, deadline, &mut Vec::new())? {
                 return Err(link.shared.fail(
                     format!(
                         "{op} #{seq}: rank 0 on host {root} did not answer within {} s",
@@ -126,9 +133,11 @@ impl Control {
         seq: u64,
         data: &[u8],
     ) -> Result<(), LaunchError> {
-        self.send(link, 0, &Msg::Contribute { seq, op }, data)
+        self.send(link, &Msg::Contribute { seq, op }, data)
     }
 
+    /// Rank 0: the same answer to every other rank (one buffer, queued
+    /// for each by the event loop).
     pub(super) fn answer_all(
         &self,
         link: &Link,
@@ -136,21 +145,43 @@ impl Control {
         seq: u64,
         data: &[u8],
     ) -> Result<(), LaunchError> {
-        for rank in 1..self.world.world_size {
-            self.send(link, rank, &Msg::Result { seq, op }, data)?;
-        }
-        Ok(())
-    }
-
-    fn send(&self, link: &Link, to: usize, msg: &Msg, data: &[u8]) -> Result<(), LaunchError> {
         if let Some(failure) = link.shared.failure() {
             return Err(LaunchError::Control(failure));
         }
-        let peer = lock(&link.shared.peers)[to].clone();
-        let Some(peer) = peer else {
-            return Err(LaunchError::Control(format!(
-                "rank {to} is not connected (a bug)"
-            )));
+        if let Some(rank) = (1..self.world.world_size).find(|&r| link.shared.left(r)) {
+            return Err(self.left_before(link, rank));
+        }
+        let frame = wire::encode(&Msg::Result { seq, op }, data).map_err(|e| {
+            link.shared
+                .fail(format!("cannot send {op} #{seq}: {e}"), None)
+        })?;
+        link.shared.hub().command(Command::Send {
+            to: None,
+            except: None,
+            frame: frame.into(),
+        });
+        Ok(())
+    }
+
+    fn left_before(&self, link: &Link, rank: usize) -> LaunchError {
+        let host = link
+            .hellos
+            .get(rank)
+            .map_or_else(|| self.root_host(), |h| h.host.clone());
+        LaunchError::Control(format!(
+            "rank {rank} on host {host} closed the control plane before this call: it finished or failed first (see its output)"
+        ))
+    }
+
+    /// Other ranks: a frame to rank 0, written here (one connection).
+    fn send(&self, link: &Link, msg: &Msg, data: &[u8]) -> Result<(), LaunchError> {
+        if let Some(failure) = link.shared.failure() {
+            return Err(LaunchError::Control(failure));
+        }
+        let Outbox::Root(peer) = &link.shared.out else {
+            return Err(LaunchError::Control(
+                "only ranks other than 0 send to rank 0 (a bug)".into(),
+            ));
         };
         let Err(e) = peer.send(msg, data) else {
             return Ok(());
@@ -170,23 +201,27 @@ impl Control {
             return Err(LaunchError::Control(failure));
         }
         if peer.left.load(Ordering::SeqCst) {
-            return Err(LaunchError::Control(format!(
-                "{} closed the control plane before this call: it finished or failed first (see its output)",
-                peer.name()
-            )));
+            return Err(self.left_before(link, 0));
         }
         Err(link
             .shared
-            .fail(format!("{} disconnected ({e})", peer.name()), Some(to)))
+            .fail(format!("{} disconnected ({e})", peer.name()), Some(0)))
     }
 
     /// Waits for events until `deadline`; `Ok(false)` when it passed.
     /// What already arrived is taken before a failure is reported, so a call
-    /// whose answer came before a peer died still completes.
-    fn wait(&self, link: &Link, state: &mut State, deadline: Instant) -> Result<bool, LaunchError> {
+    /// whose answer came before a peer died still completes. The ranks the
+    /// events were about go into `touched`.
+    fn wait(
+        &self,
+        link: &Link,
+        state: &mut State,
+        deadline: Instant,
+        touched: &mut Vec<usize>,
+    ) -> Result<bool, LaunchError> {
         let mut got_any = false;
         while let Ok(event) = state.events.try_recv() {
-            absorb(state, event);
+            absorb(state, event, touched);
             got_any = true;
         }
         if got_any {
@@ -200,7 +235,7 @@ impl Control {
         };
         match state.events.recv_timeout(left) {
             Ok(event) => {
-                absorb(state, event);
+                absorb(state, event, touched);
                 Ok(true)
             }
             Err(RecvTimeoutError::Timeout) => Ok(false),
@@ -237,20 +272,35 @@ pub(super) fn start_call(link: &Link) -> Result<(MutexGuard<'_, State>, u64), La
     Ok((state, seq))
 }
 
-pub(super) fn absorb(state: &mut State, event: Event) {
-    match event {
+/// Buffers what an event brought; the ranks it was about go into
+/// `touched`.
+pub(super) fn absorb(state: &mut State, event: Event, touched: &mut Vec<usize>) {
+    let rank = match event {
         Event::Frame {
             from,
             msg: Msg::Contribute { seq, op } | Msg::Result { seq, op },
             payload,
-        } => state.pending[from].push_back(Part {
-            seq,
-            op,
-            data: payload,
-        }),
-        Event::Left(rank) => state.left[rank] = true,
-        Event::Frame { .. } | Event::Failed => {}
-    }
+        } => {
+            state.pending[from].push_back(Part {
+                seq,
+                op,
+                data: payload,
+            });
+            from
+        }
+        Event::Left(rank) => {
+            state.left[rank] = true;
+            rank
+        }
+        Event::Batch(events) => {
+            for event in events {
+                absorb(state, event, touched);
+            }
+            return;
+        }
+        Event::Frame { .. } | Event::Failed | Event::Joined => return,
+    };
+    touched.push(rank);
 }
 
 fn dedup(mut items: Vec<&str>) -> Vec<&str> {

@@ -1,6 +1,8 @@
-//! Liveness: one reader thread per connection and one heartbeat thread
-//! per process. A peer that closes without a goodbye or sends nothing for
-//! the timeout becomes the job's failure, named by rank and host.
+//! Liveness on ranks other than 0: they hold one connection (to rank 0),
+//! so a reader thread and a heartbeat thread. Rank 0 does the same for
+//! every rank in its event loop (`hub`). A peer that closes without a
+//! goodbye or sends nothing for the timeout becomes the job's failure,
+//! named by rank and host.
 
 use super::shared::{Event, Peer, Shared};
 use crate::wire::{self, Msg, ReadError};
@@ -35,7 +37,10 @@ fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
         }
         let who = peer.name();
         let reason = match frame {
-            Ok((Msg::Heartbeat, _)) => continue,
+            Ok((Msg::Heartbeat, payload)) => {
+                shared.board.record(peer.rank, wire::payload_word(&payload));
+                continue;
+            }
             Ok((Msg::Bye, _)) => {
                 peer.left.store(true, Ordering::SeqCst);
                 shared.event(Event::Left(peer.rank));
@@ -54,6 +59,11 @@ fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
             }
             // A rank's own abort reason already names it (see `abort`).
             Ok((Msg::Abort { reason }, _)) => reason,
+            // `abort_job`: verbatim everywhere; rank 0 passes it on.
+            Ok((Msg::Stop { reason }, _)) => {
+                shared.stop(reason, Some(peer.rank));
+                return;
+            }
             Ok((other, _)) => {
                 format!("{who} sent an unexpected {other:?} (a different collbench version?)")
             }
@@ -71,8 +81,9 @@ fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
     }
 }
 
-/// Sends heartbeats to every peer until closing (one thread per process).
-pub(super) fn spawn_heartbeat(shared: Arc<Shared>) {
+/// Sends heartbeats (with this rank's progress word) to rank 0 until
+/// closing.
+pub(super) fn spawn_heartbeat(shared: Arc<Shared>, root: Arc<Peer>) {
     let interval = heartbeat_interval(shared.timeout);
     let _ = thread::Builder::new()
         .name("collbench-heartbeat".into())
@@ -80,11 +91,10 @@ pub(super) fn spawn_heartbeat(shared: Arc<Shared>) {
             let mut next = Instant::now();
             while !shared.closing.load(Ordering::SeqCst) {
                 if Instant::now() >= next {
-                    for peer in shared.peers() {
-                        if !peer.left.load(Ordering::SeqCst) {
-                            // A failed write is the reader's to report.
-                            let _ = peer.send(&Msg::Heartbeat, &[]);
-                        }
+                    if !root.left.load(Ordering::SeqCst) {
+                        // A failed write is the reader's to report.
+                        let word = wire::word_payload(shared.board.own());
+                        let _ = root.send(&Msg::Heartbeat, &word);
                     }
                     next = Instant::now() + interval;
                 }

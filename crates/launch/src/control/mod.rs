@@ -12,39 +12,57 @@
 //! 0 answers (`Result`). Every call carries a sequence number and its kind,
 //! so ranks that call different things fail with a message saying so.
 //!
-//! Failures: one reader thread per connection and one heartbeat thread per
-//! process. A peer that closes without a goodbye (exit, crash, kill) or
-//! sends nothing for the timeout (stopped, hung, unreachable) fails the
-//! job; rank 0 then sends Abort to everyone else, so they fail at once
-//! instead of waiting out their own timeouts. Every wait has a deadline.
+//! Threads: rank 0 drives every connection from one event loop over
+//! non-blocking sockets (`hub`), so its cost does not grow by a thread per
+//! rank (4096 ranks: 2 threads, about 33 MiB; bench/results/scale.md); its
+//! accept queue is sized for the world. The other ranks hold one
+//! connection, read by a reader thread, and a heartbeat thread; they
+//! retry joining with jittered backoff.
+//!
+//! Failures: a peer that closes without a goodbye (exit, crash, kill),
+//! sends nothing for the timeout (stopped, hung, unreachable) or, on rank
+//! 0, reads nothing it is sent for the timeout, fails the job; rank 0 then
+//! sends Abort to everyone else, so they fail at once instead of waiting
+//! out their own timeouts. Every wait has a deadline.
 //! After a failure every call returns the first failure's message, which
 //! names the rank and host.
+//!
+//! Progress: each rank publishes where it is (one atomic store of a packed
+//! word, `collbench_core::Progress`); its heartbeats carry the latest word,
+//! and rank 0 keeps every rank's word and when it last changed, the table
+//! a stuck-collective watchdog reads. `abort_job` stops the job with a
+//! reason that every rank reports verbatim (a `Stop` message, passed on by
+//! rank 0).
 //!
 //! Files, one job each: this one holds the public face ([`Control`], its
 //! calls and its goodbye); `shared` the state the background threads share
 //! with the caller; `call` the request/reply machinery of one call
 //! (sequence numbers, deadlines, buffering); `rendezvous` joining (hello,
-//! refusals, Ready); `liveness` the reader and heartbeat threads that turn
-//! a dead or silent peer into a failure naming it; `tests` runs ranks as
+//! refusals, Ready); `hub` rank 0's event loop; `liveness` the other
+//! ranks' reader and heartbeat threads, which turn a dead or silent rank 0
+//! into a failure naming it; `progress` the table of
+//! where every rank is; `tests` runs ranks as
 //! threads against hand-made bad clients.
 
 mod call;
+mod hub;
 mod liveness;
+mod progress;
 mod rendezvous;
 mod shared;
 #[cfg(test)]
 mod tests;
 
-use crate::wire::{self, Msg, Op};
+use crate::wire::{self, Op};
 use crate::{LaunchError, LaunchOptions, World};
 use call::start_call;
-use collbench_core::PeerFailure;
+use collbench_core::{PeerFailure, Progress, RankProgress};
+use progress::Board;
 use rendezvous::{join_as_peer, join_as_root};
-use shared::{lock, Link};
-use std::io::Read;
-use std::net::Shutdown;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use shared::Outbox;
+use shared::{lock, Link, Shared};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
 /// A rank as it introduced itself to rank 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +88,11 @@ pub struct Control {
     link: Option<Link>,
     /// This rank's own hello (what `hellos` reports in a world of one).
     own: PeerHello,
+    /// This rank's progress word; on rank 0 everyone's.
+    board: Arc<Board>,
+    /// The job's failure and failure hook: the link's, or in a world of
+    /// one a lone one (so `abort_job` and `failure` behave the same).
+    shared: Arc<Shared>,
 }
 
 impl Control {
@@ -97,16 +120,32 @@ impl Control {
             pid: std::process::id(),
             info,
         };
+        let board = Arc::new(Board::new(match world.rank {
+            0 => world.world_size,
+            _ => 0,
+        }));
         let link = match (world.world_size, world.rank) {
             (1, _) => None,
-            (_, 0) => Some(join_as_root(world, timeout, own.clone())?),
-            _ => Some(join_as_peer(world, timeout, own.clone())?),
+            (_, 0) => Some(join_as_root(world, timeout, own.clone(), board.clone())?),
+            _ => Some(join_as_peer(world, timeout, own.clone(), board.clone())?),
+        };
+        let shared = match &link {
+            Some(link) => Arc::clone(&link.shared),
+            None => Arc::new(Shared::new(
+                world,
+                timeout,
+                mpsc::channel().0,
+                board.clone(),
+                Outbox::Alone,
+            )),
         };
         Ok(Control {
             world: world.clone(),
             timeout,
             link,
             own,
+            board,
+            shared,
         })
     }
 
@@ -134,29 +173,65 @@ impl Control {
         }
     }
 
-    /// The job's first failure, if any (names the rank and host).
+    /// The job's first failure, if any (names the rank and host). Never
+    /// blocks.
     pub fn failure(&self) -> Option<String> {
-        self.link.as_ref().and_then(|l| l.shared.failure())
+        self.shared.failure()
     }
 
     /// Runs `hook` once, on a background thread, when the job fails (a peer
     /// died, went silent or aborted): the place to abort NCCL communicators
     /// that would otherwise wait forever for the dead peer.
     pub fn on_failure(&self, hook: impl Fn(&str) + Send + 'static) {
-        if let Some(link) = &self.link {
-            *lock(&link.shared.hook) = Some(Box::new(hook));
-            if let Some(reason) = link.shared.failure() {
-                if let Some(hook) = lock(&link.shared.hook).as_ref() {
-                    hook(&reason);
-                }
+        *lock(&self.shared.hook) = Some(Box::new(hook));
+        if let Some(reason) = self.shared.failure() {
+            if let Some(hook) = lock(&self.shared.hook).as_ref() {
+                hook(&reason);
             }
+        }
+    }
+
+    /// Publishes where this rank is: one atomic store. Heartbeats carry
+    /// the latest word to rank 0 (so rank 0 sees it within a heartbeat
+    /// period, [`LaunchOptions::timeout_s`] / 4 capped at 2 s).
+    pub fn publish_progress(&self, progress: Progress) {
+        self.board.publish(progress.pack());
+    }
+
+    /// Rank 0: every rank's latest progress (as its heartbeats carried it),
+    /// its host and how long the progress has stayed the same, indexed by
+    /// rank; rank 0's own entry is what it published. `None` on the others.
+    pub fn progress_of_all(&self) -> Option<Vec<RankProgress>> {
+        if self.world.rank != 0 {
+            return None;
+        }
+        let hellos = self.link.as_ref().map(|link| &link.hellos);
+        Some(self.board.table(|rank| match hellos {
+            Some(hellos) => hellos[rank].host.clone(),
+            None => self.own.host.clone(),
+        }))
+    }
+
+    /// Stops the whole job with `reason`, verbatim (it names who is at
+    /// fault): rank 0 tells everyone, another rank asks rank 0 to. Every
+    /// process's pending and later calls fail with exactly `reason`, and
+    /// [`Control::failure`] returns it (unless the job had failed before).
+    pub fn abort_job(&self, reason: &str) {
+        self.shared.stop(reason.to_string(), None);
+    }
+
+    /// A world of one: the job's failure (after `abort_job`), if any.
+    fn alone(&self) -> Result<(), LaunchError> {
+        match self.shared.failure() {
+            Some(failure) => Err(LaunchError::Control(failure)),
+            None => Ok(()),
         }
     }
 
     /// Waits until every rank has arrived.
     pub fn barrier(&self) -> Result<(), LaunchError> {
         let Some(link) = &self.link else {
-            return Ok(());
+            return self.alone();
         };
         let (mut state, seq) = start_call(link)?;
         if self.world.rank == 0 {
@@ -177,6 +252,7 @@ impl Control {
             ));
         }
         let Some(link) = &self.link else {
+            self.alone()?;
             return Ok(data.unwrap_or_default());
         };
         let (mut state, seq) = start_call(link)?;
@@ -193,6 +269,7 @@ impl Control {
     /// (and do not wait for rank 0).
     pub fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, LaunchError> {
         let Some(link) = &self.link else {
+            self.alone()?;
             return Ok(Some(vec![data]));
         };
         let (mut state, seq) = start_call(link)?;
@@ -207,6 +284,7 @@ impl Control {
     /// Every rank gets every rank's data indexed by rank.
     pub fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, LaunchError> {
         let Some(link) = &self.link else {
+            self.alone()?;
             return Ok(vec![data]);
         };
         let (mut state, seq) = start_call(link)?;
@@ -241,9 +319,7 @@ impl Control {
     /// would, so tests of failure handling can run ranks as threads.
     #[doc(hidden)]
     pub fn crash_for_tests(self) {
-        if let Some(link) = &self.link {
-            link.shared.close();
-        }
+        self.shared.close();
         std::mem::forget(self);
     }
 }
@@ -251,35 +327,8 @@ impl Control {
 impl Drop for Control {
     /// Says goodbye to every peer, so closing is not mistaken for a crash.
     fn drop(&mut self) {
-        if let Some(link) = &self.link {
-            link.shared.closing.store(true, Ordering::SeqCst);
-            let peers = link.shared.peers();
-            for peer in &peers {
-                let _ = peer.send(&Msg::Bye, &[]);
-                let _ = lock(&peer.writer).shutdown(Shutdown::Write);
-            }
-            // Lingering close: read until each peer closes its side (or a
-            // short deadline). Closing with unread bytes makes the kernel
-            // send a reset, which can discard a failure notice the peer
-            // has received but not yet read.
-            let deadline = Instant::now() + Duration::from_secs(1);
-            let mut buf = [0u8; 4096];
-            for peer in &peers {
-                let mut stream = lock(&peer.writer);
-                let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-                while Instant::now() < deadline {
-                    match stream.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(_) => {}
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                            ) => {}
-                        Err(_) => break,
-                    }
-                }
-            }
+        if self.link.is_some() {
+            self.shared.goodbye();
         }
     }
 }
@@ -300,5 +349,17 @@ impl collbench_core::Bootstrap for Control {
     }
     fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
         Ok(Control::all_gather(self, data)?)
+    }
+    fn publish_progress(&self, progress: Progress) {
+        Control::publish_progress(self, progress)
+    }
+    fn progress_of_all(&self) -> Option<Vec<RankProgress>> {
+        Control::progress_of_all(self)
+    }
+    fn abort_job(&self, reason: &str) {
+        Control::abort_job(self, reason)
+    }
+    fn failure(&self) -> Option<PeerFailure> {
+        Control::failure(self).map(PeerFailure::new)
     }
 }

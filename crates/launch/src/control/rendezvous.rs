@@ -1,58 +1,62 @@
-//! Joining the job. Rank 0 listens, checks every hello (protocol version,
-//! token, world size, rank range, duplicates) and refuses strangers with a
-//! reason; the others connect with retries until the deadline. When all
-//! have joined, rank 0 says Ready.
+//! Joining the job. Rank 0 listens (an accept queue sized for the world)
+//! and its event loop checks every hello (protocol version, token, world
+//! size, rank range, duplicates: `judge_hello`), refusing strangers with a
+//! reason; the others connect with retries, backing off with jitter, until
+//! the deadline. When all have joined, rank 0 says Ready.
 
+use super::hub;
 use super::liveness::{spawn_heartbeat, spawn_reader};
-use super::shared::{lock, new_state, Event, Link, Peer, Shared};
+use super::progress::Board;
+use super::shared::{lock, new_state, Event, Link, Outbox, Peer, Shared};
 use super::{call::absorb, PeerHello};
 use crate::wire::{self, Msg, PROTOCOL_VERSION};
 use crate::{LaunchError, World};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Sender};
+use socket2::{Domain, Socket, Type};
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// A validated hello waiting for rank 0's duplicate check.
-struct Joiner {
-    hello: PeerHello,
-    stream: TcpStream,
-    addr: SocketAddr,
-}
 
 pub(super) fn join_as_root(
     world: &World,
     timeout: Duration,
     own: PeerHello,
+    board: Arc<Board>,
 ) -> Result<Link, LaunchError> {
     let n = world.world_size;
     let listen = format!("{}:{}", world.bind, world.rendezvous_port);
-    let listener = TcpListener::bind((world.bind.as_str(), world.rendezvous_port)).map_err(|e| {
+    let listener = listen_for(world).map_err(|e| {
         LaunchError::Control(format!(
             "rank 0 cannot listen on {listen}: {e}; if another job uses this port, set COLLBENCH_PORT or --rendezvous HOST:PORT to a free one"
         ))
     })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| LaunchError::Control(format!("listen on {listen}: {e}")))?;
-
+    let cannot_start = |e: std::io::Error| {
+        LaunchError::Control(format!("rank 0 cannot start its event loop: {e}"))
+    };
+    let (poll, handle, commands) = hub::handle(n, own).map_err(cannot_start)?;
     let (events_tx, events_rx) = mpsc::channel();
-    let shared = Arc::new(Shared::new(world, timeout, events_tx));
-    let (join_tx, join_rx) = mpsc::channel();
-    spawn_acceptor(listener, Arc::clone(&shared), join_tx);
-    spawn_heartbeat(Arc::clone(&shared));
+    let shared = Arc::new(Shared::new(
+        world,
+        timeout,
+        events_tx,
+        board,
+        Outbox::Hub(handle),
+    ));
+    hub::spawn(poll, listener, Arc::clone(&shared), commands).map_err(cannot_start)?;
 
     let deadline = Instant::now() + timeout;
-    let mut hellos: Vec<Option<PeerHello>> = vec![None; n];
-    hellos[0] = Some(own);
-    while hellos.iter().any(Option::is_none) {
+    let mut early = Vec::new();
+    loop {
         if let Some(failure) = shared.failure() {
             shared.close();
             return Err(LaunchError::Control(failure));
         }
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            let hellos = lock(&shared.hub().hellos).clone();
             let missing: Vec<usize> = (0..n).filter(|&r| hellos[r].is_none()).collect();
             let joined: Vec<PeerHello> = hellos.into_iter().flatten().collect();
             let error = LaunchError::MissingRanks {
@@ -65,105 +69,53 @@ pub(super) fn join_as_root(
             shared.close();
             return Err(error);
         };
-        let Ok(joiner) = join_rx.recv_timeout(left.min(Duration::from_millis(100))) else {
-            continue;
-        };
-        let Joiner {
-            hello,
-            stream,
-            addr,
-        } = joiner;
-        if let Some(first) = &hellos[hello.rank] {
-            let reason = format!(
-                "rank {} already joined from host {} (pid {}): two processes were given the same rank",
-                hello.rank, first.host, first.pid
-            );
-            refuse(stream, addr, &hello.host, &reason);
-            continue;
-        }
-        let rank = hello.rank;
-        if admit(&shared, &hello, stream) {
-            hellos[rank] = Some(hello);
+        match events_rx.recv_timeout(left) {
+            Ok(Event::Joined) => break,
+            Ok(event) => early.push(event),
+            Err(_) => {}
         }
     }
-    shared.complete.store(true, Ordering::SeqCst);
-    for peer in shared.peers() {
-        if peer.send(&Msg::Ready, &[]).is_err() {
-            let error = shared.fail(
-                format!("{} disconnected while the job started", peer.name()),
-                Some(peer.rank),
-            );
-            shared.close();
-            return Err(error);
-        }
+    let mut state = new_state(events_rx, n);
+    for event in early {
+        absorb(&mut state, event, &mut Vec::new());
     }
-    let hellos = hellos.into_iter().flatten().collect();
+    let hellos = lock(&shared.hub().hellos)
+        .iter()
+        .flatten()
+        .cloned()
+        .collect();
     Ok(Link {
         shared,
-        state: Mutex::new(new_state(events_rx, n)),
+        state: Mutex::new(state),
         hellos,
     })
 }
 
-/// Welcomes a rank and starts reading from it; false if it vanished.
-fn admit(shared: &Arc<Shared>, hello: &PeerHello, stream: TcpStream) -> bool {
-    let Ok(writer) = stream.try_clone() else {
-        return false;
-    };
-    let peer = Arc::new(Peer {
-        rank: hello.rank,
-        host: hello.host.clone(),
-        writer: Mutex::new(writer),
-        left: AtomicBool::new(false),
-        reader_done: AtomicBool::new(false),
-    });
-    if peer.send(&Msg::Welcome, &[]).is_err() {
-        return false;
-    }
-    lock(&shared.peers)[hello.rank] = Some(Arc::clone(&peer));
-    spawn_reader(Arc::clone(shared), peer, stream);
-    true
+/// Rank 0's listening socket, its accept queue sized for the world (std's
+/// `TcpListener` asks for 128; Linux caps the request at
+/// net.core.somaxconn). A queue too short for a connect storm drops SYNs,
+/// and each dropped one costs its rank a 1 s retransmit.
+fn listen_for(world: &World) -> std::io::Result<mio::net::TcpListener> {
+    let addr = (world.bind.as_str(), world.rendezvous_port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other("the address resolves to nothing"))?;
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(world.world_size.clamp(128, 65535) as i32)?;
+    socket.set_nonblocking(true)?;
+    Ok(mio::net::TcpListener::from_std(socket.into()))
 }
 
-/// Rank 0: accepts connections until closing; each hello is checked on its
-/// own thread so a silent stray client cannot hold up the others.
-fn spawn_acceptor(listener: TcpListener, shared: Arc<Shared>, join_tx: Sender<Joiner>) {
-    let _ = thread::Builder::new()
-        .name("collbench-accept".into())
-        .spawn(move || {
-            while !shared.closing.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok((stream, addr)) => {
-                        let shared = Arc::clone(&shared);
-                        let join_tx = join_tx.clone();
-                        let _ = thread::Builder::new()
-                            .name("collbench-hello".into())
-                            .spawn(move || check_hello(&shared, stream, addr, &join_tx));
-                    }
-                    // Non-blocking accept: poll, so closing is noticed.
-                    Err(_) => thread::sleep(Duration::from_millis(20)),
-                }
-            }
-        });
-}
-
-/// Reads and validates one hello; passes it on or refuses it.
-fn check_hello(shared: &Shared, stream: TcpStream, addr: SocketAddr, join_tx: &Sender<Joiner>) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(shared.timeout.min(Duration::from_secs(10))));
-    let _ = stream.set_write_timeout(Some(shared.timeout));
-    let mut reader = match stream.try_clone() {
-        Ok(r) => r,
-        Err(_) => return,
-    };
-    let (msg, info) = match wire::read_frame(&mut reader) {
-        Ok(frame) => frame,
-        Err(e) => {
-            eprintln!("collbench: rank 0 dropped a connection from {addr}: {e} before a hello (not a collbench rank?)");
-            return;
-        }
-    };
+/// Checks a connection's first message: a hello of this job, for a rank
+/// that has not joined (`complete`: every rank already did). Gives the
+/// hello, or the host it named and why it is refused.
+pub(super) fn judge_hello(
+    shared: &Shared,
+    msg: Msg,
+    complete: bool,
+) -> Result<PeerHello, (String, String)> {
     let Msg::Hello {
         protocol,
         token,
@@ -174,13 +126,10 @@ fn check_hello(shared: &Shared, stream: TcpStream, addr: SocketAddr, join_tx: &S
         pid,
     } = msg
     else {
-        refuse(
-            stream,
-            addr,
-            "?",
-            "the first message was not a hello (not a collbench rank?)",
-        );
-        return;
+        return Err((
+            "?".into(),
+            "the first message was not a hello (not a collbench rank?)".into(),
+        ));
     };
     let n = shared.world_size;
     let problem = if protocol != PROTOCOL_VERSION {
@@ -193,7 +142,7 @@ fn check_hello(shared: &Shared, stream: TcpStream, addr: SocketAddr, join_tx: &S
         ))
     } else if rank == 0 || rank >= n {
         Some(format!("rank {rank} is not in 1..{n}"))
-    } else if shared.complete.load(Ordering::SeqCst) {
+    } else if complete {
         Some(format!(
             "all {n} ranks already joined (a second process with rank {rank}?)"
         ))
@@ -201,36 +150,15 @@ fn check_hello(shared: &Shared, stream: TcpStream, addr: SocketAddr, join_tx: &S
         None
     };
     match problem {
-        Some(reason) => refuse(stream, addr, &host, &format!("rank {rank}: {reason}")),
-        None => {
-            let hello = PeerHello {
-                rank,
-                local_rank,
-                host,
-                pid,
-                info,
-            };
-            let _ = join_tx.send(Joiner {
-                hello,
-                stream,
-                addr,
-            });
-        }
+        Some(reason) => Err((host, format!("rank {rank}: {reason}"))),
+        None => Ok(PeerHello {
+            rank,
+            local_rank,
+            host,
+            pid,
+            info: Vec::new(),
+        }),
     }
-}
-
-/// Refuses a connection with a reason the client prints, and logs one line.
-fn refuse(stream: TcpStream, addr: SocketAddr, host: &str, reason: &str) {
-    eprintln!("collbench: rank 0 refused a connection from {addr} (host {host}): {reason}");
-    let mut stream = stream;
-    let _ = wire::write_frame(
-        &mut stream,
-        &Msg::Refused {
-            reason: reason.to_string(),
-        },
-        &[],
-    );
-    let _ = stream.shutdown(Shutdown::Both);
 }
 
 /// Why one attempt to join failed.
@@ -243,6 +171,7 @@ pub(super) fn join_as_peer(
     world: &World,
     timeout: Duration,
     own: PeerHello,
+    board: Arc<Board>,
 ) -> Result<Link, LaunchError> {
     let host = world.rendezvous_host.clone().ok_or_else(|| {
         LaunchError::Discovery(format!(
@@ -263,6 +192,7 @@ pub(super) fn join_as_peer(
     let start = Instant::now();
     let deadline = start + timeout;
     let mut last_problem = String::from("not tried");
+    let mut backoff = Duration::from_millis(50);
     let stream = loop {
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
             return Err(LaunchError::Control(format!(
@@ -281,13 +211,12 @@ pub(super) fn join_as_peer(
             }
             Err(Attempt::Retry(problem)) => {
                 last_problem = problem;
-                thread::sleep(Duration::from_millis(100).min(left));
+                thread::sleep(jittered(backoff).min(left));
+                backoff = (backoff * 2).min(Duration::from_secs(1));
             }
         }
     };
 
-    let (events_tx, events_rx) = mpsc::channel();
-    let shared = Arc::new(Shared::new(world, timeout, events_tx));
     let Ok(writer) = stream.try_clone() else {
         return Err(LaunchError::Control(
             "cannot clone the socket to rank 0".into(),
@@ -300,9 +229,16 @@ pub(super) fn join_as_peer(
         left: AtomicBool::new(false),
         reader_done: AtomicBool::new(false),
     });
-    lock(&shared.peers)[0] = Some(Arc::clone(&root));
-    spawn_reader(Arc::clone(&shared), root, stream);
-    spawn_heartbeat(Arc::clone(&shared));
+    let (events_tx, events_rx) = mpsc::channel();
+    let shared = Arc::new(Shared::new(
+        world,
+        timeout,
+        events_tx,
+        board,
+        Outbox::Root(Arc::clone(&root)),
+    ));
+    spawn_reader(Arc::clone(&shared), Arc::clone(&root), stream);
+    spawn_heartbeat(Arc::clone(&shared), root);
 
     // Rank 0 decides (at its own deadline) whether everyone came; it stays
     // audible through heartbeats, so waiting for Ready is bounded either way.
@@ -334,7 +270,7 @@ pub(super) fn join_as_peer(
                     "rank 0 on host {host} closed before the job started"
                 )));
             }
-            Ok(event) => absorb(&mut state, event),
+            Ok(event) => absorb(&mut state, event, &mut Vec::new()),
             Err(_) => {}
         }
     }
@@ -343,6 +279,13 @@ pub(super) fn join_as_peer(
         state: Mutex::new(state),
         hellos: Vec::new(),
     })
+}
+
+/// `backoff` times a random factor in [0.5, 1.5): thousands of ranks that
+/// found rank 0 not yet listening do not all come back at the same moment.
+fn jittered(backoff: Duration) -> Duration {
+    let random = RandomState::new().build_hasher().finish();
+    backoff.mul_f64(0.5 + (random % 1024) as f64 / 1024.0)
 }
 
 /// One attempt: connect, say hello, read the answer.

@@ -1,15 +1,19 @@
-//! What the calling thread and the background threads (readers, heartbeat,
-//! acceptor) share: the peers, the job's first failure, the event channel.
+//! What the calling thread and the background threads (rank 0's event
+//! loop; elsewhere the reader and heartbeat) share: the way to the peers,
+//! the job's first failure, the event channel.
 
+use super::hub::{Command, HubHandle};
+use super::progress::Board;
 use super::PeerHello;
 use crate::wire::{self, Msg, Op};
 use crate::{LaunchError, World};
 use std::collections::VecDeque;
+use std::io::Read;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub(super) struct Link {
     pub(super) shared: Arc<Shared>,
@@ -43,6 +47,10 @@ pub(super) enum Event {
     },
     Left(usize),
     Failed,
+    /// Rank 0: every rank has joined (Ready is on its way to them).
+    Joined,
+    /// Rank 0: what its event loop received in one turn.
+    Batch(Vec<Event>),
 }
 
 pub(super) type FailureHook = Box<dyn Fn(&str) + Send>;
@@ -52,17 +60,28 @@ pub(super) struct Shared {
     pub(super) world_size: usize,
     pub(super) timeout: Duration,
     pub(super) token: String,
-    pub(super) peers: Mutex<Vec<Option<Arc<Peer>>>>,
+    /// How this process reaches its peers.
+    pub(super) out: Outbox,
     pub(super) failure: Mutex<Option<String>>,
     pub(super) hook: Mutex<Option<FailureHook>>,
     pub(super) events: Mutex<Sender<Event>>,
     /// Set when this process closes: background threads stop, quietly.
     pub(super) closing: AtomicBool,
-    /// Rank 0: every rank joined; later hellos are refused.
-    pub(super) complete: AtomicBool,
+    /// This rank's progress word and, on rank 0, everyone's.
+    pub(super) board: Arc<Board>,
 }
 
-/// The other end of one connection.
+/// How a process reaches its peers.
+pub(super) enum Outbox {
+    /// Rank 0: its event loop owns every connection; calls queue frames.
+    Hub(HubHandle),
+    /// Other ranks: the one connection, to rank 0, written directly.
+    Root(Arc<Peer>),
+    /// A world of one: nobody to tell.
+    Alone,
+}
+
+/// The other end of one connection (other ranks: rank 0).
 pub(super) struct Peer {
     pub(super) rank: usize,
     pub(super) host: String,
@@ -88,17 +107,40 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub(super) fn new(world: &World, timeout: Duration, events: Sender<Event>) -> Shared {
+    pub(super) fn new(
+        world: &World,
+        timeout: Duration,
+        events: Sender<Event>,
+        board: Arc<Board>,
+        out: Outbox,
+    ) -> Shared {
         Shared {
             world_size: world.world_size,
             timeout,
             token: world.token.clone(),
-            peers: Mutex::new(vec![None; world.world_size]),
+            out,
             failure: Mutex::new(None),
             hook: Mutex::new(None),
             events: Mutex::new(events),
             closing: AtomicBool::new(false),
-            complete: AtomicBool::new(false),
+            board,
+        }
+    }
+
+    /// Rank 0's event loop (only rank 0 has one).
+    pub(super) fn hub(&self) -> &HubHandle {
+        match &self.out {
+            Outbox::Hub(hub) => hub,
+            _ => unreachable!("only rank 0 has an event loop"),
+        }
+    }
+
+    /// Whether `rank` said goodbye.
+    pub(super) fn left(&self, rank: usize) -> bool {
+        match &self.out {
+            Outbox::Hub(hub) => hub.left[rank].load(Ordering::SeqCst),
+            Outbox::Root(peer) => peer.left.load(Ordering::SeqCst),
+            Outbox::Alone => false,
         }
     }
 
@@ -106,13 +148,23 @@ impl Shared {
     /// goodbye: used when joining failed, the failure is already sent).
     pub(super) fn close(&self) {
         self.closing.store(true, Ordering::SeqCst);
-        for peer in self.peers() {
-            let _ = lock(&peer.writer).shutdown(Shutdown::Both);
+        match &self.out {
+            Outbox::Hub(hub) => hub.finish(Command::Close),
+            Outbox::Root(peer) => {
+                let _ = lock(&peer.writer).shutdown(Shutdown::Both);
+            }
+            Outbox::Alone => {}
         }
     }
 
-    pub(super) fn peers(&self) -> Vec<Arc<Peer>> {
-        lock(&self.peers).iter().flatten().cloned().collect()
+    /// Says goodbye to every peer, so closing is not mistaken for a crash.
+    pub(super) fn goodbye(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        match &self.out {
+            Outbox::Hub(hub) => hub.finish(Command::Goodbye),
+            Outbox::Root(peer) => linger(peer),
+            Outbox::Alone => {}
+        }
     }
 
     pub(super) fn event(&self, event: Event) {
@@ -127,30 +179,90 @@ impl Shared {
     /// (rank 0 fans out to all; others tell rank 0), and wakes the caller.
     /// Returns the recorded (first) failure as an error.
     pub(super) fn fail(&self, reason: String, culprit: Option<usize>) -> LaunchError {
-        {
-            let mut failure = lock(&self.failure);
-            if let Some(first) = failure.as_ref() {
-                return LaunchError::Control(first.clone());
-            }
-            *failure = Some(reason.clone());
+        self.fail_with(reason, culprit, |reason| Msg::Abort { reason })
+    }
+
+    /// [`Shared::fail`], but every rank fails with `reason` verbatim
+    /// (`abort_job`: the reason already names who is at fault).
+    pub(super) fn stop(&self, reason: String, culprit: Option<usize>) -> LaunchError {
+        self.fail_with(reason, culprit, |reason| Msg::Stop { reason })
+    }
+
+    fn fail_with(
+        &self,
+        reason: String,
+        culprit: Option<usize>,
+        notice: fn(String) -> Msg,
+    ) -> LaunchError {
+        if let Err(first) = self.record(&reason) {
+            return first;
         }
-        for peer in self.peers() {
-            if Some(peer.rank) != culprit && !peer.left.load(Ordering::SeqCst) {
-                let _ = peer.send(
-                    &Msg::Abort {
-                        reason: reason.clone(),
-                    },
-                    &[],
-                );
+        match &self.out {
+            Outbox::Hub(hub) => {
+                if let Ok(frame) = wire::encode(&notice(reason.clone()), &[]) {
+                    hub.command(Command::Send {
+                        to: None,
+                        except: culprit,
+                        frame: frame.into(),
+                    });
+                }
+            }
+            Outbox::Root(peer) => {
+                if culprit != Some(0) && !peer.left.load(Ordering::SeqCst) {
+                    let _ = peer.send(&notice(reason.clone()), &[]);
+                }
+            }
+            Outbox::Alone => {}
+        }
+        self.after_failure(&reason);
+        LaunchError::Control(reason)
+    }
+
+    /// Records `reason` as the job's failure unless one came first (then
+    /// that one is the error).
+    pub(super) fn record(&self, reason: &str) -> Result<(), LaunchError> {
+        let mut failure = lock(&self.failure);
+        match failure.as_ref() {
+            Some(first) => Err(LaunchError::Control(first.clone())),
+            None => {
+                *failure = Some(reason.to_string());
+                Ok(())
             }
         }
-        // After the fan-out (the hook may be slow: aborting NCCL), before
-        // waking the caller (whose call then returns with NCCL aborted).
+    }
+
+    /// After the fan-out (the hook may be slow: aborting NCCL), before
+    /// waking the caller (whose call then returns with NCCL aborted).
+    pub(super) fn after_failure(&self, reason: &str) {
         if let Some(hook) = lock(&self.hook).as_ref() {
-            hook(&reason);
+            hook(reason);
         }
         self.event(Event::Failed);
-        LaunchError::Control(reason)
+    }
+}
+
+/// Other ranks' goodbye: Bye, then read until rank 0 closes its side (or
+/// a short deadline). Closing with unread bytes makes the kernel send a
+/// reset, which can discard a failure notice the peer has received but not
+/// yet read.
+fn linger(peer: &Peer) {
+    let _ = peer.send(&Msg::Bye, &[]);
+    let mut stream = lock(&peer.writer);
+    let _ = stream.shutdown(Shutdown::Write);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut buf = [0u8; 4096];
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+    while Instant::now() < deadline {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
     }
 }
 

@@ -1,0 +1,364 @@
+//! Simulated ranks 1..W: a few threads, each driving many non-blocking
+//! sockets that speak the real wire protocol to the real rank 0: connect
+//! with jittered backoff, hello with a preflight-sized attachment,
+//! Welcome, Ready, heartbeats; for each row rank 0 releases (the end of a
+//! collective, which a real job learns from NCCL, not from the control
+//! plane), a gather part of a runner report's size; goodbye when rank 0
+//! says goodbye.
+
+use super::ScaleOptions;
+use crate::wire::{self, Msg, Op, PROTOCOL_VERSION};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What the simulated ranks saw.
+#[derive(Debug, Clone, Default)]
+pub struct SwarmReport {
+    /// From the first connect attempt until the last rank heard Ready.
+    pub ready_s: f64,
+    /// Connect attempts beyond the first, over all ranks (refused while
+    /// rank 0 was not listening yet, or a full accept queue).
+    pub retries: u64,
+}
+
+/// Rows released so far (every rank sends its part of each), and the
+/// wakers of the client threads, so a release is acted on at once.
+#[derive(Default)]
+pub struct Rows {
+    released: AtomicUsize,
+    wakers: Mutex<Vec<Arc<Waker>>>,
+}
+
+impl Rows {
+    /// Rows `0..n` are done on every simulated rank: send their parts.
+    pub fn release(&self, n: usize) {
+        self.released.store(n, Ordering::SeqCst);
+        for waker in self.wakers.lock().unwrap().iter() {
+            let _ = waker.wake();
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Stage {
+    /// Waiting for `retry_at` to (re)connect.
+    Idle,
+    Connecting,
+    /// Hello sent, waiting for Welcome.
+    Hello,
+    Joined,
+    Ready,
+    /// Rank 0 said goodbye; ours is sent.
+    Done,
+}
+
+struct Client {
+    rank: usize,
+    stream: Option<TcpStream>,
+    inbuf: Vec<u8>,
+    out: Vec<u8>,
+    stage: Stage,
+    /// Idle: when to connect again. Connecting, Hello: when to give up
+    /// on this attempt (as a real rank's connect and welcome timeouts).
+    retry_at: Instant,
+    backoff: Duration,
+    /// Rows whose part is queued.
+    rows_sent: usize,
+}
+
+const WAKE: Token = Token(usize::MAX);
+
+/// Runs ranks 1..W against rank 0 at `addr` until rank 0 says goodbye.
+pub fn run(opts: &ScaleOptions, addr: SocketAddr, rows: &Arc<Rows>) -> Result<SwarmReport, String> {
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let first_error = Arc::new(Mutex::new(None::<String>));
+    let threads = opts.client_threads.max(1);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let ranks: Vec<usize> = (1..opts.world_size).filter(|r| r % threads == t).collect();
+            let (opts, stop, rows) = (opts.clone(), Arc::clone(&stop), Arc::clone(rows));
+            let first_error = Arc::clone(&first_error);
+            thread::spawn(move || {
+                let result = drive(&opts, addr, ranks, start, &stop, &rows);
+                if let Err(e) = &result {
+                    stop.store(true, Ordering::SeqCst);
+                    first_error.lock().unwrap().get_or_insert(e.clone());
+                }
+                result
+            })
+        })
+        .collect();
+    let mut report = SwarmReport::default();
+    for h in handles {
+        if let Ok((ready_s, retries)) = h.join().map_err(|_| "a client thread panicked")? {
+            report.ready_s = report.ready_s.max(ready_s);
+            report.retries += retries;
+        }
+    }
+    let first_error = first_error.lock().unwrap().take();
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// One thread's ranks; returns (last Ready in s after `start`, retries).
+fn drive(
+    opts: &ScaleOptions,
+    addr: SocketAddr,
+    ranks: Vec<usize>,
+    start: Instant,
+    stop: &AtomicBool,
+    rows: &Rows,
+) -> Result<(f64, u64), String> {
+    let err = |e: std::io::Error| e.to_string();
+    let mut poll = Poll::new().map_err(err)?;
+    rows.wakers
+        .lock()
+        .unwrap()
+        .push(Arc::new(Waker::new(poll.registry(), WAKE).map_err(err)?));
+    let mut events = Events::with_capacity(1024);
+    let mut clients: Vec<Client> = ranks
+        .into_iter()
+        .map(|rank| Client {
+            rank,
+            stream: None,
+            inbuf: Vec::new(),
+            out: Vec::new(),
+            stage: Stage::Idle,
+            retry_at: start,
+            backoff: Duration::from_millis(20),
+            rows_sent: 0,
+        })
+        .collect();
+    let hello_info = vec![b'i'; opts.hello_bytes];
+    let report = vec![b'r'; opts.report_bytes];
+    let deadline = start + Duration::from_secs(opts.timeout_s * 2 + 30);
+    let beat = Duration::from_secs(2).min(Duration::from_secs(opts.timeout_s) / 4);
+    let mut next_beat = start + beat;
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ (clients.first().map_or(1, |c| c.rank) as u64);
+    let (mut last_ready, mut retries) = (0.0f64, 0u64);
+    let mut scratch = vec![0u8; 64 << 10];
+    let mut next_timers = start;
+    let mut released_seen = 0;
+    let mut parts = Vec::new();
+    while clients.iter().any(|c| c.stage != Stage::Done) {
+        if stop.load(Ordering::SeqCst) {
+            return Err("stopped: another client thread failed".into());
+        }
+        let now = Instant::now();
+        if now > deadline {
+            let behind = clients.iter().filter(|c| c.stage != Stage::Done).count();
+            return Err(format!("{behind} simulated ranks not done by the deadline"));
+        }
+        if now >= next_timers {
+            next_timers = now + Duration::from_millis(10);
+            for (i, c) in clients.iter_mut().enumerate() {
+                if matches!(c.stage, Stage::Connecting | Stage::Hello) && c.retry_at <= now {
+                    retry(c, &poll, &mut rng, &mut retries);
+                } else if c.stage == Stage::Idle && c.retry_at <= now {
+                    let mut stream = TcpStream::connect(addr).map_err(err)?;
+                    let interest = Interest::READABLE | Interest::WRITABLE;
+                    poll.registry()
+                        .register(&mut stream, Token(i), interest)
+                        .map_err(err)?;
+                    c.stream = Some(stream);
+                    c.stage = Stage::Connecting;
+                    c.retry_at = now + Duration::from_secs(2);
+                }
+            }
+        }
+        if now >= next_beat {
+            next_beat = now + beat;
+            let frame = wire::encode(&Msg::Heartbeat, &wire::word_payload(0)).unwrap();
+            for c in clients.iter_mut() {
+                if matches!(c.stage, Stage::Joined | Stage::Ready) {
+                    c.out.extend_from_slice(&frame);
+                    flush(c)?;
+                }
+            }
+        }
+        let released = rows.released.load(Ordering::SeqCst);
+        if released != released_seen {
+            released_seen = released;
+            for c in clients.iter_mut() {
+                send_parts(c, released, &report, &mut parts)?;
+            }
+        }
+        poll.poll(&mut events, Some(Duration::from_millis(10)))
+            .map_err(err)?;
+        for event in events.iter() {
+            if event.token() == WAKE {
+                continue;
+            }
+            let c = &mut clients[event.token().0];
+            if c.stage == Stage::Connecting {
+                let stream = c.stream.as_ref().expect("connecting has a stream");
+                let failed = matches!(stream.take_error(), Ok(Some(_)) | Err(_));
+                if failed || event.is_error() || event.is_read_closed() {
+                    retry(c, &poll, &mut rng, &mut retries);
+                    continue;
+                }
+                if stream.peer_addr().is_err() {
+                    continue; // not connected yet
+                }
+                c.stage = Stage::Hello;
+                c.retry_at = Instant::now() + Duration::from_secs(10);
+                let hello = Msg::Hello {
+                    protocol: PROTOCOL_VERSION,
+                    token: opts.token.clone(),
+                    rank: c.rank,
+                    world_size: opts.world_size,
+                    local_rank: c.rank % 8,
+                    host: format!("sim{}", c.rank / 8),
+                    pid: c.rank as u32,
+                };
+                c.out = wire::encode(&hello, &hello_info).unwrap();
+            }
+            if !c.out.is_empty() {
+                flush(c)?;
+            }
+            if !(event.is_readable() || event.is_read_closed()) {
+                continue;
+            }
+            let closed = read_all(c, &mut scratch)?;
+            let mut used = 0;
+            while let Some((msg, _, n)) =
+                wire::decode(&c.inbuf[used..]).map_err(|e| format!("rank {}: {e}", c.rank))?
+            {
+                used += n;
+                if msg == Msg::Ready {
+                    last_ready = last_ready.max(start.elapsed().as_secs_f64());
+                }
+                answer(c, msg)?;
+            }
+            c.inbuf.drain(..used);
+            send_parts(c, released_seen, &report, &mut parts)?;
+            if closed {
+                match c.stage {
+                    Stage::Done => c.stream = None,
+                    // Accepted by the kernel, dropped before a welcome.
+                    Stage::Hello => retry(c, &poll, &mut rng, &mut retries),
+                    _ => return Err(format!("rank 0 closed rank {}'s connection", c.rank)),
+                }
+            }
+        }
+    }
+    Ok((last_ready, retries))
+}
+
+/// Queues (and writes) this rank's parts of the rows released so far;
+/// the gather of row `k` is rank 0's call `k + 1`. Every rank's part of
+/// a row is the same frame, encoded once (`parts[k]`).
+fn send_parts(
+    c: &mut Client,
+    released: usize,
+    report: &[u8],
+    parts: &mut Vec<Vec<u8>>,
+) -> Result<(), String> {
+    if c.stage != Stage::Ready || c.rows_sent >= released {
+        return Ok(());
+    }
+    while parts.len() < released {
+        let part = Msg::Contribute {
+            seq: parts.len() as u64 + 1,
+            op: Op::Gather,
+        };
+        parts.push(wire::encode(&part, report).unwrap());
+    }
+    for part in &parts[c.rows_sent..released] {
+        c.out.extend_from_slice(part);
+    }
+    c.rows_sent = released;
+    flush(c)
+}
+
+/// What a simulated rank does with one frame from rank 0.
+fn answer(c: &mut Client, msg: Msg) -> Result<(), String> {
+    let rank = c.rank;
+    match msg {
+        Msg::Welcome => c.stage = Stage::Joined,
+        Msg::Ready => c.stage = Stage::Ready,
+        Msg::Heartbeat => {}
+        Msg::Bye => {
+            c.out.extend(wire::encode(&Msg::Bye, &[]).unwrap());
+            c.stage = Stage::Done;
+            flush(c)?;
+        }
+        Msg::Refused { reason } => return Err(format!("rank {rank} refused: {reason}")),
+        Msg::Abort { reason } | Msg::Stop { reason } => {
+            return Err(format!("rank {rank} told to stop: {reason}"))
+        }
+        other => return Err(format!("rank {rank} got an unexpected {other:?}")),
+    }
+    Ok(())
+}
+
+/// Reads what is there; true when the peer closed.
+fn read_all(c: &mut Client, scratch: &mut [u8]) -> Result<bool, String> {
+    let Some(stream) = c.stream.as_mut() else {
+        return Ok(true);
+    };
+    loop {
+        match stream.read(scratch) {
+            Ok(0) => return Ok(true),
+            Ok(n) => {
+                c.inbuf.extend_from_slice(&scratch[..n]);
+                if n < scratch.len() {
+                    return Ok(false); // drained: more data brings a new event
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) if matches!(c.stage, Stage::Hello | Stage::Done) => return Ok(true),
+            Err(e) => return Err(format!("rank {}: {e}", c.rank)),
+        }
+    }
+}
+
+/// Writes what is queued until the socket would block.
+fn flush(c: &mut Client) -> Result<(), String> {
+    let Some(stream) = c.stream.as_mut() else {
+        return Ok(());
+    };
+    while !c.out.is_empty() {
+        match stream.write(&c.out) {
+            Ok(n) => {
+                c.out.drain(..n);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) if c.stage == Stage::Done => c.out.clear(),
+            Err(e) => return Err(format!("rank {}: {e}", c.rank)),
+        }
+    }
+    if c.stage == Stage::Done && c.out.is_empty() {
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+    }
+    Ok(())
+}
+
+/// Drops the connection and schedules another attempt, backing off with
+/// jitter so that thousands of ranks do not retry in lockstep.
+fn retry(c: &mut Client, poll: &Poll, rng: &mut u64, retries: &mut u64) {
+    if let Some(mut stream) = c.stream.take() {
+        let _ = poll.registry().deregister(&mut stream);
+    }
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    let jitter = 0.5 + (*rng % 1000) as f64 / 1000.0;
+    c.retry_at = Instant::now() + c.backoff.mul_f64(jitter);
+    c.backoff = (c.backoff * 2).min(Duration::from_secs(1));
+    c.stage = Stage::Idle;
+    c.inbuf.clear();
+    c.out.clear();
+    *retries += 1;
+}
