@@ -149,7 +149,8 @@ mod tests {
             timed: 2,
             explain: true,
         };
-        let Some(CaseOutcome::Measured(m)) = run_case(&mut b, &SingleProcess, req, it, &Watchdog::default()).unwrap()
+        let Some(CaseOutcome::Measured(m)) =
+            run_case(&mut b, &SingleProcess, req, it, &Watchdog::default()).unwrap()
         else {
             panic!("expected a measurement");
         };

@@ -233,11 +233,15 @@ impl WatchdogArgs {
         let seconds = if timeout > 0 { timeout } else { self.watchdog };
         Watchdog {
             deadline: (seconds > 0).then(|| Duration::from_secs(seconds)),
-            faults: [&self.test_stop_calling, &self.test_sleep_in_call, &self.test_exit]
-                .into_iter()
-                .flatten()
-                .copied()
-                .collect(),
+            faults: [
+                &self.test_stop_calling,
+                &self.test_sleep_in_call,
+                &self.test_exit,
+            ]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect(),
             last_resort: Some(crate::exit::last_resort()),
             grace: None,
         }

@@ -266,7 +266,7 @@ fn real_main() -> Result<Outcome, Failure> {
             collbench_check::check_main(
                 &check,
                 opened.backend.as_mut(),
-                &opened.control,
+                opened.control.as_ref(),
                 &watchdog,
                 &argv,
             )

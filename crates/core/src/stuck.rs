@@ -192,11 +192,7 @@ pub fn who(ranks: &[(usize, &str)]) -> String {
     if hosts.len() > MAX_HOSTS {
         let rest = &hosts[MAX_HOSTS..];
         let n: usize = rest.iter().map(|(_, l)| l.len()).sum();
-        groups.push(format!(
-            "and {} on {} more hosts",
-            count(n),
-            rest.len()
-        ));
+        groups.push(format!("and {} on {} more hosts", count(n), rest.len()));
     }
     let noun = if ranks.len() == 1 { "rank" } else { "ranks" };
     format!("{noun} {}", groups.join(", "))
@@ -317,9 +313,15 @@ mod tests {
         }
         let line = diagnose(&t, T, &names).unwrap();
         assert!(line.len() < 400, "{} chars: {line}", line.len());
-        assert!(line.contains("ranks 1, 3, 5, 7 (host n0), 9, 11, 13, 15 (host n1)"), "{line}");
+        assert!(
+            line.contains("ranks 1, 3, 5, 7 (host n0), 9, 11, 13, 15 (host n1)"),
+            "{line}"
+        );
         assert!(line.contains("and 2016 ranks on 504 more hosts"), "{line}");
-        assert!(line.ends_with("; 2048 ranks waiting (no progress for 300 s)"), "{line}");
+        assert!(
+            line.ends_with("; 2048 ranks waiting (no progress for 300 s)"),
+            "{line}"
+        );
         // Contiguous ranks collapse into ranges.
         let mut t = ranks(4096, at(0, 9, Phase::Wait));
         for r in 8..24 {
@@ -357,7 +359,10 @@ mod tests {
             "stuck collective: case 7 iteration 2: rank 0 (host n0) still waiting for it to complete; 1 rank waiting (no progress for 1.5 s)"
         );
         assert!(is_stuck_line(&line));
-        assert_eq!(least([at(1, 0, Phase::Check), at(1, 3, Phase::Wait)]), at(1, 3, Phase::Wait));
+        assert_eq!(
+            least([at(1, 0, Phase::Check), at(1, 3, Phase::Wait)]),
+            at(1, 3, Phase::Wait)
+        );
         assert_eq!(least([at(1, 0, Phase::Check), None]), None);
         assert!(!is_stuck_line("rank 3 on host h disconnected"));
     }

@@ -10,14 +10,14 @@ use crate::plan::Plan;
 use crate::watch::{Stop, Watch};
 use crate::watchdog::{watch_over, Done, Watchdog, Watched};
 use collbench_core::size::{format_bytes, ByteStyle};
-use collbench_core::stuck::is_stuck_line;
-use std::sync::{Arc, Mutex};
 use collbench_core::stats::StreamingStats;
+use collbench_core::stuck::is_stuck_line;
 use collbench_core::{
     record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, Explanation,
     PeerFailure, Placement, Record, TimeStats,
 };
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
 
 /// Receives results as they are measured (printers, progress bars).
 /// Called on rank 0 only.
@@ -162,8 +162,16 @@ impl<'a> Runner<'a> {
         } else {
             self.run_plan(record, obs, info)
         };
-        match (result, watch.reason()) {
-            (Err(_), Some(stop)) => Err(stop.into()),
+        // The backend may fail on the job's failure before the watchdog
+        // has seen it: the control plane's word then.
+        let stop = watch.reason().cloned().or_else(|| {
+            control.failure().map(|f| match is_stuck_line(&f.message) {
+                true => Stop::Stuck(f.message),
+                false => Stop::Failed(f.message),
+            })
+        });
+        match (result, stop) {
+            (Err(_), Some(stop)) => Err((&stop).into()),
             (result, _) => result,
         }
     }

@@ -157,10 +157,15 @@ pub(crate) fn watch_over(w: Watched<'_>) {
         if w.control.rank() != 0 {
             continue;
         }
-        let table = match w.control.progress_of_all() {
-            Some(t) => per_rank(t, w.watch.local_ranks()),
-            None if w.control.world_size() == 1 => local.update(&positions, w.host),
-            None => continue,
+        // A world of one watches its own rank threads one by one; a job
+        // of several, the control plane's table of processes.
+        let table = if w.control.world_size() == 1 {
+            local.update(&positions, w.host)
+        } else {
+            match w.control.progress_of_all() {
+                Some(t) => per_rank(t, w.watch.local_ranks()),
+                None => continue,
+            }
         };
         let names = w.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let name = |c: u32| names.get(c as usize).cloned();
@@ -256,7 +261,10 @@ mod tests {
         });
         t.update(&[a, a], "h");
         std::thread::sleep(Duration::from_millis(30));
-        let b = Some(Progress { iteration: 2, ..a.unwrap() });
+        let b = Some(Progress {
+            iteration: 2,
+            ..a.unwrap()
+        });
         let table = t.update(&[a, b], "h");
         assert!(table[0].unchanged_for >= Duration::from_millis(30));
         assert!(table[1].unchanged_for < Duration::from_millis(30));

@@ -136,7 +136,14 @@ fn a_failed_job_frees_a_waiting_rank_and_keeps_the_control_planes_message() {
     // control plane says a peer died: that message, not a stuck line.
     let hook = vec![fault(FaultKind::StopCalling, "1:0:0")];
     let dead = Failed("rank 3 on host n7 disconnected");
-    let (r, took) = run(2, &dead, Watchdog { faults: hook.clone(), ..Watchdog::default() });
+    let (r, took) = run(
+        2,
+        &dead,
+        Watchdog {
+            faults: hook.clone(),
+            ..Watchdog::default()
+        },
+    );
     match r {
         Err(RunError::Control(m)) => assert_eq!(m, "rank 3 on host n7 disconnected"),
         other => panic!("{other:?}"),
@@ -144,7 +151,14 @@ fn a_failed_job_frees_a_waiting_rank_and_keeps_the_control_planes_message() {
     assert!(took < Duration::from_secs(3), "{took:?}");
     // Another process's watchdog decided: its line, as a stuck collective.
     let line = "stuck collective: all_reduce 1 KiB iteration 0: rank 3 (host n7) stopped before or inside the call; 3 ranks waiting (no progress for 300 s)";
-    let (r, _) = run(2, &Failed(line), Watchdog { faults: hook, ..Watchdog::default() });
+    let (r, _) = run(
+        2,
+        &Failed(line),
+        Watchdog {
+            faults: hook,
+            ..Watchdog::default()
+        },
+    );
     assert_eq!(stuck_line(r), line);
 }
 

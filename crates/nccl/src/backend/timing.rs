@@ -302,8 +302,8 @@ impl NcclBackend {
         } else {
             Duration::ZERO
         };
-        let timeout = (self.opts.timeout_s > 0)
-            .then(|| Duration::from_secs(self.opts.timeout_s) + fallback);
+        let timeout =
+            (self.opts.timeout_s > 0).then(|| Duration::from_secs(self.opts.timeout_s) + fallback);
         if let Some(w) = &self.watch {
             w.waiting_all();
         }

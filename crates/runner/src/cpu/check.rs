@@ -6,13 +6,13 @@ use super::barrier::SpinBarrier;
 use super::ranks::run_ranks;
 use crate::backend::BackendError;
 use crate::watch::{Stopped, Watch};
-use std::sync::Arc;
 use crate::CaseSpec;
 use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
 use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
 use collbench_core::Collective;
+use std::sync::Arc;
 
 struct SharedPtr<T>(*mut T);
 // SAFETY: the rank threads write disjoint ranges of the reduced vector

@@ -41,7 +41,13 @@ pub struct CpuBackend {
     traffic: Traffic,
     /// Where rank threads publish progress and learn of a stop.
     watch: Option<Arc<Watch>>,
+    /// Test aid: a barrier with the other processes after every timed
+    /// operation (see [`CpuBackend::with_process_barrier`]).
+    process_barrier: Option<ProcessBarrier>,
 }
+
+/// A barrier with the job's other processes (`Err`: the job failed).
+pub type ProcessBarrier = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// The backend's error for a run the job stopped (the runner reports the
 /// stop's own reason instead).
@@ -72,7 +78,18 @@ impl CpuBackend {
             unalign: 0,
             traffic: Traffic::default(),
             watch: None,
+            process_barrier: None,
         }
+    }
+
+    /// Test aid for jobs of several processes, each running its own rank
+    /// threads (CI has no GPUs): after every operation of the timed loop,
+    /// rank thread 0 meets the other processes at `barrier`, so that a
+    /// rank that stops calling holds every process up, as in a real
+    /// collective. Each process's data still stays inside it.
+    pub fn with_process_barrier(mut self, barrier: Option<ProcessBarrier>) -> CpuBackend {
+        self.process_barrier = barrier;
+        self
     }
 
     /// alltoallv's per-peer counts for `case` (`None` for the others).
@@ -148,6 +165,7 @@ impl CpuBackend {
         let slow = self.slow_rank;
         let bytes = case.size_bytes();
         let watch = self.watch.as_deref();
+        let across = self.process_barrier.as_ref();
         let warmup = timing.warmup_iters;
         let results = run_ranks(n, |r| -> Result<_, Stopped> {
             let (ptrs, barrier, scalars) = (&ptrs, &barrier, &scalars);
@@ -164,6 +182,15 @@ impl CpuBackend {
                 unsafe { algo::run_op(case, r, &ptrs.0, shift, barrier, scalars, peers)? };
                 if slow == Some(r) {
                     slow_down(bytes);
+                }
+                if let Some(across) = across {
+                    if r == 0 {
+                        if let Some(w) = watch {
+                            w.waiting(0);
+                        }
+                        across().map_err(|_| Stopped)?;
+                    }
+                    barrier.wait(r)?;
                 }
                 Ok(())
             };
