@@ -226,9 +226,10 @@ pub struct WatchdogArgs {
 pub const DEFAULT_WATCHDOG_S: u64 = 300;
 
 impl WatchdogArgs {
-    /// How the runner watches the run: `-T` seconds where given (`timeout`
-    /// > 0), else `--watchdog`'s; the fault hooks; and the last resort for
-    /// a run that cannot be interrupted (its line and exit code).
+    /// How the runner watches the run: `-T` seconds where given (a
+    /// `timeout` above 0), else `--watchdog`'s; the fault hooks; and the
+    /// last resort for a run that cannot be interrupted (its line and exit
+    /// code).
     pub fn watchdog(&self, timeout: u64) -> Watchdog {
         let seconds = if timeout > 0 { timeout } else { self.watchdog };
         Watchdog {

@@ -13,8 +13,8 @@
 
 mod common;
 
-use common::{collbench, finish, free_port, Finished, BIN};
-use std::process::{Child, Command, Stdio};
+use common::{collbench, finish, free_port, torchrun_rank, Finished};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 const PREFIX: &str = "collbench: stuck collective: ";
@@ -24,8 +24,9 @@ fn stuck_lines(stderr: &str) -> Vec<&str> {
     stderr.lines().filter(|l| l.starts_with(PREFIX)).collect()
 }
 
-#[test]
-fn one_process_names_the_rank_thread_that_stopped_calling() {
+/// One process running all_reduce of 1 KiB on `ranks` CPU rank threads
+/// on host n7, with `args`: its exit code and stderr.
+fn one_process(ranks: &str, args: &[&str]) -> (Option<i32>, String) {
     let out = collbench()
         .args([
             "run",
@@ -37,20 +38,20 @@ fn one_process_names_the_rank_thread_that_stopped_calling() {
             "--backend",
             "cpu",
         ])
-        .args([
-            "--ranks",
-            "4",
-            "--watchdog",
-            "1",
-            "--test-stop-calling",
-            "2:0:3",
-        ])
+        .args(["--ranks", ranks])
+        .args(args)
         .env("SLURMD_NODENAME", "n7")
         .timeout(Duration::from_secs(30))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
+#[test]
+fn one_process_names_the_rank_thread_that_stopped_calling() {
+    let (code, stderr) = one_process("4", &["--watchdog", "1", "--test-stop-calling", "2:0:3"]);
+    assert_eq!(code, Some(5), "{stderr}");
     assert_eq!(
         stderr.trim_end(),
         format!("{PREFIX}all_reduce 1 KiB iteration 3: rank 2 (host n7) stopped before or inside the call; 3 ranks waiting (no progress for 1 s)")
@@ -61,75 +62,28 @@ fn one_process_names_the_rank_thread_that_stopped_calling() {
 fn minus_t_replaces_the_watchdog_and_a_rank_asleep_for_less_passes() {
     // -T 1 wins over --watchdog 600: the run ends within seconds.
     let start = Instant::now();
-    let out = collbench()
-        .args([
-            "run",
-            "all_reduce",
-            "-b",
-            "1K",
-            "-e",
-            "1K",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "3",
-        ])
-        .args([
-            "-T",
-            "1",
-            "--watchdog",
-            "600",
-            "--test-sleep-in-call",
-            "1:1:0",
-        ])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(5), "{stderr}");
-    assert!(
-        start.elapsed() < Duration::from_secs(8),
-        "{:?}",
-        start.elapsed()
+    let hook = ["--test-sleep-in-call", "1:1:0"];
+    let (code, stderr) = one_process(
+        "3",
+        &[&["-T", "1", "--watchdog", "600"][..], &hook].concat(),
     );
-    assert_eq!(stuck_lines(&stderr).len(), 1, "{stderr}");
-    assert!(
-        stderr.contains("all_reduce 1 KiB in place iteration 0: rank 1 (host "),
-        "{stderr}"
+    assert_eq!(code, Some(5), "{stderr}");
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    assert_eq!(
+        stuck_lines(&stderr),
+        [format!("{PREFIX}all_reduce 1 KiB in place iteration 0: rank 1 (host n7) stopped before or inside the call; 2 ranks waiting (no progress for 1 s)")],
     );
     // One second asleep against a 5 s deadline: slow, not stuck.
-    collbench()
-        .args([
-            "run",
-            "all_reduce",
-            "-b",
-            "1K",
-            "-e",
-            "1K",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "3",
-        ])
-        .args(["--watchdog", "5", "--test-sleep-in-call", "1:0:1:1"])
-        .timeout(Duration::from_secs(30))
-        .assert()
-        .success();
+    let (code, stderr) = one_process("3", &["--watchdog", "5", "--test-sleep-in-call", "1:0:1:1"]);
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 #[test]
 fn check_ends_on_a_stuck_collective_as_run_does() {
     let out = collbench()
-        .args([
-            "check",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "2",
-            "--watchdog",
-            "1",
-        ])
-        .args(["--test-stop-calling", "1:0:2"])
+        .args(["check", "--backend", "cpu", "--ranks", "2"])
+        .args(["--watchdog", "1", "--test-stop-calling", "1:0:2"])
         .env("SLURMD_NODENAME", "n3")
         .timeout(Duration::from_secs(60))
         .output()
@@ -149,37 +103,11 @@ fn check_ends_on_a_stuck_collective_as_run_does() {
 /// Rank `rank` of 4 processes on loopback, torchrun style, hosts n1 (ranks
 /// 0, 1) and n2 (ranks 2, 3), each with one CPU rank thread.
 fn rank_command(rank: usize, port: u16, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = torchrun_rank(rank, 4, port);
     cmd.args(["run", "all_reduce", "--backend", "cpu", "--ranks", "1"])
         .args(args)
         .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-        .env("SLURMD_NODENAME", format!("n{}", rank / 2 + 1))
-        .env("RANK", rank.to_string())
-        .env("WORLD_SIZE", "4")
-        .env("LOCAL_RANK", rank.to_string())
-        .env("LOCAL_WORLD_SIZE", "4")
-        .env("MASTER_ADDR", "127.0.0.1")
-        .env("MASTER_PORT", port.to_string())
-        .env("COLLBENCH_BIND", "127.0.0.1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // The test may itself run under a launcher; keep only ours.
-    for var in [
-        "SLURM_PROCID",
-        "SLURM_STEP_ID",
-        "SLURM_STEPID",
-        "OMPI_COMM_WORLD_RANK",
-        "PMI_RANK",
-        "JOB_COMPLETION_INDEX",
-        "COLLBENCH_RANK",
-        "COLLBENCH_WORLD_SIZE",
-        "COLLBENCH_RENDEZVOUS",
-        "COLLBENCH_PORT",
-        "COLLBENCH_TOKEN",
-        "TORCHELASTIC_USE_AGENT_STORE",
-    ] {
-        cmd.env_remove(var);
-    }
+        .env("SLURMD_NODENAME", format!("n{}", rank / 2 + 1));
     cmd
 }
 

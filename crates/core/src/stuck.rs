@@ -292,8 +292,8 @@ mod tests {
         // rank 5 never started case 1's iteration 0; rank 2 sleeps inside
         // case 0 iteration 4 while 0, 1, 3, 4, 6, 7 wait there.
         let mut t = ranks(16, at(2, 0, Phase::Idle));
-        for r in 0..8 {
-            t[r].progress = at(0, 4, Phase::Wait);
+        for r in &mut t[..8] {
+            r.progress = at(0, 4, Phase::Wait);
         }
         t[2].progress = at(0, 4, Phase::Issue);
         let line = diagnose(&t, T, &names).unwrap();
@@ -324,8 +324,8 @@ mod tests {
         );
         // Contiguous ranks collapse into ranges.
         let mut t = ranks(4096, at(0, 9, Phase::Wait));
-        for r in 8..24 {
-            t[r].progress = None;
+        for r in &mut t[8..24] {
+            r.progress = None;
         }
         let line = diagnose(&t, T, &names).unwrap();
         assert!(

@@ -254,18 +254,15 @@ mod tests {
     #[test]
     fn a_local_table_counts_time_from_the_last_change() {
         let mut t = LocalTable::default();
-        let a = Some(Progress {
+        let a = Progress {
             case: 0,
             iteration: 1,
             phase: Phase::Issue,
-        });
-        t.update(&[a, a], "h");
+        };
+        t.update(&[Some(a), Some(a)], "h");
         std::thread::sleep(Duration::from_millis(30));
-        let b = Some(Progress {
-            iteration: 2,
-            ..a.unwrap()
-        });
-        let table = t.update(&[a, b], "h");
+        let b = Progress { iteration: 2, ..a };
+        let table = t.update(&[Some(a), Some(b)], "h");
         assert!(table[0].unchanged_for >= Duration::from_millis(30));
         assert!(table[1].unchanged_for < Duration::from_millis(30));
         assert_eq!(table[1].host, "h");
