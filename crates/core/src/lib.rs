@@ -6,7 +6,9 @@
 //! ([`stats`]), what the library reported it ran ([`explain`]), the result
 //! model ([`record::Record`]) that printers, checkers and report writers
 //! consume, the pairwise bandwidth matrix ([`pairs::PairMatrix`]) that
-//! `check` writes and `report` reads; and [`Bootstrap`], the seam through
+//! `check` writes and `report` reads; where a rank is ([`progress`]) and
+//! the line that names the ranks holding a collective up ([`stuck`]); and
+//! [`Bootstrap`], the seam through
 //! which the runner, checks and backends talk to the job's other processes
 //! (implemented by collbench-launch).
 //!
