@@ -173,7 +173,7 @@ fn state(p: Option<Progress>) -> &'static str {
 
 /// "rank 3 (host n2)", "ranks 3, 12 (host n2)", "ranks 0-3 (host n1),
 /// 4-7 (host n2)": ranks grouped by host in rank order, runs written as
-/// ranges, at most [`MAX_HOSTS`] hosts named.
+/// ranges, at most 8 hosts named (`MAX_HOSTS`).
 pub fn who(ranks: &[(usize, &str)]) -> String {
     let mut hosts: Vec<(&str, Vec<usize>)> = Vec::new();
     let mut sorted = ranks.to_vec();
