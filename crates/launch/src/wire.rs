@@ -12,6 +12,12 @@ use std::io::{self, Read, Write};
 /// 2: heartbeats carry the sender's progress word; `Stop`.
 pub(crate) const PROTOCOL_VERSION: u32 = 2;
 
+/// How long a rank waits for one TCP connect to rank 0 before trying
+/// again: long enough for two SYN retransmits (1 s, then 3 s), which a
+/// connect storm that overflows rank 0's accept queue needs; a shorter
+/// wait only adds connections rank 0 must accept and drop.
+pub(crate) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 const MAX_HEADER_BYTES: u32 = 1 << 20;
 const MAX_PAYLOAD_BYTES: u32 = 256 << 20;
 
@@ -50,6 +56,9 @@ pub(crate) enum Msg {
         local_rank: usize,
         host: String,
         pid: u32,
+        /// Random, the same for every attempt of one joining rank: a
+        /// second hello with it is that rank retrying, not a duplicate.
+        nonce: u64,
     },
     /// Rank 0 accepted the hello.
     Welcome,

@@ -41,7 +41,7 @@ impl Control {
                     continue;
                 }
                 if let Some(part) = state.pending[rank].pop_front() {
-                    parts[rank] = Some(self.check_step(link, rank, &part, op, seq)?);
+                    parts[rank] = Some(self.check_step(link, rank, part, op, seq)?);
                     remaining -= 1;
                 } else if state.left[rank] {
                     let who = link.hellos[rank].host.as_str();
@@ -85,7 +85,7 @@ impl Control {
         let root = self.root_host();
         loop {
             if let Some(part) = state.pending[0].pop_front() {
-                return self.check_step(link, 0, &part, op, seq);
+                return self.check_step(link, 0, part, op, seq);
             }
             if state.left[0] {
                 return Err(LaunchError::Control(format!(
@@ -109,12 +109,12 @@ impl Control {
         &self,
         link: &Link,
         from: usize,
-        part: &Part,
+        part: Part,
         op: Op,
         seq: u64,
     ) -> Result<Vec<u8>, LaunchError> {
         if part.seq == seq && part.op == op {
-            return Ok(part.data.clone());
+            return Ok(part.data);
         }
         let me = self.world.rank;
         Err(link.shared.fail(

@@ -61,7 +61,7 @@ use progress::Board;
 use rendezvous::{join_as_peer, join_as_root};
 use shared::Outbox;
 use shared::{lock, Link, Shared};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A rank as it introduced itself to rank 0.
@@ -131,13 +131,7 @@ impl Control {
         };
         let shared = match &link {
             Some(link) => Arc::clone(&link.shared),
-            None => Arc::new(Shared::new(
-                world,
-                timeout,
-                mpsc::channel().0,
-                board.clone(),
-                Outbox::Alone,
-            )),
+            None => Shared::new(world, timeout, board.clone(), Outbox::Alone).0,
         };
         Ok(Control {
             world: world.clone(),

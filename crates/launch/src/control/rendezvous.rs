@@ -16,7 +16,6 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -38,14 +37,7 @@ pub(super) fn join_as_root(
         LaunchError::Control(format!("rank 0 cannot start its event loop: {e}"))
     };
     let (poll, handle, commands) = hub::handle(n, own).map_err(cannot_start)?;
-    let (events_tx, events_rx) = mpsc::channel();
-    let shared = Arc::new(Shared::new(
-        world,
-        timeout,
-        events_tx,
-        board,
-        Outbox::Hub(handle),
-    ));
+    let (shared, events_rx) = Shared::new(world, timeout, board, Outbox::Hub(handle));
     hub::spawn(poll, listener, Arc::clone(&shared), commands).map_err(cannot_start)?;
 
     let deadline = Instant::now() + timeout;
@@ -79,10 +71,11 @@ pub(super) fn join_as_root(
     for event in early {
         absorb(&mut state, event, &mut Vec::new());
     }
-    let hellos = lock(&shared.hub().hellos)
-        .iter()
+    // Taken, not copied (they hold each rank's preflight attachment): after
+    // Ready the loop refuses every hello before it would look at them.
+    let hellos = std::mem::take(&mut *lock(&shared.hub().hellos))
+        .into_iter()
         .flatten()
-        .cloned()
         .collect();
     Ok(Link {
         shared,
@@ -124,6 +117,7 @@ pub(super) fn judge_hello(
         local_rank,
         host,
         pid,
+        ..
     } = msg
     else {
         return Err((
@@ -188,6 +182,7 @@ pub(super) fn join_as_peer(
         local_rank: world.local_rank,
         host: world.hostname.clone(),
         pid: own.pid,
+        nonce: RandomState::new().build_hasher().finish(),
     };
     let start = Instant::now();
     let deadline = start + timeout;
@@ -229,14 +224,7 @@ pub(super) fn join_as_peer(
         left: AtomicBool::new(false),
         reader_done: AtomicBool::new(false),
     });
-    let (events_tx, events_rx) = mpsc::channel();
-    let shared = Arc::new(Shared::new(
-        world,
-        timeout,
-        events_tx,
-        board,
-        Outbox::Root(Arc::clone(&root)),
-    ));
+    let (shared, events_rx) = Shared::new(world, timeout, board, Outbox::Root(Arc::clone(&root)));
     spawn_reader(Arc::clone(&shared), Arc::clone(&root), stream);
     spawn_heartbeat(Arc::clone(&shared), root);
 
@@ -302,7 +290,7 @@ pub(super) fn try_join(
         .collect();
     let mut problem = format!("{host} resolves to no address");
     for addr in addrs {
-        let mut stream = match TcpStream::connect_timeout(&addr, left.min(Duration::from_secs(2))) {
+        let mut stream = match TcpStream::connect_timeout(&addr, left.min(wire::CONNECT_TIMEOUT)) {
             Ok(s) => s,
             Err(e) => {
                 problem = format!("connect to {addr}: {e}");

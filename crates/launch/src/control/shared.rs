@@ -107,14 +107,15 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// The shared state and the receiving end of its event channel.
     pub(super) fn new(
         world: &World,
         timeout: Duration,
-        events: Sender<Event>,
         board: Arc<Board>,
         out: Outbox,
-    ) -> Shared {
-        Shared {
+    ) -> (Arc<Shared>, Receiver<Event>) {
+        let (events, received) = std::sync::mpsc::channel();
+        let shared = Shared {
             world_size: world.world_size,
             timeout,
             token: world.token.clone(),
@@ -124,7 +125,8 @@ impl Shared {
             events: Mutex::new(events),
             closing: AtomicBool::new(false),
             board,
-        }
+        };
+        (Arc::new(shared), received)
     }
 
     /// Rank 0's event loop (only rank 0 has one).

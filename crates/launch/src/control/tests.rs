@@ -51,6 +51,7 @@ fn silent_rank(port: u16, rank: usize, n: usize) -> TcpStream {
         local_rank: 0,
         host: "frozen".into(),
         pid: 1,
+        nonce: 7,
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -103,4 +104,48 @@ fn garbage_clients_are_dropped_and_the_job_goes_on() {
         root.join().unwrap().unwrap().unwrap(),
         vec![vec![7], vec![8]]
     );
+}
+
+fn hello(rank: usize, n: usize, nonce: u64) -> Msg {
+    Msg::Hello {
+        protocol: PROTOCOL_VERSION,
+        token: "job".into(),
+        rank,
+        world_size: n,
+        local_rank: 0,
+        host: "retrying".into(),
+        pid: 1,
+        nonce,
+    }
+}
+
+#[test]
+fn a_rank_that_retries_its_join_replaces_itself_and_a_stranger_is_still_refused() {
+    let port = free_port();
+    let root = thread::spawn(move || Control::connect(&world(0, 3, port), &options(10)).is_ok());
+    let join = |nonce| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match try_join(
+                "127.0.0.1",
+                port,
+                &hello(1, 3, nonce),
+                &[],
+                Duration::from_secs(5),
+            ) {
+                Ok(stream) => return Ok(stream),
+                Err(super::rendezvous::Attempt::Refused(reason)) => return Err(reason),
+                Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
+                Err(_) => panic!("could not join"),
+            }
+        }
+    };
+    let _first = join(5).unwrap();
+    // The same rank again (it gave up on a slow welcome): welcomed.
+    let _again = join(5).unwrap();
+    // Another process claiming rank 1: refused.
+    let stranger = join(6).unwrap_err();
+    assert!(stranger.contains("already joined"), "{stranger}");
+    let _last = Control::connect(&world(2, 3, port), &options(10)).unwrap();
+    assert!(root.join().unwrap());
 }

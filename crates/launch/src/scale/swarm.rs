@@ -171,7 +171,7 @@ fn drive(
                         .map_err(err)?;
                     c.stream = Some(stream);
                     c.stage = Stage::Connecting;
-                    c.retry_at = now + Duration::from_secs(2);
+                    c.retry_at = now + wire::CONNECT_TIMEOUT;
                 }
             }
         }
@@ -219,6 +219,7 @@ fn drive(
                     local_rank: c.rank % 8,
                     host: format!("sim{}", c.rank / 8),
                     pid: c.rank as u32,
+                    nonce: c.rank as u64,
                 };
                 c.out = wire::encode(&hello, &hello_info).unwrap();
             }

@@ -154,7 +154,9 @@ impl Hub {
             return Outcome::Open;
         };
         conn.inbuf.drain(..used);
-        if conn.inbuf.is_empty() && conn.inbuf.capacity() > 64 << 10 {
+        // Bounded memory per rank: a hello (a few KiB) or a large answer
+        // leaves no large buffer behind (16384 ranks x 4 KiB = 64 MiB).
+        if conn.inbuf.is_empty() && conn.inbuf.capacity() > 1024 {
             conn.inbuf = Vec::new();
         }
         match closed {
@@ -172,10 +174,14 @@ impl Hub {
         if conn.finished || self.ending.is_some() {
             return Outcome::Drop;
         }
-        if conn.rank.is_none() {
-            eprintln!(
-                "collbench: rank 0 dropped {who}: {e} before a hello (not a collbench rank?)"
-            );
+        let Some(rank) = conn.rank else {
+            self.note_drop(format!("{who}: {e} before a hello"));
+            return Outcome::Drop;
+        };
+        if self.joined < self.shared.world_size && matches!(e, ReadError::Closed) {
+            // Before Ready a rank may give up on a slow welcome and try
+            // again (a connect storm): it is not a failure, it rejoins.
+            self.unadmit(rank);
             return Outcome::Drop;
         }
         Outcome::Fail(match e {

@@ -116,6 +116,9 @@ pub(super) fn spawn(
         scratch: vec![0u8; 64 << 10],
         ending: None,
         news: Vec::new(),
+        dropped: 0,
+        quiet_drops: 0,
+        nonces: vec![0; n],
     };
     let thread = thread::Builder::new()
         .name("collbench-hub".into())
@@ -148,6 +151,11 @@ struct Hub {
     /// the loop: thousands of parts of a gather wake it a few times, not
     /// thousands.
     news: Vec<Event>,
+    /// Connections dropped before a hello; those not logged one by one.
+    dropped: usize,
+    quiet_drops: usize,
+    /// Per admitted rank, its hello's nonce.
+    nonces: Vec<u64>,
 }
 
 /// Why a connection is over.
@@ -258,9 +266,16 @@ impl Hub {
     /// The first frame of a connection: a hello to admit or refuse.
     fn hello(&mut self, i: usize, msg: Msg, info: Vec<u8>) -> Outcome {
         let complete = self.joined == self.shared.world_size;
-        let hub = self.shared.hub();
-        let verdict = judge_hello(&self.shared, msg, complete).and_then(|hello| {
+        let shared = Arc::clone(&self.shared);
+        let hub = shared.hub();
+        let nonce = match &msg {
+            Msg::Hello { nonce, .. } => *nonce,
+            _ => 0,
+        };
+        let verdict = judge_hello(&shared, msg, complete).and_then(|hello| {
             match &super::shared::lock(&hub.hellos)[hello.rank] {
+                // The same rank again: it gave up on a slow welcome.
+                Some(_) if self.nonces[hello.rank] == nonce => Ok(hello),
                 Some(first) => Err((hello.host, format!(
                     "rank {} already joined from host {} (pid {}): two processes were given the same rank",
                     hello.rank, first.host, first.pid
@@ -268,6 +283,12 @@ impl Hub {
                 None => Ok(hello),
             }
         });
+        if let Ok(hello) = &verdict {
+            if let Some(old) = self.by_rank[hello.rank] {
+                self.drop_conn(old);
+                self.unadmit(hello.rank);
+            }
+        }
         let conn = self.conns[i].as_mut().expect("a live connection");
         let mut hello = match verdict {
             Ok(hello) => hello,
@@ -285,6 +306,7 @@ impl Hub {
         };
         hello.info = info;
         let rank = hello.rank;
+        self.nonces[rank] = nonce;
         conn.rank = Some(rank);
         conn.host = hello.host.clone();
         conn.queue(frame_of(&Msg::Welcome, &[]));
@@ -292,6 +314,12 @@ impl Hub {
         self.by_rank[rank] = Some(i);
         self.joined += 1;
         if self.joined == self.shared.world_size {
+            if self.quiet_drops > 0 {
+                eprintln!(
+                    "collbench: rank 0 also dropped {} more connections that closed or stayed silent before a hello (ranks retrying a slow join)",
+                    self.quiet_drops
+                );
+            }
             self.broadcast(frame_of(&Msg::Ready, &[]), None);
             self.deliver();
             self.shared.event(Event::Joined);
@@ -369,10 +397,8 @@ impl Hub {
             let outcome = match conn.rank {
                 None if now > conn.hello_deadline => {
                     if !conn.finished {
-                        eprintln!(
-                            "collbench: rank 0 dropped {}: nothing received before a hello (not a collbench rank?)",
-                            conn.name()
-                        );
+                        let what = format!("{}: nothing received before a hello", conn.name());
+                        self.note_drop(what);
                     }
                     Outcome::Drop
                 }
@@ -410,6 +436,29 @@ impl Hub {
                 now > deadline || self.conns.iter().flatten().all(|c| c.out.is_empty())
             }
         }
+    }
+
+    /// Logs a dropped connection that never said hello (a stray client,
+    /// or a rank that gave up and retried): the first few, then a count,
+    /// so a connect storm does not print thousands of lines.
+    fn note_drop(&mut self, what: String) {
+        if self.dropped < 3 {
+            eprintln!("collbench: rank 0 dropped {what} (not a collbench rank?)");
+        } else {
+            self.quiet_drops += 1;
+        }
+        self.dropped += 1;
+    }
+
+    /// Forgets rank `rank`'s admission (before Ready: it rejoins).
+    fn unadmit(&mut self, rank: usize) {
+        let taken = super::shared::lock(&self.shared.hub().hellos)
+            .get_mut(rank)
+            .and_then(Option::take);
+        if taken.is_some() {
+            self.joined -= 1;
+        }
+        self.by_rank[rank] = None;
     }
 
     /// Hands the calling thread what arrived this turn, in one batch.
