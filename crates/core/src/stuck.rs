@@ -120,7 +120,7 @@ pub fn diagnose(
         .collect();
     if places.len() > MAX_PLACES {
         let rest: usize = places.values().skip(MAX_PLACES).map(Vec::len).sum();
-        parts.push(format!("{} further behind elsewhere", count(rest)));
+        parts.push(format!("{} behind at other places", count(rest)));
     }
     let waiting = table.len() - behind;
     Some(format!(
@@ -331,6 +331,31 @@ mod tests {
         assert!(
             line.starts_with(
                 "stuck collective: ranks 8-15 (host n1), 16-23 (host n2) never reported progress; 4080 ranks waiting"
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn at_most_four_places_then_a_count() {
+        // Ranks 0-5 each stopped at another iteration; 6 and 7 are ahead.
+        let mut t = ranks(8, at(0, 9, Phase::Wait));
+        for (r, rp) in t[..6].iter_mut().enumerate() {
+            rp.progress = at(0, r as u32, Phase::Issue);
+        }
+        let line = diagnose(&t, T, &names).unwrap();
+        assert_eq!(
+            line.matches("stopped before or inside the call").count(),
+            4,
+            "{line}"
+        );
+        assert!(
+            line.starts_with("stuck collective: all_reduce 64 MiB iteration 0: rank 0 (host n0)"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(
+                "; 2 ranks behind at other places; 2 ranks waiting (no progress for 300 s)"
             ),
             "{line}"
         );
