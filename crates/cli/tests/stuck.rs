@@ -54,7 +54,7 @@ fn one_process_names_the_rank_thread_that_stopped_calling() {
     assert_eq!(code, Some(5), "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        format!("{PREFIX}all_reduce 1 KiB iteration 3: rank 2 (host n7) stopped before or inside the call; 3 ranks waiting (no progress for 1 s)")
+        format!("{PREFIX}all_reduce 1 KiB iteration 3: rank 2 (host n7) never entered; 3 ranks waiting (no progress for 1 s)")
     );
 }
 
@@ -72,7 +72,7 @@ fn minus_t_replaces_the_watchdog_and_a_rank_asleep_for_less_passes() {
     assert!(took < Duration::from_secs(8), "{took:?}");
     assert_eq!(
         stuck_lines(&stderr),
-        [format!("{PREFIX}all_reduce 1 KiB in place iteration 0: rank 1 (host n7) stopped before or inside the call; 2 ranks waiting (no progress for 1 s)")],
+        [format!("{PREFIX}all_reduce 1 KiB in place iteration 0: rank 1 (host n7) stuck inside the call; 2 ranks waiting (no progress for 1 s)")],
     );
     // One second asleep against a 5 s deadline: slow, not stuck.
     let (code, stderr) = one_process("3", &["--watchdog", "5", "--test-sleep-in-call", "1:0:1:1"]);
@@ -93,9 +93,7 @@ fn check_ends_on_a_stuck_collective_as_run_does() {
     let lines = stuck_lines(&stderr);
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
-        lines[0].contains(
-            " iteration 2: rank 1 (host n3) stopped before or inside the call; 1 rank waiting"
-        ),
+        lines[0].contains(" iteration 2: rank 1 (host n3) never entered; 1 rank waiting"),
         "{stderr}"
     );
 }
@@ -163,7 +161,7 @@ fn four_processes_name_a_rank_that_stops_calling() {
     all_say(
         &done,
         took,
-        &format!("{PREFIX}all_reduce 1 KiB in place iteration 3: rank 2 (host n2) stopped before or inside the call; 3 ranks waiting (no progress for 2 s)"),
+        &format!("{PREFIX}all_reduce 1 KiB in place iteration 3: rank 2 (host n2) never entered; 3 ranks waiting (no progress for 2 s)"),
     );
 }
 
@@ -173,7 +171,7 @@ fn four_processes_name_a_rank_asleep_in_a_call() {
     all_say(
         &done,
         took,
-        &format!("{PREFIX}all_reduce 2 KiB iteration 2: rank 1 (host n1) stopped before or inside the call; 3 ranks waiting (no progress for 2 s)"),
+        &format!("{PREFIX}all_reduce 2 KiB iteration 2: rank 1 (host n1) stuck inside the call; 3 ranks waiting (no progress for 2 s)"),
     );
 }
 

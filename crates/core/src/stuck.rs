@@ -4,7 +4,8 @@
 //! watchdog's deadline.
 //!
 //! The rule: a rank's *reach* orders positions within the plan (case,
-//! then setting up < calling < waiting at iteration i < checking). When
+//! then between cases < before the call of iteration i < inside it <
+//! waiting at i < before i+1 ... < checking). When
 //! no rank has moved for the deadline and some rank is inside a case,
 //! the ranks whose reach is below the furthest are *behind*, and the line
 //! names them, grouped by where they are and by host, most behind first;
@@ -15,8 +16,8 @@
 //! - `Idle` in case c: between cases, before case c (exchanging the
 //!   results of the one before, printing).
 //! - `Issue` at iteration i: has returned from the calls of iterations
-//!   before i, not from the call of i: it stopped before the call or is
-//!   stuck inside it.
+//!   before i and has not entered the call of i.
+//! - `Call` at iteration i: inside the call of i (entered, not returned).
 //! - `Wait` at iteration i: called iteration i and waits for it to
 //!   complete (or for its peers).
 //! - `Check`: checking results.
@@ -51,7 +52,8 @@ fn reach(p: Option<Progress>) -> (u8, u32, u8, u32, u8) {
             let (stage, iteration, waiting) = match p.phase {
                 Phase::Idle => (0, 0, 0),
                 Phase::Issue => (1, p.iteration, 0),
-                Phase::Wait => (1, p.iteration, 1),
+                Phase::Call => (1, p.iteration, 1),
+                Phase::Wait => (1, p.iteration, 2),
                 Phase::Check => (2, 0, 0),
             };
             (1, p.case, stage, iteration, waiting)
@@ -154,7 +156,9 @@ fn place(p: Option<Progress>, name: &dyn Fn(u32) -> String) -> String {
     match p {
         None => String::new(),
         Some(p) => match p.phase {
-            Phase::Issue | Phase::Wait => format!("{} iteration {}", name(p.case), p.iteration),
+            Phase::Issue | Phase::Call | Phase::Wait => {
+                format!("{} iteration {}", name(p.case), p.iteration)
+            }
             Phase::Idle | Phase::Check => name(p.case),
         },
     }
@@ -165,7 +169,8 @@ fn state(p: Option<Progress>) -> &'static str {
     match p.map(|p| p.phase) {
         None => "never reported progress",
         Some(Phase::Idle) => "did not start it",
-        Some(Phase::Issue) => "stopped before or inside the call",
+        Some(Phase::Issue) => "never entered",
+        Some(Phase::Call) => "stuck inside the call",
         Some(Phase::Wait) => "still waiting for it to complete",
         Some(Phase::Check) => "still checking results",
     }
@@ -261,7 +266,7 @@ mod tests {
         t[12].host = "n2".into();
         assert_eq!(
             diagnose(&t, T, &names).unwrap(),
-            "stuck collective: all_reduce 64 MiB iteration 7: ranks 3, 12 (host n2) stopped before or inside the call; 4094 ranks waiting (no progress for 300 s)"
+            "stuck collective: all_reduce 64 MiB iteration 7: ranks 3, 12 (host n2) never entered; 4094 ranks waiting (no progress for 300 s)"
         );
     }
 
@@ -289,17 +294,17 @@ mod tests {
     #[test]
     fn ranks_behind_in_several_places_most_behind_first() {
         // Ranks 8-15 finished case 0 and wait in the result exchange;
-        // rank 5 never started case 1's iteration 0; rank 2 sleeps inside
-        // case 0 iteration 4 while 0, 1, 3, 4, 6, 7 wait there.
+        // rank 2 sleeps inside case 0 iteration 4 while 0, 1, 3-7 wait
+        // there.
         let mut t = ranks(16, at(2, 0, Phase::Idle));
         for r in &mut t[..8] {
             r.progress = at(0, 4, Phase::Wait);
         }
-        t[2].progress = at(0, 4, Phase::Issue);
+        t[2].progress = at(0, 4, Phase::Call);
         let line = diagnose(&t, T, &names).unwrap();
         assert_eq!(
             line,
-            "stuck collective: all_reduce 64 MiB iteration 4: rank 2 (host n0) stopped before or inside the call; all_reduce 64 MiB iteration 4: ranks 0, 1, 3-7 (host n0) still waiting for it to complete; 8 ranks waiting (no progress for 300 s)"
+            "stuck collective: all_reduce 64 MiB iteration 4: rank 2 (host n0) stuck inside the call; all_reduce 64 MiB iteration 4: ranks 0, 1, 3-7 (host n0) still waiting for it to complete; 8 ranks waiting (no progress for 300 s)"
         );
     }
 
@@ -344,11 +349,7 @@ mod tests {
             rp.progress = at(0, r as u32, Phase::Issue);
         }
         let line = diagnose(&t, T, &names).unwrap();
-        assert_eq!(
-            line.matches("stopped before or inside the call").count(),
-            4,
-            "{line}"
-        );
+        assert_eq!(line.matches("never entered").count(), 4, "{line}");
         assert!(
             line.starts_with("stuck collective: all_reduce 64 MiB iteration 0: rank 0 (host n0)"),
             "{line}"

@@ -3,10 +3,11 @@
 //!
 //! The runner makes one per run and hands it to the backend
 //! ([`crate::Backend::set_watch`]). In the timed loop a backend publishes
-//! with [`Watch::at`] after each call returns: one relaxed atomic store to
-//! a cache line of that rank's own, no syscall, no lock (and the fault
-//! hooks' check, a branch on an empty list). Waits that can last (barriers,
-//! stream polls) look at [`Watch::is_stopped`] and give up once the
+//! with [`Watch::calling`] as it enters each call and [`Watch::at`] after
+//! it returns: each one relaxed atomic store to a cache line of that rank's
+//! own, no syscall, no lock (and the fault hooks' check, a branch on an
+//! empty list). Waits that can last (barriers, stream polls) say so with
+//! [`Watch::waiting`], look at [`Watch::is_stopped`] and give up once the
 //! watchdog ([`crate::watchdog`]) has stopped the job.
 //!
 //! The fault hooks ([`Fault`]) are for tests: a rank that stops calling,
@@ -178,16 +179,28 @@ impl Watch {
     }
 
     /// Backend, in the timed loop: local rank `local` has returned from
-    /// the calls before `iteration` (0 before the first call) and is about
-    /// to make that one. One relaxed store; a fault hook for this rank and
-    /// place acts here. `Err` once the job is stopped during a hook.
+    /// the calls before `iteration` (0 before the first call) and has not
+    /// entered that one. One relaxed store; the hooks that stop calling or
+    /// exit act here. `Err` once the job is stopped during a hook.
     #[inline]
     pub fn at(&self, local: usize, iteration: u32) -> Result<(), Stopped> {
         self.publish(local, iteration, Phase::Issue);
         if self.faults.is_empty() {
             return Ok(());
         }
-        self.fault(local, iteration)
+        self.fault(local, iteration, false)
+    }
+
+    /// Backend, in the timed loop: local rank `local` enters the call of
+    /// `iteration`. One relaxed store; the hook that stalls in a call acts
+    /// here.
+    #[inline]
+    pub fn calling(&self, local: usize, iteration: u32) -> Result<(), Stopped> {
+        self.publish(local, iteration, Phase::Call);
+        if self.faults.is_empty() {
+            return Ok(());
+        }
+        self.fault(local, iteration, true)
     }
 
     /// [`Watch::at`] for every local rank (one thread driving them all).
@@ -198,22 +211,48 @@ impl Watch {
         Ok(())
     }
 
-    /// Backend: local rank `local` has made its call and waits (for the
-    /// call to complete, or for peers at a barrier).
+    /// [`Watch::calling`] for every local rank.
+    pub fn calling_all(&self, iteration: u32) -> Result<(), Stopped> {
+        for r in 0..self.words.len() {
+            self.calling(r, iteration)?;
+        }
+        Ok(())
+    }
+
+    /// Backend: local rank `local`, inside its call, waits for peers (at
+    /// a barrier): it waits at that iteration. Anywhere else it stays where
+    /// it is.
     pub fn waiting(&self, local: usize) {
-        if let Some(w) = self.words.get(local) {
-            let now = Progress::unpack(w.0.load(Ordering::Relaxed));
-            if let Some(p) = now.filter(|p| p.phase == Phase::Issue) {
-                self.publish(local, p.iteration, Phase::Wait);
-            }
+        self.wait_from(local, false);
+    }
+
+    /// Backend, one thread driving every local rank: they wait for the
+    /// calls they made to complete: inside a call, at that iteration;
+    /// after the last call, at the last one.
+    pub fn completing_all(&self) {
+        for r in 0..self.words.len() {
+            self.wait_from(r, true);
         }
     }
 
-    /// [`Watch::waiting`] for every local rank.
-    pub fn waiting_all(&self) {
-        for r in 0..self.words.len() {
-            self.waiting(r);
-        }
+    fn wait_from(&self, local: usize, after_calls: bool) {
+        let Some(w) = self.words.get(local) else {
+            return;
+        };
+        let iteration = match Progress::unpack(w.0.load(Ordering::Relaxed)) {
+            Some(p) if p.phase == Phase::Call => p.iteration,
+            Some(p) if after_calls && p.phase == Phase::Issue && p.iteration > 0 => p.iteration - 1,
+            _ => return,
+        };
+        self.publish(local, iteration, Phase::Wait);
+    }
+
+    /// Backend: local rank `local` meets its peers before the call of
+    /// `iteration` (the timed loop's start): it counts as inside that
+    /// call, so that waiting there reads as waiting at that iteration.
+    /// No hook acts here.
+    pub fn arriving(&self, local: usize, iteration: u32) {
+        self.publish(local, iteration, Phase::Call);
     }
 
     /// Every local rank's last published position.
@@ -258,13 +297,14 @@ impl Watch {
     }
 
     /// The fault hooks of local rank `local` at `iteration` of the
-    /// current case.
+    /// current case: inside the call (`in_call`) or before it.
     #[cold]
-    fn fault(&self, local: usize, iteration: u32) -> Result<(), Stopped> {
+    fn fault(&self, local: usize, iteration: u32, in_call: bool) -> Result<(), Stopped> {
         let rank = self.first_rank + local;
         let case = self.case.load(Ordering::Relaxed);
         for f in &self.faults {
-            if (f.rank, f.case, f.iteration) != (rank, case, iteration) {
+            let sleep = matches!(f.kind, FaultKind::Sleep(_));
+            if (f.rank, f.case, f.iteration) != (rank, case, iteration) || sleep != in_call {
                 continue;
             }
             match f.kind {
@@ -306,6 +346,7 @@ mod tests {
         assert_eq!(w.positions(), [None, None]);
         w.begin_case(3);
         w.at(1, 5).unwrap();
+        w.calling(1, 5).unwrap();
         w.waiting(1);
         w.waiting(0); // between cases: stays Idle
         let at = |iteration, phase| {
@@ -316,6 +357,13 @@ mod tests {
             })
         };
         assert_eq!(w.positions(), [at(0, Phase::Idle), at(5, Phase::Wait)]);
+        // After the last call (6 returned from): waits at the last one;
+        // at a barrier between calls, stays.
+        w.at(0, 6).unwrap();
+        w.waiting(0);
+        assert_eq!(w.positions()[0], at(6, Phase::Issue));
+        w.completing_all();
+        assert_eq!(w.positions()[0], at(5, Phase::Wait));
         w.checking();
         assert_eq!(w.positions(), [at(0, Phase::Check), at(0, Phase::Check)]);
     }
@@ -341,6 +389,11 @@ mod tests {
     #[test]
     fn a_finite_sleep_hook_returns_by_itself() {
         let hook = Fault::parse(FaultKind::Sleep(Duration::ZERO), "0:0:0:0").unwrap();
+        let w = Watch::new(1, 0, vec![hook]);
+        w.begin_case(0);
+        assert_eq!(w.calling(0, 0), Ok(()));
+        // A stall is inside the call; a stop before it.
+        let hook = Fault::parse(FaultKind::Sleep(Duration::ZERO), "0:0:0").unwrap();
         let w = Watch::new(1, 0, vec![hook]);
         w.begin_case(0);
         assert_eq!(w.at(0, 0), Ok(()));

@@ -69,13 +69,13 @@ fn a_rank_that_stops_calling_is_named_with_its_host_and_place() {
     );
     assert_eq!(
         stuck_line(r),
-        format!("{STUCK}all_reduce 1 KiB in place iteration 3: rank 2 (host h1) stopped before or inside the call; 3 ranks waiting (no progress for 0.4 s)")
+        format!("{STUCK}all_reduce 1 KiB in place iteration 3: rank 2 (host h1) never entered; 3 ranks waiting (no progress for 0.4 s)")
     );
     assert!(took < DEADLINE + Duration::from_secs(3), "{took:?}");
 }
 
 #[test]
-fn a_rank_that_sleeps_inside_a_call_is_named_and_a_short_sleep_is_not() {
+fn a_rank_that_stalls_inside_a_call_is_named_and_a_short_stall_is_not() {
     let (r, _) = run(
         3,
         &SingleProcess,
@@ -83,7 +83,7 @@ fn a_rank_that_sleeps_inside_a_call_is_named_and_a_short_sleep_is_not() {
     );
     assert_eq!(
         stuck_line(r),
-        format!("{STUCK}all_reduce 2 KiB iteration 6: rank 0 (host h1) stopped before or inside the call; 2 ranks waiting (no progress for 0.4 s)")
+        format!("{STUCK}all_reduce 2 KiB iteration 6: rank 0 (host h1) stuck inside the call; 2 ranks waiting (no progress for 0.4 s)")
     );
     // Asleep for less than the deadline: slow, not stuck.
     let mut w = watchdog(vec![fault(FaultKind::Sleep(Duration::ZERO), "1:0:1:0")]);
@@ -100,7 +100,7 @@ fn several_ranks_behind_read_as_ranges() {
     let line = stuck_line(run(8, &SingleProcess, watchdog(faults)).0);
     assert_eq!(
         line,
-        format!("{STUCK}all_reduce 1 KiB iteration 0: ranks 3-6 (host h1) stopped before or inside the call; 4 ranks waiting (no progress for 0.4 s)")
+        format!("{STUCK}all_reduce 1 KiB iteration 0: ranks 3-6 (host h1) never entered; 4 ranks waiting (no progress for 0.4 s)")
     );
 }
 
@@ -150,7 +150,7 @@ fn a_failed_job_frees_a_waiting_rank_and_keeps_the_control_planes_message() {
     }
     assert!(took < Duration::from_secs(3), "{took:?}");
     // Another process's watchdog decided: its line, as a stuck collective.
-    let line = "stuck collective: all_reduce 1 KiB iteration 0: rank 3 (host n7) stopped before or inside the call; 3 ranks waiting (no progress for 300 s)";
+    let line = "stuck collective: all_reduce 1 KiB iteration 0: rank 3 (host n7) never entered; 3 ranks waiting (no progress for 300 s)";
     let (r, _) = run(
         2,
         &Failed(line),

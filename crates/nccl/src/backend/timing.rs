@@ -115,6 +115,7 @@ impl NcclBackend {
         let lp = Loop::new(case, timing);
         self.at(0)?;
         for k in 0..timing.warmup_iters as u64 {
+            self.calling(k)?;
             self.launch(case, 0, lp.max, ops)?;
             self.at(k + 1)?;
         }
@@ -268,6 +269,7 @@ impl NcclBackend {
             evs[0].record(&self.gpus[0].stream)?;
         }
         for it in 0..lp.iters {
+            self.calling(lp.first + it)?;
             self.launch_iteration(case, it, lp, ops)?;
             self.at(lp.first + it + 1)?;
             if events {
@@ -305,7 +307,7 @@ impl NcclBackend {
         let timeout =
             (self.opts.timeout_s > 0).then(|| Duration::from_secs(self.opts.timeout_s) + fallback);
         if let Some(w) = &self.watch {
-            w.waiting_all();
+            w.completing_all();
         }
         let mut polls = 0u64;
         for i in 0..self.gpus.len() {
@@ -344,10 +346,25 @@ impl NcclBackend {
     /// aborts the communicators (their streams hold calls that will never
     /// complete) and fails.
     fn at(&mut self, iteration: u64) -> Result<(), BackendError> {
-        let Some(w) = &self.watch else {
-            return Ok(());
+        let stopped = match &self.watch {
+            Some(w) => w.at_all(iteration as u32).is_err(),
+            None => false,
         };
-        if w.at_all(iteration as u32).is_err() {
+        self.abort_if(stopped)
+    }
+
+    /// Publishes that every GPU enters the call of `iteration` (a stall
+    /// hook acts here); as [`NcclBackend::at`] once the job stops.
+    fn calling(&mut self, iteration: u64) -> Result<(), BackendError> {
+        let stopped = match &self.watch {
+            Some(w) => w.calling_all(iteration as u32).is_err(),
+            None => false,
+        };
+        self.abort_if(stopped)
+    }
+
+    fn abort_if(&mut self, stopped: bool) -> Result<(), BackendError> {
+        if stopped {
             self.abort();
             return Err(self.stopped());
         }

@@ -182,7 +182,7 @@ mod tests {
                 .map(|r| {
                     let (b, watch) = (&b, &watch);
                     s.spawn(move || {
-                        watch.at(r, 0).unwrap();
+                        watch.calling(r, 0).unwrap();
                         b.wait(r)
                     })
                 })

@@ -170,10 +170,15 @@ impl CpuBackend {
         let results = run_ranks(n, |r| -> Result<_, Stopped> {
             let (ptrs, barrier, scalars) = (&ptrs, &barrier, &scalars);
             let peers = peers.as_ref();
-            // After each call returns: one relaxed store (and the fault
-            // hooks' check) per iteration, outside the iteration's clock.
+            // After each iteration's calls return: one relaxed store (and
+            // the fault hooks' check), outside the iteration's clock.
             let at = |k: u64| watch.map_or(Ok(()), |w| w.at(r, k as u32));
-            let op = |i: u64| -> Result<(), Stopped> {
+            // Operation `i` (its rotation) of iteration `k`: one relaxed
+            // store as it enters.
+            let op = |i: u64, k: u64| -> Result<(), Stopped> {
+                if let Some(w) = watch {
+                    w.calling(r, k as u32)?;
+                }
                 let shift = rotation_elements(case, i, timing.max_bytes);
                 // SAFETY: `ptrs` point into buffers sized for this case at
                 // every rotation up to max_bytes; run_op's contract
@@ -196,8 +201,11 @@ impl CpuBackend {
             };
             at(0)?;
             for w in 0..warmup as u64 {
-                op(0)?;
+                op(0, w)?;
                 at(w + 1)?;
+            }
+            if let Some(w) = watch {
+                w.arriving(r, warmup);
             }
             barrier.wait(r)?;
             // Allocated before the clock starts: the first case's page
@@ -215,7 +223,7 @@ impl CpuBackend {
             for it in 0..iters {
                 let t0 = Instant::now();
                 for a in 0..per_iter {
-                    op(it * per_iter + a)?;
+                    op(it * per_iter + a, warmup as u64 + it)?;
                 }
                 slowest.record(it, t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
                 if r == 0 && it > 0 {
