@@ -10,16 +10,8 @@ import json
 import statistics
 import sys
 
-
-def anchor_rows(path):
-    rows = {}
-    for line in open(path):
-        f = line.split()
-        if not f or line.startswith("#") or not f[0].isdigit() or len(f) < 13:
-            continue
-        size = int(f[0])
-        rows[size] = {"oop": (float(f[5]), float(f[7])), "ip": (float(f[9]), float(f[11]))}
-    return rows
+# One reader of nccl-tests' text rows for both scripts (same folder).
+from pair_ratio import text_rows as anchor_rows
 
 
 def main():

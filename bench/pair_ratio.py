@@ -74,4 +74,5 @@ def main():
               f"{statistics.median(x[0] for x in bw):.3f} | {max(tm):.2f} | {statistics.median(tm):.2f} |")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -32,12 +32,7 @@ impl Backend for Explaining {
         self.0.check(case, seed, corrupt)
     }
     fn explain(&mut self, case: &CaseSpec) -> Result<Option<Explanation>, BackendError> {
-        let k = |func: &str, algo: &str, proto: &str| KernelChoice {
-            func: func.into(),
-            algo: algo.into(),
-            proto: proto.into(),
-            channels: 2,
-        };
+        let k = |func, algo, proto| KernelChoice::new(func, algo, proto, 2);
         let kernels = match case.collective.name() {
             "all_reduce" => vec![k("AllReduce", "NVLS", "SIMPLE")],
             "sendrecv" => vec![k("Send", "", ""), k("Recv", "", "")],

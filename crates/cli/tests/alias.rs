@@ -1,14 +1,10 @@
 //! The `<op>_perf` alias prints nccl-tests' table shape, so scripts and
 //! parsers written for nccl-tests keep working.
 
-use assert_cmd::Command;
-use std::path::{Path, PathBuf};
+mod common;
 
-fn alias(dir: &Path, name: &str) -> PathBuf {
-    let link = dir.join(name);
-    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("collbench"), &link).unwrap();
-    link
-}
+use assert_cmd::Command;
+use common::{alias, ok_stdout, stdout_ok};
 
 /// The three column-header lines of nccl-tests 2.19 (from the H200 anchor).
 fn anchor_header() -> Vec<String> {
@@ -20,16 +16,7 @@ fn anchor_header() -> Vec<String> {
 fn all_reduce_perf_prints_the_nccl_tests_table() {
     let dir = tempfile::tempdir().unwrap();
     let exe = alias(dir.path(), "all_reduce_perf");
-    let out = Command::new(&exe)
-        .args(["-b", "8", "-e", "1M", "-f", "2"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = stdout_ok(Command::new(&exe).args(["-b", "8", "-e", "1M", "-f", "2"]));
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines.contains(&"# Collective test starting: all_reduce_perf"));
     assert!(lines.iter().any(|l| l.starts_with("# nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0")));
@@ -82,8 +69,7 @@ fn all_reduce_perf_prints_the_nccl_tests_table() {
 #[test]
 fn aliases_take_the_same_flags_and_install() {
     let dir = tempfile::tempdir().unwrap();
-    Command::cargo_bin("collbench")
-        .unwrap()
+    common::collbench()
         .args(["install-aliases"])
         .arg(dir.path())
         .assert()
@@ -104,21 +90,12 @@ fn aliases_take_the_same_flags_and_install() {
             .args(["-b", "1K", "-e", "1K", "-g", "4"])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{op}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
+        let text = ok_stdout(out, op);
         assert!(
             text.contains(&format!("# Collective test starting: {op}")),
             "{op}"
         );
     }
     // A bad flag through an alias is the same one-line usage error.
-    let out = Command::new(dir.path().join("broadcast_perf"))
-        .args(["-f", "1"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    common::usage_error(Command::new(dir.path().join("broadcast_perf")).args(["-f", "1"]));
 }

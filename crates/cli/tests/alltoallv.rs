@@ -3,9 +3,11 @@
 //! exactly for 1, 2, 3, 5 and 8 ranks; bad matrix files refused in one line
 //! with exit 2; the `alltoallv_perf` alias.
 
-use assert_cmd::Command;
+mod common;
+
 use collbench_core::alltoallv::{Traffic, TrafficMatrix};
 use collbench_core::{Collective, Record};
+use common::{alias, collbench, ok_stdout, stdout_ok, usage_error, write_file};
 
 const RANKS: [usize; 5] = [1, 2, 3, 5, 8];
 
@@ -21,10 +23,6 @@ const MATRIX: &str = "\
 100  200  300  400  500  600  700  800
 ";
 
-fn collbench() -> Command {
-    Command::cargo_bin("collbench").unwrap()
-}
-
 /// Runs alltoallv with `env` and returns the record from `--format json`.
 fn run(ranks: usize, env: &[(&str, &str)], sizes: &[&str]) -> Record {
     let out = collbench()
@@ -35,12 +33,7 @@ fn run(ranks: usize, env: &[(&str, &str)], sizes: &[&str]) -> Record {
         .envs(env.iter().copied())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "ranks {ranks} {env:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_str(&ok_stdout(out, &format!("ranks {ranks} {env:?}"))).unwrap()
 }
 
 /// Every out-of-place placement was checked and exact; sizes are the
@@ -95,8 +88,7 @@ fn spread_pattern_is_exact_for_every_rank_count() {
 #[test]
 fn matrix_file_is_exact_for_every_rank_count() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("traffic.txt");
-    std::fs::write(&file, MATRIX).unwrap();
+    let file = write_file(dir.path(), "traffic.txt", MATRIX);
     let path = file.to_str().unwrap();
     let traffic = Traffic::Matrix(TrafficMatrix::parse(path, MATRIX, None).unwrap());
     for ranks in RANKS {
@@ -134,25 +126,19 @@ fn the_check_is_real() {
 }
 
 fn one_line_exit_2(env: (&str, &str), args: &[&str]) -> String {
-    let out = collbench()
-        .args(["run", "alltoallv", "--backend", "cpu"])
-        .args(args)
-        .env(env.0, env.1)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    err
+    usage_error(
+        collbench()
+            .args(["run", "alltoallv", "--backend", "cpu"])
+            .args(args)
+            .env(env.0, env.1),
+    )
 }
 
 #[test]
 fn bad_matrix_files_are_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
+        let p = write_file(dir.path(), name, text);
         p.to_str().unwrap().to_string()
     };
     let var = "NCCL_TESTS_ALLTOALLV_MATRIX_FILE";
@@ -181,36 +167,29 @@ fn bad_matrix_files_are_one_line_and_exit_2() {
 #[test]
 fn alltoallv_perf_alias_takes_nccl_tests_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("alltoallv_perf");
-    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("collbench"), &exe).unwrap();
-    let out = Command::new(&exe)
-        .args(["-b", "8", "-e", "128K", "-f", "2", "-g", "2"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let exe = alias(dir.path(), "alltoallv_perf");
+    let text = stdout_ok(
+        assert_cmd::Command::new(&exe).args(["-b", "8", "-e", "128K", "-f", "2", "-g", "2"]),
     );
-    assert!(
-        text.contains("# Collective test starting: alltoallv_perf"),
-        "{text}"
+    common::assert_says(
+        &text,
+        &[
+            "# Collective test starting: alltoallv_perf",
+            "Out of bounds values : 0 OK",
+        ],
     );
-    assert!(text.contains("Out of bounds values : 0 OK"), "{text}");
 }
 
 #[test]
 fn run_all_includes_alltoallv() {
-    let out = collbench()
-        .args(["run", "all", "--backend", "cpu", "--ranks", "2"])
-        .args([
-            "-b", "1K", "-e", "1K", "-w", "0", "-n", "1", "--format", "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let rec: Record = serde_json::from_slice(&out.stdout).unwrap();
+    let out = stdout_ok(
+        collbench()
+            .args(["run", "all", "--backend", "cpu", "--ranks", "2"])
+            .args([
+                "-b", "1K", "-e", "1K", "-w", "0", "-n", "1", "--format", "json",
+            ]),
+    );
+    let rec: Record = serde_json::from_str(&out).unwrap();
     let ops: Vec<&str> = rec.results.iter().map(|r| r.op.as_str()).collect();
     assert!(ops.contains(&Collective::AllToAllV.name()), "{ops:?}");
 }
@@ -221,8 +200,7 @@ fn run_all_includes_alltoallv() {
 #[test]
 fn mpi_backend_is_exact_with_every_generator() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("traffic.txt");
-    std::fs::write(&file, MATRIX).unwrap();
+    let file = write_file(dir.path(), "traffic.txt", MATRIX);
     let matrix = file.to_str().unwrap();
     let cases: [(&str, &str, &[&str]); 3] = [
         (
@@ -242,39 +220,15 @@ fn mpi_backend_is_exact_with_every_generator() {
         ),
     ];
     for (var, val, sizes) in cases {
-        let out = std::process::Command::new("mpirun")
-            .args([
-                "--allow-run-as-root",
-                "--oversubscribe",
-                "-np",
-                "3",
-                "-x",
-                var,
-            ])
-            .arg(env!("CARGO_BIN_EXE_collbench"))
-            .args([
-                "run",
-                "alltoallv",
-                "--backend",
-                "mpi",
-                "-d",
-                "all",
-                "-w",
-                "0",
-                "-n",
-                "1",
-            ])
-            .args(sizes)
-            .args(["--format", "json"])
-            .env(var, val)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{var}={val}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let rec: Record = serde_json::from_slice(&out.stdout).unwrap();
+        let args = [
+            &["run", "alltoallv", "--backend", "mpi", "-d", "all"][..],
+            &["-w", "0", "-n", "1"],
+            sizes,
+            &["--format", "json"],
+        ]
+        .concat();
+        let out = common::mpirun(3, &["-x", &format!("{var}={val}")], &args);
+        let rec: Record = serde_json::from_str(&ok_stdout(out, &format!("{var}={val}"))).unwrap();
         assert!(!rec.results.is_empty());
         for row in &rec.results {
             assert_eq!(

@@ -1,21 +1,10 @@
 //! Every user mistake is one line on stderr and exit 2: never a panic.
 
-use assert_cmd::Command;
+mod common;
 
 fn expect_usage_error(args: &[&str], mentions: &str) {
-    let out = Command::cargo_bin("collbench")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: not one line: {err}"
-    );
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    let out = common::collbench().args(args).output().unwrap();
+    let err = common::one_line_refusal(&out, 2);
     assert!(
         err.to_lowercase().contains(&mentions.to_lowercase()),
         "{args:?}: {err} should mention {mentions}"
@@ -23,9 +12,10 @@ fn expect_usage_error(args: &[&str], mentions: &str) {
     assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
 }
 
-#[test]
-fn min_size_above_max_size() {
-    expect_usage_error(
+/// Each mistake and a word its one line must say.
+const MISTAKES: &[(&[&str], &str)] = &[
+    // Min size above max size.
+    (
         &[
             "run",
             "all_reduce",
@@ -37,69 +27,39 @@ fn min_size_above_max_size() {
             "8",
         ],
         "-b",
-    );
-}
+    ),
+    // Step factor of one or zero.
+    (&["run", "--backend", "cpu", "-f", "1"], "stepfactor"),
+    (&["run", "--backend", "cpu", "-f", "0"], "stepfactor"),
+    // Unknown op, data type, reduction operator.
+    (&["run", "allscatter", "--backend", "cpu"], "collective"),
+    (&["run", "--backend", "cpu", "-d", "float128"], "data type"),
+    (&["run", "--backend", "cpu", "-o", "xor"], "reduction"),
+    (&["run", "--backend", "cpu", "--ranks", "0"], "--ranks"),
+    // Sizes that are not numbers.
+    (&["run", "--backend", "cpu", "-b", "lots"], "size"),
+    (&["run", "--backend", "cpu", "-e", "1.5.2G"], "size"),
+    // Unknown flag, backend, -a, -R.
+    (&["run", "--frobnicate"], "frobnicate"),
+    (&["run", "--backend", "tpu"], "backend"),
+    (&["run", "--backend", "cpu", "-a", "7"], "average"),
+    (&["run", "--backend", "cpu", "-R", "3"], "local_register"),
+];
 
 #[test]
-fn step_factor_of_one_or_zero() {
-    expect_usage_error(&["run", "--backend", "cpu", "-f", "1"], "stepfactor");
-    expect_usage_error(&["run", "--backend", "cpu", "-f", "0"], "stepfactor");
-}
-
-#[test]
-fn unknown_op_dtype_redop() {
-    expect_usage_error(&["run", "allscatter", "--backend", "cpu"], "collective");
-    expect_usage_error(&["run", "--backend", "cpu", "-d", "float128"], "data type");
-    expect_usage_error(&["run", "--backend", "cpu", "-o", "xor"], "reduction");
-}
-
-#[test]
-fn zero_ranks() {
-    expect_usage_error(&["run", "--backend", "cpu", "--ranks", "0"], "--ranks");
-}
-
-#[test]
-fn size_that_is_not_a_number() {
-    expect_usage_error(&["run", "--backend", "cpu", "-b", "lots"], "size");
-    expect_usage_error(&["run", "--backend", "cpu", "-e", "1.5.2G"], "size");
+fn every_mistake_is_one_line_and_exit_2() {
+    for (args, mentions) in MISTAKES {
+        expect_usage_error(args, mentions);
+    }
 }
 
 #[test]
 fn unwritable_output_path() {
-    expect_usage_error(
-        &[
-            "run",
-            "--backend",
-            "cpu",
-            "-b",
-            "8",
-            "-e",
-            "8",
-            "--output",
-            "/nonexistent-dir/x.json",
-        ],
-        "cannot write",
-    );
-    expect_usage_error(
-        &[
-            "run",
-            "--backend",
-            "cpu",
-            "-b",
-            "8",
-            "-e",
-            "8",
-            "--output",
-            "/tmp/x.unknownext",
-        ],
-        "format",
-    );
-}
-
-#[test]
-fn unknown_flag_and_backend() {
-    expect_usage_error(&["run", "--frobnicate"], "frobnicate");
-    expect_usage_error(&["run", "--backend", "tpu"], "backend");
-    expect_usage_error(&["run", "--backend", "cpu", "-a", "7"], "average");
-    expect_usage_error(&["run", "--backend", "cpu", "-R", "3"], "local_register");
+    for (path, mentions) in [
+        ("/nonexistent-dir/x.json", "cannot write"),
+        ("/tmp/x.unknownext", "format"),
+    ] {
+        let args = ["run", "--backend", "cpu", "-b", "8", "-e", "8", "--output"];
+        expect_usage_error(&[&args[..], &[path]].concat(), mentions);
+    }
 }

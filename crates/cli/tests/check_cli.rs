@@ -39,17 +39,36 @@ busbw_gbps = {all_gather_gbps}
 }
 
 fn run(args: &[&str], extra: &[&Path]) -> (i32, String, String) {
-    let out = collbench()
-        .args(args)
-        .args(extra)
-        .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    common::run(
+        collbench()
+            .args(args)
+            .args(extra)
+            .timeout(std::time::Duration::from_secs(60)),
     )
+}
+
+/// Asserts that every one of `lines` is in the metrics file `prom`.
+fn assert_metrics(prom: &Path, lines: &[&str]) {
+    let metrics = std::fs::read_to_string(prom).unwrap();
+    for line in lines {
+        assert!(metrics.contains(line), "{line:?} missing:\n{metrics}");
+    }
+}
+
+/// `check` on 4 ranks (3 with `--test-slow-rank 0`) larger than the
+/// caches, with a stricter pair fraction: on a busy 2-core CI machine
+/// healthy pairs jitter by 2x, the slowed rank is 5-10x slower.
+fn slowed(ranks: &str, slow_rank: &str, rest: &[&str], extra: &[&Path]) -> (i32, String, String) {
+    let head = ["check", "--backend", "cpu", "--ranks", ranks, "--quick"];
+    let slow = [
+        "--size",
+        "16M",
+        "--pair-fraction",
+        "0.4",
+        "--test-slow-rank",
+        slow_rank,
+    ];
+    run(&[&head[..], &slow, rest].concat(), extra)
 }
 
 const CPU4: [&str; 7] = [
@@ -68,22 +87,17 @@ fn passes_against_a_cpu_baseline_and_writes_json_and_metrics() {
     let b = baseline(dir.path(), 0.001);
     let json = dir.path().join("check.json");
     let prom = dir.path().join("check.prom");
-    let out = collbench()
-        .args(CPU4)
-        .arg(&b)
-        .arg("--json")
-        .arg(&json)
-        .arg("--prometheus")
-        .arg(&prom)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (code, stdout, stderr) = run(
+        &CPU4,
+        &[
+            &b,
+            Path::new("--json"),
+            &json,
+            Path::new("--prometheus"),
+            &prom,
+        ],
     );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("baseline 'test-cpu'"), "{stdout}");
     let last = stdout.lines().last().unwrap();
     assert_eq!(last, "collbench check: PASS (baseline 'test-cpu')");
@@ -113,19 +127,14 @@ fn passes_against_a_cpu_baseline_and_writes_json_and_metrics() {
     assert!(lines[0]["measured"].as_f64().unwrap() > 0.001);
     assert_eq!(lines[0]["wrong"], 0);
 
-    let metrics = std::fs::read_to_string(&prom).unwrap();
-    assert!(
-        metrics.contains("collbench_busbw_gbps{op=\"all_gather\",size_bytes=\"1048576\"} "),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("collbench_verdict{op=\"all_gather\"} 0\n"),
-        "{metrics}"
-    );
-    assert!(metrics.contains("collbench_check_status 0\n"), "{metrics}");
-    assert!(
-        metrics.contains("# TYPE collbench_check_timestamp_seconds gauge\n"),
-        "{metrics}"
+    assert_metrics(
+        &prom,
+        &[
+            "collbench_busbw_gbps{op=\"all_gather\",size_bytes=\"1048576\"} ",
+            "collbench_verdict{op=\"all_gather\"} 0\n",
+            "collbench_check_status 0\n",
+            "# TYPE collbench_check_timestamp_seconds gauge\n",
+        ],
     );
 }
 
@@ -154,39 +163,20 @@ fn a_baseline_set_too_high_fails_with_exit_2_naming_the_op() {
         stdout.lines().last().unwrap(),
         "collbench check: FAIL (baseline 'test-cpu'): all_gather"
     );
-    let metrics = std::fs::read_to_string(&prom).unwrap();
-    assert!(
-        metrics.contains("collbench_verdict{op=\"all_gather\"} 2\n"),
-        "{metrics}"
+    assert_metrics(
+        &prom,
+        &[
+            "collbench_verdict{op=\"all_gather\"} 2\n",
+            "collbench_check_status 2\n",
+        ],
     );
-    assert!(metrics.contains("collbench_check_status 2\n"), "{metrics}");
 }
 
 #[test]
 fn localisation_names_the_slowed_rank() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("check.json");
-    let (code, stdout, stderr) = run(
-        &[
-            "check",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "4",
-            "--quick",
-            // Larger than the caches, and a stricter pair fraction: on a
-            // busy 2-core CI machine healthy pairs jitter by 2x, the slowed
-            // rank is 5-10x slower.
-            "--size",
-            "16M",
-            "--pair-fraction",
-            "0.4",
-            "--test-slow-rank",
-            "2",
-            "--json",
-        ],
-        &[&json],
-    );
+    let (code, stdout, stderr) = slowed("4", "2", &["--json"], &[&json]);
     assert_eq!(
         code, 1,
         "slow pairs without a baseline warn\n{stdout}\n{stderr}"
@@ -224,24 +214,7 @@ fn a_short_result_triggers_localisation_with_a_baseline() {
     // to the pairwise tests by itself, and they find the slowed rank.
     let dir = tempfile::tempdir().unwrap();
     let b = baseline(dir.path(), 1.0e6);
-    let (code, stdout, stderr) = run(
-        &[
-            "check",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "3",
-            "--quick",
-            "--size",
-            "16M",
-            "--pair-fraction",
-            "0.4",
-            "--test-slow-rank",
-            "0",
-            "--baseline",
-        ],
-        &[&b],
-    );
+    let (code, stdout, stderr) = slowed("3", "0", &["--baseline"], &[&b]);
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert!(stdout.contains("pairwise sendrecv busbw"), "{stdout}");
     assert!(stdout.contains("# slow rank: r0 "), "{stdout}");
@@ -321,33 +294,19 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    collbench()
-        .args([
-            "run",
-            "all_reduce",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "2",
-            "-b",
-            "1K",
-            "-e",
-            "4K",
-            "-q",
-            "--output",
-        ])
+    common::cpu_run("all_reduce", "2")
+        .args(["-b", "1K", "-e", "4K", "-q", "--output"])
         .arg(&run)
         .assert()
         .success();
-    collbench()
-        .arg("report")
-        .arg(&run)
-        .arg("--matrix")
-        .arg(&json)
-        .arg("-o")
-        .arg(&html)
-        .assert()
-        .success();
+    // `collbench report RUN --matrix MATRIX -o HTML`
+    let report = |matrix: &Path, html: &Path| {
+        let mut c = collbench();
+        c.arg("report").arg(&run).arg("--matrix").arg(matrix);
+        c.arg("-o").arg(html);
+        c
+    };
+    report(&json, &html).assert().success();
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
         page.contains("Pairwise sendrecv bandwidth"),
@@ -355,15 +314,7 @@ fn report_draws_the_check_matrix_as_a_heatmap() {
     );
     assert!(page.matches("<svg").count() >= 3, "charts and heatmap");
     // A file that is not check output is one clear error.
-    let out = collbench()
-        .arg("report")
-        .arg(&run)
-        .arg("--matrix")
-        .arg(&run)
-        .arg("-o")
-        .arg(dir.path().join("second.html"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("localization.matrix"));
+    let (code, _, stderr) = common::run(&mut report(&run, &dir.path().join("second.html")));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("localization.matrix"));
 }

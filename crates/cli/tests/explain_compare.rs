@@ -20,16 +20,8 @@ fn run(cases: &[(u64, f64, f64, Ran)]) -> Record {
     r.settings.world_size = 2;
     for &(size, time_us, busbw, choice) in cases {
         let explain = choice.map(|(algo, proto, channels)| {
-            Explanation::from_kernels(
-                [KernelChoice {
-                    func: "AllReduce".into(),
-                    algo: algo.into(),
-                    proto: proto.into(),
-                    channels,
-                }],
-                [],
-                0,
-            )
+            let kernel = KernelChoice::new("AllReduce", algo, proto, channels);
+            Explanation::from_kernels([kernel], [], 0)
         });
         r.results.push(CaseResult {
             op: "all_reduce".into(),

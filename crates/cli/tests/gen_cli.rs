@@ -3,27 +3,18 @@
 
 mod common;
 
-use common::collbench;
+use common::{collbench, stdout_ok, usage_error};
 
 #[test]
 fn mpirun_line_goes_to_stdout() {
-    let out = collbench()
-        .args([
-            "gen",
-            "mpirun",
-            "--hosts",
-            "h1:8,h2:8",
-            "--env",
-            "NCCL_DEBUG=INFO",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = stdout_ok(collbench().args([
+        "gen",
+        "mpirun",
+        "--hosts",
+        "h1:8,h2:8",
+        "--env",
+        "NCCL_DEBUG=INFO",
+    ]));
     assert!(
         text.starts_with("mpirun --allow-run-as-root -np 16 -H h1:8,h2:8"),
         "{text}"
@@ -71,10 +62,8 @@ fn invalid_kubernetes_name_is_one_line_exit_2() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let err = common::one_line_refusal(&out, 2);
     assert!(
         err.contains("invalid --name \"Bad_Name\": must be an RFC 1123 label"),
         "{err}"
@@ -83,13 +72,8 @@ fn invalid_kubernetes_name_is_one_line_exit_2() {
 
 #[test]
 fn zero_nodes_is_one_line_exit_2() {
-    let out = collbench()
-        .args(["gen", "slurm", "--nodes", "0", "--gpus-per-node", "8"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let err =
+        usage_error(collbench().args(["gen", "slurm", "--nodes", "0", "--gpus-per-node", "8"]));
     assert!(
         err.contains("invalid --nodes 0: must be at least 1"),
         "{err}"

@@ -5,6 +5,8 @@
 //! Gated on COLLBENCH_SLURM_TESTS=1 (start Slurm first: `ci/slurm-setup.sh`);
 //! when it is set and `sbatch` is missing, the test fails rather than skips.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -55,11 +57,7 @@ fn sbatch_runs_generated_preflight_on_2_nodes_x_2_tasks() {
         .args(["--", "preflight"])
         .output()
         .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
+    common::ok_stdout(gen, "gen slurm");
 
     // --wait returns the job's exit code; --time above bounds a hang.
     let sbatch = Command::new("sbatch")

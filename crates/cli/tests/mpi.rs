@@ -6,46 +6,19 @@
 //! --test mpi`.
 #![cfg(feature = "mpi")]
 
-use assert_cmd::Command;
+mod common;
+
+use common::{assert_corrupted_once, rows, Row};
 use std::process::Output;
-use std::time::Duration;
 
-/// `mpirun -np <np> collbench <args>`, as root where CI runs (4 ranks on a
-/// 2-core machine need `--oversubscribe`).
+/// `mpirun -np <np> collbench <args>`.
 fn mpirun(np: usize, args: &[&str]) -> Output {
-    let np = np.to_string();
-    let out = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", &np])
-        .arg(env!("CARGO_BIN_EXE_collbench"))
-        .args(args)
-        .timeout(Duration::from_secs(300))
-        .output();
-    out.unwrap_or_else(|e| {
-        panic!("cannot start mpirun ({e}): install Open MPI (apt-get install openmpi-bin libopenmpi-dev)")
-    })
-}
-
-/// Result rows of nccl-tests text: (size, type, #wrong out-of-place, #wrong in-place).
-fn rows(stdout: &str) -> Vec<(u64, String, String, String)> {
-    stdout
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            assert_eq!(f.len(), 13, "row has 13 columns: {l}");
-            (
-                f[0].parse().unwrap(),
-                f[2].to_string(),
-                f[8].to_string(),
-                f[12].to_string(),
-            )
-        })
-        .collect()
+    common::mpirun(np, &[], args)
 }
 
 /// Asserts a clean run and returns its rows, every one with #wrong 0
 /// (in-place N/A where the collective table says it is not checked).
-fn exact_rows(out: &Output, what: &str) -> Vec<(u64, String, String, String)> {
+fn exact_rows(out: &Output, what: &str) -> Vec<Row> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -54,7 +27,13 @@ fn exact_rows(out: &Output, what: &str) -> Vec<(u64, String, String, String)> {
         out.status.code()
     );
     let rows = rows(&stdout);
-    for (size, dtype, oop, ip) in &rows {
+    for Row {
+        size,
+        dtype,
+        oop,
+        ip,
+    } in &rows
+    {
         assert_eq!(oop, "0", "{what}: {dtype} size {size} out-of-place");
         assert!(
             ip == "0" || ip == "N/A",
@@ -98,51 +77,27 @@ fn every_collective_is_exact_on_4_processes() {
 
 #[test]
 fn every_type_and_operator_is_exact() {
-    let out = mpirun(
-        4,
-        &[
-            "run",
-            "all",
-            "--backend",
-            "mpi",
-            "-b",
-            "1K",
-            "-e",
-            "4K",
-            "-f",
-            "4",
-        ],
-    );
-    exact_rows(&out, "float sum");
-    let out = mpirun(
-        4,
-        &[
-            "run",
-            "all",
-            "--backend",
-            "mpi",
-            "-b",
-            "1K",
-            "-e",
-            "4K",
-            "-f",
-            "4",
-            "-d",
-            "all",
-            "-o",
-            "all",
-            "-w",
-            "0",
-            "-n",
-            "1",
-        ],
-    );
+    let sweep = [
+        "run",
+        "all",
+        "--backend",
+        "mpi",
+        "-b",
+        "1K",
+        "-e",
+        "4K",
+        "-f",
+        "4",
+    ];
+    exact_rows(&mpirun(4, &sweep), "float sum");
+    let every = ["-d", "all", "-o", "all", "-w", "0", "-n", "1"];
+    let out = mpirun(4, &[&sweep[..], &every].concat());
     let rows = exact_rows(&out, "-d all -o all");
     for dtype in [
         "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
         "bfloat16", "f8e4m3", "f8e5m2",
     ] {
-        assert!(rows.iter().any(|r| r.1 == dtype), "no row for {dtype}");
+        assert!(rows.iter().any(|r| r.dtype == dtype), "no row for {dtype}");
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     for redop in ["sum", "prod", "max", "min", "avg", "mulsum"] {
@@ -167,22 +122,7 @@ fn a_corrupted_element_is_counted_once_and_fails_the_run() {
                 "--test-corrupt",
             ],
         );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{op}: {stdout}\n{stderr}");
-        let rows = rows(&stdout);
-        assert_eq!(rows.len(), 1, "{op}");
-        assert_eq!(rows[0].2, "1", "{op}: out-of-place #wrong");
-        assert!(
-            rows[0].3 == "1" || rows[0].3 == "N/A",
-            "{op}: in-place #wrong {}",
-            rows[0].3
-        );
-        assert!(stdout.contains("FAILED"), "{op}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("wrong elements"),
-            "{op}"
-        );
+        assert_corrupted_once(&out, op);
     }
 }
 
@@ -191,13 +131,7 @@ fn a_corrupted_element_is_counted_once_and_fails_the_run() {
 /// no COLLBENCH_RENDEZVOUS, as the README's `mpirun ... _perf` lines need.
 #[test]
 fn plain_mpirun_on_one_host_needs_no_rendezvous() {
-    let out = mpirun(2, &["preflight"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = common::ok_stdout(mpirun(2, &["preflight"]), "preflight");
     assert!(stdout.contains("PASS: 2 ranks on 1 host"), "{stdout}");
     assert!(stdout.contains("rank 0 at 127.0.0.1:"), "{stdout}");
 }

@@ -2,7 +2,8 @@
 //! `tools/analyze_perf_json.py` (from ../shared/reference) unchanged: it
 //! exits 0 and prints the numbers the record holds.
 
-use assert_cmd::Command;
+mod common;
+
 use collbench_core::size::Step;
 use collbench_core::{Collective, Record};
 use collbench_launch::{Control, World};
@@ -31,13 +32,7 @@ fn analyze(file: &std::path::Path, args: &[&str]) -> String {
         .args(args)
         .output()
         .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "analyze_perf_json.py failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    common::ok_stdout(out, "analyze_perf_json.py failed")
 }
 
 /// A real CPU run with per-iteration timing (-I 1 -K 1).
@@ -135,17 +130,11 @@ fn analyze_perf_json_reads_per_iteration_output() {
 fn analyze_perf_json_reads_the_cli_j_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("out.json");
-    let out = Command::cargo_bin("collbench")
-        .unwrap()
-        .args(["run", "alltoallv", "--backend", "cpu", "--ranks", "2"])
-        .args(["-b", "8", "-e", "8K", "-f", "2", "-w", "0", "-n", "3", "-J"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::stdout_ok(
+        common::collbench()
+            .args(["run", "alltoallv", "--backend", "cpu", "--ranks", "2"])
+            .args(["-b", "8", "-e", "8K", "-f", "2", "-w", "0", "-n", "3", "-J"])
+            .arg(&file),
     );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();

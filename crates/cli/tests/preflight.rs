@@ -33,14 +33,10 @@ fn four_torchrun_style_processes_pass_preflight() {
     });
     let outcomes: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
     let root = &outcomes[0];
-    assert_eq!(root.code, Some(0), "{root:?}");
-    assert!(
-        root.stdout
-            .contains("collbench preflight: 4 ranks on 1 host"),
-        "{}",
-        root.stdout
-    );
-    assert!(root.stdout.contains("launcher torchrun"), "{}", root.stdout);
+    root.assert_passed_saying(&[
+        "collbench preflight: 4 ranks on 1 host",
+        "launcher torchrun",
+    ]);
     assert!(
         root.stdout
             .lines()
@@ -156,18 +152,8 @@ fn a_client_with_a_wrong_token_is_refused_and_the_job_still_passes() {
         (Some(0), Some(0)),
         "{root:?} {good:?}"
     );
-    let refusals: Vec<&str> = root
-        .stderr
-        .lines()
-        .filter(|l| l.contains("refused"))
-        .collect();
-    assert_eq!(
-        refusals.len(),
-        1,
-        "rank 0 logs one line per refusal: {}",
-        root.stderr
-    );
-    assert!(refusals[0].contains("wrong job token"), "{}", refusals[0]);
+    let refusal = root.the_refusal("refused");
+    assert!(refusal.contains("wrong job token"), "{refusal}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::collbench;
+use common::{assert_says, collbench, write_file};
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -10,6 +10,13 @@ fn anchor(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../report/tests/fixtures/anchors")
         .join(name)
+}
+
+/// `collbench compare all_reduce.txt NEW`: the anchor as BASE.
+fn compare_with_anchor(new: impl AsRef<std::ffi::OsStr>) -> assert_cmd::Command {
+    let mut c = collbench();
+    c.arg("compare").arg(anchor("all_reduce.txt")).arg(new);
+    c
 }
 
 /// A copy of all_reduce.txt with the out-of-place busbw (8th column) of the
@@ -38,9 +45,7 @@ fn lowered_copy(dir: &Path, size: &str) -> PathBuf {
         out.push('\n');
     }
     assert_eq!(changed, 1);
-    let path = dir.join("all_reduce_slower.txt");
-    std::fs::write(&path, out).unwrap();
-    path
+    write_file(dir, "all_reduce_slower.txt", &out)
 }
 
 #[test]
@@ -52,10 +57,7 @@ fn compare_flags_a_ten_percent_busbw_drop_and_names_the_size() {
         text.contains("349.58  314.62"),
         "busbw lowered, algbw kept:\n{text}"
     );
-    collbench()
-        .arg("compare")
-        .arg(anchor("all_reduce.txt"))
-        .arg(&slower)
+    compare_with_anchor(&slower)
         .assert()
         .code(1)
         .stdout(predicate::str::contains("REGRESSION: 1 of 62 cases"))
@@ -70,10 +72,7 @@ fn compare_flags_a_ten_percent_busbw_drop_and_names_the_size() {
 
 #[test]
 fn compare_against_itself_passes() {
-    collbench()
-        .arg("compare")
-        .arg(anchor("all_reduce.txt"))
-        .arg(anchor("all_reduce.txt"))
+    compare_with_anchor(anchor("all_reduce.txt"))
         .assert()
         .code(0)
         .stdout(predicate::str::contains(
@@ -83,10 +82,7 @@ fn compare_against_itself_passes() {
 
 #[test]
 fn compare_text_against_json_of_the_same_run_passes() {
-    collbench()
-        .arg("compare")
-        .arg(anchor("all_reduce.txt"))
-        .arg(anchor("all_reduce.json"))
+    compare_with_anchor(anchor("all_reduce.json"))
         .assert()
         .code(0)
         // The JSON lists one device of the process's two: still 2 ranks.
@@ -97,20 +93,15 @@ fn compare_text_against_json_of_the_same_run_passes() {
 fn compare_threshold_can_absorb_the_drop() {
     let dir = tempfile::tempdir().unwrap();
     let slower = lowered_copy(dir.path(), "8589934592");
-    collbench()
-        .args(["compare", "--threshold", "15"])
-        .arg(anchor("all_reduce.txt"))
-        .arg(&slower)
+    compare_with_anchor(&slower)
+        .args(["--threshold", "15"])
         .assert()
         .code(0);
 }
 
 #[test]
 fn compare_unreadable_input_exits_2() {
-    collbench()
-        .arg("compare")
-        .arg(anchor("all_reduce.txt"))
-        .arg("/nonexistent/new.txt")
+    compare_with_anchor("/nonexistent/new.txt")
         .assert()
         .code(2)
         .stderr(predicate::str::contains("/nonexistent/new.txt"));
@@ -167,46 +158,33 @@ fn eight_rank_copy(dir: &Path) -> PathBuf {
             }
         }
     }
-    let path = dir.join("all_reduce_8ranks.txt");
-    std::fs::write(&path, out).unwrap();
-    path
+    write_file(dir, "all_reduce_8ranks.txt", &out)
 }
 
 #[test]
 fn compare_of_2_and_8_ranks_warns_and_prints_overall_and_regressions() {
     let dir = tempfile::tempdir().unwrap();
     let eight = eight_rank_copy(dir.path());
-    let out = collbench()
-        .arg("compare")
-        .arg(anchor("all_reduce.txt"))
-        .arg(&eight)
+    let out = compare_with_anchor(&eight)
         .assert()
         .code(1)
         .get_output()
         .stdout
         .clone();
     let out = String::from_utf8(out).unwrap();
-    assert!(out.contains("BASE "), "{out}");
-    assert!(
-        out.contains("2 rank(s)") && out.contains("8 rank(s)"),
-        "{out}"
+    assert_says(
+        &out,
+        &[
+            "BASE ",
+            "2 rank(s)",
+            "8 rank(s)",
+            "warning: rank counts differ (BASE 2, NEW 8)",
+            "overall (NEW/BASE, geometric mean): all_reduce busbw x0.800 (16 cases >= 64 MiB), time x1.000",
+            "Regressions:",
+            "| all_reduce | float | sum | 8 GiB | 8589934592 | out-of-place | busbw (GB/s) |",
+            "REGRESSION: 16 of 62 cases",
+        ],
     );
-    assert!(
-        out.contains("warning: rank counts differ (BASE 2, NEW 8)"),
-        "{out}"
-    );
-    assert!(
-        out.contains("overall (NEW/BASE, geometric mean): all_reduce busbw x0.800 (16 cases >= 64 MiB), time x1.000"),
-        "{out}"
-    );
-    assert!(out.contains("Regressions:"), "{out}");
-    assert!(
-        out.contains(
-            "| all_reduce | float | sum | 8 GiB | 8589934592 | out-of-place | busbw (GB/s) |"
-        ),
-        "{out}"
-    );
-    assert!(out.contains("REGRESSION: 16 of 62 cases"), "{out}");
 }
 
 #[test]
@@ -218,12 +196,8 @@ fn compare_lists_sizes_found_on_one_side_only() {
         .filter(|l| !l.trim_start().starts_with("8589934592"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let path = dir.path().join("short.txt");
-    std::fs::write(&path, short).unwrap();
-    collbench()
-        .arg("compare")
-        .arg(anchor("all_reduce.txt"))
-        .arg(&path)
+    let path = write_file(dir.path(), "short.txt", &short);
+    compare_with_anchor(&path)
         .assert()
         .code(0)
         .stdout(predicate::str::contains(

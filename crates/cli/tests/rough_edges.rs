@@ -3,20 +3,16 @@
 //! Each ends in one line on stderr and a non-zero exit, or runs in bounded
 //! memory; none is killed by the kernel, panics or hangs.
 
+mod common;
+
 use assert_cmd::Command;
+use common::one_line_refusal;
 use std::time::Duration;
 
 fn collbench() -> Command {
-    let mut c = Command::cargo_bin("collbench").unwrap();
+    let mut c = common::collbench();
     c.timeout(Duration::from_secs(120));
     c
-}
-
-fn one_line(err: &str) -> &str {
-    let err = err.trim_end();
-    assert_eq!(err.lines().count(), 1, "not one line: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    err
 }
 
 /// Item 1: the largest case is sized against the memory the process may
@@ -29,12 +25,10 @@ fn sweep_larger_than_memory_is_refused_naming_a_size_that_fits() {
         .args(["-b", "8", "-e", "256M", "-f", "2", "-n", "1", "-w", "0"])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "{err}");
     // 2 ranks x (send + receive + staging) x 256 MiB + the check's 256 MiB
     // = 1.75 GiB; 7 x 16 MiB fits in 128 MiB, 7 x 32 MiB does not.
     assert_eq!(
-        one_line(&err),
+        one_line_refusal(&out, 4).trim_end(),
         "collbench: all_reduce -e 256M needs 1.8 GiB of host memory with 2 ranks; \
          0.1 GiB is available: use -e 16M or fewer --ranks"
     );
@@ -113,10 +107,8 @@ fn too_many_ranks_is_a_usage_error() {
             .args(["-b", "8", "-e", "8"])
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{ranks}: {err}");
         assert_eq!(
-            one_line(&err),
+            one_line_refusal(&out, 2).trim_end(),
             format!(
                 "collbench: --ranks {ranks} is more than the CPU backend's limit of 4096 rank threads: \
                  use --ranks 4096 or fewer (or a GPU backend for larger jobs)"
@@ -142,9 +134,8 @@ fn gpu_baseline_on_the_cpu_backend_does_not_apply() {
         ])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    let line = one_line(&err);
+    let err = one_line_refusal(&out, 2);
+    let line = err.trim_end();
     assert!(
         line.starts_with("collbench: baseline 'h200x2' (2 x NVIDIA H200")
             && line.ends_with(

@@ -4,21 +4,10 @@
 
 mod common;
 
-use common::collbench;
+use common::{
+    assert_corrupted_once, collbench, cpu_run, ok_stdout, one_line_refusal, rows, stdout_ok,
+};
 use std::path::Path;
-
-/// Result rows of nccl-tests text: (size, #wrong out-of-place, #wrong in-place).
-fn rows(stdout: &str) -> Vec<(u64, String, String)> {
-    stdout
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            assert_eq!(f.len(), 13, "row has 13 columns: {l}");
-            (f[0].parse().unwrap(), f[8].to_string(), f[12].to_string())
-        })
-        .collect()
-}
 
 #[test]
 fn every_op_type_and_redop_is_exact_for_several_rank_counts() {
@@ -30,17 +19,13 @@ fn every_op_type_and_redop_is_exact_for_several_rank_counts() {
             ])
             .output()
             .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "ranks {ranks}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = ok_stdout(out, &format!("ranks {ranks}"));
         let rows = rows(&stdout);
         // 11 collectives; reducing ones x 6 ops; all x 12 types; 5 sizes.
         assert!(rows.len() > 1000, "ranks {ranks}: only {} rows", rows.len());
-        for (size, oop, ip) in &rows {
-            assert_eq!(oop, "0", "ranks {ranks} size {size}");
+        for r in &rows {
+            let (size, ip) = (r.size, &r.ip);
+            assert_eq!(r.oop, "0", "ranks {ranks} size {size}");
             assert!(ip == "0" || ip == "N/A", "ranks {ranks} size {size}: {ip}");
         }
         assert!(!stdout.contains("FAILED"));
@@ -50,37 +35,12 @@ fn every_op_type_and_redop_is_exact_for_several_rank_counts() {
 #[test]
 fn a_corrupted_element_is_counted_once_and_fails_the_run() {
     for op in collbench_core::Collective::ALL.map(|c| c.name()) {
-        let out = collbench()
-            .args([
-                "run",
-                op,
-                "--backend",
-                "cpu",
-                "--ranks",
-                "4",
-                "-b",
-                "4K",
-                "-e",
-                "4K",
-                "--test-corrupt",
-            ])
+        let out = cpu_run(op, "4")
+            .args(["-b", "4K", "-e", "4K", "--test-corrupt"])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{op}");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let rows = rows(&stdout);
-        assert_eq!(rows.len(), 1, "{op}");
-        assert_eq!(rows[0].1, "1", "{op}: out-of-place #wrong");
-        assert!(
-            rows[0].2 == "1" || rows[0].2 == "N/A",
-            "{op}: in-place #wrong {}",
-            rows[0].2
-        );
-        assert!(
-            stdout.contains("# Out of bounds values : ") && stdout.contains("FAILED"),
-            "{op}"
-        );
-        assert!(String::from_utf8_lossy(&out.stderr).contains("wrong elements"));
+        let stdout = assert_corrupted_once(&out, op);
+        assert!(stdout.contains("# Out of bounds values : "), "{op}");
     }
 }
 
@@ -90,28 +50,12 @@ fn json_output_validates_against_the_schema() {
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let out = collbench()
-        .args([
-            "run",
-            "all_reduce",
-            "broadcast",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "3",
-            "-b",
-            "1K",
-            "-e",
-            "64K",
-            "-f",
-            "4",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = stdout_ok(
+        cpu_run("all_reduce", "3")
+            .arg("broadcast")
+            .args(["-b", "1K", "-e", "64K", "-f", "4", "--format", "json"]),
+    );
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(doc["schema_version"], 2);
@@ -136,23 +80,8 @@ fn json_output_validates_against_the_schema() {
 fn csv_has_one_header_and_a_row_per_case_and_placement() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r.csv");
-    collbench()
-        .args([
-            "run",
-            "alltoall",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "2",
-            "-b",
-            "1K",
-            "-e",
-            "4K",
-            "-f",
-            "2",
-            "-q",
-            "--output",
-        ])
+    cpu_run("alltoall", "2")
+        .args(["-b", "1K", "-e", "4K", "-f", "2", "-q", "--output"])
         .arg(&file)
         .assert()
         .success()
@@ -178,20 +107,8 @@ fn markdown_and_json_files_by_extension() {
     let dir = tempfile::tempdir().unwrap();
     let md = dir.path().join("r.md");
     let json = dir.path().join("r.json");
-    collbench()
-        .args([
-            "run",
-            "sendrecv",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "2",
-            "-b",
-            "64",
-            "-e",
-            "64",
-            "--output",
-        ])
+    cpu_run("sendrecv", "2")
+        .args(["-b", "64", "-e", "64", "--output"])
         .arg(&md)
         .arg("-J")
         .arg(&json)
@@ -199,11 +116,13 @@ fn markdown_and_json_files_by_extension() {
         .success();
     // The same case table as `collbench report` prints.
     let md = std::fs::read_to_string(&md).unwrap();
-    assert!(
-        md.contains("| size | count | type | redop | root |"),
-        "{md}"
+    common::assert_says(
+        &md,
+        &[
+            "| size | count | type | redop | root |",
+            "| 64 B | 16 | float | sum | -1 |",
+        ],
     );
-    assert!(md.contains("| 64 B | 16 | float | sum | -1 |"), "{md}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     // -J writes nccl-tests' own layout.
@@ -237,9 +156,6 @@ fn nccl_backend_without_gpu_is_one_clear_line() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(4));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let err = one_line_refusal(&out, 4);
     assert!(err.contains("CUDA") || err.contains("GPU"), "{err}");
-    assert!(!err.contains("panicked"));
 }

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{collbench, finish, free_port, torchrun_rank, Finished};
+use common::{collbench, cpu_run, finish, free_port, torchrun_rank, Finished};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -27,18 +27,8 @@ fn stuck_lines(stderr: &str) -> Vec<&str> {
 /// One process running all_reduce of 1 KiB on `ranks` CPU rank threads
 /// on host n7, with `args`: its exit code and stderr.
 fn one_process(ranks: &str, args: &[&str]) -> (Option<i32>, String) {
-    let out = collbench()
-        .args([
-            "run",
-            "all_reduce",
-            "-b",
-            "1K",
-            "-e",
-            "1K",
-            "--backend",
-            "cpu",
-        ])
-        .args(["--ranks", ranks])
+    let out = cpu_run("all_reduce", ranks)
+        .args(["-b", "1K", "-e", "1K"])
         .args(args)
         .env("SLURMD_NODENAME", "n7")
         .timeout(Duration::from_secs(30))

@@ -58,6 +58,17 @@ pub struct KernelChoice {
 }
 
 impl KernelChoice {
+    /// The kernel `func` run with `algo` and `proto` on `channels` channels
+    /// (`algo` and `proto` empty for send/recv).
+    pub fn new(func: &str, algo: &str, proto: &str, channels: u64) -> KernelChoice {
+        KernelChoice {
+            func: func.into(),
+            algo: algo.into(),
+            proto: proto.into(),
+            channels,
+        }
+    }
+
     /// A send or receive (no algorithm or protocol).
     pub fn is_p2p(&self) -> bool {
         self.algo.is_empty()

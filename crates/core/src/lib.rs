@@ -5,9 +5,10 @@
 //! ([`size`]), the exact verification patterns ([`verify`]), time statistics
 //! ([`stats`]), what the library reported it ran ([`explain`]), the result
 //! model ([`record::Record`]) that printers, checkers and report writers
-//! consume, the pairwise bandwidth matrix ([`pairs::PairMatrix`]) that
-//! `check` writes and `report` reads; where a rank is ([`progress`]) and
-//! the line that names the ranks holding a collective up ([`stuck`]); and
+//! consume, NCCL's version code as text and back ([`nccl_version`]), the
+//! pairwise bandwidth matrix ([`pairs::PairMatrix`]) that `check` writes
+//! and `report` reads; where a rank is ([`progress`]) and the line that
+//! names the ranks holding a collective up ([`stuck`]); and
 //! [`Bootstrap`], the seam through
 //! which the runner, checks and backends talk to the job's other processes
 //! (implemented by collbench-launch).
@@ -24,6 +25,7 @@ pub mod dtype;
 pub mod element;
 pub mod explain;
 pub mod f8_tables;
+pub mod nccl_version;
 pub mod pairs;
 pub mod progress;
 pub mod record;

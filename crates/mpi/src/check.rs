@@ -105,15 +105,20 @@ mod tests {
         }
     }
 
+    /// The data pattern of 2 float ranks.
+    fn pattern(seed: u64, redop: Option<ReduceOp>) -> Pattern {
+        Pattern {
+            seed,
+            world_size: 2,
+            dtype: DataType::Float,
+            redop,
+        }
+    }
+
     #[test]
     fn counts_only_elements_that_differ() {
         let c = case(Collective::AllGather, ReduceOp::Sum);
-        let pattern = Pattern {
-            seed: 3,
-            world_size: 2,
-            dtype: DataType::Float,
-            redop: None,
-        };
+        let pattern = pattern(3, None);
         let base = c.counts.param_count;
         let mut out: Vec<f32> = (0..c.counts.recv_count)
             .map(|j| pattern.input((j / base) as usize, j % base) as f32)
@@ -127,12 +132,7 @@ mod tests {
     #[test]
     fn float_avg_allows_two_ulps() {
         let c = case(Collective::AllReduce, ReduceOp::Avg);
-        let pattern = Pattern {
-            seed: 5,
-            world_size: 2,
-            dtype: DataType::Float,
-            redop: Some(ReduceOp::Avg),
-        };
+        let pattern = pattern(5, Some(ReduceOp::Avg));
         let exact: Vec<f32> = (0..c.counts.recv_count)
             .map(|j| pattern.reduced(j) as f32)
             .collect();

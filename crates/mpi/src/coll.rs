@@ -14,6 +14,17 @@ use collbench_runner::{BackendError, CaseSpec};
 use mpi::ffi;
 use std::os::raw::{c_int, c_void};
 
+/// The signature MPI_Allgather and MPI_Alltoall share.
+type Exchange = unsafe extern "C" fn(
+    *const c_void,
+    c_int,
+    ffi::MPI_Datatype,
+    *mut c_void,
+    c_int,
+    ffi::MPI_Datatype,
+    ffi::MPI_Comm,
+) -> c_int;
+
 /// This rank's pointers for one operation.
 pub struct Ptrs<T> {
     pub send: *mut T,
@@ -122,19 +133,15 @@ pub unsafe fn run_op<T: Element>(
                 average(case, p.recv, base, n);
             }
         }
-        Collective::AllGather => {
+        Collective::AllGather | Collective::AllToAll => {
+            // The same arguments: `cnt` elements to or from every rank.
+            let (call, name) = if case.collective == Collective::AllGather {
+                (ffi::MPI_Allgather as Exchange, "MPI_Allgather")
+            } else {
+                (ffi::MPI_Alltoall as Exchange, "MPI_Alltoall")
+            };
             let send = if case.in_place { ip } else { ptr(input) };
-            check(
-                ffi::MPI_Allgather(send, cnt, dt, mptr(p.recv), cnt, dt, comm),
-                "MPI_Allgather",
-            )?;
-        }
-        Collective::AllToAll => {
-            let send = if case.in_place { ip } else { ptr(input) };
-            check(
-                ffi::MPI_Alltoall(send, cnt, dt, mptr(p.recv), cnt, dt, comm),
-                "MPI_Alltoall",
-            )?;
+            check(call(send, cnt, dt, mptr(p.recv), cnt, dt, comm), name)?;
         }
         Collective::Broadcast => {
             // MPI_Bcast has one buffer: out of place, the root first copies

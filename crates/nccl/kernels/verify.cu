@@ -35,7 +35,7 @@ struct Params {
   int tol;    // ULPs allowed (2 for floating avg)
 };
 
-enum { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALLTOALL, BROADCAST, REDUCE, SENDRECV, GATHER, SCATTER, HYPERCUBE };
+enum { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALLTOALL, BROADCAST, REDUCE, SENDRECV, GATHER, SCATTER, HYPERCUBE, ALLTOALLV };
 enum { SUM, PROD, MAX, MIN, AVG, MULSUM };
 
 __device__ __forceinline__ u64 mix(u64 x) {
@@ -178,10 +178,54 @@ __device__ void check(const T* out, Params p, u64* wrong) {
   if (threadIdx.x == 0 && block_wrong) atomicAdd(wrong, (u64)block_wrong);
 }
 
+// alltoallv (ALLTOALLV): the layout depends on the run's traffic, so the
+// host passes this rank's segments, one per source rank s in rank order:
+// segs[3s] = where s's segment starts in the output, segs[3s+1] = its
+// element count, segs[3s+2] = where it starts in s's input (as
+// alltoallv_source() in verify.rs). Element j belongs to the last segment
+// starting at or before j, if it is inside it; past the last, nothing is
+// defined. (check() is left as it is so the PTX of the other kernels does
+// not change.)
+__device__ bool expected_v(const Params& p, const u64* segs, u64 j, double* out) {
+  int lo = 0, hi = p.world - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (segs[3 * mid] <= j) lo = mid; else hi = mid - 1;
+  }
+  u64 start = segs[3 * lo];
+  if (j < start || j - start >= segs[3 * lo + 1]) return false;
+  *out = input(p, lo, segs[3 * lo + 2] + (j - start));
+  return true;
+}
+
+template <typename T>
+__device__ void check_v(const T* out, Params p, const u64* segs, u64* wrong) {
+  __shared__ unsigned int block_wrong_v;
+  if (threadIdx.x == 0) block_wrong_v = 0;
+  __syncthreads();
+  unsigned int mine = 0;
+  u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x; j < p.recv_count; j += stride) {
+    double want;
+    if (!expected_v(p, segs, j, &want)) continue;
+    // Data movement only: bit-exact.
+    if (Ty<T>::bits(out[j]) != Ty<T>::bits(Ty<T>::from(want))) mine++;
+  }
+  if (mine) atomicAdd(&block_wrong_v, mine);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_wrong_v) atomicAdd(wrong, (u64)block_wrong_v);
+}
+
 #define KERNELS(NAME, T)                                                                        \
   extern "C" __global__ void collbench_fill_##NAME(T* buf, Params p) { fill<T>(buf, p); }       \
   extern "C" __global__ void collbench_check_##NAME(const T* out, Params p, u64* wrong) {       \
     check<T>(out, p, wrong);                                                                    \
+  }
+// Appended after KERNELS' entries so those keep their place in the PTX.
+#define ALLTOALLV_KERNELS(NAME, T)                                                              \
+  extern "C" __global__ void collbench_check_alltoallv_##NAME(const T* out, Params p,          \
+                                                              const u64* segs, u64* wrong) {   \
+    check_v<T>(out, p, segs, wrong);                                                            \
   }
 KERNELS(int8, int8_t)
 KERNELS(uint8, uint8_t)
@@ -195,3 +239,15 @@ KERNELS(double, double)
 KERNELS(bfloat16, __nv_bfloat16)
 KERNELS(f8e4m3, __nv_fp8_e4m3)
 KERNELS(f8e5m2, __nv_fp8_e5m2)
+ALLTOALLV_KERNELS(int8, int8_t)
+ALLTOALLV_KERNELS(uint8, uint8_t)
+ALLTOALLV_KERNELS(int32, int32_t)
+ALLTOALLV_KERNELS(uint32, uint32_t)
+ALLTOALLV_KERNELS(int64, int64_t)
+ALLTOALLV_KERNELS(uint64, u64)
+ALLTOALLV_KERNELS(half, __half)
+ALLTOALLV_KERNELS(float, float)
+ALLTOALLV_KERNELS(double, double)
+ALLTOALLV_KERNELS(bfloat16, __nv_bfloat16)
+ALLTOALLV_KERNELS(f8e4m3, __nv_fp8_e4m3)
+ALLTOALLV_KERNELS(f8e5m2, __nv_fp8_e5m2)

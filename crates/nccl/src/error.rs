@@ -69,6 +69,9 @@ pub enum CudaError {
     /// PTX text handed to the driver contains a NUL byte.
     #[error("PTX contains a NUL byte")]
     PtxNul,
+    /// A device-API kernel the embedded PTX does not have.
+    #[error("the embedded device-API PTX has no kernel {0}")]
+    NoKernel(String),
 }
 
 impl From<NcclError> for BackendError {

@@ -3,6 +3,7 @@
 //! NCCL) are `Option`s checked against the version before use. The raw
 //! entry points are called only by the safe methods in [`crate::api`].
 
+use crate::device_api::{DevComm, DevCommRequirements};
 use crate::error::NcclError;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -200,6 +201,10 @@ pub struct Nccl {
     >,
     pub(crate) comm_window_deregister:
         Option<unsafe extern "C" fn(Comm, *mut c_void) -> NcclResult>,
+    /// NCCL >= 2.28: device communicators for the device API (`-D`).
+    pub(crate) dev_comm_create:
+        Option<unsafe extern "C" fn(Comm, *const DevCommRequirements, *mut DevComm) -> NcclResult>,
+    pub(crate) dev_comm_destroy: Option<unsafe extern "C" fn(Comm, *const DevComm) -> NcclResult>,
 }
 
 /// `NCCL_WIN_COLL_SYMMETRIC`: every rank passes the same offset into its
@@ -271,6 +276,8 @@ impl Nccl {
                 mem_free: opt_sym!(lib, "ncclMemFree"),
                 comm_window_register: opt_sym!(lib, "ncclCommWindowRegister"),
                 comm_window_deregister: opt_sym!(lib, "ncclCommWindowDeregister"),
+                dev_comm_create: new_in_2_28(version, opt_sym!(lib, "ncclDevCommCreate")),
+                dev_comm_destroy: new_in_2_28(version, opt_sym!(lib, "ncclDevCommDestroy")),
                 version,
                 _lib: std::mem::ManuallyDrop::new(lib),
             };

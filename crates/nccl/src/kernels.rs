@@ -3,9 +3,10 @@
 
 use crate::cuda::{self, DeviceBuffer, DevicePtr, Function, Module, Stream};
 use crate::error::CudaError;
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
-use collbench_core::verify::{output_source, ulp_distance, Pattern, Source};
+use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
 use collbench_core::{with_element, DataType};
 use collbench_runner::CaseSpec;
 use std::ffi::c_void;
@@ -85,7 +86,24 @@ pub struct Kernels {
     _module: Module,
     fill: [Function; 12],
     check: [Function; 12],
+    /// alltoallv's check, which takes the rank's segments.
+    check_alltoallv: [Function; 12],
     wrong: DeviceBuffer,
+}
+
+/// alltoallv's layout for `rank` as `collbench_check_alltoallv_*` takes it:
+/// per source rank, in rank order, (start in `rank`'s output, elements,
+/// start in the source's input).
+pub fn alltoallv_segments(peers: &PeerCounts, rank: usize) -> Vec<u64> {
+    (0..peers.world_size())
+        .flat_map(|src| {
+            [
+                peers.recv_displ(rank, src),
+                peers.count(src, rank),
+                peers.send_displ(src, rank),
+            ]
+        })
+        .collect()
 }
 
 fn index(t: DataType) -> usize {
@@ -119,6 +137,7 @@ impl Kernels {
         Ok(Kernels {
             fill: get("fill")?,
             check: get("check")?,
+            check_alltoallv: get("check_alltoallv")?,
             wrong: DeviceBuffer::alloc(8)?,
             _module: module,
         })
@@ -137,22 +156,71 @@ impl Kernels {
         dtype: DataType,
         s: &Stream,
     ) -> Result<u64, CudaError> {
+        self.count_wrong(out, p, dtype, None, s)
+    }
+
+    /// [`Kernels::check`] for alltoallv: `segs` holds the rank's
+    /// [`alltoallv_segments`], copied to the device here.
+    pub fn check_alltoallv(
+        &self,
+        out: DevicePtr,
+        p: &KernelParams,
+        dtype: DataType,
+        segs: &[u64],
+        s: &Stream,
+    ) -> Result<u64, CudaError> {
+        assert_eq!(segs.len(), 3 * p.world as usize, "one segment per rank");
+        let bytes: Vec<u8> = segs.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let table = DeviceBuffer::alloc(bytes.len())?;
+        s.synchronize()?;
+        cuda::copy_to_device(table.at(0), &bytes)?;
+        self.count_wrong(out, p, dtype, Some(&table), s)
+    }
+
+    /// Launches the check kernel of `dtype` (alltoallv's when `segs` is
+    /// given) and reads back its count.
+    fn count_wrong(
+        &self,
+        out: DevicePtr,
+        p: &KernelParams,
+        dtype: DataType,
+        segs: Option<&DeviceBuffer>,
+        s: &Stream,
+    ) -> Result<u64, CudaError> {
         cuda::memset_async(self.wrong.at(0), 0, 8, s)?;
         let mut p = *p;
         let mut o = out.addr();
         let mut w = self.wrong.at(0).addr();
-        let mut args = [
-            &mut o as *mut _ as *mut c_void,
-            &mut p as *mut _ as *mut c_void,
-            &mut w as *mut _ as *mut c_void,
-        ];
-        // SAFETY: collbench_check_<type>(const T* out, Params p, u64* wrong)
-        // in verify.cu: two device addresses (u64, pointer-sized) and a
-        // repr(C) copy of Params, each pointed to by `args` and alive for
-        // the call (the driver copies argument values at launch). `wrong`
-        // is this struct's own 8-byte buffer; `_module` keeps the kernel
-        // loaded.
-        unsafe { self.check[index(dtype)].launch(Self::grid(p.recv_count), 256, &mut args, s)? };
+        let mut t = segs.map(|b| b.at(0).addr()).unwrap_or(0);
+        let grid = Self::grid(p.recv_count);
+        let p_arg = &mut p as *mut _ as *mut c_void;
+        let o_arg = &mut o as *mut _ as *mut c_void;
+        let w_arg = &mut w as *mut _ as *mut c_void;
+        match segs {
+            // SAFETY: collbench_check_<type>(const T* out, Params p, u64*
+            // wrong) in verify.cu: two device addresses (u64,
+            // pointer-sized) and a repr(C) copy of Params, each pointed to
+            // by the array and alive for the call (the driver copies
+            // argument values at launch). `wrong` is this struct's own
+            // 8-byte buffer; `_module` keeps the kernel loaded.
+            None => unsafe {
+                self.check[index(dtype)].launch(grid, 256, &mut [o_arg, p_arg, w_arg], s)?
+            },
+            // SAFETY: as above for collbench_check_alltoallv_<type>(const
+            // T* out, Params p, const u64* segs, u64* wrong); `segs` is a
+            // live device buffer of 3 * world u64 (checked by the caller),
+            // which outlives the kernel: the stream is synchronised below
+            // before the caller drops it.
+            Some(_) => unsafe {
+                let t_arg = &mut t as *mut _ as *mut c_void;
+                self.check_alltoallv[index(dtype)].launch(
+                    grid,
+                    256,
+                    &mut [o_arg, p_arg, t_arg, w_arg],
+                    s,
+                )?
+            },
+        }
         s.synchronize()?;
         let mut bytes = [0u8; 8];
         cuda::copy_to_host(&mut bytes, self.wrong.at(0))?;
@@ -191,8 +259,15 @@ pub fn host_input(case: &CaseSpec, rank: usize, seed: u64) -> Vec<u8> {
     })
 }
 
-/// Host fallback: wrong elements in `out` (raw bytes of recv_count elements).
-pub fn host_check(case: &CaseSpec, rank: usize, seed: u64, out: &[u8]) -> u64 {
+/// Host fallback: wrong elements in `out` (raw bytes of recv_count
+/// elements); `peers` is alltoallv's layout (`None` for the others).
+pub fn host_check(
+    case: &CaseSpec,
+    rank: usize,
+    seed: u64,
+    peers: Option<&PeerCounts>,
+    out: &[u8],
+) -> u64 {
     let p = pattern(case, seed);
     let c = case;
     let tol = p.tolerance_ulps();
@@ -201,7 +276,10 @@ pub fn host_check(case: &CaseSpec, rank: usize, seed: u64, out: &[u8]) -> u64 {
         let n = out.len() / elt;
         let mut wrong = 0u64;
         for j in 0..n {
-            let src = output_source(c.collective, &c.counts, c.world_size, rank, c.root, j as u64);
+            let src = match peers {
+                Some(peers) => alltoallv_source(peers, rank, j as u64),
+                None => output_source(c.collective, &c.counts, c.world_size, rank, c.root, j as u64),
+            };
             if src == Source::Unchecked {
                 continue;
             }
@@ -229,6 +307,53 @@ fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
 /// The bytes of one element of `dtype` with value `v` (premulsum scalars).
 pub fn scalar_bytes(dtype: DataType, v: f64) -> Vec<u8> {
     with_element!(dtype, T => as_bytes(&[T::from_value(v)]).to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::alltoallv::{Traffic, TrafficMatrix};
+    use collbench_core::Collective;
+
+    fn matrix_peers() -> PeerCounts {
+        // Bytes, row = sender: 0 sends 32 to 1; 1 sends 48 to 0 and 16 to
+        // 2; 2 sends 64 to 1. Floats: counts / 4.
+        let m = TrafficMatrix::parse("t", "0 32 0\n48 0 16\n0 64 0\n", None).unwrap();
+        Traffic::Matrix(m).peer_counts(0, 4, 3)
+    }
+
+    #[test]
+    fn segments_list_each_source_in_rank_order() {
+        let peers = matrix_peers();
+        // Rank 1 receives 8 floats from 0 (its input 0..8), none from
+        // itself (whose segment would start after the 12 it sends to 0),
+        // 16 from 2 (its input 0..16).
+        assert_eq!(alltoallv_segments(&peers, 1), [0, 8, 0, 8, 0, 12, 8, 16, 0]);
+        // Rank 2 receives 4 from 1, which sends 12 to rank 0 first.
+        assert_eq!(alltoallv_segments(&peers, 2), [0, 0, 8, 0, 4, 12, 4, 0, 16]);
+    }
+
+    #[test]
+    fn host_check_of_alltoallv_follows_the_segments() {
+        let peers = matrix_peers();
+        let mut case =
+            crate::backend::test_case(Collective::AllToAllV, DataType::Float, 0, 3, false);
+        case.counts =
+            Traffic::Matrix(TrafficMatrix::parse("t", "0 32 0\n48 0 16\n0 64 0\n", None).unwrap())
+                .counts(96, 4, 3);
+        let p = pattern(&case, 7);
+        // Rank 1's output as it should be: 8 of rank 0's input, then 16
+        // of rank 2's; the buffer is sized for the busiest rank (24).
+        let want: Vec<f32> = (0..8)
+            .map(|i| p.input(0, i) as f32)
+            .chain((0..16).map(|i| p.input(2, i) as f32))
+            .collect();
+        let mut bytes = as_bytes(&want).to_vec();
+        assert_eq!(host_check(&case, 1, 7, Some(&peers), &bytes), 0);
+        // A segment from the wrong place shows: rank 2's first element.
+        bytes[8 * 4..9 * 4].copy_from_slice(&(p.input(2, 1) as f32).to_le_bytes());
+        assert_eq!(host_check(&case, 1, 7, Some(&peers), &bytes), 1);
+    }
 }
 
 /// The Rust <-> CUDA contract, read from kernels/verify.cu as written: the
@@ -291,13 +416,7 @@ mod cu_contract {
     #[test]
     fn collective_values_match_verify_cu() {
         let cu = enum_with("ALL_REDUCE");
-        // alltoallv has no GPU check yet: the NCCL backend refuses it, so
-        // verify.cu need not (and does not) name it.
-        let on_gpu: Vec<Collective> = Collective::ALL
-            .into_iter()
-            .filter(|&c| c != Collective::AllToAllV)
-            .collect();
-        let rust = on_gpu.iter().map(|&c| (c.name(), c as i64));
+        let rust = Collective::ALL.iter().map(|&c| (c.name(), c as i64));
         assert_same_members(&cu, rust.collect());
     }
 
@@ -372,5 +491,19 @@ mod cu_contract {
             assert!(CU.contains(&line), "verify.cu lacks {line}...)");
         }
         assert_eq!(CU.matches("\nKERNELS(").count(), DataType::ALL.len());
+        for t in DataType::ALL {
+            let line = format!("ALLTOALLV_KERNELS({}, ", t.name());
+            assert!(CU.contains(&line), "verify.cu lacks {line}...)");
+        }
+    }
+
+    #[test]
+    fn the_embedded_ptx_has_every_entry() {
+        for t in DataType::ALL {
+            for kind in ["fill", "check", "check_alltoallv"] {
+                let entry = format!(".entry collbench_{kind}_{}(", t.name());
+                assert!(super::PTX.contains(&entry), "verify.ptx lacks {entry}");
+            }
+        }
     }
 }

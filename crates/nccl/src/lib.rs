@@ -6,7 +6,8 @@
 //!
 //! Layers, bottom up: [`ffi`] (NCCL's entry points as loaded), [`api`] and
 //! [`cuda`] (one safe method per library call; all `unsafe` lives there
-//! and in [`kernels`]' launches), [`group`] (groups that always close),
+//! and in the launches of [`kernels`] (verification) and [`device_api`]
+//! (`-D N`)), [`group`] (groups that always close),
 //! [`error`] (typed errors that become `BackendError` with `?`), and
 //! [`backend`] (the benchmark itself, safe Rust).
 
@@ -15,6 +16,7 @@ pub mod alltoallv;
 pub mod api;
 pub mod backend;
 pub mod cuda;
+pub mod device_api;
 mod embedded;
 pub mod error;
 pub mod explain;

@@ -334,12 +334,7 @@ mod tests {
 
     fn explained(algo: &str, proto: &str, channels: u64) -> Option<Explanation> {
         Some(Explanation::from_kernels(
-            [KernelChoice {
-                func: "AllReduce".into(),
-                algo: algo.into(),
-                proto: proto.into(),
-                channels,
-            }],
+            [KernelChoice::new("AllReduce", algo, proto, channels)],
             [],
             0,
         ))

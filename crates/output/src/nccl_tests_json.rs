@@ -12,7 +12,7 @@
 //! file may hold several collectives (`run all`).
 
 use crate::Exporter;
-use collbench_core::{Placement, Record};
+use collbench_core::{nccl_version, Placement, Record};
 
 /// nccl-tests' `JSON_FILE_VERSION`.
 const FILE_VERSION: i64 = 3;
@@ -61,7 +61,7 @@ fn document(r: &Record, end_time: &str) -> String {
         ),
         (
             "nccl_version",
-            nccl_version(r.library.as_deref()).to_string(),
+            nccl_version::code_of_library(r.library.as_deref()).to_string(),
         ),
         ("config", config(r)),
         ("results", list(r.results.iter().map(|c| result(r, c)))),
@@ -212,21 +212,6 @@ fn per_iter(p: &Placement, skip: usize) -> String {
 }
 
 /// NCCL's version code (22803) from `NCCL 2.28.3`; 0 without NCCL.
-fn nccl_version(library: Option<&str>) -> u64 {
-    let Some(v) = library.and_then(|l| l.strip_prefix("NCCL ")) else {
-        return 0;
-    };
-    let mut it = v
-        .split(['.', ' ', '+', '-'])
-        .map(|p| p.parse::<u64>().unwrap_or(0));
-    let (a, b, c) = (
-        it.next().unwrap_or(0),
-        it.next().unwrap_or(0),
-        it.next().unwrap_or(0),
-    );
-    a * 10000 + b * 100 + c
-}
-
 fn object(fields: &[(&str, String)]) -> String {
     let body: Vec<String> = fields
         .iter()

@@ -125,44 +125,53 @@ mod tests {
 
     #[test]
     fn fixed_width_matches_nccl_tests() {
-        assert_eq!(fixed_width(12.5386, 7), "  12.54");
-        assert_eq!(fixed_width(1716.17, 7), "1716.17");
-        assert_eq!(fixed_width(12520.4, 7), "12520.4");
-        assert_eq!(fixed_width(24571.94, 7), "24571.9");
-        assert_eq!(fixed_width(1234567.8, 7), "1234568");
-        assert_eq!(fixed_width(12345678.0, 7), "1.2e+07");
-        assert_eq!(fixed_width(349.58, 6), "349.58");
-        assert_eq!(fixed_width(0.000638, 6), "  0.00");
+        for (value, width, want) in [
+            (12.5386, 7, "  12.54"),
+            (1716.17, 7, "1716.17"),
+            (12520.4, 7, "12520.4"),
+            (24571.94, 7, "24571.9"),
+            (1234567.8, 7, "1234568"),
+            (12345678.0, 7, "1.2e+07"),
+            (349.58, 6, "349.58"),
+            (0.000638, 6, "  0.00"),
+        ] {
+            assert_eq!(fixed_width(value, width), want, "{value} in {width}");
+        }
     }
 
     #[test]
-    fn bytes_uses_binary_units() {
-        assert_eq!(bytes(8), "8 B");
-        assert_eq!(bytes(1024), "1 KiB");
-        assert_eq!(bytes(1536), "1.5 KiB");
-        assert_eq!(bytes(8589934592), "8 GiB");
-        assert_eq!(bytes_short(8589934592.0), "8G");
-        assert_eq!(bytes_short(512.0), "512");
-    }
-
-    #[test]
-    fn numbers_have_fixed_decimals() {
-        assert_eq!(gbps(349.579), "349.58");
-        assert_eq!(us(12.5), "12.50");
-        assert_eq!(ratio(0.9), "0.900");
-        assert_eq!(pct(5.0), "5%");
-        assert_eq!(wrong(None), "N/A");
+    fn bytes_use_binary_units_and_numbers_fixed_decimals() {
+        for (got, want) in [
+            (bytes(8), "8 B"),
+            (bytes(1024), "1 KiB"),
+            (bytes(1536), "1.5 KiB"),
+            (bytes(8589934592), "8 GiB"),
+            (bytes_short(8589934592.0), "8G"),
+            (bytes_short(512.0), "512"),
+            // Numbers have fixed decimals.
+            (gbps(349.579), "349.58"),
+            (us(12.5), "12.50"),
+            (ratio(0.9), "0.900"),
+            (pct(5.0), "5%"),
+            (wrong(None), "N/A"),
+        ] {
+            assert_eq!(got, want);
+        }
     }
 
     #[test]
     fn g_matches_c() {
-        assert_eq!(c_g(112.2234), "112.223");
-        assert_eq!(c_g(117.391), "117.391");
-        assert_eq!(c_g(0.0), "0");
-        assert_eq!(c_g(1.0), "1");
-        assert_eq!(c_g(1234567.0), "1.23457e+06");
-        assert_eq!(c_g(0.0001), "0.0001");
-        assert_eq!(c_g(0.00001234), "1.234e-05");
-        assert_eq!(c_g(999999.5), "1e+06");
+        for (value, want) in [
+            (112.2234, "112.223"),
+            (117.391, "117.391"),
+            (0.0, "0"),
+            (1.0, "1"),
+            (1234567.0, "1.23457e+06"),
+            (0.0001, "0.0001"),
+            (0.00001234, "1.234e-05"),
+            (999999.5, "1e+06"),
+        ] {
+            assert_eq!(c_g(value), want, "%g of {value}");
+        }
     }
 }

@@ -3,20 +3,11 @@
 //! record carries; `--explain` adds columns after nccl-tests' own and
 //! footnotes.
 
-use collbench_core::{
-    CaseResult, DeviceInfo, Explanation, KernelChoice, Placement, Record, RunSettings,
-};
+mod common;
+
+use collbench_core::{CaseResult, Explanation, KernelChoice, Placement, Record};
 use collbench_output::text::{TextExporter, TextOptions};
 use collbench_output::Exporter;
-
-fn kernel(func: &str, algo: &str, proto: &str, channels: u64) -> KernelChoice {
-    KernelChoice {
-        func: func.into(),
-        algo: algo.into(),
-        proto: proto.into(),
-        channels,
-    }
-}
 
 fn placement(time_us: f64, explain: Option<Explanation>) -> Option<Placement> {
     Some(Placement {
@@ -49,59 +40,34 @@ fn row(op: &str, size: u64, oop: Option<Explanation>, ip: Option<Explanation>) -
 /// NCCL could not explain.
 fn record() -> Record {
     let one = |k: KernelChoice| Some(Explanation::from_kernels([k], [], 0));
-    let mut r = Record::new("collbench");
-    r.tool_version = Some("0.1.0".into());
-    r.backend = Some("nccl".into());
+    let mut r = common::two_rank_record("nccl", "NVIDIA H200", (8, 1 << 20), 20);
     r.library = Some("NCCL 2.28.3".into());
-    r.settings = RunSettings {
-        world_size: 2,
-        processes: 1,
-        threads_per_process: 1,
-        gpus_per_thread: 2,
-        min_bytes: 8,
-        max_bytes: 1 << 20,
-        step_factor: Some(2),
-        warmup_iters: 1,
-        iters: 20,
-        agg_iters: 1,
-        check: true,
-        average: "mean".into(),
-        ..RunSettings::default()
-    };
-    r.devices = (0..2)
-        .map(|i| DeviceInfo {
-            rank: i,
-            pid: 1350,
-            host: "vm".into(),
-            device: i,
-            bus_id: Some(format!("0000:00:0{}", 6 + i)),
-            name: "NVIDIA H200".into(),
-            ..DeviceInfo::default()
-        })
-        .collect();
+    for d in &mut r.devices {
+        d.bus_id = Some(format!("0000:00:0{}", 6 + d.rank));
+    }
     r.results = vec![
         row(
             "all_reduce",
             8,
-            one(kernel("AllReduce", "RING", "LL", 1)),
-            one(kernel("AllReduce", "RING", "LL", 1)),
+            one(KernelChoice::new("AllReduce", "RING", "LL", 1)),
+            one(KernelChoice::new("AllReduce", "RING", "LL", 1)),
         ),
         row(
             "all_reduce",
             1 << 20,
-            one(kernel("AllReduce", "NVLS", "SIMPLE", 16)),
-            one(kernel("AllReduce", "RING", "SIMPLE", 24)),
+            one(KernelChoice::new("AllReduce", "NVLS", "SIMPLE", 16)),
+            one(KernelChoice::new("AllReduce", "RING", "SIMPLE", 24)),
         ),
         row(
             "sendrecv",
             1024,
             Some(Explanation::from_kernels(
-                [kernel("Send", "", "", 2), kernel("Recv", "", "", 2)],
+                [KernelChoice::new("Send", "", "", 2), KernelChoice::new("Recv", "", "", 2)],
                 [],
                 0,
             )),
             Some(Explanation::from_kernels(
-                [kernel("Send", "", "", 2)],
+                [KernelChoice::new("Send", "", "", 2)],
                 [1],
                 0,
             )),

@@ -3,7 +3,9 @@
 //! after each placement's #wrong; and the default layout unchanged by
 //! per-iteration times a record may carry.
 
-use collbench_core::{CaseResult, DeviceInfo, Placement, Record, RunSettings};
+mod common;
+
+use collbench_core::{CaseResult, Placement, Record};
 use collbench_output::text::{self, TextExporter, TextOptions};
 use collbench_output::Exporter;
 
@@ -20,36 +22,9 @@ fn placement(time_us: f64, times: &[f64]) -> Option<Placement> {
 }
 
 fn record(per_iter: bool, skip: u64) -> Record {
-    let mut r = Record::new("collbench");
-    r.tool_version = Some("0.1.0".into());
-    r.backend = Some("cpu".into());
-    r.settings = RunSettings {
-        world_size: 2,
-        processes: 1,
-        threads_per_process: 1,
-        gpus_per_thread: 2,
-        min_bytes: 1024,
-        max_bytes: 2048,
-        step_factor: Some(2),
-        warmup_iters: 1,
-        iters: 5,
-        agg_iters: 1,
-        check: true,
-        average: "mean".into(),
-        per_iter_timing: per_iter,
-        per_iter_skip: skip,
-        ..RunSettings::default()
-    };
-    r.devices = (0..2)
-        .map(|i| DeviceInfo {
-            rank: i,
-            pid: 1350,
-            host: "vm".into(),
-            device: i,
-            name: "cpu rank".into(),
-            ..DeviceInfo::default()
-        })
-        .collect();
+    let mut r = common::two_rank_record("cpu", "cpu rank", (1024, 2048), 5);
+    r.settings.per_iter_timing = per_iter;
+    r.settings.per_iter_skip = skip;
     // A slow first iteration, so -K visibly changes the summary.
     let times = [40.0, 10.0, 11.0, 12.0, 13.0];
     for size in [1024u64, 2048] {

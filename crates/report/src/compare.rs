@@ -268,9 +268,43 @@ fn geomean(values: impl Iterator<Item = f64>) -> Option<(f64, usize)> {
     (n > 0).then(|| ((sum / n as f64).exp(), n))
 }
 
+/// A Markdown table of `rows`: the case (op, type, redop, size), then the
+/// columns `header` with each row's cells from `cells`. When NCCL's
+/// algorithm, protocol or channels differ in some row (both runs
+/// explained), a last column names the change there.
+fn table_of<'a>(
+    rows: impl Iterator<Item = &'a Row> + Clone,
+    header: &[&'static str],
+    numeric: &[bool],
+    cells: impl Fn(&Row) -> Vec<String>,
+) -> String {
+    let choices = rows.clone().any(|r| r.choice_change().is_some());
+    let mut header = [&["op", "type", "redop", "size"][..], header].concat();
+    let mut numeric = [&[false, false, false, true][..], numeric].concat();
+    if choices {
+        header.push(NCCL_CHANGE);
+        numeric.push(false);
+    }
+    let rows = rows
+        .map(|r| {
+            let case = [&r.op, &r.dtype, &r.redop].map(String::clone);
+            let mut row = [&case[..], &[units::bytes(r.size_bytes)], &cells(r)].concat();
+            if choices {
+                row.push(r.choice_change().map_or_else(String::new, |c| c.cell()));
+            }
+            row
+        })
+        .collect();
+    markdown::table(&Table {
+        header,
+        numeric,
+        rows,
+    })
+}
+
 impl Comparison {
     /// Rows that regressed.
-    pub fn regressions(&self) -> impl Iterator<Item = &Row> {
+    pub fn regressions(&self) -> impl Iterator<Item = &Row> + Clone {
         self.rows
             .iter()
             .filter(|r| r.verdict == Verdict::Regression)
@@ -280,130 +314,70 @@ impl Comparison {
     /// NCCL's algorithm, protocol or channels differ in some row (both runs
     /// explained), a last column names the change there.
     pub fn table(&self) -> String {
-        let choices = self.any_choice_change();
-        let rows = self
-            .rows
-            .iter()
-            .map(|r| {
-                let mut row = vec![
-                    r.op.clone(),
-                    r.dtype.clone(),
-                    r.redop.clone(),
-                    units::bytes(r.size_bytes),
-                    r.placement.to_string(),
-                    units::gbps(bw(r.bw_name, &r.base)),
-                    units::gbps(bw(r.bw_name, &r.new)),
-                    units::ratio(r.bw_ratio()),
-                    units::us(r.base.time_us),
-                    units::us(r.new.time_us),
-                    units::ratio(r.time_ratio()),
-                    if r.by_time { "time" } else { r.bw_name }.to_string(),
-                    match r.verdict {
-                        Verdict::Same => "",
-                        Verdict::Regression => "**REGRESSION**",
-                        Verdict::Improved => "improved",
-                    }
-                    .to_string(),
-                ];
-                if choices {
-                    row.push(r.choice_change().map_or_else(String::new, |c| c.cell()));
+        let header = [
+            "placement",
+            "base bw (GB/s)",
+            "new bw (GB/s)",
+            "bw new/base",
+            "base time (µs)",
+            "new time (µs)",
+            "time new/base",
+            "judged on",
+            "verdict",
+        ];
+        let numeric = [false, true, true, true, true, true, true, false, false];
+        table_of(self.rows.iter(), &header, &numeric, |r| {
+            vec![
+                r.placement.to_string(),
+                units::gbps(bw(r.bw_name, &r.base)),
+                units::gbps(bw(r.bw_name, &r.new)),
+                units::ratio(r.bw_ratio()),
+                units::us(r.base.time_us),
+                units::us(r.new.time_us),
+                units::ratio(r.time_ratio()),
+                if r.by_time { "time" } else { r.bw_name }.to_string(),
+                match r.verdict {
+                    Verdict::Same => "",
+                    Verdict::Regression => "**REGRESSION**",
+                    Verdict::Improved => "improved",
                 }
-                row
-            })
-            .collect();
-        let mut t = Table {
-            header: vec![
-                "op",
-                "type",
-                "redop",
-                "size",
-                "placement",
-                "base bw (GB/s)",
-                "new bw (GB/s)",
-                "bw new/base",
-                "base time (µs)",
-                "new time (µs)",
-                "time new/base",
-                "judged on",
-                "verdict",
-            ],
-            numeric: vec![
-                false, false, false, true, false, true, true, true, true, true, true, false, false,
-            ],
-            rows,
-        };
-        if choices {
-            t.header.push(NCCL_CHANGE);
-            t.numeric.push(false);
-        }
-        markdown::table(&t)
+                .to_string(),
+            ]
+        })
     }
 
     /// The regressions alone, as a table (empty when there are none).
     pub fn regression_table(&self) -> String {
-        let choices = self.regressions().any(|r| r.choice_change().is_some());
-        let rows: Vec<Vec<String>> = self
-            .regressions()
-            .map(|r| {
-                let (metric, base, new, x) = if r.by_time {
-                    (
-                        "time (µs)".to_string(),
-                        units::us(r.base.time_us),
-                        units::us(r.new.time_us),
-                        r.time_ratio(),
-                    )
-                } else {
-                    (
-                        format!("{} (GB/s)", r.bw_name),
-                        units::gbps(bw(r.bw_name, &r.base)),
-                        units::gbps(bw(r.bw_name, &r.new)),
-                        r.bw_ratio(),
-                    )
-                };
-                let mut row = vec![
-                    r.op.clone(),
-                    r.dtype.clone(),
-                    r.redop.clone(),
-                    units::bytes(r.size_bytes),
-                    r.size_bytes.to_string(),
-                    r.placement.to_string(),
-                    metric,
-                    base,
-                    new,
-                    units::ratio(x),
-                ];
-                if choices {
-                    row.push(r.choice_change().map_or_else(String::new, |c| c.cell()));
-                }
-                row
-            })
-            .collect();
-        if rows.is_empty() {
+        if self.regressions().next().is_none() {
             return String::new();
         }
-        let mut t = Table {
-            header: vec![
-                "op",
-                "type",
-                "redop",
-                "size",
-                "bytes",
-                "placement",
-                "judged on",
-                "base",
-                "new",
-                "new/base",
-            ],
-            numeric: vec![
-                false, false, false, true, true, false, false, true, true, true,
-            ],
-            rows,
-        };
-        if choices {
-            t.header.push(NCCL_CHANGE);
-            t.numeric.push(false);
-        }
-        markdown::table(&t)
+        let header = ["bytes", "placement", "judged on", "base", "new", "new/base"];
+        let numeric = [true, false, false, true, true, true];
+        table_of(self.regressions(), &header, &numeric, |r| {
+            let (metric, base, new, x) = if r.by_time {
+                (
+                    "time (µs)".to_string(),
+                    units::us(r.base.time_us),
+                    units::us(r.new.time_us),
+                    r.time_ratio(),
+                )
+            } else {
+                (
+                    format!("{} (GB/s)", r.bw_name),
+                    units::gbps(bw(r.bw_name, &r.base)),
+                    units::gbps(bw(r.bw_name, &r.new)),
+                    r.bw_ratio(),
+                )
+            };
+            vec![
+                r.size_bytes.to_string(),
+                r.placement.to_string(),
+                metric,
+                base,
+                new,
+                units::ratio(x),
+            ]
+        })
     }
 
     /// Per op: the geometric mean of NEW/BASE bandwidth over sizes from
@@ -479,26 +453,43 @@ impl Comparison {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use collbench_core::CaseResult;
+    use collbench_core::{CaseResult, Explanation};
+
+    /// An all_reduce float sum case measured out-of-place only.
+    pub(crate) fn all_reduce(size: u64, out_of_place: Placement) -> CaseResult {
+        CaseResult {
+            op: "all_reduce".into(),
+            size_bytes: size,
+            dtype: "float".into(),
+            redop: "sum".into(),
+            root: -1,
+            out_of_place: Some(out_of_place),
+            ..CaseResult::default()
+        }
+    }
+
+    /// [`all_reduce`] taking `time_us` at `busbw`, with what NCCL ran.
+    pub(crate) fn case(
+        size: u64,
+        time_us: f64,
+        busbw: f64,
+        explain: Option<Explanation>,
+    ) -> CaseResult {
+        let p = Placement {
+            time_us,
+            busbw_gbps: busbw,
+            explain,
+            ..Placement::default()
+        };
+        all_reduce(size, p)
+    }
 
     fn rec(cases: &[(u64, f64, f64)]) -> Record {
         let mut r = Record::new("test");
-        for (size, time, busbw) in cases {
-            r.results.push(CaseResult {
-                op: "all_reduce".into(),
-                size_bytes: *size,
-                dtype: "float".into(),
-                redop: "sum".into(),
-                root: -1,
-                out_of_place: Some(Placement {
-                    time_us: *time,
-                    busbw_gbps: *busbw,
-                    ..Placement::default()
-                }),
-                ..CaseResult::default()
-            });
+        for &(size, time, busbw) in cases {
+            r.results.push(case(size, time, busbw, None));
         }
         r
     }

@@ -141,8 +141,9 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::tests::case;
     use crate::compare::{compare, Verdict};
-    use collbench_core::{CaseResult, KernelChoice, Record};
+    use collbench_core::{KernelChoice, Record};
 
     /// What NCCL ran for a case: algorithm, protocol, channels.
     type Ran<'a> = Option<(&'a str, &'a str, u64)>;
@@ -150,33 +151,12 @@ mod tests {
     /// An all_reduce record: (size, busbw, what NCCL ran or nothing).
     fn rec(cases: &[(u64, f64, Ran)]) -> Record {
         let mut r = Record::new("collbench");
-        for (size, busbw, choice) in cases {
+        for &(size, busbw, choice) in cases {
             let explain = choice.map(|(algo, proto, channels)| {
-                Explanation::from_kernels(
-                    [KernelChoice {
-                        func: "AllReduce".into(),
-                        algo: algo.into(),
-                        proto: proto.into(),
-                        channels,
-                    }],
-                    [],
-                    0,
-                )
+                let kernel = KernelChoice::new("AllReduce", algo, proto, channels);
+                Explanation::from_kernels([kernel], [], 0)
             });
-            r.results.push(CaseResult {
-                op: "all_reduce".into(),
-                size_bytes: *size,
-                dtype: "float".into(),
-                redop: "sum".into(),
-                root: -1,
-                out_of_place: Some(Placement {
-                    time_us: 1000.0,
-                    busbw_gbps: *busbw,
-                    explain,
-                    ..Placement::default()
-                }),
-                ..CaseResult::default()
-            });
+            r.results.push(case(size, 1000.0, busbw, explain));
         }
         r
     }

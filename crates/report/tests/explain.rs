@@ -8,15 +8,6 @@ use collbench_report::parse::{parse_file, parse_str};
 use collbench_report::render::{html, markdown};
 use std::path::Path;
 
-fn kernel(func: &str, algo: &str, proto: &str, channels: u64) -> KernelChoice {
-    KernelChoice {
-        func: func.into(),
-        algo: algo.into(),
-        proto: proto.into(),
-        channels,
-    }
-}
-
 fn case(op: &str, size: u64, oop: Explanation, ip: Explanation) -> CaseResult {
     let p = |busbw: f64, e: Explanation| Placement {
         time_us: 100.0,
@@ -43,10 +34,17 @@ fn case(op: &str, size: u64, oop: Explanation, ip: Explanation) -> CaseResult {
 /// row, an NVLS row (busbw overstated), a send/recv row with two kernels
 /// and a row NCCL could not explain.
 fn nccl_record() -> Record {
-    let ring = Explanation::from_kernels([kernel("AllReduce", "RING", "LL", 2)], [], 0);
-    let nvls = Explanation::from_kernels([kernel("AllReduce", "NVLS", "SIMPLE", 16)], [], 0);
+    let ring = Explanation::from_kernels([KernelChoice::new("AllReduce", "RING", "LL", 2)], [], 0);
+    let nvls = Explanation::from_kernels(
+        [KernelChoice::new("AllReduce", "NVLS", "SIMPLE", 16)],
+        [],
+        0,
+    );
     let p2p = Explanation::from_kernels(
-        [kernel("Send", "", "", 1), kernel("Recv", "", "", 1)],
+        [
+            KernelChoice::new("Send", "", "", 1),
+            KernelChoice::new("Recv", "", "", 1),
+        ],
         [],
         0,
     );

@@ -266,18 +266,11 @@ mod tests {
         let hellos: Vec<_> = (0..4)
             .map(|r| hello(r, if r < 2 { "n1" } else { "n2" }, Some("2.21.5")))
             .collect();
-        let report = Report::new(&world(4), &hellos, &[], vec![]);
-        assert_eq!(report.outcome(), Outcome::Pass);
-        let text = report.render(PreflightFormat::Text);
-        assert!(
-            text.starts_with("collbench preflight: 4 ranks on 2 hosts"),
-            "{text}"
-        );
-        assert!(
-            text.ends_with("PASS: 4 ranks on 2 hosts, versions agree\n"),
-            "{text}"
-        );
-        assert!(text.contains("2.21.5"), "{text}");
+        let text = text_of_4_ranks(&hellos, Outcome::Pass);
+        let head = "collbench preflight: 4 ranks on 2 hosts";
+        assert!(text.starts_with(head), "{text}");
+        let verdict = "PASS: 4 ranks on 2 hosts, versions agree\n";
+        assert!(text.ends_with(verdict) && text.contains("2.21.5"), "{text}");
     }
 
     #[test]
@@ -288,13 +281,19 @@ mod tests {
             hello(2, "n2", Some("2.19.3")),
             hello(3, "n2", None),
         ];
-        let report = Report::new(&world(4), &hellos, &[], vec![]);
-        assert_eq!(report.outcome(), Outcome::Fail);
-        let text = report.render(PreflightFormat::Text);
+        let text = text_of_4_ranks(&hellos, Outcome::Fail);
         assert!(
             text.contains("FAIL: NCCL version differs between ranks: 2.19.3 on rank 2, 2.21.5 on ranks 0-1, none on rank 3"),
             "{text}"
         );
+    }
+
+    /// The text report of 4 ranks that all said `hellos`, whose outcome
+    /// must be `outcome`.
+    fn text_of_4_ranks(hellos: &[PeerHello], outcome: Outcome) -> String {
+        let report = Report::new(&world(4), hellos, &[], vec![]);
+        assert_eq!(report.outcome(), outcome);
+        report.render(PreflightFormat::Text)
     }
 
     #[test]

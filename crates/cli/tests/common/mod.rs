@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The `collbench` binary under test.
@@ -13,6 +13,136 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_collbench");
 /// `collbench` as an assert_cmd command.
 pub fn collbench() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("collbench").unwrap()
+}
+
+/// `collbench run <op> --backend cpu --ranks <ranks>`, more arguments to
+/// follow.
+pub fn cpu_run(op: &str, ranks: &str) -> assert_cmd::Command {
+    let mut c = collbench();
+    c.args(["run", op, "--backend", "cpu", "--ranks", ranks]);
+    c
+}
+
+/// Writes `text` to `dir/name` and returns the path.
+pub fn write_file(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Asserts that `text` says each of `parts`.
+pub fn assert_says(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} missing:\n{text}");
+    }
+}
+
+/// The `<op>_perf` alias of `collbench` in `dir`: a symlink named `name`.
+pub fn alias(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let link = dir.join(name);
+    std::os::unix::fs::symlink(BIN, &link).unwrap();
+    link
+}
+
+/// Exit code (-1 when killed by a signal), stdout and stderr of `cmd`.
+pub fn run(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// stdout of `out`, which must have succeeded (its stderr and `what` in
+/// the failure message).
+pub fn ok_stdout(out: Output, what: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what}: {:?}\n{err}", out.status);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// stdout of `cmd`, which must succeed.
+pub fn stdout_ok(cmd: &mut assert_cmd::Command) -> String {
+    ok_stdout(cmd.output().unwrap(), "")
+}
+
+/// stderr of `out`, a refusal as every user mistake must be: exit `code`,
+/// one line, no panic.
+pub fn one_line_refusal(out: &Output, code: i32) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// stderr of `cmd`, which must be refused with a one-line usage error
+/// (exit 2).
+pub fn usage_error(cmd: &mut assert_cmd::Command) -> String {
+    one_line_refusal(&cmd.output().unwrap(), 2)
+}
+
+/// `mpirun -np <np> <mpi_args> collbench <args>`, as root where CI runs
+/// (more ranks than cores need `--oversubscribe`).
+pub fn mpirun(np: usize, mpi_args: &[&str], args: &[&str]) -> Output {
+    let np = np.to_string();
+    let out = assert_cmd::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", &np])
+        .args(mpi_args)
+        .arg(BIN)
+        .args(args)
+        .timeout(Duration::from_secs(300))
+        .output();
+    out.unwrap_or_else(|e| {
+        panic!("cannot start mpirun ({e}): install Open MPI (apt-get install openmpi-bin libopenmpi-dev)")
+    })
+}
+
+/// One result row of nccl-tests text, the columns a check reads.
+#[derive(Debug)]
+pub struct Row {
+    pub size: u64,
+    pub dtype: String,
+    /// #wrong out-of-place.
+    pub oop: String,
+    /// #wrong in-place (`N/A` where not checked).
+    pub ip: String,
+}
+
+/// The result rows of nccl-tests text (every one has 13 columns).
+pub fn rows(stdout: &str) -> Vec<Row> {
+    stdout
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(f.len(), 13, "row has 13 columns: {l}");
+            Row {
+                size: f[0].parse().unwrap(),
+                dtype: f[2].to_string(),
+                oop: f[8].to_string(),
+                ip: f[12].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// A `--test-corrupt` run of `op` at one size: exit 1, the one element
+/// counted once in each checked placement, the run marked FAILED and the
+/// wrong elements named on stderr. Returns stdout.
+pub fn assert_corrupted_once(out: &Output, op: &str) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{op}: {stdout}\n{stderr}");
+    let rows = rows(&stdout);
+    assert_eq!(rows.len(), 1, "{op}");
+    assert_eq!(rows[0].oop, "1", "{op}: out-of-place #wrong");
+    let ip = &rows[0].ip;
+    assert!(ip == "1" || ip == "N/A", "{op}: in-place #wrong {ip}");
+    assert!(stdout.contains("FAILED"), "{op}");
+    assert!(stderr.contains("wrong elements"), "{op}");
+    stdout
 }
 
 /// A port that was free a moment ago.
@@ -31,6 +161,32 @@ pub struct Finished {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl Finished {
+    /// Asserts that the process exited 0 and that its stdout says each of
+    /// `parts`.
+    pub fn assert_passed_saying(&self, parts: &[&str]) {
+        assert_eq!(self.code, Some(0), "{self:?}");
+        assert_says(&self.stdout, parts);
+    }
+
+    /// The one line of rank 0's stderr that says `refused`: rank 0 logs
+    /// one line per refused connection.
+    pub fn the_refusal(&self, refused: &str) -> &str {
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| l.contains(refused))
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "rank 0 logs one line per refusal: {}",
+            self.stderr
+        );
+        lines[0]
+    }
 }
 
 /// Waits for `child` (spawned with piped stdout and stderr) until

@@ -94,3 +94,45 @@ impl Nccl {
         required recv, "ncclRecv", (buf; peer: usize => peer as i32)
     );
 }
+
+impl Nccl {
+    /// One alltoallv from `rank`'s side, as nccl-tests issues it (see
+    /// [`crate::alltoallv::issue`]): `peers` says how many elements go
+    /// where, `send` and `recv` are this rank's buffers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoallv(
+        &self,
+        peers: &collbench_core::alltoallv::PeerCounts,
+        rank: usize,
+        send: DevicePtr,
+        recv: DevicePtr,
+        dt: DataType,
+        comm: &Communicator,
+        s: &Stream,
+    ) -> Result<(), NcclError> {
+        let p2p = crate::alltoallv::P2p {
+            send: self.send,
+            recv: self.recv,
+            group_start: self.group_start,
+            group_end: self.group_end,
+        };
+        // SAFETY: the entry points are NCCL's own; `send` and `recv` are
+        // device addresses (see the module doc) that the backend sized for
+        // the busiest rank's totals, a live or null communicator and a
+        // live stream; NCCL only queues work on `s`.
+        let r = unsafe {
+            crate::alltoallv::issue(
+                &p2p,
+                peers,
+                rank,
+                send.as_raw(),
+                recv.as_raw(),
+                dt.size_bytes(),
+                ffi::dtype_id(dt),
+                comm.0,
+                s.raw(),
+            )
+        };
+        r.map_err(|e| self.error(e.call, e.code))
+    }
+}

@@ -14,6 +14,7 @@
 //! The collectives and send/recv are in `collectives.rs`.
 
 mod collectives;
+mod device;
 
 use crate::cuda::DeviceBuffer;
 use crate::error::NcclError;
@@ -40,6 +41,13 @@ pub struct Registration(*mut c_void);
 /// A symmetric window (`-R 2`), undone by [`Nccl::window_deregister`].
 #[derive(Debug)]
 pub struct Window(*mut c_void);
+
+impl Window {
+    /// The `ncclWindow_t` handle, as device-API kernels take it.
+    pub fn raw(&self) -> *mut c_void {
+        self.0
+    }
+}
 
 /// Which collectives this NCCL has natively (the rest run as send/recv).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -29,9 +29,9 @@ pub(crate) enum Route {
     P2p,
     /// The own chunk copied, then [`hypercube_rounds`], each its group.
     HyperCube,
-    /// Not run on NCCL yet (alltoallv: its GPU check is not written);
-    /// `supports` refuses it before any launch.
-    NotOnNccl,
+    /// ncclSend/ncclRecv with per-peer counts, in one group
+    /// ([`crate::alltoallv::issue`]).
+    AllToAllV,
 }
 
 /// The route of collective `c` with the collectives this NCCL has.
@@ -49,7 +49,7 @@ pub(crate) fn route(c: Collective, native: NativeOps) -> Route {
             Route::P2p
         }
         Collective::HyperCube => Route::HyperCube,
-        Collective::AllToAllV => Route::NotOnNccl,
+        Collective::AllToAllV => Route::AllToAllV,
     }
 }
 
@@ -146,7 +146,16 @@ pub(crate) fn hypercube_rounds(
 impl NcclBackend {
     /// Creates the per-GPU reduction operators (premulsum needs one per
     /// communicator); built-ins need nothing.
-    pub(crate) fn make_ops(&self, case: &CaseSpec) -> Result<Vec<RedOpId>, BackendError> {
+    /// Also makes alltoallv's per-peer counts for `case` (kept until the
+    /// next case), so that no launch recomputes them.
+    pub(crate) fn make_ops(&mut self, case: &CaseSpec) -> Result<Vec<RedOpId>, BackendError> {
+        self.peers = (case.collective == Collective::AllToAllV).then(|| {
+            self.traffic.peer_counts(
+                case.counts.param_count,
+                case.dtype.size_bytes(),
+                case.world_size,
+            )
+        });
         let mut ops = Vec::new();
         for gpu in &self.gpus {
             if needs_pre_mul_sum(case) {
@@ -184,6 +193,9 @@ impl NcclBackend {
         max_bytes: u64,
         ops: &[RedOpId],
     ) -> Result<(), BackendError> {
+        if let Some(d) = self.device_implementation() {
+            return self.launch_device(case, d, max_bytes);
+        }
         let group = Group::start_if(self.gpus.len() > 1, &self.nccl)?;
         for (i, &op) in ops.iter().enumerate().take(self.gpus.len()) {
             let (send, recv) = self.ptrs(case, i, iter, max_bytes);
@@ -234,11 +246,11 @@ impl NcclBackend {
                 )?;
                 group.end()?;
             }
-            Route::NotOnNccl => {
-                return Err(BackendError::Unsupported(format!(
-                    "{} does not run on the NCCL backend yet",
-                    case.collective
-                )))
+            Route::AllToAllV => {
+                let peers = self.peers.as_ref().ok_or_else(|| {
+                    BackendError::Library("alltoallv launched before its counts were made".into())
+                })?;
+                n.alltoallv(peers, rank, send, recv, dt, comm, s)?;
             }
             Route::HyperCube => {
                 let own = at(recv, rank * count);
@@ -287,6 +299,7 @@ mod tests {
             (Scatter, Route::P2p, Route::Scatter),
             (SendRecv, Route::P2p, Route::P2p),
             (HyperCube, Route::HyperCube, Route::HyperCube),
+            (AllToAllV, Route::AllToAllV, Route::AllToAllV),
         ] {
             assert_eq!(route(c, OLD), old, "{c:?} before 2.28");
             assert_eq!(route(c, NEW), new, "{c:?} from 2.28");

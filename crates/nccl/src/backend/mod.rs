@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 mod buffers;
+mod device;
 mod flags;
 mod issue;
 mod memory;
@@ -23,11 +24,13 @@ mod verify;
 
 use crate::api::{Communicator, Registration, Window};
 use crate::cuda::{Device, DeviceBuffer, Stream};
+use crate::device_api::{DevComm, DeviceKernels};
 use crate::explain;
 use crate::ffi::Nccl;
 use crate::kernels::Kernels;
 use crate::loader::FoundNccl;
 use crate::NcclOptions;
+use collbench_core::alltoallv::{PeerCounts, Traffic};
 use collbench_core::collective::RedopUse;
 use collbench_core::{Collective, DeviceInfo, Explanation, ReduceOp};
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
@@ -38,6 +41,10 @@ use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement
 /// context goes before `dev`, which releases the context.
 pub(crate) struct Gpu {
     pub(crate) kernels: Option<Kernels>,
+    /// `-D N`: the device-API kernels loaded on this GPU.
+    pub(crate) dev_kernels: Option<DeviceKernels>,
+    /// `-D N`: this GPU's device communicator.
+    pub(crate) dev_comm: Option<DevComm>,
     pub(crate) send: Option<DeviceBuffer>,
     pub(crate) recv: Option<DeviceBuffer>,
     pub(crate) stream: Stream,
@@ -77,6 +84,11 @@ pub struct NcclBackend {
     pub(crate) explainer: Option<crate::explain::Explainer>,
     /// GPU memory taken by init, buffers and runs (`-M 1`).
     pub(crate) memory: memory::MemoryWatch,
+    /// Who sends how much to whom in alltoallv (`set_traffic`).
+    pub(crate) traffic: Traffic,
+    /// alltoallv's per-peer counts of the case being run (set by
+    /// `make_ops`, so the timed loop does not recompute them).
+    pub(crate) peers: Option<PeerCounts>,
     /// Where the timed loop publishes progress and learns of a stop.
     pub(crate) watch: Option<std::sync::Arc<collbench_runner::Watch>>,
 }
@@ -127,6 +139,7 @@ impl Drop for NcclBackend {
             let _ = gpu.dev.bind();
             let _ = gpu.stream.synchronize();
         }
+        self.release_device_api();
         self.release_buffers();
         for gpu in &mut self.gpus {
             let _ = gpu.dev.bind();
@@ -171,12 +184,7 @@ impl Backend for NcclBackend {
     }
 
     fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
-        if issue::route(case.collective, self.nccl.native()) == issue::Route::NotOnNccl {
-            return Err(BackendError::Unsupported(format!(
-                "{} runs on the CPU and MPI backends; on NCCL its verification kernel is not written yet",
-                case.collective
-            )));
-        }
+        self.device_supports(case)?;
         if self.opts.register == 2 && !runs_with_windows(case.collective) {
             return Err(BackendError::Unsupported(
                 "-R 2 runs all_reduce, all_gather, reduce_scatter and alltoall only (broadcast hung at 2 MiB with symmetric windows on NCCL 2.28.3): use -R 1 for this collective".into(),
@@ -216,6 +224,11 @@ impl Backend for NcclBackend {
         Ok(())
     }
 
+    fn set_traffic(&mut self, traffic: &Traffic) -> Result<(), BackendError> {
+        self.traffic = traffic.clone();
+        Ok(())
+    }
+
     fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError> {
         debug(&format!(
             "time {} {} {} in_place={}",
@@ -238,6 +251,11 @@ impl Backend for NcclBackend {
         let Some(explainer) = self.explainer.clone() else {
             return Ok(None);
         };
+        if let Some(d) = self.device_implementation() {
+            return Ok(Some(Explanation::unavailable(format!(
+                "-D {d}: collbench's device-API kernel ran, not an NCCL collective"
+            ))));
+        }
         if self.world_size == 1 {
             // A communicator of one rank copies locally: NCCL picks no
             // algorithm and reports no kernel, so do not wait for one.

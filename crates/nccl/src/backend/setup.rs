@@ -159,6 +159,8 @@ impl NcclBackend {
                 send: None,
                 recv: None,
                 kernels: None,
+                dev_kernels: None,
+                dev_comm: None,
             });
         }
         // NCCL opens its profiler plugin when the first communicator is
@@ -216,7 +218,7 @@ impl NcclBackend {
             }
         }
         pin_driving_thread(opts.local_rank);
-        Ok(NcclBackend {
+        let mut backend = NcclBackend {
             nccl,
             found,
             gpus,
@@ -230,7 +232,12 @@ impl NcclBackend {
             unalign: 0,
             explainer,
             memory,
-        })
+            traffic: Default::default(),
+            peers: None,
+        };
+        // On failure the backend drops, which destroys the communicators.
+        backend.setup_device_api()?;
+        Ok(backend)
     }
 }
 

@@ -66,13 +66,18 @@ impl NcclBackend {
                 cuda::memset_async(recv, 0xff, elt, &gpu.stream)?;
             }
             let params = KernelParams::new(case, gpu.rank, seed);
-            wrong += match &gpu.kernels {
-                Some(k) => k.check(recv, &params, case.dtype, &gpu.stream)?,
-                None => {
+            let peers = self.peers.as_ref();
+            wrong += match (&gpu.kernels, peers) {
+                (Some(k), None) => k.check(recv, &params, case.dtype, &gpu.stream)?,
+                (Some(k), Some(peers)) => {
+                    let segs = kernels::alltoallv_segments(peers, gpu.rank);
+                    k.check_alltoallv(recv, &params, case.dtype, &segs, &gpu.stream)?
+                }
+                (None, _) => {
                     gpu.stream.synchronize()?;
                     let mut host = vec![0u8; c.recv_count as usize * elt];
                     cuda::copy_to_host(&mut host, recv)?;
-                    kernels::host_check(case, gpu.rank, seed, &host)
+                    kernels::host_check(case, gpu.rank, seed, peers, &host)
                 }
             };
         }

@@ -50,12 +50,16 @@ mod tests {
 
     #[test]
     fn amounts_as_nccl_tests() {
-        assert_eq!(amount(0), "0.00 B");
-        assert_eq!(amount(512), "512 B");
-        assert_eq!(amount(1536), "1.50 KB");
-        assert_eq!(amount(50 << 20), "50.0 MB");
-        assert_eq!(amount(3 << 30), "3.00 GB");
-        assert_eq!(amount(-(2 << 20)), "-2.00 MB");
+        for (bytes, want) in [
+            (0, "0.00 B"),
+            (512, "512 B"),
+            (1536, "1.50 KB"),
+            (50 << 20, "50.0 MB"),
+            (3 << 30, "3.00 GB"),
+            (-(2 << 20), "-2.00 MB"),
+        ] {
+            assert_eq!(amount(bytes), want, "{bytes}");
+        }
     }
 
     #[test]

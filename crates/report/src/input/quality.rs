@@ -194,19 +194,12 @@ mod tests {
     use super::*;
 
     fn case(size: u64, busbw: f64) -> CaseResult {
-        CaseResult {
-            op: "all_reduce".into(),
-            size_bytes: size,
-            dtype: "float".into(),
-            redop: "sum".into(),
-            root: -1,
-            out_of_place: Some(Placement {
-                busbw_gbps: busbw,
-                wrong: Some(0),
-                ..Placement::default()
-            }),
-            ..CaseResult::default()
-        }
+        let p = Placement {
+            busbw_gbps: busbw,
+            wrong: Some(0),
+            ..Placement::default()
+        };
+        crate::compare::tests::all_reduce(size, p)
     }
 
     #[test]

@@ -20,9 +20,9 @@
 //! root), else `unknown`.
 
 use super::nccl_table::{row, unflatten, Table};
-use super::text::{after, float, is_uint, num};
+use super::text::{after, float, is_uint, num, numbered_lines};
 use super::{Notes, ParseError};
-use collbench_core::{CaseResult, Collective, DataType, DeviceInfo, Record};
+use collbench_core::{nccl_version, CaseResult, Collective, DataType, DeviceInfo, Record};
 
 /// Parses nccl-tests text; `origin` (a file name) helps name the op.
 /// Data-quality findings (a log cut mid-row, FAILED out-of-bounds lines,
@@ -65,8 +65,7 @@ pub(crate) fn parse_as(
         file_op: op_in_file_name(origin),
         avg_seen: false,
     };
-    for (idx, raw) in text.lines().enumerate() {
-        let line_no = idx + 1;
+    for (line_no, raw) in numbered_lines(text) {
         match unflatten(raw) {
             Some(parts) => {
                 p.flattened = true;
@@ -193,7 +192,7 @@ impl Parser<'_> {
                 self.cur.tool_version = Some(version.to_string());
                 let code = rest.iter().find_map(|t| t.strip_prefix("nccl-library="));
                 if let Some(code) = code.and_then(|c| c.parse::<u64>().ok()) {
-                    self.cur.library = Some(format!("NCCL {}", nccl_version(code)));
+                    self.cur.library = Some(format!("NCCL {}", nccl_version::text(code)));
                 }
             }
             ["Collective", "test", "starting:", name, ..] => {
@@ -431,14 +430,6 @@ fn device(tokens: &[&str]) -> Option<DeviceInfo> {
 
 /// NCCL_VERSION_CODE: `major*10000 + minor*100 + patch` since 2.9,
 /// `major*1000 + minor*100 + patch` before.
-fn nccl_version(code: u64) -> String {
-    if code >= 10000 {
-        format!("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100)
-    } else {
-        format!("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100)
-    }
-}
-
 /// `all_reduce_perf` (possibly with a path) -> `all_reduce`.
 pub(crate) fn op_name(perf: &str) -> String {
     let base = perf.rsplit('/').next().unwrap_or(perf);
@@ -516,12 +507,6 @@ fn guess_op(r: &CaseResult, world: u64) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions_decode_both_schemes() {
-        assert_eq!(nccl_version(22803), "2.28.3");
-        assert_eq!(nccl_version(2708), "2.7.8");
-    }
 
     #[test]
     fn ops_are_found_in_names_and_prose() {

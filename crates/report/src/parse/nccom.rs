@@ -18,7 +18,7 @@
 //! * There is no in-place half and no redop/root column; the rows fill
 //!   `out_of_place`, redop is empty and root -1.
 
-use super::text::{float, is_uint, last_line, num, partial_row};
+use super::text::{float, is_uint, last_line, num, numbered_lines, partial_row};
 use super::unit;
 use super::{Notes, ParseError};
 use collbench_core::{CaseResult, Placement, Record};
@@ -34,8 +34,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let mut cur = new_record();
     let mut in_table = false;
     let mut op = String::from("unknown");
-    for (idx, raw) in text.lines().enumerate() {
-        let line_no = idx + 1;
+    for (line_no, raw) in numbered_lines(text) {
         let tokens: Vec<&str> = raw.split_whitespace().collect();
         if let Some(at) = tokens.iter().position(|t| t.ends_with("nccom-test")) {
             if !cur.results.is_empty() {

@@ -15,7 +15,9 @@
 //! Every PE prints the preamble, sometimes after the tables; the `mype`
 //! lines become the device list (no host names there).
 
-use super::text::{after, expect_values, float, is_uint, last_line, num, partial_row};
+use super::text::{
+    after, expect_values, float, is_uint, last_line, num, numbered_lines, partial_row,
+};
 use super::unit;
 use super::{Notes, ParseError};
 use collbench_core::{CaseResult, DeviceInfo, Placement, Record};
@@ -42,8 +44,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let mut rec = Record::new("nvshmem-perftest");
     let mut test = String::from("nvshmem");
     let mut cols: Option<(Vec<Col>, String)> = None;
-    for (idx, raw) in text.lines().enumerate() {
-        let line_no = idx + 1;
+    for (line_no, raw) in numbered_lines(text) {
         let line = raw.trim();
         let tokens: Vec<&str> = line.split_whitespace().collect();
         if let Some(name) = line

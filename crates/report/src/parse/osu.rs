@@ -25,7 +25,7 @@
 //! * A `Validation` column (`Pass`/`Fail`) becomes `wrong` 0/1; without one
 //!   `wrong` is `None` (N/A), never 0.
 
-use super::text::{expect_values, float, is_uint, last_line, num, partial_row};
+use super::text::{expect_values, float, is_uint, last_line, num, numbered_lines, partial_row};
 use super::unit::{self, SourceUnits};
 use super::{Notes, ParseError};
 use crate::metrics;
@@ -54,8 +54,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let mut op = String::from("osu_unknown");
     let mut dtype = String::from("char");
     let mut cols: Option<(Vec<Col>, String)> = None;
-    for (idx, raw) in text.lines().enumerate() {
-        let line_no = idx + 1;
+    for (line_no, raw) in numbered_lines(text) {
         let line = raw.trim();
         if let Some(body) = line.strip_prefix('#') {
             let body = body.trim();
@@ -164,19 +163,22 @@ fn column(name: &str, line_no: usize, units: &mut SourceUnits) -> Result<Col, Pa
     Ok(column_kind(&n))
 }
 
+/// Latency columns by the start of their lower-case name.
+const LATENCY_PREFIXES: [(&str, Col); 4] = [
+    ("min", Col::MinLatency),
+    ("max", Col::MaxLatency),
+    ("p50", Col::P50),
+    ("p99", Col::P99),
+];
+
 fn column_kind(n: &str) -> Col {
+    let latency = LATENCY_PREFIXES.iter().find(|(p, _)| n.starts_with(p));
     if n == "size" {
         Col::Size
     } else if n.contains("bandwidth") || n.starts_with("mb/s") {
         Col::Bandwidth
-    } else if n.starts_with("min") {
-        Col::MinLatency
-    } else if n.starts_with("max") {
-        Col::MaxLatency
-    } else if n.starts_with("p50") {
-        Col::P50
-    } else if n.starts_with("p99") {
-        Col::P99
+    } else if let Some(&(_, col)) = latency {
+        col
     } else if n.contains("lat") {
         Col::AvgLatency
     } else if n.starts_with("iterations") {

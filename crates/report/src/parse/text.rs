@@ -3,6 +3,11 @@
 
 use super::ParseError;
 
+/// The lines of `text` with their 1-based numbers, as errors name them.
+pub(crate) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().map(|(idx, line)| (idx + 1, line))
+}
+
 /// Parses `tok` as a number, or says which `what` was expected on `line`.
 pub(crate) fn num<T: std::str::FromStr>(
     tok: &str,

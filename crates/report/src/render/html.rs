@@ -2,10 +2,7 @@
 //! scripts, nothing fetched), readable offline. Charts come from
 //! [`super::charts`]; tables mirror the Markdown report.
 
-use super::{
-    all_ops, cases_notes, cases_table, charts, environment_table, notes, op_series, runs,
-    summary_table, Table,
-};
+use super::{all_ops, cases_notes, cases_table, charts, notes, op_series, overview, runs, Table};
 use collbench_core::Record;
 use std::fmt::Write;
 
@@ -35,16 +32,12 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
         "<title>collbench report</title><style>{STYLE}</style></head><body>"
     );
     out.push_str("<h1>collbench report</h1>\n");
-    let _ = writeln!(
-        out,
-        "<p>{} run(s), {} op(s).</p>",
-        runs.len(),
-        all_ops(&runs).len()
-    );
-    out.push_str("<h2>Summary</h2>\n");
-    out.push_str(&table(&summary_table(&runs)));
-    out.push_str("<h2>Environment</h2>\n");
-    out.push_str(&table(&environment_table(&runs)));
+    let (counts, tables) = overview(&runs);
+    let _ = writeln!(out, "<p>{counts}</p>");
+    for (title, t) in tables {
+        let _ = writeln!(out, "<h2>{title}</h2>");
+        out.push_str(&table(&t));
+    }
     out.push_str("<h2>Charts</h2>\n");
     for op in all_ops(&runs) {
         let _ = writeln!(out, "<h3>{}</h3>", esc(&op));

@@ -1,7 +1,7 @@
 //! The Markdown report for GitHub: a summary across runs, the environment,
 //! then one table per run and op (numbers right-aligned).
 
-use super::{all_ops, cases_notes, cases_table, environment_table, notes, runs, summary_table};
+use super::{cases_notes, cases_table, notes, overview, runs};
 // Re-exported: the compare table prints through the same writer.
 pub use collbench_output::markdown::table;
 use std::fmt::Write;
@@ -12,16 +12,12 @@ use collbench_core::Record;
 pub fn render(records: &[Record]) -> String {
     let runs = runs(records);
     let mut out = String::from("# collbench report\n\n");
-    let _ = writeln!(
-        out,
-        "{} run(s), {} op(s).\n",
-        runs.len(),
-        all_ops(&runs).len()
-    );
-    out.push_str("## Summary\n\n");
-    out.push_str(&table(&summary_table(&runs)));
-    out.push_str("\n## Environment\n\n");
-    out.push_str(&table(&environment_table(&runs)));
+    let (counts, tables) = overview(&runs);
+    let _ = writeln!(out, "{counts}");
+    for (title, t) in tables {
+        let _ = writeln!(out, "\n## {title}\n");
+        out.push_str(&table(&t));
+    }
     for run in &runs {
         for op in run.record.ops() {
             let _ = writeln!(out, "\n## {} — {}\n", run.label, op);

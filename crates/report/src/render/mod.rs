@@ -11,6 +11,17 @@ use collbench_core::{CaseResult, Placement, Record};
 pub use collbench_output::markdown::{cases_notes, cases_table, Table};
 use std::collections::BTreeMap;
 
+/// What both reports open with: how many runs and ops (`2 run(s), 3
+/// op(s).`), then the summary and environment tables under their titles.
+pub fn overview(runs: &[Run]) -> (String, [(&'static str, Table); 2]) {
+    let counts = format!("{} run(s), {} op(s).", runs.len(), all_ops(runs).len());
+    let tables = [
+        ("Summary", summary_table(runs)),
+        ("Environment", environment_table(runs)),
+    ];
+    (counts, tables)
+}
+
 /// The summary across runs ([`collbench_output::markdown::summary_table`]
 /// with a `run` column).
 pub fn summary_table(runs: &[Run]) -> Table {
