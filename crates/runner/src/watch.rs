@@ -205,18 +205,12 @@ impl Watch {
 
     /// [`Watch::at`] for every local rank (one thread driving them all).
     pub fn at_all(&self, iteration: u32) -> Result<(), Stopped> {
-        for r in 0..self.words.len() {
-            self.at(r, iteration)?;
-        }
-        Ok(())
+        (0..self.words.len()).try_for_each(|r| self.at(r, iteration))
     }
 
     /// [`Watch::calling`] for every local rank.
     pub fn calling_all(&self, iteration: u32) -> Result<(), Stopped> {
-        for r in 0..self.words.len() {
-            self.calling(r, iteration)?;
-        }
-        Ok(())
+        (0..self.words.len()).try_for_each(|r| self.calling(r, iteration))
     }
 
     /// Backend: local rank `local`, inside its call, waits for peers (at
