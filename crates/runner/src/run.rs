@@ -164,12 +164,10 @@ impl<'a> Runner<'a> {
         };
         // The backend may fail on the job's failure before the watchdog
         // has seen it: the control plane's word then.
-        let stop = watch.reason().cloned().or_else(|| {
-            control.failure().map(|f| match is_stuck_line(&f.message) {
-                true => Stop::Stuck(f.message),
-                false => Stop::Failed(f.message),
-            })
-        });
+        let stop = watch
+            .reason()
+            .cloned()
+            .or_else(|| control.failure().map(|f| Stop::from_failure(f.message)));
         match (result, stop) {
             (Err(_), Some(stop)) => Err((&stop).into()),
             (result, _) => result,

@@ -30,6 +30,16 @@ pub enum Stop {
 }
 
 impl Stop {
+    /// The job's failure as the control plane reports it: a stuck
+    /// collective (rank 0's line) or another failure.
+    pub fn from_failure(message: String) -> Stop {
+        if collbench_core::stuck::is_stuck_line(&message) {
+            Stop::Stuck(message)
+        } else {
+            Stop::Failed(message)
+        }
+    }
+
     /// The one line that says why.
     pub fn message(&self) -> &str {
         match self {

@@ -19,7 +19,7 @@
 //!    [`Watchdog::last_resort`], which prints and exits.
 
 use crate::watch::{Fault, Stop, Watch};
-use collbench_core::stuck::{diagnose, is_stuck_line, least};
+use collbench_core::stuck::{diagnose, least};
 use collbench_core::{Bootstrap, RankProgress};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -142,12 +142,7 @@ pub(crate) fn watch_over(w: Watched<'_>) {
             w.control.publish_progress(mine);
         }
         if let Some(f) = w.control.failure() {
-            let stop = if is_stuck_line(&f.message) {
-                Stop::Stuck(f.message)
-            } else {
-                Stop::Failed(f.message)
-            };
-            w.watch.stop(stop);
+            w.watch.stop(Stop::from_failure(f.message));
             stopped_at = Some(Instant::now());
             continue;
         }
