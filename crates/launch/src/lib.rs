@@ -7,7 +7,8 @@
 //! - `World::discover(&LaunchOptions) -> Result<World, LaunchError>`
 //! - `Control::connect(&World, &LaunchOptions) -> Result<Control, LaunchError>`
 //!   and its methods `rank`, `world_size`, `barrier`, `broadcast`, `gather`,
-//!   `all_gather`, `abort`; [`Control`] also implements
+//!   `all_gather`, `abort`, and the stuck-rank seam `publish_progress`,
+//!   `progress_of_all`, `abort_job`, `failure`; [`Control`] also implements
 //!   [`collbench_core::Bootstrap`], which is all the runner, the checks and
 //!   the backends need to see of it.
 //!

@@ -58,6 +58,9 @@ pub(crate) enum Msg {
         pid: u32,
         /// Random, the same for every attempt of one joining rank: a
         /// second hello with it is that rank retrying, not a duplicate.
+        /// (Defaulted so that a protocol-1 hello still parses and is
+        /// refused for its version, with a message saying so.)
+        #[serde(default)]
         nonce: u64,
     },
     /// Rank 0 accepted the hello.
@@ -276,6 +279,20 @@ mod tests {
         assert_eq!(unpack(&packed).unwrap(), parts);
         assert_eq!(unpack(&packed[..packed.len() - 1]), None);
         assert_eq!(unpack(&[0, 0, 0, 9]), None);
+    }
+
+    #[test]
+    fn an_older_hello_still_parses_so_its_version_can_be_refused() {
+        let v1 = br#"{"type":"hello","protocol":1,"token":"t","rank":1,"world_size":2,"local_rank":0,"host":"h","pid":9}"#;
+        let msg: Msg = serde_json::from_slice(v1).unwrap();
+        assert!(matches!(
+            msg,
+            Msg::Hello {
+                protocol: 1,
+                nonce: 0,
+                ..
+            }
+        ));
     }
 
     #[test]

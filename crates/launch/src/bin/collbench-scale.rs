@@ -32,24 +32,31 @@ fn main() -> ExitCode {
             }
         };
     }
-    let Ok(worlds) = args
-        .iter()
-        .map(|w| w.parse::<usize>())
-        .collect::<Result<Vec<_>, _>>()
+    let worlds: Result<Vec<usize>, _> = args.iter().map(|w| w.parse::<usize>()).collect();
+    let Some(worlds) = worlds
+        .ok()
+        .filter(|w| !w.is_empty() && w.iter().all(|&w| w >= 2))
     else {
-        eprintln!("usage: collbench-scale W... (world sizes, e.g. 1024 4096 16384)");
+        eprintln!("usage: collbench-scale W... (world sizes of 2 or more, e.g. 1024 4096 16384)");
         return ExitCode::from(2);
     };
     let Ok(exe) = std::env::current_exe() else {
         eprintln!("collbench-scale: cannot find its own executable");
         return ExitCode::FAILURE;
     };
-    println!("| W | Ready (rank 0), s | Ready (last rank), s | connect retries | rank-0 threads (peak) | rank-0 VmHWM, MiB | gather median / max, ms | rank-0 CPU per row, ms |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| W | Ready (rank 0), s | Ready (last rank), s | connect retries | rank-0 threads (peak) | rank-0 VmHWM, MiB | gather median / max, ms | rank-0 CPU per row, ms | a rank dies: all others told, ms |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for w in worlds {
         match scale::run(&ScaleOptions::new(w), &exe) {
+            Ok(r) if !r.failure.contains(&format!("rank {} on host", w - 1)) => {
+                eprintln!(
+                    "collbench-scale: W = {w}: the dead rank was not named: {}",
+                    r.failure
+                );
+                return ExitCode::FAILURE;
+            }
             Ok(r) => println!(
-                "| {} | {:.2} | {:.2} | {} | {} | {:.1} | {:.2} / {:.2} | {:.2} |",
+                "| {} | {:.2} | {:.2} | {} | {} | {:.1} | {:.2} / {:.2} | {:.2} | {:.1} |",
                 r.world_size,
                 r.ready_s,
                 r.clients_ready_s,
@@ -58,7 +65,8 @@ fn main() -> ExitCode {
                 r.root_hwm_mib,
                 r.gather_median_ms,
                 r.gather_max_ms,
-                r.row_cpu_ms
+                r.row_cpu_ms,
+                r.abort_ms
             ),
             Err(e) => {
                 eprintln!("collbench-scale: W = {w}: {e}");

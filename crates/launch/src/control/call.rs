@@ -155,10 +155,10 @@ impl Control {
             link.shared
                 .fail(format!("cannot send {op} #{seq}: {e}"), None)
         })?;
-        link.shared.hub().command(Command::Send {
-            to: None,
+        link.shared.hub().command(Command::SendAll {
             except: None,
             frame: frame.into(),
+            written: None,
         });
         Ok(())
     }

@@ -23,7 +23,10 @@
 //! sends nothing for the timeout (stopped, hung, unreachable) or, on rank
 //! 0, reads nothing it is sent for the timeout, fails the job; rank 0 then
 //! sends Abort to everyone else, so they fail at once instead of waiting
-//! out their own timeouts. Every wait has a deadline.
+//! out their own timeouts. Every wait has a deadline. Before Ready a lost
+//! connection is not yet a failure: the rank may be retrying a slow join
+//! (a hello with the same nonce replaces its earlier connection); one
+//! that never comes back is named at the join deadline.
 //! After a failure every call returns the first failure's message, which
 //! names the rank and host.
 //!
@@ -112,6 +115,12 @@ impl Control {
         args: &LaunchOptions,
         info: Vec<u8>,
     ) -> Result<Control, LaunchError> {
+        if world.rank >= world.world_size {
+            return Err(LaunchError::Discovery(format!(
+                "rank {} is not in a world of {} ranks: check --rank and --world-size",
+                world.rank, world.world_size
+            )));
+        }
         let timeout = Duration::from_secs(args.timeout_s.max(1));
         let own = PeerHello {
             rank: world.rank,

@@ -42,7 +42,16 @@ pub(super) fn join_as_root(
 
     let deadline = Instant::now() + timeout;
     let mut early = Vec::new();
-    loop {
+    'joining: loop {
+        // Joined first: the loop sends it before anything a rank does after
+        // Ready, so a rank that aborts at once fails the first call, not
+        // the join.
+        while let Ok(event) = events_rx.try_recv() {
+            match event {
+                Event::Joined => break 'joining,
+                event => early.push(event),
+            }
+        }
         if let Some(failure) = shared.failure() {
             shared.close();
             return Err(LaunchError::Control(failure));
@@ -233,33 +242,42 @@ pub(super) fn join_as_peer(
     let mut state = new_state(events_rx, world.world_size);
     let ready_deadline = start + timeout * 2 + Duration::from_secs(5);
     loop {
-        if let Some(failure) = shared.failure() {
-            shared.close();
-            return Err(LaunchError::Control(failure));
-        }
-        let Some(left) = ready_deadline.checked_duration_since(Instant::now()) else {
-            let error = shared.fail(
-                format!(
-                    "rank 0 on host {host} did not start the job within {} s",
-                    (timeout * 2).as_secs()
-                ),
-                None,
-            );
-            shared.close();
-            return Err(error);
+        // What arrived first: a Ready that came before a failure (another
+        // rank aborting right after Ready) still starts this rank, whose
+        // first call then reports the failure.
+        let event = match state.events.try_recv() {
+            Ok(event) => Some(event),
+            Err(_) => {
+                if let Some(failure) = shared.failure() {
+                    shared.close();
+                    return Err(LaunchError::Control(failure));
+                }
+                let Some(left) = ready_deadline.checked_duration_since(Instant::now()) else {
+                    let error = shared.fail(
+                        format!(
+                            "rank 0 on host {host} did not start the job within {} s",
+                            (timeout * 2).as_secs()
+                        ),
+                        None,
+                    );
+                    shared.close();
+                    return Err(error);
+                };
+                state.events.recv_timeout(left).ok()
+            }
         };
-        match state.events.recv_timeout(left) {
-            Ok(Event::Frame {
+        match event {
+            Some(Event::Frame {
                 msg: Msg::Ready, ..
             }) => break,
-            Ok(Event::Left(_)) => {
+            Some(Event::Left(_)) => {
                 shared.close();
                 return Err(LaunchError::Control(format!(
                     "rank 0 on host {host} closed before the job started"
                 )));
             }
-            Ok(event) => absorb(&mut state, event, &mut Vec::new()),
-            Err(_) => {}
+            Some(event) => absorb(&mut state, event, &mut Vec::new()),
+            None => {}
         }
     }
     Ok(Link {

@@ -202,11 +202,7 @@ impl Shared {
         match &self.out {
             Outbox::Hub(hub) => {
                 if let Ok(frame) = wire::encode(&notice(reason.clone()), &[]) {
-                    hub.command(Command::Send {
-                        to: None,
-                        except: culprit,
-                        frame: frame.into(),
-                    });
+                    hub.send_all_now(frame.into(), culprit);
                 }
             }
             Outbox::Root(peer) => {

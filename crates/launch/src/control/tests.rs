@@ -149,3 +149,47 @@ fn a_rank_that_retries_its_join_replaces_itself_and_a_stranger_is_still_refused(
     let _last = Control::connect(&world(2, 3, port), &options(10)).unwrap();
     assert!(root.join().unwrap());
 }
+
+#[test]
+fn a_rank_that_stops_reading_is_named_by_rank_0() {
+    let port = free_port();
+    let root = thread::spawn(move || {
+        let control = Control::connect(&world(0, 2, port), &options(2)).unwrap();
+        // Answers pile up in the rank's socket, then in rank 0's queue.
+        for _ in 0..8 {
+            let _ = control.broadcast(Some(vec![0; 8 << 20]));
+        }
+        control.barrier().unwrap_err().to_string()
+    });
+    let stream = silent_rank(port, 1, 2);
+    // It keeps its heartbeat going but never reads.
+    let mut beating = stream.try_clone().unwrap();
+    thread::spawn(move || loop {
+        let word = crate::wire::word_payload(0);
+        if crate::wire::write_frame(&mut beating, &Msg::Heartbeat, &word).is_err() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(100));
+    });
+    let error = root.join().unwrap();
+    assert!(
+        error.contains("rank 1 on host frozen read nothing for 2 s"),
+        "{error}"
+    );
+    drop(stream);
+}
+
+#[test]
+fn a_rank_lost_before_ready_may_join_again() {
+    let port = free_port();
+    let root = thread::spawn(move || Control::connect(&world(0, 3, port), &options(10)).is_ok());
+    // Rank 1 joins, then its connection closes before the job starts
+    // (it gave up on a slow welcome, or its first process died).
+    drop(silent_rank(port, 1, 3));
+    thread::sleep(Duration::from_millis(200));
+    let again = thread::spawn(move || Control::connect(&world(1, 3, port), &options(10)).is_ok());
+    let last = Control::connect(&world(2, 3, port), &options(10));
+    assert!(last.is_ok());
+    assert!(again.join().unwrap());
+    assert!(root.join().unwrap());
+}

@@ -4,8 +4,10 @@
 //! runs rows like the runner: each row, a gather of every rank's report.
 //! The harness releases each row's parts when rank 0 starts the row (the
 //! collective that ends a row syncs a real job's ranks, outside the
-//! control plane). What it costs rank 0 (threads, memory) is read from
-//! /proc, outside rank 0, while it runs.
+//! control plane). Then the last rank dies: rank 0's next call must fail
+//! naming it, and every other rank must get rank 0's Abort. What it costs
+//! rank 0 (threads, memory) is read from /proc, outside rank 0, while it
+//! runs.
 //!
 //! Not part of collbench's interface: used by `tests/scale.rs` (W = 1024
 //! in CI) and the `collbench-scale` bench binary.
@@ -69,6 +71,8 @@ pub struct RootReport {
     /// CPU time rank 0's process spent on the rows (all its threads), s:
     /// what a row costs rank 0 whatever else runs on the machine.
     pub rows_cpu_s: f64,
+    /// How the barrier after the last rank's death failed.
+    pub failure: String,
 }
 
 /// The harness's figures for one W.
@@ -92,10 +96,15 @@ pub struct ScaleReport {
     pub gather_max_ms: f64,
     /// Rank 0's CPU time per row (all threads), ms.
     pub row_cpu_ms: f64,
+    /// After the rows the last rank dies: how rank 0's barrier failed.
+    pub failure: String,
+    /// From that death until every other rank had rank 0's Abort, ms.
+    pub abort_ms: f64,
 }
 
 /// Rank 0's side, in the child process: joins as rank 0 on `port`, runs
-/// the rows, says goodbye.
+/// the rows, then sees the last rank die (its next call must fail naming
+/// it) and says goodbye.
 pub fn serve_as_root(opts: &ScaleOptions, port: u16) -> Result<RootReport, String> {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     let world = World {
@@ -140,6 +149,15 @@ pub fn serve_as_root(opts: &ScaleOptions, port: u16) -> Result<RootReport, Strin
         }
     }
     report.rows_cpu_s = cpu_seconds() - cpu_before;
+    // The last rank dies now (the harness drops its connection): the next
+    // call must fail naming it, and every other rank must hear of it.
+    writeln!(stdout, "kill")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| e.to_string())?;
+    report.failure = match control.barrier() {
+        Ok(()) => return Err("a barrier with a dead rank succeeded".into()),
+        Err(e) => e.to_string(),
+    };
     report.hwm_kib = proc_status(std::process::id(), "VmHWM").unwrap_or(0);
     drop(control);
     Ok(report)
@@ -174,7 +192,8 @@ pub fn run(opts: &ScaleOptions, root_exe: &Path) -> Result<ScaleReport, String> 
         })
     };
     // Rank 0's stdout: "row K" when row K starts (release its parts),
-    // then its report as one JSON line.
+    // "kill" when the last rank is to die, then its report as one JSON
+    // line.
     let rows = Arc::new(swarm::Rows::default());
     let stdout = child.stdout.take().expect("piped");
     let reader = {
@@ -184,22 +203,26 @@ pub fn run(opts: &ScaleOptions, root_exe: &Path) -> Result<ScaleReport, String> 
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 match line.strip_prefix("row ").map(str::parse::<usize>) {
                     Some(Ok(row)) => rows.release(row + 1),
+                    _ if line == "kill" => rows.kill_last(),
                     _ => last = Some(line),
                 }
             }
+            rows.root_gone();
             last
         })
     };
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let swarm = swarm::run(opts, addr, &rows);
     if swarm.is_err() {
+        // Its stderr (inherited) says why, if it failed first.
         let _ = child.kill();
     }
     let status = child.wait().map_err(|e| e.to_string())?;
     let line = reader.join().unwrap_or(None);
     done.store(true, Ordering::SeqCst);
     let root_threads = sampler.join().unwrap_or(0);
-    let swarm = swarm?;
+    // Rank 0's own error, if it had one, is on the inherited stderr.
+    let swarm = swarm.map_err(|e| format!("{e} (rank 0's process: {status})"))?;
     let root: RootReport = match (status.success(), line) {
         (true, Some(line)) => serde_json::from_str(&line).map_err(|e| e.to_string())?,
         _ => return Err(format!("rank 0 failed ({status})")),
@@ -215,6 +238,8 @@ pub fn run(opts: &ScaleOptions, root_exe: &Path) -> Result<ScaleReport, String> 
         gather_median_ms,
         gather_max_ms,
         row_cpu_ms: root.rows_cpu_s * 1e3 / opts.rows.max(1) as f64,
+        failure: root.failure,
+        abort_ms: swarm.abort_s * 1e3,
     })
 }
 
@@ -248,7 +273,7 @@ fn median_max(xs: &[f64]) -> (f64, f64) {
     }
 }
 
-/// A number field of /proc/<pid>/status (`Threads`, `VmHWM` in KiB).
+/// A number field of `/proc/PID/status` (`Threads`, `VmHWM` in KiB).
 fn proc_status(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status.lines().find_map(|line| {

@@ -25,13 +25,22 @@ pub struct SwarmReport {
     /// Connect attempts beyond the first, over all ranks (refused while
     /// rank 0 was not listening yet, or a full accept queue).
     pub retries: u64,
+    /// From the last rank's death until every other rank had rank 0's
+    /// Abort, s (0 when no rank was killed).
+    pub abort_s: f64,
 }
 
-/// Rows released so far (every rank sends its part of each), and the
-/// wakers of the client threads, so a release is acted on at once.
+/// What rank 0 has said on its stdout: rows released so far (every rank
+/// sends its part of each), and whether the last rank is to die now; plus
+/// the wakers of the client threads, so either is acted on at once.
 #[derive(Default)]
 pub struct Rows {
     released: AtomicUsize,
+    kill: AtomicBool,
+    /// When the last rank's connection was dropped.
+    killed_at: Mutex<Option<Instant>>,
+    /// When rank 0's process closed its stdout (exited).
+    root_gone: Mutex<Option<Instant>>,
     wakers: Mutex<Vec<Arc<Waker>>>,
 }
 
@@ -39,6 +48,24 @@ impl Rows {
     /// Rows `0..n` are done on every simulated rank: send their parts.
     pub fn release(&self, n: usize) {
         self.released.store(n, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// The last rank dies (its connection drops without a goodbye); every
+    /// other rank then expects rank 0's Abort.
+    pub fn kill_last(&self) {
+        self.kill.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// Rank 0's process has ended: ranks still waiting give up soon
+    /// (instead of at their deadline, minutes later).
+    pub fn root_gone(&self) {
+        *self.root_gone.lock().unwrap() = Some(Instant::now());
+        self.wake();
+    }
+
+    fn wake(&self) {
         for waker in self.wakers.lock().unwrap().iter() {
             let _ = waker.wake();
         }
@@ -97,9 +124,14 @@ pub fn run(opts: &ScaleOptions, addr: SocketAddr, rows: &Arc<Rows>) -> Result<Sw
         .collect();
     let mut report = SwarmReport::default();
     for h in handles {
-        if let Ok((ready_s, retries)) = h.join().map_err(|_| "a client thread panicked")? {
-            report.ready_s = report.ready_s.max(ready_s);
-            report.retries += retries;
+        if let Ok(seen) = h.join().map_err(|_| "a client thread panicked")? {
+            report.ready_s = report.ready_s.max(seen.ready_s);
+            report.retries += seen.retries;
+            let killed_at = *rows.killed_at.lock().unwrap();
+            if let (Some(killed), Some(aborted)) = (killed_at, seen.last_abort) {
+                let abort_s = aborted.saturating_duration_since(killed).as_secs_f64();
+                report.abort_s = report.abort_s.max(abort_s);
+            }
         }
     }
     let first_error = first_error.lock().unwrap().take();
@@ -109,7 +141,16 @@ pub fn run(opts: &ScaleOptions, addr: SocketAddr, rows: &Arc<Rows>) -> Result<Sw
     }
 }
 
-/// One thread's ranks; returns (last Ready in s after `start`, retries).
+/// What one client thread saw.
+struct Seen {
+    /// Last Ready, s after the start.
+    ready_s: f64,
+    retries: u64,
+    /// When its last rank got rank 0's Abort (after a kill).
+    last_abort: Option<Instant>,
+}
+
+/// One thread's ranks.
 fn drive(
     opts: &ScaleOptions,
     addr: SocketAddr,
@@ -117,7 +158,7 @@ fn drive(
     start: Instant,
     stop: &AtomicBool,
     rows: &Rows,
-) -> Result<(f64, u64), String> {
+) -> Result<Seen, String> {
     let err = |e: std::io::Error| e.to_string();
     let mut poll = Poll::new().map_err(err)?;
     rows.wakers
@@ -145,6 +186,8 @@ fn drive(
     let mut next_beat = start + beat;
     let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ (clients.first().map_or(1, |c| c.rank) as u64);
     let (mut last_ready, mut retries) = (0.0f64, 0u64);
+    let mut last_abort = None;
+    let victim = opts.world_size - 1;
     let mut scratch = vec![0u8; 64 << 10];
     let mut next_timers = start;
     let mut released_seen = 0;
@@ -154,9 +197,14 @@ fn drive(
             return Err("stopped: another client thread failed".into());
         }
         let now = Instant::now();
-        if now > deadline {
+        let root_gone = *rows.root_gone.lock().unwrap();
+        if now > deadline || root_gone.is_some_and(|t| now > t + Duration::from_secs(2)) {
             let behind = clients.iter().filter(|c| c.stage != Stage::Done).count();
-            return Err(format!("{behind} simulated ranks not done by the deadline"));
+            let why = match root_gone {
+                Some(_) => "rank 0's process ended",
+                None => "the deadline passed",
+            };
+            return Err(format!("{why} with {behind} simulated ranks not done"));
         }
         if now >= next_timers {
             next_timers = now + Duration::from_millis(10);
@@ -183,6 +231,18 @@ fn drive(
                     c.out.extend_from_slice(&frame);
                     flush(c)?;
                 }
+            }
+        }
+        if rows.kill.load(Ordering::SeqCst) {
+            if let Some(c) = clients
+                .iter_mut()
+                .find(|c| c.rank == victim && c.stream.is_some())
+            {
+                if let Some(mut stream) = c.stream.take() {
+                    let _ = poll.registry().deregister(&mut stream);
+                }
+                c.stage = Stage::Done;
+                *rows.killed_at.lock().unwrap() = Some(Instant::now());
             }
         }
         let released = rows.released.load(Ordering::SeqCst);
@@ -238,7 +298,18 @@ fn drive(
                 if msg == Msg::Ready {
                     last_ready = last_ready.max(start.elapsed().as_secs_f64());
                 }
+                if matches!(msg, Msg::Abort { .. }) && rows.kill.load(Ordering::SeqCst) {
+                    // The kill's expected news: this rank is done.
+                    last_abort = Some(Instant::now());
+                    c.stage = Stage::Done;
+                    c.out.clear();
+                    break;
+                }
                 answer(c, msg)?;
+            }
+            if c.stage == Stage::Done && last_abort.is_some() {
+                c.stream = None;
+                continue;
             }
             c.inbuf.drain(..used);
             send_parts(c, released_seen, &report, &mut parts)?;
@@ -252,7 +323,11 @@ fn drive(
             }
         }
     }
-    Ok((last_ready, retries))
+    Ok(Seen {
+        ready_s: last_ready,
+        retries,
+        last_abort,
+    })
 }
 
 /// Queues (and writes) this rank's parts of the rows released so far;

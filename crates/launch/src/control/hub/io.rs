@@ -175,12 +175,18 @@ impl Hub {
             return Outcome::Drop;
         }
         let Some(rank) = conn.rank else {
-            self.note_drop(format!("{who}: {e} before a hello"));
+            self.note(format!(
+                "dropped {who}: {e} before a hello (not a collbench rank?)"
+            ));
             return Outcome::Drop;
         };
         if self.joined < self.shared.world_size && matches!(e, ReadError::Closed) {
             // Before Ready a rank may give up on a slow welcome and try
-            // again (a connect storm): it is not a failure, it rejoins.
+            // again (a connect storm): it is not a failure, it rejoins (or
+            // is named at the deadline if it died).
+            self.note(format!(
+                "lost {who} before the job started (it exited, or retries a slow join): waiting for it to join again"
+            ));
             self.unadmit(rank);
             return Outcome::Drop;
         }

@@ -31,14 +31,18 @@ const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
 /// Connection `i` is token `i + FIRST`.
 const FIRST: usize = 2;
+/// Lines about lost connections printed one by one during the join.
+const NOTED: usize = 3;
 
 /// What the calling thread asks of the loop.
 pub(super) enum Command {
-    /// Send `frame` to rank `to`, or to every joined rank but `except`.
-    Send {
-        to: Option<usize>,
+    /// Send `frame` to every joined rank but `except`; then, if given, say
+    /// so on `written` (a failure notice is in the kernel's hands before
+    /// the caller goes on, as when the caller wrote it itself).
+    SendAll {
         except: Option<usize>,
         frame: Arc<[u8]>,
+        written: Option<Sender<()>>,
     },
     /// Goodbye to everyone, read until each closes (1 s at most), stop.
     Goodbye,
@@ -64,10 +68,32 @@ impl HubHandle {
         sent && self.waker.wake().is_ok()
     }
 
+    /// Sends `frame` to every joined rank but `except` and waits (1 s at
+    /// most) until the loop has written it; not on the loop's own thread
+    /// (a failure hook), where waiting would only wait out the second.
+    pub(super) fn send_all_now(&self, frame: Arc<[u8]>, except: Option<usize>) {
+        let (written, done) = mpsc::channel();
+        let on_loop = super::shared::lock(&self.thread)
+            .as_ref()
+            .is_some_and(|t| t.thread().id() == thread::current().id());
+        let written = (!on_loop).then_some(written);
+        let waiting = written.is_some();
+        if self.command(Command::SendAll {
+            except,
+            frame,
+            written,
+        }) && waiting
+        {
+            let _ = done.recv_timeout(Duration::from_secs(1));
+        }
+    }
+
     /// `command`, then waits for the loop to end.
     pub(super) fn finish(&self, command: Command) {
         self.command(command);
-        if let Some(thread) = super::shared::lock(&self.thread).take() {
+        // Taken first: the lock is not held while the loop finishes.
+        let thread = super::shared::lock(&self.thread).take();
+        if let Some(thread) = thread {
             let _ = thread.join();
         }
     }
@@ -116,8 +142,7 @@ pub(super) fn spawn(
         scratch: vec![0u8; 64 << 10],
         ending: None,
         news: Vec::new(),
-        dropped: 0,
-        quiet_drops: 0,
+        noted: 0,
         nonces: vec![0; n],
     };
     let thread = thread::Builder::new()
@@ -151,9 +176,8 @@ struct Hub {
     /// the loop: thousands of parts of a gather wake it a few times, not
     /// thousands.
     news: Vec<Event>,
-    /// Connections dropped before a hello; those not logged one by one.
-    dropped: usize,
-    quiet_drops: usize,
+    /// Lines about connections lost during the join (see `note`).
+    noted: usize,
     /// Per admitted rank, its hello's nonce.
     nonces: Vec<u64>,
 }
@@ -314,10 +338,10 @@ impl Hub {
         self.by_rank[rank] = Some(i);
         self.joined += 1;
         if self.joined == self.shared.world_size {
-            if self.quiet_drops > 0 {
+            if self.noted > NOTED {
                 eprintln!(
-                    "collbench: rank 0 also dropped {} more connections that closed or stayed silent before a hello (ranks retrying a slow join)",
-                    self.quiet_drops
+                    "collbench: rank 0 left out {} more such lines while the ranks joined",
+                    self.noted - NOTED
                 );
             }
             self.broadcast(frame_of(&Msg::Ready, &[]), None);
@@ -330,24 +354,16 @@ impl Hub {
     fn take_commands(&mut self) {
         while let Ok(command) = self.commands.try_recv() {
             match command {
-                Command::Send {
-                    to: Some(rank),
-                    frame,
-                    ..
-                } => {
-                    if let Some(i) = self.by_rank.get(rank).copied().flatten() {
-                        if let Some(conn) = self.conns[i].as_mut() {
-                            conn.queue(frame);
-                        }
-                        let outcome = self.write(i);
-                        self.settle(i, outcome);
-                    }
-                }
-                Command::Send {
-                    to: None,
+                Command::SendAll {
                     except,
                     frame,
-                } => self.broadcast(frame, except),
+                    written,
+                } => {
+                    self.broadcast(frame, except);
+                    if let Some(written) = written {
+                        let _ = written.send(());
+                    }
+                }
                 Command::Goodbye => {
                     let deadline = Instant::now() + Duration::from_secs(1);
                     self.ending = Some(Ending::Goodbye(deadline));
@@ -397,8 +413,11 @@ impl Hub {
             let outcome = match conn.rank {
                 None if now > conn.hello_deadline => {
                     if !conn.finished {
-                        let what = format!("{}: nothing received before a hello", conn.name());
-                        self.note_drop(what);
+                        let line = format!(
+                            "dropped {}: nothing received before a hello (not a collbench rank?)",
+                            conn.name()
+                        );
+                        self.note(line);
                     }
                     Outcome::Drop
                 }
@@ -438,16 +457,18 @@ impl Hub {
         }
     }
 
-    /// Logs a dropped connection that never said hello (a stray client,
-    /// or a rank that gave up and retried): the first few, then a count,
-    /// so a connect storm does not print thousands of lines.
-    fn note_drop(&mut self, what: String) {
-        if self.dropped < 3 {
-            eprintln!("collbench: rank 0 dropped {what} (not a collbench rank?)");
-        } else {
-            self.quiet_drops += 1;
+    /// One line about a connection lost while the ranks join (a stray
+    /// client, a rank that retried a slow join, a rank that died): the
+    /// first few, then one count at Ready, so a connect storm does not
+    /// print thousands of lines.
+    fn note(&mut self, line: String) {
+        let joining = self.joined < self.shared.world_size;
+        if self.noted < NOTED || !joining {
+            eprintln!("collbench: rank 0 {line}");
         }
-        self.dropped += 1;
+        if joining {
+            self.noted += 1;
+        }
     }
 
     /// Forgets rank `rank`'s admission (before Ready: it rejoins).
