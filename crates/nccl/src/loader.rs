@@ -15,17 +15,9 @@ pub struct FoundNccl {
 
 impl FoundNccl {
     /// `2.28.3` from 22803 (and the pre-2.9 encoding 2708 -> `2.7.8`).
+    /// A negative code (never returned by a real NCCL) reads as 0.0.0.
     pub fn version_string(&self) -> String {
-        version_string(self.version_code)
-    }
-}
-
-/// Decodes NCCL's version code.
-pub fn version_string(code: i32) -> String {
-    if code >= 10000 {
-        format!("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100)
-    } else {
-        format!("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100)
+        collbench_core::nccl_version::text(u64::try_from(self.version_code).unwrap_or(0))
     }
 }
 
@@ -149,12 +141,6 @@ pub fn open(explicit: Option<&Path>) -> Result<(libloading::Library, FoundNccl),
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions() {
-        assert_eq!(version_string(22803), "2.28.3");
-        assert_eq!(version_string(2708), "2.7.8");
-    }
 
     #[test]
     fn search_order() {
