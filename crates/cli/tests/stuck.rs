@@ -156,6 +156,18 @@ fn four_processes_name_a_rank_that_stops_calling() {
 }
 
 #[test]
+fn rank_0_names_itself_when_it_is_the_one_that_stopped() {
+    // Rank 0 holds the table; its watchdog thread decides while its main
+    // thread is held by the hook.
+    let (done, took) = job(&[&SWEEP[..], &["--test-stop-calling", "0:0:1"]].concat());
+    all_say(
+        &done,
+        took,
+        &format!("{PREFIX}all_reduce 1 KiB iteration 1: rank 0 (host n1) never entered; 3 ranks waiting (no progress for 2 s)"),
+    );
+}
+
+#[test]
 fn four_processes_name_a_rank_asleep_in_a_call() {
     let (done, took) = job(&[&SWEEP[..], &["--test-sleep-in-call", "1:2:2"]].concat());
     all_say(
