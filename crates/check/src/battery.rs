@@ -4,7 +4,7 @@
 
 use collbench_core::Bootstrap;
 use collbench_core::{Collective, DataType, Explanation, ReduceOp};
-use collbench_runner::{Average, Backend, Plan, RootSel, RunObserver, Runner};
+use collbench_runner::{Average, Backend, Plan, RootSel, RunObserver, Runner, Watchdog};
 use serde::Serialize;
 
 /// How each case is run: its iterations, and whether to ask the backend
@@ -74,13 +74,15 @@ impl RunObserver for Notes {
     }
 }
 
-/// Runs one case on every rank. Returns the outcome on rank 0 and `None`
-/// on the other processes.
+/// Runs one case on every rank, watched by `watchdog` (a stuck collective
+/// ends the check as it ends `run`). Returns the outcome on rank 0 and
+/// `None` on the other processes.
 pub fn run_case(
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
     req: CaseRequest,
     iters: Iterations,
+    watchdog: &Watchdog,
 ) -> anyhow::Result<Option<CaseOutcome>> {
     let plan = Plan {
         collectives: vec![req.collective],
@@ -100,7 +102,10 @@ pub fn run_case(
     };
     let mut notes = Notes::default();
     let record = collbench_core::Record::new("collbench");
-    let Some(record) = Runner::new(backend, control, plan).run(record, &mut notes)? else {
+    let Some(record) = Runner::new(backend, control, plan)
+        .with_watchdog(watchdog.clone())
+        .run(record, &mut notes)?
+    else {
         return Ok(None);
     };
     let Some(row) = record.results.first() else {
@@ -144,7 +149,8 @@ mod tests {
             timed: 2,
             explain: true,
         };
-        let Some(CaseOutcome::Measured(m)) = run_case(&mut b, &SingleProcess, req, it).unwrap()
+        let Some(CaseOutcome::Measured(m)) =
+            run_case(&mut b, &SingleProcess, req, it, &Watchdog::default()).unwrap()
         else {
             panic!("expected a measurement");
         };

@@ -159,6 +159,7 @@ pub fn check_main(
     args: &CheckArgs,
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
+    watchdog: &collbench_runner::Watchdog,
     _argv: &[String],
 ) -> anyhow::Result<Status> {
     if !(0.0 < args.pair_fraction && args.pair_fraction < 1.0) {
@@ -213,7 +214,7 @@ pub fn check_main(
                 format_size(p.req.size_bytes)
             );
         }
-        let outcome = run_case(backend, control, p.req, it)?;
+        let outcome = run_case(backend, control, p.req, it, watchdog)?;
         let line = match outcome {
             None => continue,
             Some(CaseOutcome::Measured(m)) => match p.metric {

@@ -88,9 +88,10 @@ pub fn check_main(
     args: &CheckArgs,
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
+    watchdog: &collbench_runner::Watchdog,
     argv: &[String],
 ) -> anyhow::Result<verdict::Status> {
-    check::check_main(args, backend, control, argv)
+    check::check_main(args, backend, control, watchdog, argv)
 }
 
 /// Lists or shows built-in baselines.

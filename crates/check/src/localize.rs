@@ -185,7 +185,9 @@ impl Sendrecv<'_> {
             dtype: DataType::Float,
             size_bytes: self.size_bytes,
         };
-        match run_case(sub.as_mut(), self.control, req, self.iters)? {
+        // One process, rank threads of its own: nothing to watch for.
+        let watchdog = collbench_runner::Watchdog::default();
+        match run_case(sub.as_mut(), self.control, req, self.iters, &watchdog)? {
             Some(CaseOutcome::Measured(m)) if m.wrong > 0 => anyhow::bail!(
                 "sendrecv between ranks {ranks:?} gave {} wrong elements: the data path is broken there",
                 m.wrong

@@ -55,6 +55,11 @@ fn args(json: &std::path::Path) -> CheckArgs {
     }
 }
 
+/// `check --json json` in one process, unwatched.
+fn check(json: &std::path::Path, b: &mut dyn Backend) {
+    check_main(&args(json), b, &SingleProcess, &Default::default(), &[]).unwrap();
+}
+
 fn lines(json: &std::path::Path) -> Vec<serde_json::Value> {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
@@ -66,7 +71,7 @@ fn cpu_backend_lines_have_no_explanation() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("check.json");
     let mut b = CpuBackend::new(2, "h");
-    check_main(&args(&json), &mut b, &SingleProcess, &[]).unwrap();
+    check(&json, &mut b);
     let lines = lines(&json);
     assert!(lines.len() >= 6, "{lines:?}");
     for l in &lines {
@@ -79,7 +84,7 @@ fn an_explaining_backend_puts_what_ran_in_every_line() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("check.json");
     let mut b = Explaining(CpuBackend::new(2, "h"));
-    check_main(&args(&json), &mut b, &SingleProcess, &[]).unwrap();
+    check(&json, &mut b);
     let lines = lines(&json);
     assert!(lines.len() >= 6, "{lines:?}");
     for l in &lines {

@@ -4,6 +4,8 @@
 use clap::Args;
 use collbench_core::{size::parse_size, Collective, DataType, ReduceOp};
 use collbench_output::Format;
+use collbench_runner::{Fault, FaultKind, Watchdog};
+use std::time::Duration;
 
 fn size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
@@ -97,7 +99,8 @@ pub struct RunArgs {
     /// Use the default (null) CUDA stream.
     #[arg(short = 'y', long = "stream_null", default_value_t = 0)]
     pub stream_null: u32,
-    /// Abort a collective that takes longer than this many seconds (0 = never).
+    /// Abort a collective that takes longer than this many seconds (0 = never);
+    /// given, it replaces --watchdog's deadline.
     #[arg(short = 'T', long = "timeout", default_value_t = 0)]
     pub timeout: u64,
     /// Capture iterations in a CUDA graph and launch it N times (0 = off).
@@ -189,6 +192,8 @@ pub struct RunArgs {
     pub tuner_config: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
+    #[command(flatten)]
+    pub watch: WatchdogArgs,
 
     #[command(flatten, next_help_heading = "Launch")]
     pub launch: crate::launch_args::LaunchArgs,
@@ -218,6 +223,55 @@ pub struct BackendArgs {
     /// Test hook: make this CPU rank slow.
     #[arg(long, hide = true)]
     pub test_slow_rank: Option<usize>,
+}
+
+/// The stuck-collective watchdog's flags (shared by `run` and `check`).
+#[derive(Args, Debug, Clone)]
+pub struct WatchdogArgs {
+    /// Stop when a collective makes no progress for this many seconds:
+    /// every process prints one line naming the ranks and hosts behind and
+    /// where they are, communicators are aborted, exit 5 (0 = never; `run
+    /// -T` replaces it).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WATCHDOG_S)]
+    pub watchdog: u64,
+    /// Test hook: RANK:CASE:ITERATION stops calling there (alive).
+    #[arg(long, hide = true, value_parser = |s: &str| Fault::parse(FaultKind::StopCalling, s))]
+    pub test_stop_calling: Vec<Fault>,
+    /// Test hook: RANK:CASE:ITERATION[:SECONDS] stalls in that call.
+    #[arg(long, hide = true, value_parser = |s: &str| Fault::parse(FaultKind::Sleep(Duration::MAX), s))]
+    pub test_sleep_in_call: Vec<Fault>,
+    /// Test hook: RANK:CASE:ITERATION exits the process there.
+    #[arg(long, hide = true, value_parser = |s: &str| Fault::parse(FaultKind::Exit, s))]
+    pub test_exit: Vec<Fault>,
+}
+
+/// `--watchdog`'s default: long enough for the largest cases of a slow
+/// network (a timed loop's completion is one wait), short enough that a
+/// hung job is named before a batch allocation runs out.
+pub const DEFAULT_WATCHDOG_S: u64 = 300;
+
+impl WatchdogArgs {
+    /// How the runner watches the run: `-T` seconds where given (a
+    /// `timeout` above 0), else `--watchdog`'s; the fault hooks; and the
+    /// last resort for a run that cannot be interrupted (its line and exit
+    /// code).
+    pub fn watchdog(&self, timeout: u64) -> Watchdog {
+        let seconds = if timeout > 0 { timeout } else { self.watchdog };
+        Watchdog {
+            deadline: (seconds > 0).then(|| Duration::from_secs(seconds)),
+            faults: [
+                &self.test_stop_calling,
+                &self.test_sleep_in_call,
+                &self.test_exit,
+            ]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect(),
+            last_resort: Some(crate::exit::last_resort()),
+            grace: None,
+        }
+    }
 }
 
 /// The backends `--backend` names.

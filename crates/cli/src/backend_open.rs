@@ -9,6 +9,7 @@ use crate::launch_args::LaunchArgs;
 use collbench_launch::{Control, LaunchOptions, World};
 use collbench_runner::cpu::CpuBackend;
 use collbench_runner::Backend;
+use std::sync::Arc;
 
 /// How the command was invoked: the `<op>_perf` aliases keep nccl-tests'
 /// defaults.
@@ -41,7 +42,7 @@ pub struct Tuning {
 /// session finalises MPI).
 pub struct Opened {
     pub backend: Box<dyn Backend>,
-    pub control: Control,
+    pub control: Arc<Control>,
     _mpi: MpiSession,
 }
 
@@ -55,11 +56,11 @@ pub fn open(
 ) -> Result<Opened, Failure> {
     let (mpi, launch) = launch_args(b, launch)?;
     refuse_lone_rank_variable(&launch)?;
-    if uses_cpu(b) {
+    if uses_cpu(b) && !cpu_per_process_for_tests() {
         refuse_cpu_across_processes(&launch)?;
     }
     let world = World::discover(&launch)?;
-    let control = Control::connect(&world, &launch)?;
+    let control = Arc::new(Control::connect(&world, &launch)?);
     let backend = open_backend(b, tuning, mode, &world, &control)?;
     Ok(Opened {
         backend,
@@ -100,6 +101,15 @@ fn refuse_cpu_across_processes(launch: &LaunchOptions) -> Result<(), Failure> {
     )))
 }
 
+/// Test hook (`COLLBENCH_TEST_CPU_PER_PROCESS=1`): every process of a
+/// multi-process job runs rank threads of its own, so that CI without GPUs
+/// can test what spans processes (the control plane, the watchdog, a
+/// killed rank). Each process's collectives stay inside it: the figures
+/// mean nothing.
+fn cpu_per_process_for_tests() -> bool {
+    std::env::var("COLLBENCH_TEST_CPU_PER_PROCESS").as_deref() == Ok("1")
+}
+
 /// `RANK` without `WORLD_SIZE` (torchrun style, half set) would silently
 /// run as rank 0 of 1.
 fn refuse_lone_rank_variable(launch: &LaunchOptions) -> Result<(), Failure> {
@@ -131,7 +141,7 @@ fn open_backend(
     tuning: Tuning,
     mode: Mode,
     world: &World,
-    control: &Control,
+    control: &Arc<Control>,
 ) -> Result<Box<dyn Backend>, Failure> {
     if a.ranks == Some(0) {
         return Err(Failure::usage("--ranks must be at least 1"));
@@ -140,7 +150,7 @@ fn open_backend(
         return Err(Failure::usage("-g/--ngpus must be at least 1"));
     }
     let cpu = |note: Option<String>| -> Result<Box<dyn Backend>, Failure> {
-        if world.world_size > 1 {
+        if world.world_size > 1 && !cpu_per_process_for_tests() {
             return Err(Failure::usage(format!(
                 "the CPU backend runs all ranks in one process, but this is rank {} of {} processes: use --backend nccl (GPUs) or run one process with --ranks N",
                 world.rank, world.world_size
@@ -153,8 +163,20 @@ fn open_backend(
             let threads = if ranks == 1 { "thread" } else { "threads" };
             eprintln!("collbench: {n}: using the built-in CPU backend with {ranks} rank {threads}");
         }
+        // The test hook's processes meet after every operation.
+        let across = (world.world_size > 1).then(|| {
+            let control = control.clone();
+            Arc::new(move || {
+                control
+                    .all_gather(Vec::new())
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }) as collbench_runner::cpu::ProcessBarrier
+        });
         Ok(Box::new(
-            CpuBackend::new(ranks, &world.hostname).with_slow_rank(a.test_slow_rank),
+            CpuBackend::new(ranks, &world.hostname)
+                .with_slow_rank(a.test_slow_rank)
+                .with_process_barrier(across),
         ))
     };
     let nccl = || -> Result<Box<dyn Backend>, Failure> {
@@ -176,7 +198,7 @@ fn open_backend(
         };
         // A flag this NCCL cannot honour is a usage error (exit 2), as
         // in nccl-tests; other failures are the backend's.
-        collbench_nccl::NcclBackend::new(&opts, control)
+        collbench_nccl::NcclBackend::new(&opts, control.as_ref())
             .map(|b| Box::new(b) as Box<dyn Backend>)
             .map_err(|e| match e {
                 collbench_runner::BackendError::Unsupported(m) => Failure::usage(m),
@@ -194,7 +216,7 @@ fn open_backend(
         #[cfg(feature = "mpi")]
         BackendName::Mpi => {
             crate::nccl_only::elsewhere(&tuning, "mpi")?;
-            collbench_mpi::MpiBackend::new(control, &world.hostname)
+            collbench_mpi::MpiBackend::new(control.as_ref(), &world.hostname)
                 .map(|b| Box::new(b) as Box<dyn Backend>)
                 .map_err(|e| Failure::new(Outcome::Backend, e.to_string()))
         }

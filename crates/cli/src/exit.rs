@@ -21,7 +21,8 @@ pub enum Outcome {
     /// The backend or its library failed (missing library, CUDA/NCCL
     /// error, out of memory).
     Backend,
-    /// An operation did not finish within the timeout.
+    /// A collective made no progress within the timeout (`-T`, else the
+    /// watchdog's): stuck.
     Timeout,
     /// `check`: every figure passes.
     CheckPass,
@@ -82,7 +83,13 @@ const RUN: [Outcome; 6] = [
 const OTHERS: [(&str, &[Outcome]); 6] = [
     (
         "check",
-        &[Outcome::CheckPass, Outcome::CheckWarn, Outcome::CheckFail],
+        &[
+            Outcome::CheckPass,
+            Outcome::CheckWarn,
+            Outcome::CheckFail,
+            Outcome::Launch,
+            Outcome::Timeout,
+        ],
     ),
     (
         "compare",
@@ -158,7 +165,7 @@ impl Outcome {
             Outcome::Usage => "usage error (bad flag, size, name, existing or unwritable output): nothing ran; or the results could not be written (stdout or a file)",
             Outcome::Launch => "launch failure: a peer missing, refused, dead or silent",
             Outcome::Backend => "backend failure: library missing, CUDA/NCCL error, out of memory",
-            Outcome::Timeout => "an operation exceeded `-T` seconds; communicators were aborted",
+            Outcome::Timeout => "a collective made no progress for `-T` seconds (else `--watchdog`'s, 300 by default): one line names the ranks behind; communicators were aborted",
             Outcome::CheckPass => "pass",
             Outcome::CheckWarn => "warn",
             Outcome::CheckFail => "fail (a wrong result always fails), or the check could not run",
@@ -266,15 +273,46 @@ impl Failure {
 
 impl From<collbench_runner::RunError> for Failure {
     fn from(e: collbench_runner::RunError) -> Failure {
+        Failure::from_run(&e)
+    }
+}
+
+impl Failure {
+    /// A run's error and its outcome.
+    fn from_run(e: &collbench_runner::RunError) -> Failure {
         use collbench_runner::{BackendError, RunError};
-        let outcome = match &e {
+        let outcome = match e {
             RunError::Plan(_) => Outcome::Usage,
             RunError::Control(_) => Outcome::Launch,
-            RunError::Backend(BackendError::Timeout(_)) => Outcome::Timeout,
+            RunError::Backend(BackendError::Timeout(_)) | RunError::Stuck(_) => Outcome::Timeout,
             RunError::Backend(_) => Outcome::Backend,
         };
         Failure::new(outcome, e.to_string())
     }
+}
+
+/// `check`'s errors: a stuck collective or a failed peer keep `run`'s
+/// codes (5 and 3); anything else means the check could not run.
+pub fn check_failure(e: &anyhow::Error) -> Failure {
+    match e.downcast_ref::<collbench_runner::RunError>() {
+        Some(
+            run @ (collbench_runner::RunError::Stuck(_) | collbench_runner::RunError::Control(_)),
+        ) => Failure::from_run(run),
+        _ => Failure::new(Outcome::CheckFail, crate::one_line(e)),
+    }
+}
+
+/// What ends a run that a stop could not interrupt: its one line, and the
+/// code the run would have returned.
+pub fn last_resort() -> collbench_runner::watchdog::LastResort {
+    std::sync::Arc::new(|stop: &collbench_runner::Stop| {
+        let outcome = match stop {
+            collbench_runner::Stop::Stuck(_) => Outcome::Timeout,
+            collbench_runner::Stop::Failed(_) => Outcome::Launch,
+        };
+        eprintln!("collbench: {}", stop.message());
+        std::process::exit(outcome.code());
+    })
 }
 
 impl From<collbench_launch::LaunchError> for Failure {

@@ -67,6 +67,8 @@ enum Command {
         check: collbench_check::CheckArgs,
         #[command(flatten)]
         backend: args::BackendArgs,
+        #[command(flatten)]
+        watch: args::WatchdogArgs,
         #[command(flatten, next_help_heading = "Launch")]
         launch: launch_args::LaunchArgs,
         /// Replace an existing --json file.
@@ -254,15 +256,23 @@ fn real_main() -> Result<Outcome, Failure> {
         Command::Check {
             check,
             backend,
+            watch,
             launch,
             force,
         } => {
             check_args(&check, force)?;
             let mut opened =
                 backend_open::open(&backend, &launch, Tuning::default(), Mode::Native)?;
-            collbench_check::check_main(&check, opened.backend.as_mut(), &opened.control, &argv)
-                .map(Outcome::check)
-                .map_err(|e| Failure::new(Outcome::CheckFail, one_line(&e)))
+            let watchdog = watch.watchdog(0);
+            collbench_check::check_main(
+                &check,
+                opened.backend.as_mut(),
+                opened.control.as_ref(),
+                &watchdog,
+                &argv,
+            )
+            .map(Outcome::check)
+            .map_err(|e| exit::check_failure(&e))
         }
         Command::Doctor(a) => collbench_doctor::doctor_main(&a)
             .map(Outcome::doctor)

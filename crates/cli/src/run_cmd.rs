@@ -266,7 +266,8 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     let mut obs = TextObserver::new(print_text, options, total);
     obs.per_rank = a.per_rank;
     let record = crate::meta::new_record(argv);
-    let mut runner = Runner::new(opened.backend.as_mut(), &opened.control, plan);
+    let mut runner = Runner::new(opened.backend.as_mut(), opened.control.as_ref(), plan)
+        .with_watchdog(a.watch.watchdog(a.timeout));
     let Some(record) = runner.run(record, &mut obs)? else {
         return Ok(Outcome::Ok);
     };

@@ -4,41 +4,13 @@
 mod common;
 
 use common::{finish, free_port, Finished, BIN};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// `collbench preflight` as rank `rank` of `n`, torchrun style, on loopback.
 fn rank_command(rank: usize, n: usize, port: u16) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("preflight")
-        .env("RANK", rank.to_string())
-        .env("WORLD_SIZE", n.to_string())
-        .env("LOCAL_RANK", rank.to_string())
-        .env("LOCAL_WORLD_SIZE", n.to_string())
-        .env("MASTER_ADDR", "127.0.0.1")
-        .env("MASTER_PORT", port.to_string())
-        .env("COLLBENCH_BIND", "127.0.0.1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // The test may itself run under a launcher; keep only ours.
-    for var in [
-        "SLURM_PROCID",
-        "SLURM_STEP_ID",
-        "SLURM_STEPID",
-        "OMPI_COMM_WORLD_RANK",
-        "PMI_RANK",
-        "JOB_COMPLETION_INDEX",
-        "COLLBENCH_RANK",
-        "COLLBENCH_WORLD_SIZE",
-        "COLLBENCH_RENDEZVOUS",
-        "COLLBENCH_PORT",
-        "COLLBENCH_TOKEN",
-        "SLURMD_NODENAME",
-        "TORCHELASTIC_USE_AGENT_STORE",
-        "COLLBENCH_TEST_DIE_AFTER_CONNECT",
-    ] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = common::torchrun_rank(rank, n, port);
+    cmd.arg("preflight");
     cmd
 }
 

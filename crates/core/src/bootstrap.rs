@@ -31,7 +31,10 @@ impl PeerFailure {
 /// The processes of one job, as seen from one of them. Every process must
 /// make the same calls in the same order (they are collective); each call
 /// returns when its part is done or with the job's first failure.
-pub trait Bootstrap {
+///
+/// `Sync`: the runner's watchdog thread publishes progress and looks for
+/// the job's failure while the main thread is inside a collective.
+pub trait Bootstrap: Sync {
     /// This process's rank, `0..world_size()`.
     fn rank(&self) -> usize;
     /// Number of processes.

@@ -5,8 +5,11 @@
 //! ([`size`]), the exact verification patterns ([`verify`]), time statistics
 //! ([`stats`]), what the library reported it ran ([`explain`]), the result
 //! model ([`record::Record`]) that printers, checkers and report writers
-//! consume, NCCL's version code as text and back ([`nccl_version`]), the pairwise bandwidth matrix ([`pairs::PairMatrix`]) that
-//! `check` writes and `report` reads; and [`Bootstrap`], the seam through
+//! consume, NCCL's version code as text and back ([`nccl_version`]), the
+//! pairwise bandwidth matrix ([`pairs::PairMatrix`]) that `check` writes
+//! and `report` reads; where a rank is ([`progress`]) and the line that
+//! names the ranks holding a collective up ([`stuck`]); and
+//! [`Bootstrap`], the seam through
 //! which the runner, checks and backends talk to the job's other processes
 //! (implemented by collbench-launch).
 //!
@@ -31,6 +34,7 @@ pub mod record;
 pub mod redop;
 pub mod size;
 pub mod stats;
+pub mod stuck;
 pub mod verify;
 
 pub use bootstrap::{Bootstrap, PeerFailure, SingleProcess};

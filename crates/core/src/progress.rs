@@ -23,6 +23,8 @@ pub enum Phase {
     Wait = 2,
     /// Checking the results.
     Check = 3,
+    /// Inside the call of the iteration (entered, not returned).
+    Call = 4,
 }
 
 impl Phase {
@@ -32,6 +34,7 @@ impl Phase {
             1 => Some(Phase::Issue),
             2 => Some(Phase::Wait),
             3 => Some(Phase::Check),
+            4 => Some(Phase::Call),
             _ => None,
         }
     }
@@ -43,6 +46,7 @@ impl Phase {
             Phase::Issue => "issue",
             Phase::Wait => "wait",
             Phase::Check => "check",
+            Phase::Call => "call",
         }
     }
 }
@@ -108,7 +112,13 @@ mod tests {
 
     #[test]
     fn packing_round_trips_and_zero_means_nothing() {
-        for phase in [Phase::Idle, Phase::Issue, Phase::Wait, Phase::Check] {
+        for phase in [
+            Phase::Idle,
+            Phase::Issue,
+            Phase::Wait,
+            Phase::Check,
+            Phase::Call,
+        ] {
             let p = Progress {
                 case: 4095,
                 iteration: u32::MAX,

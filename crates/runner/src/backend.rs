@@ -3,6 +3,7 @@
 use collbench_core::alltoallv::Traffic;
 use collbench_core::stats::StreamingStats;
 use collbench_core::{Collective, Counts, DataType, DeviceInfo, Explanation, ReduceOp};
+use std::sync::Arc;
 
 /// One case as a backend runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +170,15 @@ pub trait Backend {
         Err(BackendError::Unsupported(
             "alltoallv is not supported by this backend yet".into(),
         ))
+    }
+    /// Where to publish progress and learn that the job has stopped (see
+    /// [`crate::watch`]): from now on the timed loop calls
+    /// [`Watch::at`](crate::watch::Watch::at) after each call, and long
+    /// waits give up once [`Watch::is_stopped`](crate::watch::Watch::is_stopped)
+    /// (returning any error: the runner reports the stop's reason).
+    /// Default: ignored (the runner still publishes between cases).
+    fn set_watch(&mut self, watch: Arc<crate::watch::Watch>) {
+        let _ = watch;
     }
     /// A backend over some of this process's ranks (global rank numbers),
     /// renumbered 0.., for localisation tests such as pairwise sendrecv.

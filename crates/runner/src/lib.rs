@@ -5,6 +5,11 @@
 //! Not for: printing (see collbench-output) or knowing any particular
 //! library: backends live behind the [`Backend`] trait. The built-in
 //! [`cpu::CpuBackend`] runs ranks as threads of this process.
+//!
+//! While a run goes, a [`watchdog`] thread carries where this process's
+//! ranks are ([`watch::Watch`]) to the control plane and stops the run
+//! when the job has failed or, on rank 0, when a collective has made no
+//! progress for the deadline (naming the ranks behind in one line).
 
 mod auto_iters;
 pub mod backend;
@@ -13,7 +18,11 @@ pub mod host_buffers;
 pub mod memory;
 pub mod plan;
 pub mod run;
+pub mod watch;
+pub mod watchdog;
 
 pub use backend::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, MemoryUsage, Timing};
 pub use plan::{Average, Plan, RootSel};
 pub use run::{RunError, RunObserver, Runner};
+pub use watch::{Fault, FaultKind, Stop, Watch};
+pub use watchdog::Watchdog;

@@ -8,12 +8,17 @@
 use crate::auto_iters;
 use crate::backend::{Backend, BackendError, CaseSpec, Measurement, MemoryUsage, Timing};
 use crate::plan::Plan;
+use crate::watch::{Stop, Watch};
+use crate::watchdog::{watch_over, Done, Watchdog, Watched};
+use collbench_core::size::{format_bytes, ByteStyle};
 use collbench_core::stats::StreamingStats;
+use collbench_core::stuck::is_stuck_line;
 use collbench_core::{
     record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, Explanation,
     PeerFailure, Placement, Record, TimeStats,
 };
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
 
 /// Receives results as they are measured (printers, progress bars).
 /// Called on rank 0 only.
@@ -47,11 +52,28 @@ pub enum RunError {
     Backend(#[from] BackendError),
     #[error("control plane: {0}")]
     Control(String),
+    /// A collective made no progress for the watchdog's deadline: the
+    /// line naming the ranks behind (see `collbench_core::stuck`).
+    #[error("{0}")]
+    Stuck(String),
 }
 
 impl From<PeerFailure> for RunError {
     fn from(e: PeerFailure) -> RunError {
-        RunError::Control(e.to_string())
+        if is_stuck_line(&e.message) {
+            RunError::Stuck(e.message)
+        } else {
+            RunError::Control(e.to_string())
+        }
+    }
+}
+
+impl From<&Stop> for RunError {
+    fn from(stop: &Stop) -> RunError {
+        match stop {
+            Stop::Stuck(line) => RunError::Stuck(line.clone()),
+            Stop::Failed(m) => RunError::Control(m.clone()),
+        }
     }
 }
 
@@ -74,6 +96,12 @@ pub struct Runner<'a> {
     backend: &'a mut dyn Backend,
     control: &'a dyn Bootstrap,
     plan: Plan,
+    watchdog: Watchdog,
+    /// Where this process's ranks are (made by [`Runner::run`]).
+    watch: Arc<Watch>,
+    /// Every case's name so far, in the plan's order (the watchdog's
+    /// line names cases by them).
+    names: Arc<Mutex<Vec<String>>>,
 }
 
 impl<'a> Runner<'a> {
@@ -84,23 +112,80 @@ impl<'a> Runner<'a> {
             backend,
             control,
             plan,
+            watchdog: Watchdog::default(),
+            watch: Arc::new(Watch::new(1, 0, Vec::new())),
+            names: Arc::default(),
         }
+    }
+
+    /// Watches the run: a deadline for collectives that make no progress,
+    /// fault hooks, a last resort (see [`crate::watchdog`]). Without it,
+    /// only the job's failures stop a run.
+    pub fn with_watchdog(mut self, watchdog: Watchdog) -> Runner<'a> {
+        self.watchdog = watchdog;
+        self
     }
 
     /// Runs the whole plan. `record` carries the metadata the caller knows
     /// (command line, environment); the runner adds settings, devices and
     /// results. Returns the finished record on rank 0 and `None` elsewhere.
+    /// When the job stops (a stuck collective, a failed peer), the error
+    /// is the stop's reason whatever the backend said.
     pub fn run(
+        &mut self,
+        record: Record,
+        obs: &mut dyn RunObserver,
+    ) -> Result<Option<Record>, RunError> {
+        let local = self.backend.local_ranks();
+        let first = self.control.rank() * local;
+        self.watch = Arc::new(Watch::new(local, first, self.watchdog.faults.clone()));
+        self.backend.set_watch(self.watch.clone());
+        let info = self.backend.info();
+        let host = info.devices.first().map(|d| d.host.clone());
+        let (control, watch, names) = (self.control, self.watch.clone(), self.names.clone());
+        let config = self.watchdog.clone();
+        let done = Done::default();
+        let result = if config.needed(control) {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    watch_over(Watched {
+                        control,
+                        watch: &watch,
+                        config: &config,
+                        names: &names,
+                        host: host.as_deref().unwrap_or("?"),
+                        done: &done,
+                    })
+                });
+                let _done = done.on_drop();
+                self.run_plan(record, obs, info)
+            })
+        } else {
+            self.run_plan(record, obs, info)
+        };
+        // The backend may fail on the job's failure before the watchdog
+        // has seen it: the control plane's word then.
+        let stop = watch
+            .reason()
+            .cloned()
+            .or_else(|| control.failure().map(|f| Stop::from_failure(f.message)));
+        match (result, stop) {
+            (Err(_), Some(stop)) => Err((&stop).into()),
+            (result, _) => result,
+        }
+    }
+
+    fn run_plan(
         &mut self,
         mut record: Record,
         obs: &mut dyn RunObserver,
+        info: crate::BackendInfo,
     ) -> Result<Option<Record>, RunError> {
         let sizes = self
             .plan
             .sizes()
             .map_err(|e| RunError::Plan(e.to_string()))?;
         let world_size = self.backend.world_size();
-        let info = self.backend.info();
         record.backend = Some(info.name.clone());
         record.library = info.library.clone();
         record.library_path = info.library_path.clone();
@@ -286,6 +371,13 @@ impl<'a> Runner<'a> {
         case: &CaseSpec,
         timing: &Timing,
     ) -> Result<Option<Placement>, RunError> {
+        let index = {
+            let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+            names.push(case_name(case));
+            names.len() as u32 - 1
+        };
+        self.watch.begin_case(index);
+        self.watch.entering();
         let (m, iters): (Measurement, u64) = match self.plan.auto_iters {
             Some(rule) => auto_iters::measure(self.backend, self.control, case, timing, rule)?,
             None => (self.backend.time(case, timing)?, timing.iters as u64),
@@ -293,6 +385,7 @@ impl<'a> Runner<'a> {
         let checked =
             self.plan.check > 0 && (!case.in_place || case.collective.spec().in_place_checked);
         let wrong = if checked {
+            self.watch.checking();
             let mut wrong = 0;
             for pass in 0..self.plan.check {
                 let seed = case_seed(case, pass);
@@ -311,6 +404,8 @@ impl<'a> Runner<'a> {
         } else {
             None
         };
+        // Done with its collectives: exchanging results, then the next.
+        self.watch.begin_case(index + 1);
         let report = RankReport {
             rank_time_s: m.rank_time_s,
             rank_cputime_s: m.rank_cputime_s,
@@ -386,6 +481,14 @@ impl<'a> Runner<'a> {
             process_iter_times_us: process_iter_us,
         }))
     }
+}
+
+/// How the watchdog's line names a case: "all_reduce 64 MiB", and
+/// "in place" for the in-place placement.
+fn case_name(case: &CaseSpec) -> String {
+    let size = format_bytes(case.size_bytes(), ByteStyle::Table);
+    let place = if case.in_place { " in place" } else { "" };
+    format!("{} {size}{place}", case.collective)
 }
 
 /// A fresh seed per case and pass, so stale data from an earlier case or

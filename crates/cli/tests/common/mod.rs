@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::process::{Child, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The `collbench` binary under test.
@@ -221,4 +221,39 @@ pub fn finish(mut child: Child, deadline: Instant) -> Finished {
         stdout,
         stderr,
     }
+}
+
+/// `collbench` as rank `rank` of `n` processes on loopback, torchrun style
+/// (no launcher needed), output piped; the caller adds the command.
+pub fn torchrun_rank(rank: usize, n: usize, port: u16) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env("RANK", rank.to_string())
+        .env("WORLD_SIZE", n.to_string())
+        .env("LOCAL_RANK", rank.to_string())
+        .env("LOCAL_WORLD_SIZE", n.to_string())
+        .env("MASTER_ADDR", "127.0.0.1")
+        .env("MASTER_PORT", port.to_string())
+        .env("COLLBENCH_BIND", "127.0.0.1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // The test may itself run under a launcher; keep only ours.
+    for var in [
+        "SLURM_PROCID",
+        "SLURM_STEP_ID",
+        "SLURM_STEPID",
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "JOB_COMPLETION_INDEX",
+        "COLLBENCH_RANK",
+        "COLLBENCH_WORLD_SIZE",
+        "COLLBENCH_RENDEZVOUS",
+        "COLLBENCH_PORT",
+        "COLLBENCH_TOKEN",
+        "SLURMD_NODENAME",
+        "TORCHELASTIC_USE_AGENT_STORE",
+        "COLLBENCH_TEST_DIE_AFTER_CONNECT",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
 }

@@ -89,6 +89,8 @@ pub struct NcclBackend {
     /// alltoallv's per-peer counts of the case being run (set by
     /// `make_ops`, so the timed loop does not recompute them).
     pub(crate) peers: Option<PeerCounts>,
+    /// Where the timed loop publishes progress and learns of a stop.
+    pub(crate) watch: Option<std::sync::Arc<collbench_runner::Watch>>,
 }
 
 /// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
@@ -211,6 +213,10 @@ impl Backend for NcclBackend {
             ));
         }
         Ok(())
+    }
+
+    fn set_watch(&mut self, watch: std::sync::Arc<collbench_runner::Watch>) {
+        self.watch = Some(watch);
     }
 
     fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {

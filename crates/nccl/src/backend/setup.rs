@@ -226,6 +226,7 @@ impl NcclBackend {
             host: opts.host.clone(),
             opts: opts.clone(),
             aborted: false,
+            watch: None,
             graphs_warmed: false,
             rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
             unalign: 0,

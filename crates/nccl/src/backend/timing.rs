@@ -1,7 +1,9 @@
 //! Timing: warmup, the timed loop (bare, then a second pass with
 //! per-iteration events, or events inline from 1 GiB), CUDA graphs (`-G`),
-//! and waiting for the streams while watching NCCL's async errors and the
-//! `-T` timeout.
+//! and waiting for the streams while watching NCCL's async errors, the
+//! job's stop (the watchdog's, see `collbench_runner::watch`) and the `-T`
+//! timeout. The loops publish where they are after each call: one relaxed
+//! store per GPU, outside the per-iteration events.
 
 use super::{debug, NcclBackend};
 use crate::cuda::{Event, Graph};
@@ -50,6 +52,9 @@ struct Loop {
     max: u64,
     /// Operation index of the first timed collective (`Timing::first_op`).
     first: u64,
+    /// Number of the first timed iteration for progress (the warm-up ones
+    /// come before).
+    first_iteration: u64,
 }
 
 impl Loop {
@@ -59,9 +64,15 @@ impl Loop {
             agg: timing.agg_iters.max(1) as u64,
             max: timing.max_bytes.max(case.size_bytes()),
             first: timing.first_op,
+            first_iteration: timing.warmup_iters as u64,
         }
     }
 }
+
+/// With a watchdog, `-T` here is only the fallback for a watchdog that
+/// cannot decide (its own deadline is `-T` too, counted from the last
+/// rank's last move, so it names the ranks behind first).
+const WATCHED_FALLBACK: Duration = Duration::from_secs(15);
 
 impl NcclBackend {
     /// Seconds per operation of `iters` back-to-back iterations of `case`
@@ -91,6 +102,7 @@ impl NcclBackend {
                 agg: 1,
                 max,
                 first: 0,
+                first_iteration: warmup as u64,
             };
             let (total, _, _) = self.timed_loop(case, lp, &ops, 0, false)?;
             Ok(total / iters as f64)
@@ -106,8 +118,11 @@ impl NcclBackend {
         ops: &[RedOpId],
     ) -> Result<Measurement, BackendError> {
         let lp = Loop::new(case, timing);
-        for _ in 0..timing.warmup_iters {
+        self.at(0)?;
+        for k in 0..timing.warmup_iters as u64 {
+            self.calling(k)?;
             self.launch(case, 0, lp.max, ops)?;
+            self.at(k + 1)?;
         }
         self.wait_all()?;
         if timing.graph > 0 {
@@ -260,7 +275,9 @@ impl NcclBackend {
             evs[0].record(&self.gpus[0].stream)?;
         }
         for it in 0..lp.iters {
+            self.calling(lp.first_iteration + it)?;
             self.launch_iteration(case, it, lp, ops)?;
+            self.at(lp.first_iteration + it + 1)?;
             if events {
                 if multi {
                     self.gpus[0].dev.bind()?;
@@ -288,7 +305,16 @@ impl NcclBackend {
     /// timeout so a broken peer aborts the communicators instead of hanging.
     pub(crate) fn wait_all(&mut self) -> Result<(), BackendError> {
         let start = Instant::now();
-        let timeout = (self.opts.timeout_s > 0).then(|| Duration::from_secs(self.opts.timeout_s));
+        let fallback = if self.watch.is_some() {
+            WATCHED_FALLBACK
+        } else {
+            Duration::ZERO
+        };
+        let timeout =
+            (self.opts.timeout_s > 0).then(|| Duration::from_secs(self.opts.timeout_s) + fallback);
+        if let Some(w) = &self.watch {
+            w.completing_all();
+        }
         let mut polls = 0u64;
         for i in 0..self.gpus.len() {
             if self.gpus.len() > 1 {
@@ -301,12 +327,16 @@ impl NcclBackend {
                 polls += 1;
                 if polls.is_multiple_of(1024) {
                     self.check_async()?;
+                    if self.watch.as_ref().is_some_and(|w| w.is_stopped()) {
+                        self.abort();
+                        return Err(self.stopped());
+                    }
                     if let Some(t) = timeout {
                         if start.elapsed() > t {
                             self.abort();
                             return Err(BackendError::Timeout(format!(
                                 "a collective did not finish within -T {} s: communicators aborted (a peer may be stuck or dead)",
-                                t.as_secs()
+                                (t - fallback).as_secs()
                             )));
                         }
                     }
@@ -315,6 +345,44 @@ impl NcclBackend {
             }
         }
         Ok(())
+    }
+
+    /// Publishes that every GPU has returned from the calls before
+    /// `iteration` (and lets a fault hook act); once the job stops there,
+    /// aborts the communicators (their streams hold calls that will never
+    /// complete) and fails.
+    fn at(&mut self, iteration: u64) -> Result<(), BackendError> {
+        let stopped = match &self.watch {
+            Some(w) => w.at_all(iteration as u32).is_err(),
+            None => false,
+        };
+        self.abort_if(stopped)
+    }
+
+    /// Publishes that every GPU enters the call of `iteration` (a stall
+    /// hook acts here); as [`NcclBackend::at`] once the job stops.
+    fn calling(&mut self, iteration: u64) -> Result<(), BackendError> {
+        let stopped = match &self.watch {
+            Some(w) => w.calling_all(iteration as u32).is_err(),
+            None => false,
+        };
+        self.abort_if(stopped)
+    }
+
+    fn abort_if(&mut self, stopped: bool) -> Result<(), BackendError> {
+        if stopped {
+            self.abort();
+            return Err(self.stopped());
+        }
+        Ok(())
+    }
+
+    /// The error for a wait the job's stop ended (the runner reports the
+    /// stop's reason).
+    fn stopped(&self) -> BackendError {
+        let why = self.watch.as_ref().and_then(|w| w.reason());
+        let why = why.map_or("the job stopped", |s| s.message());
+        BackendError::Timeout(format!("{why}: communicators aborted"))
     }
 
     /// NCCL's asynchronous errors (a failed peer or network): abort the

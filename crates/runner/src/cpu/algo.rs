@@ -12,6 +12,7 @@
 //! the compiler vectorises.
 
 use super::barrier::SpinBarrier;
+use crate::watch::Stopped;
 use crate::CaseSpec;
 use collbench_core::alltoallv::PeerCounts;
 use collbench_core::element::Element;
@@ -103,7 +104,10 @@ fn zip_apply<T: Copy>(out: &mut [T], x: &[T], f: impl Fn(T, T) -> T) {
 /// Runs one operation of `case` as rank `r`, on every send and receive
 /// buffer of `p` moved on by `shift` elements (the rotation of this
 /// iteration; staging buffers do not move). `peers` holds alltoallv's
-/// per-peer counts (other collectives ignore it).
+/// per-peer counts (other collectives ignore it). `Err` when the job
+/// stopped while this rank waited at a barrier: it returns at once, and
+/// since no rank passes a barrier that did not release, nobody reads what
+/// it left half-written.
 ///
 /// # Safety
 /// `p` holds valid buffers for every rank, sized for `case` at `shift`,
@@ -117,7 +121,7 @@ pub unsafe fn run_op<T: Element>(
     barrier: &SpinBarrier,
     scalars: &[T],
     peers: Option<&PeerCounts>,
-) {
+) -> Result<(), Stopped> {
     let n = case.world_size;
     let c = &case.counts;
     let base = c.param_count as usize;
@@ -140,20 +144,20 @@ pub unsafe fn run_op<T: Element>(
     };
     // What every rank's `len` input elements are read from. In place, the
     // peers would read our buffer while we overwrite it: stage it first.
-    let sources = |len: usize| -> Vec<*const T> {
+    let sources = |len: usize| -> Result<Vec<*const T>, Stopped> {
         if case.in_place {
             copy(p.scratch[r], send(r), len);
-            barrier.wait();
-            p.scratch.iter().map(|&s| s as *const T).collect()
+            barrier.wait(r)?;
+            Ok(p.scratch.iter().map(|&s| s as *const T).collect())
         } else {
-            (0..n).map(send).collect()
+            Ok((0..n).map(send).collect())
         }
     };
     match case.collective {
         Collective::AllReduce => {
             let count = c.param_count as usize;
             reduce_my_chunk(r);
-            barrier.wait();
+            barrier.wait(r)?;
             for k in (0..n).filter(|&k| k != r) {
                 let ck = chunk(count, n, k);
                 copy(recv(r).add(ck.start), recv(k).add(ck.start), ck.len());
@@ -170,7 +174,7 @@ pub unsafe fn run_op<T: Element>(
             }
         }
         Collective::AllToAll => {
-            let src = sources(base * n);
+            let src = sources(base * n)?;
             for step in 0..n {
                 let k = (r + step) % n;
                 copy(recv(r).add(k * base), src[k].add(r * base), base);
@@ -179,10 +183,10 @@ pub unsafe fn run_op<T: Element>(
         Collective::AllToAllV => {
             let Some(peers) = peers else {
                 // No layout, no traffic: keep in step with the peers.
-                barrier.wait();
-                return;
+                barrier.wait(r)?;
+                return Ok(());
             };
-            let src = sources(peers.send_total(r) as usize);
+            let src = sources(peers.send_total(r) as usize)?;
             for step in 0..n {
                 let k = (r + step) % n;
                 copy(
@@ -201,7 +205,7 @@ pub unsafe fn run_op<T: Element>(
             let prev = (r + n - 1) % n;
             if case.in_place && n > 1 {
                 copy(p.scratch[r], send(r), count);
-                barrier.wait();
+                barrier.wait(r)?;
                 copy(recv(r), p.scratch[prev], count);
             } else {
                 copy(recv(r), send(prev), count);
@@ -217,7 +221,7 @@ pub unsafe fn run_op<T: Element>(
             copy(recv(r).add(r * base), send(r), base);
             let mut block = 1;
             while block < n {
-                barrier.wait();
+                barrier.wait(r)?;
                 let partner = r ^ block;
                 let start = (partner & !(block - 1)) * base;
                 copy(recv(r).add(start), recv(partner).add(start), block * base);
@@ -225,7 +229,7 @@ pub unsafe fn run_op<T: Element>(
             }
         }
     }
-    barrier.wait();
+    barrier.wait(r)
 }
 
 #[cfg(test)]

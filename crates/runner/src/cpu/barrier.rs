@@ -8,9 +8,14 @@
 //! fresh threads is random, and other processes take cores), every
 //! barrier cost those 50 us, and small-message times jumped between 1 us
 //! and 50-100 us from run to run (bench/results/cpu-jitter.md).
+//!
+//! A barrier given a [`Watch`] publishes that a sleeping rank waits, and
+//! lets its ranks go with `Err(Stopped)` once the job is stopped, so a
+//! rank that never arrives cannot hang the process.
 
+use crate::watch::{Stopped, Watch};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Longest spin before sleeping: long enough for a peer on another core
@@ -28,7 +33,11 @@ pub struct SpinBarrier {
     sleepers: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
+    watch: Option<Arc<Watch>>,
 }
+
+/// How often a sleeping rank of a watched barrier looks at the stop flag.
+const LOOK: Duration = Duration::from_millis(20);
 
 /// Whether ranks spin: only if each of `parties` ranks can have one of
 /// `cores` CPUs. With more ranks than cores, a spinning rank holds the
@@ -58,13 +67,21 @@ impl SpinBarrier {
             sleepers: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
+            watch: None,
         }
     }
 
-    /// Blocks until all parties have called `wait` for this generation.
-    pub fn wait(&self) {
+    /// The same barrier, watched (see the module's doc).
+    pub fn watched(mut self, watch: Option<Arc<Watch>>) -> SpinBarrier {
+        self.watch = watch;
+        self
+    }
+
+    /// Blocks rank `r` until all parties have called `wait` for this
+    /// generation; `Err` when the job stops first (watched barriers only).
+    pub fn wait(&self, r: usize) -> Result<(), Stopped> {
         if self.parties == 1 {
-            return;
+            return Ok(());
         }
         let gen = self.generation.load(Ordering::Acquire);
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
@@ -77,14 +94,14 @@ impl SpinBarrier {
                 drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()));
                 self.wake.notify_all();
             }
-            return;
+            return Ok(());
         }
         if self.spin {
             let start = Instant::now();
             'spin: loop {
                 for _ in 0..64 {
                     if self.generation.load(Ordering::Acquire) != gen {
-                        return;
+                        return Ok(());
                     }
                     std::hint::spin_loop();
                 }
@@ -93,12 +110,29 @@ impl SpinBarrier {
                 }
             }
         }
+        if let Some(w) = &self.watch {
+            w.waiting(r);
+        }
         let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let mut result = Ok(());
         while self.generation.load(Ordering::SeqCst) == gen {
-            guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+            guard = match &self.watch {
+                None => self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()),
+                Some(w) if w.is_stopped() => {
+                    result = Err(Stopped);
+                    break;
+                }
+                Some(_) => {
+                    self.wake
+                        .wait_timeout(guard, LOOK)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 }
 
@@ -114,9 +148,9 @@ mod tests {
                 s.spawn(|| {
                     for round in 1..=50u64 {
                         counter.fetch_add(1, Ordering::SeqCst);
-                        b.wait();
+                        b.wait(0).unwrap();
                         assert!(counter.load(Ordering::SeqCst) >= round * n as u64);
-                        b.wait();
+                        b.wait(0).unwrap();
                     }
                 });
             }
@@ -134,6 +168,36 @@ mod tests {
         // wake-up would hang here.
         let n = 4 * cores() + 1;
         no_thread_passes_early(&SpinBarrier::with_spin(n, false), n);
+    }
+
+    #[test]
+    fn a_watched_barrier_lets_its_ranks_go_when_the_job_stops() {
+        use crate::watch::Stop;
+        let watch = Arc::new(Watch::new(3, 0, Vec::new()));
+        watch.begin_case(0);
+        let b = SpinBarrier::with_spin(3, true).watched(Some(watch.clone()));
+        std::thread::scope(|s| {
+            // Rank 2 never arrives.
+            let waiting: Vec<_> = (0..2)
+                .map(|r| {
+                    let (b, watch) = (&b, &watch);
+                    s.spawn(move || {
+                        watch.calling(r, 0).unwrap();
+                        b.wait(r)
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(waiting.iter().all(|h| !h.is_finished()));
+            watch.stop(Stop::Stuck("line".into()));
+            for h in waiting {
+                assert_eq!(h.join().unwrap(), Err(Stopped));
+            }
+        });
+        // Sleeping ranks said they wait.
+        let phases: Vec<_> = watch.positions().iter().map(|p| p.unwrap().phase).collect();
+        use collbench_core::Phase;
+        assert_eq!(phases, [Phase::Wait, Phase::Wait, Phase::Idle]);
     }
 
     #[test]

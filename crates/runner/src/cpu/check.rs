@@ -5,12 +5,14 @@ use super::algo::{self, chunk, Ptrs};
 use super::barrier::SpinBarrier;
 use super::ranks::run_ranks;
 use crate::backend::BackendError;
+use crate::watch::{Stopped, Watch};
 use crate::CaseSpec;
 use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
 use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
 use collbench_core::Collective;
+use std::sync::Arc;
 
 struct SharedPtr<T>(*mut T);
 // SAFETY: the rank threads write disjoint ranges of the reduced vector
@@ -26,8 +28,8 @@ unsafe impl<T> Send for SharedPtrs<'_, T> {}
 unsafe impl<T> Sync for SharedPtrs<'_, T> {}
 
 /// Runs `case` once on freshly patterned data and returns the number of
-/// wrong elements over all ranks (an error only when the rank threads
-/// cannot be started).
+/// wrong elements over all ranks (an error when the rank threads cannot
+/// be started, or the job stopped while they waited: see `watch`).
 pub fn check_case<T: Element>(
     case: &CaseSpec,
     seed: u64,
@@ -35,6 +37,7 @@ pub fn check_case<T: Element>(
     p: &Ptrs<T>,
     scalars: &[T],
     peers: Option<&PeerCounts>,
+    watch: Option<Arc<Watch>>,
 ) -> Result<u64, BackendError> {
     let n = case.world_size;
     let c = case.counts;
@@ -57,7 +60,7 @@ pub fn check_case<T: Element>(
         Vec::new()
     };
     let reduced_ptr = SharedPtr(reduced.as_mut_ptr());
-    let barrier = SpinBarrier::new(n);
+    let barrier = SpinBarrier::new(n).watched(watch.clone());
     let ptrs = SharedPtrs(p);
     let wrong: u64 = run_ranks(n, |r| {
         let (barrier, ptrs, reduced_ptr, pattern) = (&barrier, &ptrs, &reduced_ptr, &pattern);
@@ -78,8 +81,8 @@ pub fn check_case<T: Element>(
             for (i, v) in send.iter_mut().enumerate() {
                 *v = T::from_value(pattern.input(r, i as u64));
             }
-            barrier.wait();
-            algo::run_op(case, r, p, 0, barrier, scalars, peers);
+            barrier.wait(r)?;
+            algo::run_op(case, r, p, 0, barrier, scalars, peers)?;
             let out = std::slice::from_raw_parts_mut(p.recv[r], c.recv_count as usize);
             if corrupt && r == case.root {
                 if let Some(v) = out.first_mut() {
@@ -91,7 +94,7 @@ pub fn check_case<T: Element>(
                     *reduced_ptr.0.add(i) = T::from_value(pattern.reduced(i as u64));
                 }
             }
-            barrier.wait();
+            barrier.wait(r)?;
             let mut wrong = 0u64;
             for (j, got) in out.iter().enumerate() {
                 let source = match peers {
@@ -110,11 +113,12 @@ pub fn check_case<T: Element>(
                     wrong += 1;
                 }
             }
-            wrong
+            Ok(wrong)
         }
     })?
     .into_iter()
-    .sum();
+    .sum::<Result<u64, Stopped>>()
+    .map_err(|_| super::stopped(watch.as_deref()))?;
     drop(reduced);
     Ok(wrong)
 }

@@ -2,6 +2,10 @@
 //! memory. It runs anywhere (CI, laptops, login nodes), moves real data
 //! with the algorithms in [`algo`], and checks results with the same exact
 //! patterns as every other backend.
+//!
+//! Given a [`Watch`], each rank thread publishes where it is after every
+//! iteration and its barriers give up once the job stops, so a rank that
+//! stops calling (or sleeps) cannot hang the others.
 
 pub mod algo;
 pub mod barrier;
@@ -11,6 +15,7 @@ pub mod ranks;
 
 use crate::backend::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
 use crate::host_buffers::{rotation_elements, HostBuffers};
+use crate::watch::{Stopped, Watch};
 use algo::Ptrs;
 use barrier::SpinBarrier;
 use collbench_core::alltoallv::{PeerCounts, Traffic};
@@ -19,6 +24,7 @@ use collbench_core::stats::StreamingStats;
 use collbench_core::{verify::Pattern, with_element, Collective, DeviceInfo};
 use ranks::run_ranks;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Ranks as threads of this process.
@@ -33,6 +39,23 @@ pub struct CpuBackend {
     unalign: u64,
     /// Who sends how much to whom in alltoallv.
     traffic: Traffic,
+    /// Where rank threads publish progress and learn of a stop.
+    watch: Option<Arc<Watch>>,
+    /// Test aid: a barrier with the other processes after every timed
+    /// operation (see [`CpuBackend::with_process_barrier`]).
+    process_barrier: Option<ProcessBarrier>,
+}
+
+/// A barrier with the job's other processes (`Err`: the job failed).
+pub type ProcessBarrier = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// The backend's error for a run the job stopped (the runner reports the
+/// stop's own reason instead).
+fn stopped(watch: Option<&Watch>) -> BackendError {
+    let why = watch
+        .and_then(|w| w.reason())
+        .map_or("the job stopped", |s| s.message());
+    BackendError::Timeout(why.to_string())
 }
 
 /// Raw pointers handed to rank threads; each thread touches only what the
@@ -54,7 +77,19 @@ impl CpuBackend {
             slow_rank: None,
             unalign: 0,
             traffic: Traffic::default(),
+            watch: None,
+            process_barrier: None,
         }
+    }
+
+    /// Test aid for jobs of several processes, each running its own rank
+    /// threads (CI has no GPUs): after every operation of the timed loop,
+    /// rank thread 0 meets the other processes at `barrier`, so that a
+    /// rank that stops calling holds every process up, as in a real
+    /// collective. Each process's data still stays inside it.
+    pub fn with_process_barrier(mut self, barrier: Option<ProcessBarrier>) -> CpuBackend {
+        self.process_barrier = barrier;
+        self
     }
 
     /// alltoallv's per-peer counts for `case` (`None` for the others).
@@ -125,28 +160,54 @@ impl CpuBackend {
         let ptrs = Shared(self.ptrs::<T>(case, 0, timing.max_bytes));
         let scalars = self.scalars::<T>(case);
         let peers = self.peers(case);
-        let barrier = SpinBarrier::new(n);
+        let barrier = SpinBarrier::new(n).watched(self.watch.clone());
         let slowest = SlowestPerIteration::default();
         let slow = self.slow_rank;
         let bytes = case.size_bytes();
-        let results = run_ranks(n, |r| {
+        let watch = self.watch.as_deref();
+        let across = self.process_barrier.as_ref();
+        let warmup = timing.warmup_iters;
+        let results = run_ranks(n, |r| -> Result<_, Stopped> {
             let (ptrs, barrier, scalars) = (&ptrs, &barrier, &scalars);
             let peers = peers.as_ref();
-            let op = |i: u64| {
+            // After each iteration's calls return: one relaxed store (and
+            // the fault hooks' check), outside the iteration's clock.
+            let at = |k: u64| watch.map_or(Ok(()), |w| w.at(r, k as u32));
+            // Operation `i` (its rotation) of iteration `k`: one relaxed
+            // store as it enters.
+            let op = |i: u64, k: u64| -> Result<(), Stopped> {
+                if let Some(w) = watch {
+                    w.calling(r, k as u32)?;
+                }
                 let shift = rotation_elements(case, i, timing.max_bytes);
                 // SAFETY: `ptrs` point into buffers sized for this case at
                 // every rotation up to max_bytes; run_op's contract
                 // (disjoint writes, barrier-ordered reads) is kept by the
                 // algorithms.
-                unsafe { algo::run_op(case, r, &ptrs.0, shift, barrier, scalars, peers) };
+                unsafe { algo::run_op(case, r, &ptrs.0, shift, barrier, scalars, peers)? };
                 if slow == Some(r) {
                     slow_down(bytes);
                 }
+                if let Some(across) = across {
+                    if r == 0 {
+                        if let Some(w) = watch {
+                            w.waiting(0);
+                        }
+                        across().map_err(|_| Stopped)?;
+                    }
+                    barrier.wait(r)?;
+                }
+                Ok(())
             };
-            for _ in 0..timing.warmup_iters {
-                op(0);
+            at(0)?;
+            for w in 0..warmup as u64 {
+                op(0, w)?;
+                at(w + 1)?;
             }
-            barrier.wait();
+            if let Some(w) = watch {
+                w.arriving(r, warmup);
+            }
+            barrier.wait(r)?;
             // Allocated before the clock starts: the first case's page
             // faults cost one iteration ~50 us (its 8-byte row read 3 us
             // instead of 0.5 us).
@@ -162,7 +223,7 @@ impl CpuBackend {
             for it in 0..iters {
                 let t0 = Instant::now();
                 for a in 0..per_iter {
-                    op(timing.first_op + it * per_iter + a);
+                    op(timing.first_op + it * per_iter + a, warmup as u64 + it)?;
                 }
                 slowest.record(it, t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
                 if r == 0 && it > 0 {
@@ -172,10 +233,14 @@ impl CpuBackend {
                         kept.push(t);
                     }
                 }
+                at(warmup as u64 + it + 1)?;
             }
             let total = start.elapsed().as_secs_f64();
-            (total / total_ops as f64, stats, kept)
-        })?;
+            Ok((total / total_ops as f64, stats, kept))
+        })?
+        .into_iter()
+        .collect::<Result<Vec<_>, Stopped>>()
+        .map_err(|_| stopped(watch))?;
         let mut iter_stats = StreamingStats::new();
         let mut iter_times_us = Vec::new();
         for (_, s, kept) in results.iter() {
@@ -283,6 +348,10 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn set_watch(&mut self, watch: Arc<Watch>) {
+        self.watch = Some(watch);
+    }
+
     fn subset(&self, ranks: &[usize]) -> Result<Box<dyn Backend>, BackendError> {
         if ranks.is_empty() || ranks.iter().any(|&r| r >= self.world_size) {
             return Err(BackendError::Unsupported(format!(
@@ -304,7 +373,8 @@ impl Backend for CpuBackend {
             let ptrs = Shared(self.ptrs::<T>(case, 0, 0));
             let scalars = self.scalars::<T>(case);
             let peers = self.peers(case);
-            check::check_case::<T>(case, seed, corrupt, &ptrs.0, &scalars, peers.as_ref())
+            let watch = self.watch.clone();
+            check::check_case::<T>(case, seed, corrupt, &ptrs.0, &scalars, peers.as_ref(), watch)
         })
     }
 }

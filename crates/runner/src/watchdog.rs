@@ -1,0 +1,265 @@
+//! The watchdog: a thread beside the run that carries this process's
+//! progress to the control plane, stops the run when the job has failed,
+//! and (on rank 0, which holds every rank's progress) names the ranks
+//! that hold a collective up once nothing has moved for the deadline.
+//!
+//! Each tick it:
+//! 1. publishes this process's least advanced local rank
+//!    ([`Bootstrap::publish_progress`]);
+//! 2. stops the run if the job has failed ([`Bootstrap::failure`]): a dead
+//!    or silent peer (the control plane's message), or rank 0's
+//!    stuck-collective line;
+//! 3. on rank 0, with a deadline: builds the table of every rank's
+//!    progress (the control plane's, or this process's rank threads in a
+//!    world of one) and asks [`collbench_core::stuck::diagnose`]; a line
+//!    means stop: [`Bootstrap::abort_job`] tells every process, and the
+//!    local [`Watch`] stops this one's waits;
+//! 4. once stopped, gives the run a grace period to return; a run stuck
+//!    where it cannot be interrupted (inside a library call) gets the
+//!    [`Watchdog::last_resort`], which prints and exits.
+
+use crate::watch::{Fault, Stop, Watch};
+use collbench_core::stuck::{diagnose, least};
+use collbench_core::{Bootstrap, RankProgress};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// What ends a process whose run does not return after a stop (prints the
+/// line and exits with the CLI's code for it).
+pub type LastResort = Arc<dyn Fn(&Stop) + Send + Sync>;
+
+/// How the runner watches a run.
+#[derive(Clone, Default)]
+pub struct Watchdog {
+    /// Stop once no rank has moved for this long while inside a case
+    /// (`None`: never; failures of the job still stop the run).
+    pub deadline: Option<Duration>,
+    /// Test hooks: ranks that misbehave on purpose.
+    pub faults: Vec<Fault>,
+    /// Called once the run has not returned within [`Watchdog::grace`]
+    /// after a stop; `None`: wait for it.
+    pub last_resort: Option<LastResort>,
+    /// How long a stopped run may take to return (`None`: 10 s).
+    pub grace: Option<Duration>,
+}
+
+impl std::fmt::Debug for Watchdog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watchdog")
+            .field("deadline", &self.deadline)
+            .field("faults", &self.faults)
+            .field("last_resort", &self.last_resort.is_some())
+            .field("grace", &self.grace)
+            .finish()
+    }
+}
+
+const GRACE: Duration = Duration::from_secs(10);
+
+impl Watchdog {
+    /// How often the watchdog looks: a twentieth of the deadline, between
+    /// 20 ms and 250 ms.
+    fn tick(&self) -> Duration {
+        let d = self.deadline.unwrap_or(Duration::from_secs(5)) / 20;
+        d.clamp(Duration::from_millis(20), Duration::from_millis(250))
+    }
+
+    /// Whether a run needs the thread at all: something to watch for.
+    pub(crate) fn needed(&self, control: &dyn Bootstrap) -> bool {
+        self.deadline.is_some() || control.world_size() > 1 || !self.faults.is_empty()
+    }
+}
+
+/// Set by the runner when the run returns, so the watchdog ends at once.
+#[derive(Default)]
+pub(crate) struct Done {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Done {
+    pub(crate) fn set(&self) {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    /// A guard that marks the run done when dropped, even by a panic
+    /// (the watchdog thread must end for the run's scope to end).
+    pub(crate) fn on_drop(&self) -> impl Drop + '_ {
+        struct Guard<'a>(&'a Done);
+        impl Drop for Guard<'_> {
+            fn drop(&mut self) {
+                self.0.set();
+            }
+        }
+        Guard(self)
+    }
+
+    /// Waits up to `d`; `true` once the run is done.
+    fn wait(&self, d: Duration) -> bool {
+        let g = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        let (g, _) = self
+            .cv
+            .wait_timeout_while(g, d, |done| !*done)
+            .unwrap_or_else(|e| e.into_inner());
+        *g
+    }
+}
+
+/// What the watchdog needs of the run.
+pub(crate) struct Watched<'a> {
+    pub control: &'a dyn Bootstrap,
+    pub watch: &'a Watch,
+    pub config: &'a Watchdog,
+    /// Case names in the plan's order, as far as this process has got.
+    pub names: &'a Mutex<Vec<String>>,
+    /// This process's host (for the table of a world of one).
+    pub host: &'a str,
+    pub done: &'a Done,
+}
+
+/// The watchdog's loop; returns when the run is done (or never, after the
+/// last resort).
+pub(crate) fn watch_over(w: Watched<'_>) {
+    let tick = w.config.tick();
+    let mut local = LocalTable::default();
+    let mut stopped_at: Option<Instant> = None;
+    while !w.done.wait(tick) {
+        if let Some(since) = stopped_at {
+            let grace = w.config.grace.unwrap_or(GRACE);
+            if let (true, Some(last), Some(stop)) = (
+                since.elapsed() >= grace,
+                &w.config.last_resort,
+                w.watch.reason(),
+            ) {
+                last(stop);
+                return;
+            }
+            continue;
+        }
+        let positions = w.watch.positions();
+        if let Some(mine) = least(positions.iter().copied()) {
+            w.control.publish_progress(mine);
+        }
+        if let Some(f) = w.control.failure() {
+            w.watch.stop(Stop::from_failure(f.message));
+            stopped_at = Some(Instant::now());
+            continue;
+        }
+        let Some(deadline) = w.config.deadline else {
+            continue;
+        };
+        if w.control.rank() != 0 {
+            continue;
+        }
+        // A world of one watches its own rank threads one by one; a job
+        // of several, the control plane's table of processes.
+        let table = if w.control.world_size() == 1 {
+            local.update(&positions, w.host)
+        } else {
+            match w.control.progress_of_all() {
+                Some(t) => per_rank(t, w.watch.local_ranks()),
+                None => continue,
+            }
+        };
+        let names = w.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let name = |c: u32| names.get(c as usize).cloned();
+        if let Some(line) = diagnose(&table, deadline, &name) {
+            w.control.abort_job(&line);
+            w.watch.stop(Stop::Stuck(line));
+            stopped_at = Some(Instant::now());
+        }
+    }
+}
+
+/// The control plane's table is per process; with `g` ranks in each
+/// process, process p stands for ranks p*g .. p*g+g-1.
+fn per_rank(table: Vec<RankProgress>, g: usize) -> Vec<RankProgress> {
+    if g <= 1 {
+        return table;
+    }
+    table
+        .into_iter()
+        .flat_map(|p| {
+            (0..g).map(move |i| RankProgress {
+                rank: p.rank * g + i,
+                ..p.clone()
+            })
+        })
+        .collect()
+}
+
+/// A world of one: this process's rank threads, and since when each has
+/// stayed where it is.
+#[derive(Default)]
+struct LocalTable {
+    last: Vec<(u64, Instant)>,
+}
+
+impl LocalTable {
+    fn update(
+        &mut self,
+        positions: &[Option<collbench_core::Progress>],
+        host: &str,
+    ) -> Vec<RankProgress> {
+        let now = Instant::now();
+        self.last.resize(positions.len(), (0, now));
+        positions
+            .iter()
+            .zip(&mut self.last)
+            .enumerate()
+            .map(|(rank, (p, (word, since)))| {
+                let packed = p.map_or(0, |p| p.pack());
+                if packed != *word {
+                    *word = packed;
+                    *since = now;
+                }
+                RankProgress {
+                    rank,
+                    host: host.to_string(),
+                    progress: *p,
+                    unchanged_for: now - *since,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::{Phase, Progress};
+
+    #[test]
+    fn processes_stand_for_their_ranks() {
+        let p = RankProgress {
+            rank: 1,
+            host: "h1".into(),
+            progress: None,
+            unchanged_for: Duration::ZERO,
+        };
+        let ranks: Vec<usize> = per_rank(vec![p.clone()], 4)
+            .iter()
+            .map(|r| r.rank)
+            .collect();
+        assert_eq!(ranks, [4, 5, 6, 7]);
+        assert_eq!(per_rank(vec![p.clone()], 1), vec![p]);
+    }
+
+    #[test]
+    fn a_local_table_counts_time_from_the_last_change() {
+        let mut t = LocalTable::default();
+        let a = Progress {
+            case: 0,
+            iteration: 1,
+            phase: Phase::Issue,
+        };
+        t.update(&[Some(a), Some(a)], "h");
+        std::thread::sleep(Duration::from_millis(30));
+        let b = Progress { iteration: 2, ..a };
+        let table = t.update(&[Some(a), Some(b)], "h");
+        assert!(table[0].unchanged_for >= Duration::from_millis(30));
+        assert!(table[1].unchanged_for < Duration::from_millis(30));
+        assert_eq!(table[1].host, "h");
+    }
+}
