@@ -3,6 +3,7 @@
 # real nccl-tests, interleaved (A B A B), plus the --explain checks.
 #
 #   bench/gpu-validate.sh [STAGE ...]   stages: probe ntbuild ab nt explain extra
+#                                       auto watchdog1 tune1
 #
 # NEW=dist/collbench (this tree), PREV=dist/collbench-prev (the last
 # release), nccl-tests 2.19.6 source in dist/nccl-tests. ROUNDS (default 2).
@@ -70,5 +71,23 @@ extra) # the refactored backend's other paths: graphs, registration, all types
   t dall_prev $PREV run all_reduce reduce_scatter -b 8 -e 1M -f 32 -g $G -d all -o all
   log "dall rc: new $(tail -c 300 $O/dall.err | tr '\n' ' ') | prev $(tail -c 300 $O/dall_prev.err | tr '\n' ' ')"
   grep -h "Out of bounds" $O/graph.txt $O/reg1.txt $O/dall.txt | sort | uniq -c | tee -a "$O/log.txt" ;;
+auto) # issue 13: run -n auto against -n 20, the same binary, interleaved
+  for r in $(seq ${ROUNDS:-2}); do
+    if [ $((r % 2)) = 1 ]; then t n20_$r $NEW run $OPS $SWEEP; t auto$r $NEW run $OPS ${SWEEP/-n 20/-n auto}
+    else t auto$r $NEW run $OPS ${SWEEP/-n 20/-n auto}; t n20_$r $NEW run $OPS $SWEEP; fi
+  done
+  python3 bench/ab_text.py "$(ls $O/auto[0-9]*.txt | paste -sd,)" "$(ls $O/n20_[0-9]*.txt | paste -sd,)" | tee "$O/auto_over_n20.md"
+  grep -h "s$" $O/log.txt | grep -E "^(auto|n20_)" | tee "$O/auto_wall.txt" ;;
+watchdog1) # issue 16 on one GPU: a rank that sleeps inside a call; the
+  # watchdog must name it, abort the communicator and exit 5 within ~deadline
+  t wd_sleep $NEW run all_reduce -b 1M -e 1M -g $G -n 50 --watchdog 8 --test-sleep-in-call 0:0:7:60
+  log "wd_sleep: $(tail -2 $O/wd_sleep.err | tr '\n' ' ')"
+  t wd_stop $NEW run all_reduce -b 1M -e 1M -g $G -n 50 --watchdog 8 --test-stop-calling 0:0:7
+  log "wd_stop: $(tail -2 $O/wd_stop.err | tr '\n' ' ')" ;;
+tune1) # issue 13 on one GPU: the search runs end to end on NCCL, the child
+  # processes of the NCCL_BUFFSIZE candidates included (one rank: NCCL runs
+  # no algorithm, so gains mean nothing here)
+  t tune1 $NEW tune all_reduce all_gather -b 1M -e 16M -f 16 --budget 60s --csv "$O/tune1.csv" --shell
+  log "tune1: $(tail -3 $O/tune1.err | tr '\n' ' ')" ;;
 esac; done
 cd "${OUT:-bench-out}" && tar czf v.tgz v && rm -rf v
