@@ -349,13 +349,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_embedded_plugin_is_a_shared_object() {
-        assert_eq!(&PLUGIN_SO[..4], b"\x7fELF");
-        // ET_DYN
-        assert_eq!(PLUGIN_SO[16], 3);
-    }
-
-    #[test]
     fn a_user_plugin_reason_names_the_variable_and_the_fix() {
         let r = user_plugin_reason("/opt/p.so");
         assert!(r.contains("NCCL_PROFILER_PLUGIN is set (/opt/p.so)"), "{r}");

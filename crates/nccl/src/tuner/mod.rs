@@ -273,13 +273,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_embedded_plugin_is_a_shared_object() {
-        assert_eq!(&PLUGIN_SO[..4], b"\x7fELF");
-        // ET_DYN
-        assert_eq!(PLUGIN_SO[16], 3);
-    }
-
-    #[test]
     fn a_user_plugin_is_refused_in_one_line_with_the_fix() {
         let e = TunerError::UserPlugin("/opt/t.so".into()).to_string();
         assert_eq!(
