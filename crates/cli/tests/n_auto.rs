@@ -17,9 +17,14 @@ fn run(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// stdout of a run that must succeed.
+fn run_ok(args: &[&str]) -> String {
+    common::ok_stdout(run(args), "collbench run -n auto")
+}
+
 #[test]
 fn auto_gives_every_row_exact_with_iterations_within_the_rule() {
-    let out = run(&[
+    let out = run_ok(&[
         "all_reduce",
         "all_gather",
         "-b",
@@ -33,12 +38,7 @@ fn auto_gives_every_row_exact_with_iterations_within_the_rule() {
         "--format",
         "json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rec: Record = serde_json::from_slice(&out.stdout).unwrap();
+    let rec: Record = serde_json::from_str(&out).unwrap();
     assert_eq!(rec.settings.iters, 0, "the record says auto as 0");
     // 8 B .. 8 MiB by 8: 7 sizes (8 B .. 2 MiB) per op.
     assert_eq!(rec.results.len(), 2 * 7);
@@ -80,7 +80,7 @@ fn auto_gives_every_row_exact_with_iterations_within_the_rule() {
 
 #[test]
 fn auto_text_keeps_the_nccl_tests_layout() {
-    let out = run(&[
+    let out = run_ok(&[
         "all_reduce",
         "-b",
         "8",
@@ -91,12 +91,7 @@ fn auto_text_keeps_the_nccl_tests_layout() {
         "-n",
         "auto",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = out;
     assert!(text.contains(" iters: auto agg iters: 1 "), "{text}");
     let rows: Vec<Vec<&str>> = text
         .lines()

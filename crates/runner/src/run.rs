@@ -335,32 +335,17 @@ impl<'a> Runner<'a> {
     /// Every process's [`Backend::memory_usage`], combined on rank 0.
     fn gather_memory(&mut self) -> Result<Option<MemoryUsage>, RunError> {
         let mine = self.backend.memory_usage();
-        let bytes = serde_json::to_vec(&mine).expect("memory usage serialises");
-        let Some(all) = self.control.gather(bytes)? else {
+        let Some(all) = gather_json(self.control, "memory usage", &mine)? else {
             return Ok(None);
         };
-        let mut usages = Vec::new();
-        for (proc_rank, b) in all.iter().enumerate() {
-            let u: Option<MemoryUsage> = serde_json::from_slice(b).map_err(|e| {
-                RunError::Control(format!("bad memory usage from process {proc_rank}: {e}"))
-            })?;
-            usages.extend(u);
-        }
-        Ok(MemoryUsage::largest(usages))
+        Ok(MemoryUsage::largest(all.into_iter().flatten()))
     }
 
     fn gather_devices(&self, local: &[DeviceInfo]) -> Result<Vec<DeviceInfo>, RunError> {
-        let bytes = serde_json::to_vec(local).expect("device info serialises");
-        let Some(all) = self.control.gather(bytes)? else {
+        let Some(all) = gather_json(self.control, "device list", &local.to_vec())? else {
             return Ok(Vec::new());
         };
-        let mut devices = Vec::new();
-        for (proc_rank, b) in all.iter().enumerate() {
-            let list: Vec<DeviceInfo> = serde_json::from_slice(b).map_err(|e| {
-                RunError::Control(format!("bad device list from process {proc_rank}: {e}"))
-            })?;
-            devices.extend(list);
-        }
+        let mut devices: Vec<DeviceInfo> = all.into_iter().flatten().collect();
         devices.sort_by_key(|d| d.rank);
         Ok(devices)
     }
@@ -481,6 +466,25 @@ impl<'a> Runner<'a> {
             process_iter_times_us: process_iter_us,
         }))
     }
+}
+
+/// Every process's `mine` on rank 0 (`None` elsewhere), as JSON through
+/// the control plane; a part that does not parse names its process and
+/// `what` it should have been.
+fn gather_json<T: Serialize + serde::de::DeserializeOwned>(
+    control: &dyn Bootstrap,
+    what: &str,
+    mine: &T,
+) -> Result<Option<Vec<T>>, RunError> {
+    let bytes = serde_json::to_vec(mine).expect("plain data serialises");
+    let Some(all) = control.gather(bytes)? else {
+        return Ok(None);
+    };
+    let parts = all.iter().enumerate().map(|(proc_rank, b)| {
+        serde_json::from_slice(b)
+            .map_err(|e| RunError::Control(format!("bad {what} from process {proc_rank}: {e}")))
+    });
+    parts.collect::<Result<Vec<T>, _>>().map(Some)
 }
 
 /// How the watchdog's line names a case: "all_reduce 64 MiB", and

@@ -194,11 +194,7 @@ impl Watch {
     /// exit act here. `Err` once the job is stopped during a hook.
     #[inline]
     pub fn at(&self, local: usize, iteration: u32) -> Result<(), Stopped> {
-        self.publish(local, iteration, Phase::Issue);
-        if self.faults.is_empty() {
-            return Ok(());
-        }
-        self.fault(local, iteration, false)
+        self.mark(local, iteration, Phase::Issue)
     }
 
     /// Backend, in the timed loop: local rank `local` enters the call of
@@ -206,11 +202,18 @@ impl Watch {
     /// here.
     #[inline]
     pub fn calling(&self, local: usize, iteration: u32) -> Result<(), Stopped> {
-        self.publish(local, iteration, Phase::Call);
+        self.mark(local, iteration, Phase::Call)
+    }
+
+    /// Publishes `phase` at `iteration`, then lets a fault hook act (the
+    /// ones for inside a call only in [`Phase::Call`]).
+    #[inline]
+    fn mark(&self, local: usize, iteration: u32, phase: Phase) -> Result<(), Stopped> {
+        self.publish(local, iteration, phase);
         if self.faults.is_empty() {
             return Ok(());
         }
-        self.fault(local, iteration, true)
+        self.fault(local, iteration, phase == Phase::Call)
     }
 
     /// [`Watch::at`] for every local rank (one thread driving them all).
