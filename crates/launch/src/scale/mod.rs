@@ -9,8 +9,8 @@
 //! rank 0 (threads, memory) is read from /proc, outside rank 0, while it
 //! runs.
 //!
-//! Not part of collbench's interface: used by `tests/scale.rs` (W = 1024
-//! in CI) and the `collbench-scale` bench binary.
+//! Not part of collbench's interface: used by collbench-cli's `tests/scale.rs` (W = 1024
+//! in CI) and its `collbench-scale` bench binary.
 
 pub mod swarm;
 
