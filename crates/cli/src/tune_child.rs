@@ -7,7 +7,11 @@
 //! parent and children alike, so the whole path runs in tests without a
 //! GPU: in the children, `NCCL_BUFFSIZE=8388608` takes 10% less time and
 //! any other value none; MODE `die` or `hang` makes that child exit or
-//! stop answering after two repeats.
+//! stop answering after two repeats; MODE `aging` makes every child 0.5%
+//! slower with every repeat it has answered (a stand-in for state a
+//! process gathers, such as what it has allocated and touched: both
+//! members of a pair must be measured in processes with the same
+//! history).
 
 use crate::exit::{Failure, Outcome};
 use crate::tune_cmd::TuneArgs;
@@ -85,9 +89,9 @@ pub fn fake_parent(mode: &str) -> Result<FakeMeasurer, Failure> {
 
 fn check_mode(mode: &str) -> Result<(), Failure> {
     match mode {
-        "ok" | "die" | "hang" => Ok(()),
+        "ok" | "die" | "hang" | "aging" => Ok(()),
         other => Err(Failure::usage(format!(
-            "--test-fake must be ok, die or hang (got {other})"
+            "--test-fake must be ok, die, hang or aging (got {other})"
         ))),
     }
 }
@@ -97,6 +101,8 @@ fn check_mode(mode: &str) -> Result<(), Failure> {
 struct FakeChild {
     inner: FakeMeasurer,
     fault: Option<String>,
+    /// Slowdown per repeat answered (`aging`).
+    aging: f64,
     answered: u32,
 }
 
@@ -104,7 +110,7 @@ impl FakeChild {
     fn new(mode: &str) -> Result<FakeChild, Failure> {
         check_mode(mode)?;
         let buffsize = std::env::var("NCCL_BUFFSIZE").ok();
-        let faulty = buffsize.as_deref() == Some("8388608") && mode != "ok";
+        let faulty = buffsize.as_deref() == Some("8388608") && matches!(mode, "die" | "hang");
         Ok(FakeChild {
             // No drift: the fake's drift is per process, while a real
             // machine's (clocks, temperature) is shared by parent and
@@ -113,6 +119,7 @@ impl FakeChild {
                 .noise(0.01)
                 .drift(0.0),
             fault: faulty.then(|| mode.to_string()),
+            aging: if mode == "aging" { 0.005 } else { 0.0 },
             answered: 0,
         })
     }
@@ -137,7 +144,10 @@ impl Measurer for FakeChild {
                 None => {}
             }
         }
+        let slower = 1.0 + self.aging * f64::from(self.answered);
         self.answered += 1;
-        self.inner.measure(setting, case, iters)
+        let mut sample = self.inner.measure(setting, case, iters)?;
+        sample.time_us *= slower;
+        Ok(sample)
     }
 }

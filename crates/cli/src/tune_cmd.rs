@@ -11,13 +11,13 @@ use collbench_core::size::{parse_size, sweep, Step};
 use collbench_core::{Collective, SingleProcess};
 use collbench_nccl::tune::NcclMeasurer;
 use collbench_nccl::tuner::{TunerError, TunerPlugin};
-use collbench_tune::child::EnvFallback;
+use collbench_tune::child::{Children, EnvFallback};
 use collbench_tune::{parse_budget, render, setting::tuner_coll_name, End, Progress, TuneConfig};
 use collbench_tune::{Measurer, Phase, TuneReport, TunerConfig};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Seconds before a stuck collective aborts its communicator (`-T`).
 const TIMEOUT_S: u64 = 60;
@@ -72,7 +72,7 @@ pub struct TuneArgs {
     /// requests on stdin.
     #[arg(long, hide = true)]
     pub serve_measure: bool,
-    /// Test hook: the scripted fake instead of NCCL (ok, die, hang).
+    /// Test hook: the scripted fake instead of NCCL (ok, die, hang, aging).
     #[arg(long, hide = true)]
     pub test_fake: Option<String>,
     /// Test hook: seconds a child process may take per answer.
@@ -246,7 +246,10 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     if let Some(mode) = &a.test_fake {
         let mut fake = tune_child::fake_parent(mode)?;
         let cfg = tune_config(a, 2).map_err(refused)?;
-        return search(a, &mut fake, cfg, 0.0, stop_on_ctrl_c());
+        let started = Instant::now();
+        let children = start_children(a, &cfg)?;
+        let children = children_ready(children, started)?;
+        return search(a, &mut fake, children, cfg, stop_on_ctrl_c());
     }
     let world = collbench_launch::World::discover(&Default::default())
         .map_err(|e| Failure::new(Outcome::TuneRefused, e.to_string()))?;
@@ -262,14 +265,63 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     })?;
     // Before any thread NCCL starts: the handler thread never calls NCCL.
     let stop = stop_on_ctrl_c();
+    // Children before this process's communicators: NcclBackend pins the
+    // launching thread to one CPU, and a child started from it would
+    // inherit that one-CPU mask for all its threads, NCCL's included,
+    // unlike this process. Their setup overlaps with ours.
+    let started = Instant::now();
+    let children = start_children(a, &tune_config(a, 2).map_err(refused)?)?;
     let opts = nccl_options(a, world.hostname.clone());
     let mut measurer = NcclMeasurer::new(&opts, &CONTROL, plugin)
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
     let cfg = tune_config(a, measurer.world_size()).map_err(refused)?;
     // Every communicator up front, charged to the budget (see `prepare`).
     eprintln!("collbench tune: creating the candidates' communicators");
-    let setup_s = measurer.prepare(&all_candidates(&cfg));
-    search(a, &mut measurer, cfg, setup_s * 1e6, stop)
+    measurer.prepare(&all_candidates(&cfg));
+    let children = children_ready(children, started)?;
+    search(a, &mut measurer, children, cfg, stop)
+}
+
+/// Communicators and children, and the wall time their setup took (us).
+struct Prepared {
+    children: Children,
+    setup_us: f64,
+}
+
+/// Starts, without waiting for them, the child processes that
+/// environment-only candidates need (two per distinct environment: the
+/// candidate's and its own default partner's).
+fn start_children(a: &TuneArgs, cfg: &TuneConfig) -> Result<Children, Failure> {
+    let timeout = a
+        .test_child_timeout_s
+        .map(Duration::from_secs)
+        .unwrap_or(tune_child::CHILD_TIMEOUT);
+    let mut children = Children::new(tune_child::spawner()?, timeout);
+    let in_children: Vec<_> = all_candidates(cfg)
+        .into_iter()
+        .filter(|s| !s.env.is_empty())
+        .collect();
+    children
+        .start(&in_children)
+        .map_err(|e| Failure::new(Outcome::TuneFailed, format!("collbench tune: {e}")))?;
+    if !children.is_empty() {
+        eprintln!(
+            "collbench tune: starting {} child processes for candidates NCCL reads only from its environment (each with a default-environment partner)",
+            children.len()
+        );
+    }
+    Ok(children)
+}
+
+/// Waits for the children; the setup so far is what `started` measured.
+fn children_ready(mut children: Children, started: Instant) -> Result<Prepared, Failure> {
+    children
+        .ready()
+        .map_err(|e| Failure::new(Outcome::TuneFailed, format!("collbench tune: {e}")))?;
+    Ok(Prepared {
+        children,
+        setup_us: started.elapsed().as_secs_f64() * 1e6,
+    })
 }
 
 /// Every candidate of every op (forbidden ones left out).
@@ -280,37 +332,18 @@ fn all_candidates(cfg: &TuneConfig) -> Vec<collbench_tune::Setting> {
         .collect()
 }
 
-/// Starts the child processes that environment-only candidates need,
-/// charges them and `setup_us` to the budget, runs the search and prints
-/// the report.
+/// Charges the setup to the budget, runs the search (environment
+/// candidates in the prepared children) and prints the report.
 fn search(
     a: &TuneArgs,
     inner: &mut dyn Measurer,
+    prepared: Prepared,
     mut cfg: TuneConfig,
-    setup_us: f64,
     stop: Arc<AtomicBool>,
 ) -> Result<Outcome, Failure> {
     let failed = |m: String| Failure::new(Outcome::TuneFailed, m);
-    let timeout = a
-        .test_child_timeout_s
-        .map(Duration::from_secs)
-        .unwrap_or(tune_child::CHILD_TIMEOUT);
-    let mut measurer = EnvFallback::new(inner, tune_child::spawner()?, timeout);
-    let in_children: Vec<_> = all_candidates(&cfg)
-        .into_iter()
-        .filter(|s| !s.env.is_empty())
-        .collect();
-    let mut setup_us = setup_us;
-    if !in_children.is_empty() {
-        eprintln!(
-            "collbench tune: starting {} child processes for candidates NCCL reads only from its environment",
-            in_children.len() + 1
-        );
-        let s = measurer
-            .prepare(&in_children)
-            .map_err(|e| failed(format!("collbench tune: {e}")))?;
-        setup_us += s * 1e6;
-    }
+    let Prepared { children, setup_us } = prepared;
+    let mut measurer = EnvFallback::new(inner, children);
     if setup_us >= cfg.budget_us {
         return Err(failed(format!(
             "creating the communicators took {:.0} s, the whole --budget: raise --budget",

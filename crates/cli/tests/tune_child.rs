@@ -48,7 +48,7 @@ fn env_candidates_run_in_children_and_only_the_real_one_gains() {
     let (out, _) = tune("ok", &["--format", "json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("starting 3 child processes"), "{stderr}");
+    assert!(stderr.contains("starting 4 child processes"), "{stderr}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let bands = report["bands"].as_array().unwrap();
     assert_eq!(bands.len(), 2);
@@ -98,4 +98,58 @@ fn a_child_that_hangs_is_killed_at_the_timeout() {
         last.contains("child process with NCCL_BUFFSIZE=8388608: no answer within 2 s"),
         "{stderr}"
     );
+}
+
+/// The spelled-out default must come out no gain even when a process's
+/// speed depends on its own history: under `--test-fake aging` every
+/// child is 0.5% slower with each repeat it has answered. With one
+/// default child shared by all candidates (as on a GPU, where
+/// `NCCL_BUFFSIZE=4194304` came out a steady 7% "gain" at 16 MiB), the
+/// default side has served the other candidate's pairs first and looks
+/// slower.
+#[test]
+fn the_default_spelled_out_is_no_gain_when_processes_age() {
+    let out = collbench()
+        .args([
+            "tune",
+            "all_reduce",
+            "all_gather",
+            "-b",
+            "1M",
+            "-e",
+            "16M",
+            "-f",
+            "16",
+            "--budget",
+            "60s",
+            "--format",
+            "json",
+            "--test-fake",
+            "aging",
+        ])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bands = report["bands"].as_array().unwrap();
+    assert_eq!(bands.len(), 4);
+    for b in bands {
+        let outcome = &b["outcome"];
+        assert_ne!(
+            env_of(&outcome["setting"]),
+            "NCCL_BUFFSIZE=4194304",
+            "{outcome}"
+        );
+        let spelled = b["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| env_of(&c["setting"]) == "NCCL_BUFFSIZE=4194304")
+            .expect("the default buffer size is a candidate");
+        let r = &spelled["status"]["ratio"];
+        let (lo, hi) = (r["lo"].as_f64().unwrap(), r["hi"].as_f64().unwrap());
+        assert!(lo < 1.02 && hi > 0.98, "{spelled}");
+    }
 }

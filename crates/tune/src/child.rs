@@ -1,8 +1,9 @@
 //! The child-process fallback (docs/tune.md, section 3): settings that only
 //! exist as environment variables (`Setting::env`, e.g. `NCCL_BUFFSIZE`),
 //! which NCCL reads once per process, are measured in long-lived child
-//! processes of collbench itself: one with the default environment and one
-//! per candidate environment, each holding its communicators and buffers.
+//! processes of collbench itself: for each candidate environment, one
+//! child with it and one with the default environment as its partner
+//! ([`Children`]), each holding its communicators and buffers.
 //! The parent drives them through pipes, one request and one reply per
 //! repeat, in the same interleaved pairs as in-process candidates, so the
 //! statistics and the budget are the same; only a pipe round trip is added
@@ -278,82 +279,172 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-/// How messages name a child: by its environment.
-fn label(env: &[(String, String)]) -> String {
-    if env.is_empty() {
-        return "with the default environment".to_string();
+/// How messages name a child: by its environment; a default partner also
+/// by the candidate it partners.
+fn label(key: &Key) -> String {
+    let vars = |env: &[(String, String)]| {
+        env.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    match key.role {
+        Role::Candidate => format!("with {}", vars(&key.env)),
+        Role::DefaultPartner => format!(
+            "with the default environment (partner of {})",
+            vars(&key.env)
+        ),
     }
-    let vars: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    format!("with {}", vars.join(" "))
 }
 
 /// Makes the command for a child with these extra environment variables
 /// (empty: the default environment).
 pub type Spawn = Box<dyn Fn(&[(String, String)]) -> Command>;
 
-/// The parent's [`Measurer`]: settings without `env` go to the in-process
-/// measurer; a setting with `env` goes to the child started with that
-/// environment, and the default measured as its partner goes to the child
-/// with the default environment, so both members of the pair live in a
-/// child process alike.
-pub struct EnvFallback<'a> {
-    inner: &'a mut dyn Measurer,
-    spawn: Spawn,
-    timeout: Duration,
-    children: HashMap<Vec<(String, String)>, Child>,
+/// Which side of an environment candidate's pairs a child measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Role {
+    /// The candidate, in its environment.
+    Candidate,
+    /// The default measured as its partner, in the default environment.
+    DefaultPartner,
 }
 
-impl<'a> EnvFallback<'a> {
+/// One child: the candidate environment it belongs to, and its side.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    env: Vec<(String, String)>,
+    role: Role,
+}
+
+/// The children of environment candidates: two per distinct environment,
+/// the candidate's and its own default partner's, started together and
+/// sent the same requests in the same order, so the two members of every
+/// pair live in processes with the same history (started at the same
+/// moment, the same communicator, buffers allocated and touched by the
+/// same requests). A default child shared by all candidates has served
+/// other candidates' pairs first: with one, on one H200 at 16 MiB,
+/// `NCCL_BUFFSIZE=4194304` (NCCL's default spelled out) came out a steady
+/// 7% faster than the default (docs/tune.md, section 3).
+///
+/// Children are started before the parent creates its own communicators:
+/// the NCCL backend pins its launching thread to one CPU, and a child
+/// started from that thread would inherit the one-CPU mask for all its
+/// threads, NCCL's included.
+pub struct Children {
+    spawn: Spawn,
+    timeout: Duration,
+    children: HashMap<Key, Child>,
+    /// Started but not yet heard ready.
+    starting: Vec<Key>,
+}
+
+impl Children {
     /// Children are made by `spawn` and must answer every line within
     /// `timeout`.
-    pub fn new(inner: &'a mut dyn Measurer, spawn: Spawn, timeout: Duration) -> EnvFallback<'a> {
-        EnvFallback {
-            inner,
+    pub fn new(spawn: Spawn, timeout: Duration) -> Children {
+        Children {
             spawn,
             timeout,
             children: HashMap::new(),
+            starting: Vec::new(),
         }
     }
 
-    /// Starts, ahead of the search, the children `settings` need (the
-    /// default one too, when any needs one) and returns the wall time it
-    /// took (seconds), for the same reason as the in-process measurer's
-    /// `prepare`: a child's setup must not be charged to its first pair.
+    /// Starts, without waiting for them, the children `settings` need:
+    /// for each distinct environment, its own and its default partner's
+    /// (the partner first, then the candidate, one right after the other).
+    pub fn start<'s>(
+        &mut self,
+        settings: impl IntoIterator<Item = &'s Setting>,
+    ) -> Result<(), MeasureError> {
+        for s in settings.into_iter().filter(|s| !s.env.is_empty()) {
+            for (role, env) in [
+                (Role::DefaultPartner, &[][..]),
+                (Role::Candidate, &s.env[..]),
+            ] {
+                let key = Key {
+                    env: s.env.clone(),
+                    role,
+                };
+                if !self.children.contains_key(&key) {
+                    let child = Child::spawn((self.spawn)(env), &label(&key), self.timeout)?;
+                    self.children.insert(key.clone(), child);
+                    self.starting.push(key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every started child says ready.
+    pub fn ready(&mut self) -> Result<(), MeasureError> {
+        for key in std::mem::take(&mut self.starting) {
+            self.children
+                .get_mut(&key)
+                .expect("inserted by start")
+                .ready()?;
+        }
+        Ok(())
+    }
+
+    /// [`Children::start`] then [`Children::ready`]; returns the wall
+    /// time it took (seconds), for the same reason as the in-process
+    /// measurer's `prepare`: a child's setup must not be charged to its
+    /// first pair.
     pub fn prepare<'s>(
         &mut self,
         settings: impl IntoIterator<Item = &'s Setting>,
     ) -> Result<f64, MeasureError> {
         let start = Instant::now();
-        let mut starting = Vec::new();
-        for s in settings.into_iter().filter(|s| !s.env.is_empty()) {
-            for env in [&[][..], &s.env[..]] {
-                if !self.children.contains_key(env) {
-                    let child = Child::spawn((self.spawn)(env), &label(env), self.timeout)?;
-                    self.children.insert(env.to_vec(), child);
-                    starting.push(env.to_vec());
-                }
-            }
-        }
-        for env in starting {
-            self.children
-                .get_mut(&env)
-                .expect("inserted above")
-                .ready()?;
-        }
+        self.start(settings)?;
+        self.ready()?;
         Ok(start.elapsed().as_secs_f64())
     }
 
-    fn child(&mut self, env: &[(String, String)]) -> Result<&mut Child, MeasureError> {
-        if !self.children.contains_key(env) {
-            let child = Child::start((self.spawn)(env), &label(env), self.timeout)?;
-            self.children.insert(env.to_vec(), child);
+    /// How many children there are.
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    /// The child for `key`, started now if [`Children::start`] did not.
+    fn child(&mut self, key: Key) -> Result<&mut Child, MeasureError> {
+        if !self.children.contains_key(&key) {
+            let env = match key.role {
+                Role::Candidate => &key.env[..],
+                Role::DefaultPartner => &[][..],
+            };
+            let child = Child::start((self.spawn)(env), &label(&key), self.timeout)?;
+            self.children.insert(key.clone(), child);
         }
-        Ok(self.children.get_mut(env).expect("inserted above"))
+        Ok(self.children.get_mut(&key).expect("inserted above"))
+    }
+}
+
+/// The parent's [`Measurer`]: settings without `env` go to the in-process
+/// measurer; a setting with `env` goes to its child, and the default
+/// measured as its partner goes to that candidate's own default child
+/// ([`Children`]), so both members of the pair are measured alike.
+pub struct EnvFallback<'a> {
+    inner: &'a mut dyn Measurer,
+    children: Children,
+}
+
+impl<'a> EnvFallback<'a> {
+    /// Measures in process with `inner`, environment candidates in
+    /// `children` (started already, or on first use).
+    pub fn new(inner: &'a mut dyn Measurer, children: Children) -> EnvFallback<'a> {
+        EnvFallback { inner, children }
     }
 
     fn in_child(
         &mut self,
-        env: &[(String, String)],
+        key: Key,
         setting: &Setting,
         case: &Case,
         iters: u32,
@@ -367,7 +458,7 @@ impl<'a> EnvFallback<'a> {
             case: *case,
             iters,
         };
-        let mut sample = self.child(env)?.measure(&req)?;
+        let mut sample = self.children.child(key)?.measure(&req)?;
         // The parent's wall time: the pipe round trip is part of the cost.
         sample.cost_us = sample.cost_us.max(start.elapsed().as_secs_f64() * 1e6);
         Ok(sample)
@@ -384,7 +475,11 @@ impl Measurer for EnvFallback<'_> {
         if setting.env.is_empty() {
             self.inner.measure(setting, case, iters)
         } else {
-            self.in_child(&setting.env.clone(), setting, case, iters)
+            let key = Key {
+                env: setting.env.clone(),
+                role: Role::Candidate,
+            };
+            self.in_child(key, setting, case, iters)
         }
     }
 
@@ -396,7 +491,11 @@ impl Measurer for EnvFallback<'_> {
         iters: u32,
     ) -> Result<Sample, MeasureError> {
         if setting.env.is_empty() && !partner.env.is_empty() {
-            self.in_child(&[], setting, case, iters)
+            let key = Key {
+                env: partner.env.clone(),
+                role: Role::DefaultPartner,
+            };
+            self.in_child(key, setting, case, iters)
         } else {
             self.measure(setting, case, iters)
         }

@@ -6,7 +6,7 @@
 //! `default time / candidate time - 1`, with its 95% interval from the
 //! confirmation pairs, so the numbers read like nccl-tests' busbw columns.
 
-use crate::report::{BandReport, End, Outcome, TuneReport};
+use crate::report::{BandReport, CandidateStatus, End, Outcome, TuneReport};
 use crate::setting::{CtaPolicy, Registration, Setting};
 use crate::stats::Interval;
 use collbench_core::size::format_size;
@@ -124,11 +124,28 @@ fn footer(r: &TuneReport) -> String {
         .max_channels
         .map_or(String::new(), |n| format!(", at most {n} channels"));
     format!(
-        "{how}; measured {:.1} s of a {:.1} s budget{limit}; a gain is shown when the whole 95% interval of the time ratio (fresh interleaved pairs) means >= {:.0}% less time",
+        "{how}; measured {:.1} s of a {:.1} s budget{limit}; a gain is shown when the whole 95% interval of the time ratio (fresh interleaved pairs) means >= {:.0}% less time{}",
         r.spent_us / 1e6,
         r.budget_us / 1e6,
-        r.gain_rule.min_gain * 100.0
+        r.gain_rule.min_gain * 100.0,
+        if env_in_children(r) {
+            "; NCCL_* environment candidates were measured in child processes, each against a default-environment child of its own"
+        } else {
+            ""
+        }
     )
+}
+
+/// Whether any environment candidate was measured (in child processes:
+/// `crate::child`).
+fn env_in_children(r: &TuneReport) -> bool {
+    r.bands.iter().flat_map(|b| &b.candidates).any(|c| {
+        !c.setting.env.is_empty()
+            && matches!(
+                c.status,
+                CandidateStatus::Screened { .. } | CandidateStatus::Pruned { .. }
+            )
+    })
 }
 
 /// The aligned text table (columns padded to their widest cell).

@@ -4,7 +4,7 @@
 //! `NCCL_BUFFSIZE` candidates run in children.
 
 use collbench_core::Collective;
-use collbench_tune::child::{serve, Child, EnvFallback, Reply, Request, Spawn};
+use collbench_tune::child::{serve, Child, Children, EnvFallback, Reply, Request, Spawn};
 use collbench_tune::fake::{FakeMeasurer, Truth};
 use collbench_tune::{tune, Case, MeasureError, Outcome, Setting, TuneConfig};
 use std::process::Command;
@@ -128,11 +128,15 @@ fn a_child_that_never_gets_ready_or_talks_nonsense_is_refused() {
 }
 
 /// Children as `sh` scripts: 100 us per iteration, 90 with
-/// NCCL_BUFFSIZE=8388608; each logs its NCCL_BUFFSIZE per request.
+/// NCCL_BUFFSIZE=8388608; each logs its number (in order of starting)
+/// and its NCCL_BUFFSIZE per request.
 fn script_children(log: std::path::PathBuf) -> Spawn {
+    let started = std::cell::Cell::new(0);
     Box::new(move |env: &[(String, String)]| {
+        let n = started.get();
+        started.set(n + 1);
         let script = format!(
-            r#"{READY}; while read l; do t=100; [ "$NCCL_BUFFSIZE" = 8388608 ] && t=90; echo "${{NCCL_BUFFSIZE:-default}}" >> {log}; echo "{{\"sample\":{{\"time_us\":$t,\"cost_us\":1000,\"algo_proto\":null}}}}"; done"#,
+            r#"{READY}; while read l; do t=100; [ "$NCCL_BUFFSIZE" = 8388608 ] && t=90; echo "{n} ${{NCCL_BUFFSIZE:-default}}" >> {log}; echo "{{\"sample\":{{\"time_us\":$t,\"cost_us\":1000,\"algo_proto\":null}}}}"; done"#,
             log = log.display()
         );
         let mut c = sh(&script);
@@ -143,7 +147,7 @@ fn script_children(log: std::path::PathBuf) -> Spawn {
 }
 
 #[test]
-fn a_search_measures_env_candidates_in_children_paired_with_a_default_child() {
+fn a_search_measures_env_candidates_in_children_each_paired_with_its_own_default_child() {
     let dir = std::env::temp_dir().join(format!("collbench-child-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("requests");
@@ -151,11 +155,7 @@ fn a_search_measures_env_candidates_in_children_paired_with_a_default_child() {
     // In process: the default 100 us, every other candidate slower.
     let truth: Truth = Box::new(|s, _| Some(if s.is_default() { 100.0 } else { 130.0 }));
     let mut inner = FakeMeasurer::new(5, truth);
-    let mut m = EnvFallback::new(
-        &mut inner,
-        script_children(log.clone()),
-        Duration::from_secs(10),
-    );
+    let mut children = Children::new(script_children(log.clone()), Duration::from_secs(10));
     let mut cfg = TuneConfig::new(vec![Collective::AllReduce], vec![1 << 20], 2, 1, 60e6);
     cfg.space.channels = vec![8];
     let envs: Vec<Setting> = cfg.space.extra.clone();
@@ -164,7 +164,9 @@ fn a_search_measures_env_candidates_in_children_paired_with_a_default_child() {
         2,
         "the default space has the two NCCL_BUFFSIZE candidates"
     );
-    m.prepare(&envs).unwrap();
+    children.prepare(&envs).unwrap();
+    assert_eq!(children.len(), 4, "a default partner for each candidate");
+    let mut m = EnvFallback::new(&mut inner, children);
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
     drop(m);
     match &r.bands[0].outcome {
@@ -185,12 +187,22 @@ fn a_search_measures_env_candidates_in_children_paired_with_a_default_child() {
         "{:?}",
         spelled.status
     );
-    // Every child repeat of a candidate had its default partner in the
-    // default child: as many default requests as candidate ones.
+    // Children start in pairs, the default partner first: 0 and 1 for
+    // NCCL_BUFFSIZE=8388608, 2 and 3 for 4194304. Every repeat of a
+    // candidate had its default partner in its own default child, so both
+    // children of a pair answered the same number of requests.
     let lines = std::fs::read_to_string(&log).unwrap();
     let count = |v: &str| lines.lines().filter(|l| *l == v).count();
-    assert!(count("8388608") >= 3 && count("4194304") >= 3, "{lines}");
-    assert_eq!(count("default"), count("8388608") + count("4194304"));
+    assert!(
+        count("1 8388608") >= 3 && count("3 4194304") >= 3,
+        "{lines}"
+    );
+    assert_eq!(count("0 default"), count("1 8388608"), "{lines}");
+    assert_eq!(count("2 default"), count("3 4194304"), "{lines}");
+    assert_eq!(
+        lines.lines().count(),
+        2 * (count("1 8388608") + count("3 4194304"))
+    );
     // None of the in-process calls carried an environment.
     assert!(inner.calls.iter().all(|(s, _, _)| s.env.is_empty()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -78,17 +78,19 @@ impl NcclBackend {
     /// Seconds per operation of `iters` back-to-back iterations of `case`
     /// after `warmup` untimed ones: the timed loop alone, without the
     /// per-iteration pass (`collbench tune`'s repeats, which need only
-    /// the mean). Buffers are sized for `case`.
+    /// the mean). Buffers hold `span` bytes (at least `case`'s size), and
+    /// operations rotate through them as in a sweep up to `span`.
     pub fn time_bare(
         &mut self,
         case: &CaseSpec,
         warmup: u32,
         iters: u32,
+        span: u64,
     ) -> Result<f64, BackendError> {
         use collbench_runner::Backend;
         self.ensure_usable()?;
         self.supports(case)?;
-        let max = case.size_bytes();
+        let max = span.max(case.size_bytes());
         self.ensure_buffers(max)?;
         let ops = self.make_ops(case)?;
         let result = (|| {

@@ -28,6 +28,20 @@ use std::time::Instant;
 /// was idle while the other member of the pair ran.
 const WARMUP: u32 = 2;
 
+/// Bytes a repeat's operations rotate through: COLLBENCH_TUNE_SPAN (a
+/// size, e.g. 256M), else the case's own size (no rotation: every
+/// iteration reuses the same buffers, so up to about half the L2 a
+/// repeat measures an L2-resident copy). A diagnostic: with one default
+/// child shared by all candidates, NCCL's default spelled out came out 7%
+/// faster than the default at 16 MiB on one H200 (docs/tune.md, section
+/// 3), and a span well above the L2 takes the L2 out of every repeat.
+fn span_of(case_bytes: u64) -> u64 {
+    std::env::var("COLLBENCH_TUNE_SPAN")
+        .ok()
+        .and_then(|v| collbench_core::size::parse_size(&v).ok())
+        .map_or(case_bytes, |s| s.max(case_bytes))
+}
+
 /// What distinguishes one communicator (and its buffers) from another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CommKey {
@@ -240,7 +254,7 @@ impl Measurer for NcclMeasurer<'_> {
             plugin.set_override(coll, Some((a, p)), 0);
         }
         let before = plugin.counters();
-        let timed = backend.time_bare(&spec, WARMUP, iters);
+        let timed = backend.time_bare(&spec, WARMUP, iters, span_of(case.bytes));
         let after = plugin.counters();
         if pair.is_some() {
             plugin.clear_override();
