@@ -28,18 +28,27 @@ use std::time::Instant;
 /// was idle while the other member of the pair ran.
 const WARMUP: u32 = 2;
 
-/// Bytes a repeat's operations rotate through: COLLBENCH_TUNE_SPAN (a
-/// size, e.g. 256M), else the case's own size (no rotation: every
-/// iteration reuses the same buffers, so up to about half the L2 a
-/// repeat measures an L2-resident copy). A diagnostic: with one default
-/// child shared by all candidates, NCCL's default spelled out came out 7%
-/// faster than the default at 16 MiB on one H200 (docs/tune.md, section
-/// 3), and a span well above the L2 takes the L2 out of every repeat.
+/// Bytes a repeat's operations rotate through unless COLLBENCH_TUNE_SPAN
+/// says otherwise: well above the L2 of today's GPUs (50-60 MB on H100 and
+/// H200), so no repeat measures an L2-resident copy.
+///
+/// Why: with every iteration reusing the same buffers, a 16 MiB case sits
+/// in L2 and its time depends on where each process's buffers landed. On
+/// one H200, NCCL's default spelled out (`NCCL_BUFFSIZE=4194304`, measured
+/// in a child process) came out 4-7% "faster" than the default in 2 of 3
+/// tune runs; rotating through 256 MiB took the spread between processes
+/// under 2% (no false gain in 2 of 2 runs), and tune's 16 MiB time became
+/// `run`'s (11.0 us against 6.8 us): bench/results/h200x1/session4/tune-bias.
+pub const DEFAULT_SPAN: u64 = 256 << 20;
+
+/// COLLBENCH_TUNE_SPAN (a size; `0` = the case's own size, no rotation),
+/// else [`DEFAULT_SPAN`]; never below the case's size.
 fn span_of(case_bytes: u64) -> u64 {
-    std::env::var("COLLBENCH_TUNE_SPAN")
+    let span = std::env::var("COLLBENCH_TUNE_SPAN")
         .ok()
         .and_then(|v| collbench_core::size::parse_size(&v).ok())
-        .map_or(case_bytes, |s| s.max(case_bytes))
+        .unwrap_or(DEFAULT_SPAN);
+    span.max(case_bytes)
 }
 
 /// What distinguishes one communicator (and its buffers) from another.
