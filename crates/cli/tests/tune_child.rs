@@ -43,6 +43,16 @@ fn env_of(setting: &Value) -> String {
         .unwrap_or_default()
 }
 
+/// A band's candidate that is NCCL's default buffer size spelled out.
+fn spelled_default(band: &Value) -> &Value {
+    band["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| env_of(&c["setting"]) == "NCCL_BUFFSIZE=4194304")
+        .expect("the default buffer size is a candidate")
+}
+
 #[test]
 fn env_candidates_run_in_children_and_only_the_real_one_gains() {
     let (out, _) = tune("ok", &["--format", "json"]);
@@ -59,12 +69,7 @@ fn env_candidates_run_in_children_and_only_the_real_one_gains() {
         let r = outcome["ratio"]["estimate"].as_f64().unwrap();
         assert!((r - 0.9).abs() < 0.03, "{r}");
         // NCCL's default spelled out was measured, and is no gain.
-        let spelled = b["candidates"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| env_of(&c["setting"]) == "NCCL_BUFFSIZE=4194304")
-            .expect("the default buffer size is a candidate");
+        let spelled = spelled_default(b);
         assert_eq!(spelled["status"]["kind"], "screened", "{spelled}");
         assert!(
             spelled["status"]["ratio"]["hi"].as_f64().unwrap() > 0.98,
@@ -142,12 +147,7 @@ fn the_default_spelled_out_is_no_gain_when_processes_age() {
             "NCCL_BUFFSIZE=4194304",
             "{outcome}"
         );
-        let spelled = b["candidates"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| env_of(&c["setting"]) == "NCCL_BUFFSIZE=4194304")
-            .expect("the default buffer size is a candidate");
+        let spelled = spelled_default(b);
         let r = &spelled["status"]["ratio"];
         let (lo, hi) = (r["lo"].as_f64().unwrap(), r["hi"].as_f64().unwrap());
         assert!(lo < 1.02 && hi > 0.98, "{spelled}");
