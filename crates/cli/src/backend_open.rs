@@ -8,7 +8,7 @@ use crate::exit::{Failure, Outcome};
 use crate::launch_args::LaunchArgs;
 use collbench_launch::{Control, LaunchOptions, World};
 use collbench_runner::cpu::CpuBackend;
-use collbench_runner::Backend;
+use collbench_runner::{Backend, Watchdog};
 use std::sync::Arc;
 
 /// How the command was invoked: the `<op>_perf` aliases keep nccl-tests'
@@ -47,14 +47,17 @@ pub struct Opened {
 }
 
 /// Starts MPI when asked, discovers the world, connects the control plane
-/// and opens the backend.
+/// (its heartbeats paced for the stuck-collective `watchdog`, if any) and
+/// opens the backend.
 pub fn open(
     b: &BackendArgs,
     launch: &LaunchArgs,
     tuning: Tuning,
     mode: Mode,
+    watchdog: &Watchdog,
 ) -> Result<Opened, Failure> {
-    let (mpi, launch) = launch_args(b, launch)?;
+    let (mpi, mut launch) = launch_args(b, launch)?;
+    launch.watchdog_s = watchdog.deadline.map(|d| d.as_secs().max(1));
     refuse_lone_rank_variable(&launch)?;
     if uses_cpu(b) && !cpu_per_process_for_tests() {
         refuse_cpu_across_processes(&launch)?;

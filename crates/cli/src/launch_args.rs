@@ -51,6 +51,7 @@ impl LaunchArgs {
             token: self.token.clone(),
             bind: self.bind.clone(),
             timeout_s: self.timeout_s,
+            watchdog_s: None,
         }
     }
 }

@@ -261,9 +261,14 @@ fn real_main() -> Result<Outcome, Failure> {
             force,
         } => {
             check_args(&check, force)?;
-            let mut opened =
-                backend_open::open(&backend, &launch, Tuning::default(), Mode::Native)?;
             let watchdog = watch.watchdog(0);
+            let mut opened = backend_open::open(
+                &backend,
+                &launch,
+                Tuning::default(),
+                Mode::Native,
+                &watchdog,
+            )?;
             collbench_check::check_main(
                 &check,
                 opened.backend.as_mut(),

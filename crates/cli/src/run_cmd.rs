@@ -230,7 +230,8 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         Some(p) => Some((p, crate::tune_cmd::apply_tuner_config(p, &a.backend)?)),
         None => None,
     };
-    let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode)?;
+    let watchdog = a.watch.watchdog(a.timeout);
+    let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode, &watchdog)?;
     let world_size = opened.backend.world_size();
     if opened.backend.info().name == "cpu" {
         let given: Vec<&str> = [
@@ -266,8 +267,8 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     let mut obs = TextObserver::new(print_text, options, total);
     obs.per_rank = a.per_rank;
     let record = crate::meta::new_record(argv);
-    let mut runner = Runner::new(opened.backend.as_mut(), opened.control.as_ref(), plan)
-        .with_watchdog(a.watch.watchdog(a.timeout));
+    let mut runner =
+        Runner::new(opened.backend.as_mut(), opened.control.as_ref(), plan).with_watchdog(watchdog);
     let Some(record) = runner.run(record, &mut obs)? else {
         return Ok(Outcome::Ok);
     };

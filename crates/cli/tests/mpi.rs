@@ -135,3 +135,43 @@ fn plain_mpirun_on_one_host_needs_no_rendezvous() {
     assert!(stdout.contains("PASS: 2 ranks on 1 host"), "{stdout}");
     assert!(stdout.contains("rank 0 at 127.0.0.1:"), "{stdout}");
 }
+
+/// The MPI backend reports its iterations, so a rank that stops calling
+/// is named as the one that never entered, behind ranks that are inside
+/// MPI's call (which cannot be interrupted: the watchdog's last resort
+/// ends them if mpirun has not).
+#[test]
+fn a_rank_that_stops_calling_is_named_under_mpi() {
+    let out = mpirun(
+        4,
+        &[
+            "run",
+            "all_reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "1K",
+            "-e",
+            "1K",
+            "-w",
+            "1",
+            "-n",
+            "20",
+            "-T",
+            "2",
+            "--test-stop-calling",
+            "2:0:5",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("collbench: stuck collective: "))
+        .unwrap_or_else(|| panic!("no stuck line: {stderr}"));
+    assert!(
+        line.contains("all_reduce 1 KiB iteration 5: rank 2 (host ")
+            && line.contains(") never entered; 3 ranks waiting (no progress for 2 s)"),
+        "{line}"
+    );
+}

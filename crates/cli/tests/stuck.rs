@@ -49,6 +49,16 @@ fn one_process_names_the_rank_thread_that_stopped_calling() {
 }
 
 #[test]
+fn a_lone_rank_that_stopped_calling_is_not_blamed_on_the_library() {
+    let (code, stderr) = one_process("1", &["--watchdog", "1", "--test-stop-calling", "0:0:3"]);
+    assert_eq!(code, Some(5), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!("{PREFIX}all_reduce 1 KiB iteration 3: its only rank never entered it: the process stopped calling, nothing is inside the library (no progress for 1 s)")
+    );
+}
+
+#[test]
 fn minus_t_replaces_the_watchdog_and_a_rank_asleep_for_less_passes() {
     // -T 1 wins over --watchdog 600: the run ends within seconds.
     let start = Instant::now();
@@ -192,6 +202,100 @@ fn four_processes_name_a_rank_that_exits_mid_run() {
         );
     }
     assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+/// Rank `stopped` of 4 processes is stopped with SIGSTOP inside a long
+/// case: its socket stays open and nothing is behind by its last word,
+/// only its heartbeats stop. Returns what each other process said and
+/// how long after the stop the last of them ended (the stopped one is
+/// killed then).
+fn sigstop_trial(stopped: usize) -> (Vec<Finished>, Duration) {
+    // --timeout-s 60: the control plane's own verdict on silence would
+    // come a minute later; the watchdog (-T 2) must name it first.
+    let args = [
+        "-b",
+        "1K",
+        "-e",
+        "1K",
+        "-w",
+        "1",
+        "-n",
+        "1000000",
+        "-T",
+        "2",
+        "--timeout-s",
+        "60",
+    ];
+    let mut children = spawn_job(&args);
+    std::thread::sleep(Duration::from_secs(3));
+    let pid = children[stopped].id().to_string();
+    let status = Command::new("kill").args(["-STOP", &pid]).status();
+    let stopped_at = Instant::now();
+    let mut frozen = children.remove(stopped);
+    let done: Vec<Finished> = children
+        .into_iter()
+        .map(|c| finish(c, stopped_at + Duration::from_secs(30)))
+        .collect();
+    let took = stopped_at.elapsed();
+    let _ = frozen.kill();
+    let _ = frozen.wait();
+    assert!(status.is_ok_and(|s| s.success()), "kill -STOP {pid}");
+    (done, took)
+}
+
+#[test]
+fn a_rank_stopped_with_sigstop_is_named_as_silent_by_every_other() {
+    let (done, took) = sigstop_trial(2);
+    let line = &done[0].stderr;
+    eprintln!("{took:?} after the stop: {line}");
+    for (i, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(5), "process {i}: {}", f.stderr);
+        assert_eq!(&f.stderr, line, "process {i}: the same line everywhere");
+    }
+    let lines: Vec<&str> = line.lines().collect();
+    assert_eq!(lines.len(), 1, "{line}");
+    assert!(
+        lines[0].starts_with(&format!("{PREFIX}all_reduce 1 KiB")),
+        "{line}"
+    );
+    assert!(
+        lines[0].contains(": rank 2 (host n2) silent for "),
+        "{line}"
+    );
+    assert!(
+        lines[0].ends_with("(stopped, hung or cut off); 3 ranks waiting (no progress for 2 s)"),
+        "{line}"
+    );
+    // Within -T + 5 s of the stop: silence is known three heartbeats
+    // (of 2 s at most) after the last one, whatever --timeout-s says.
+    assert!(took < Duration::from_secs(2 + 5), "{took:?}");
+}
+
+#[test]
+fn a_stopped_rank_0_is_named_by_every_other_rank_itself() {
+    // Rank 0 holds the table but is stopped: each waiting process sees
+    // rank 0's heartbeats stop and says so for itself.
+    let (done, took) = sigstop_trial(0);
+    eprintln!("{took:?} after the stop: {}", done[0].stderr);
+    for (i, f) in done.iter().enumerate() {
+        let rank = i + 1;
+        assert_eq!(f.code, Some(5), "rank {rank}: {}", f.stderr);
+        let lines: Vec<&str> = f.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "rank {rank}: {}", f.stderr);
+        let host = format!("n{}", rank / 2 + 1);
+        assert!(lines[0].starts_with(PREFIX), "{}", lines[0]);
+        assert!(
+            lines[0].contains(": rank 0 (host 127.0.0.1) silent for "),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].contains(&format!("; rank {rank} (host {host}) wait")),
+            "{}",
+            lines[0]
+        );
+    }
+    assert!(took < Duration::from_secs(2 + 5), "{took:?}");
 }
 
 /// A small deterministic generator (no dev-dependency for randomness);

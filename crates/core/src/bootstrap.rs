@@ -59,6 +59,14 @@ pub trait Bootstrap: Sync {
         None
     }
 
+    /// Ranks other than 0: rank 0's last progress as its heartbeats
+    /// carried it, and whether they still arrive (how a rank learns that
+    /// rank 0, which names everyone else, is itself stopped). `None` on
+    /// rank 0, or where the job keeps no such thing.
+    fn root_progress(&self) -> Option<RankProgress> {
+        None
+    }
+
     /// Stops the whole job with `reason` (one line naming who is at
     /// fault): every process's pending and later calls fail with it, and
     /// [`Bootstrap::failure`] returns it. Default: nothing to tell.

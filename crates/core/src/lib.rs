@@ -41,7 +41,7 @@ pub use bootstrap::{Bootstrap, PeerFailure, SingleProcess};
 pub use collective::{Collective, CollectiveSpec, Counts};
 pub use dtype::DataType;
 pub use explain::{Explanation, KernelChoice};
-pub use progress::{Phase, Progress, RankProgress};
+pub use progress::{Heard, Phase, Progress, RankProgress};
 pub use record::{CaseResult, DeviceInfo, Placement, Record, RunSettings};
 pub use redop::ReduceOp;
 pub use stats::TimeStats;

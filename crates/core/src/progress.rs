@@ -104,6 +104,38 @@ pub struct RankProgress {
     pub progress: Option<Progress>,
     /// How long that progress has stayed the same.
     pub unchanged_for: Duration,
+    /// Whether its heartbeats still arrive: a stopped or cut-off process
+    /// keeps its last word forever, so its word alone cannot tell it from
+    /// a rank that waits.
+    pub heard: Heard,
+}
+
+/// How recently the control plane heard from a rank, counted in its
+/// heartbeat periods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Heard {
+    /// Within about a heartbeat period (and always this process itself).
+    #[default]
+    InTime,
+    /// One or two beats late: no alarm yet, but no verdict should rest
+    /// on its word until it is heard again or falls silent.
+    Late,
+    /// Nothing for this long, three heartbeat periods or more: the
+    /// process is stopped (SIGSTOP, a debugger), hung whole, or cut off.
+    Silent(Duration),
+}
+
+impl Heard {
+    /// What a rank last heard `ago` is, for heartbeats every `beat`.
+    pub fn after(ago: Duration, beat: Duration) -> Heard {
+        if ago <= beat.mul_f64(1.5) {
+            Heard::InTime
+        } else if ago < beat * 3 {
+            Heard::Late
+        } else {
+            Heard::Silent(ago)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -141,5 +173,15 @@ mod tests {
         };
         assert!(at(3, 0) > at(2, 900));
         assert!(at(2, 7) > at(2, 6));
+    }
+
+    #[test]
+    fn a_rank_is_late_after_a_beat_and_a_half_and_silent_after_three() {
+        let beat = Duration::from_secs(2);
+        let s = Duration::from_secs;
+        assert_eq!(Heard::after(s(3), beat), Heard::InTime);
+        assert_eq!(Heard::after(Duration::from_millis(3001), beat), Heard::Late);
+        assert_eq!(Heard::after(Duration::from_millis(5999), beat), Heard::Late);
+        assert_eq!(Heard::after(s(6), beat), Heard::Silent(s(6)));
     }
 }

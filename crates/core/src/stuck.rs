@@ -10,7 +10,12 @@
 //! the ranks whose reach is below the furthest are *behind*, and the line
 //! names them, grouped by where they are and by host, most behind first;
 //! the others are waiting for them. When no rank is behind, every rank is
-//! waiting at the same place: the hang is inside the library or a link.
+//! waiting at the same place: the hang is inside the library or a link
+//! (or, all between two iterations, the processes stopped calling). A
+//! rank whose heartbeats stopped ([`Heard::Silent`]: stopped whole, hung
+//! or cut off) is named before anyone behind, since its last word says
+//! nothing; seen from another rank, a silent rank 0 is named by
+//! [`root_silent`].
 //!
 //! What a position means (the backends publish it so):
 //! - `Idle` in case c: between cases, before case c (exchanging the
@@ -24,7 +29,7 @@
 //!
 //! Pure: no clocks, no I/O; the caller says what each case is called.
 
-use crate::progress::{Phase, Progress, RankProgress};
+use crate::progress::{Heard, Phase, Progress, RankProgress};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -68,14 +73,23 @@ pub fn least(positions: impl IntoIterator<Item = Option<Progress>>) -> Option<Pr
     positions.into_iter().min_by_key(|p| reach(*p)).flatten()
 }
 
+/// Whether a rank's heartbeats stopped (see [`Heard`]).
+fn silent(r: &RankProgress) -> bool {
+    matches!(r.heard, Heard::Silent(_))
+}
+
 /// Whether a rank is inside a case (calling, waiting or checking).
 fn busy(p: Option<Progress>) -> bool {
     matches!(p, Some(p) if p.phase != Phase::Idle)
 }
 
 /// The line to print when the job is stuck, or `None` while it is not:
-/// some rank has moved within `deadline`, or no rank is inside a case
-/// (between cases the control plane's own deadlines apply).
+/// some rank has moved within `deadline`, no rank is inside a case nor
+/// silent (between cases the control plane's own deadlines apply), or
+/// some rank is late with its heartbeats (a verdict then waits, at most
+/// three heartbeat periods, until it is heard again or falls silent).
+/// Silent ranks are named first: a stopped process keeps its last word,
+/// so where it seems to be says nothing about why the others wait.
 /// `case_name(c)` names case c of the plan ("all_reduce 64 MiB"); `None`
 /// prints "case c".
 pub fn diagnose(
@@ -85,51 +99,125 @@ pub fn diagnose(
 ) -> Option<String> {
     if table.is_empty()
         || table.iter().any(|r| r.unchanged_for < deadline)
-        || !table.iter().any(|r| busy(r.progress))
+        || !table.iter().any(|r| busy(r.progress) || silent(r))
+        || table.iter().any(|r| r.heard == Heard::Late)
     {
         return None;
     }
-    let furthest = table.iter().map(|r| reach(r.progress)).max()?;
+    let name = |c: u32| case_name(c).unwrap_or_else(|| format!("case {c}"));
+    let waited = format!("no progress for {} s", seconds(deadline));
+    let (silent, heard): (Vec<&RankProgress>, Vec<&RankProgress>) =
+        table.iter().partition(|r| silent(r));
+    let furthest = heard.iter().map(|r| reach(r.progress)).max();
     let mut places: BTreeMap<_, Vec<&RankProgress>> = BTreeMap::new();
-    for r in table.iter().filter(|r| reach(r.progress) < furthest) {
+    for r in heard.iter().filter(|r| Some(reach(r.progress)) < furthest) {
         places.entry(reach(r.progress)).or_default().push(r);
     }
-    let name = |c: u32| case_name(c).unwrap_or_else(|| format!("case {c}"));
     let behind: usize = places.values().map(Vec::len).sum();
-    let waited = format!("no progress for {} s", seconds(deadline));
-    if behind == 0 {
+    if silent.is_empty() && behind == 0 {
         let at = table.iter().find_map(|r| r.progress);
-        let all = match table.len() {
-            1 => "its only rank is there".to_string(),
-            n => format!("all {n} ranks are there and none is behind"),
-        };
         return Some(format!(
-            "{STUCK}{}: {all}: the hang is inside the library or a link ({waited})",
+            "{STUCK}{}: {} ({waited})",
             place(at, &name),
+            all_there(at, table.len())
         ));
     }
-    let mut parts: Vec<String> = places
-        .values()
-        .take(MAX_PLACES)
-        .map(|group| {
-            let p = group[0].progress;
-            let ranks: Vec<(usize, &str)> =
-                group.iter().map(|r| (r.rank, r.host.as_str())).collect();
-            let at = place(p, &name);
-            let sep = if at.is_empty() { "" } else { ": " };
-            format!("{at}{sep}{} {}", who(&ranks), state(p))
-        })
-        .collect();
+    let mut parts: Vec<String> = Vec::new();
+    if !silent.is_empty() {
+        parts.push(silent_part(&silent, &name));
+    }
+    parts.extend(places.values().take(MAX_PLACES).map(|group| {
+        let p = group[0].progress;
+        let at = place(p, &name);
+        let sep = if at.is_empty() { "" } else { ": " };
+        format!(
+            "{at}{sep}{} {}",
+            who(&hosts_of(group.iter().copied())),
+            state(p)
+        )
+    }));
     if places.len() > MAX_PLACES {
         let rest: usize = places.values().skip(MAX_PLACES).map(Vec::len).sum();
         parts.push(format!("{} behind at other places", count(rest)));
     }
-    let waiting = table.len() - behind;
+    let waiting = heard.len() - behind;
     Some(format!(
         "{STUCK}{}; {} waiting ({waited})",
         parts.join("; "),
         count(waiting)
     ))
+}
+
+/// Seen from a rank other than 0, which knows only rank 0's heartbeats
+/// and its own ranks (`mine`): the line when rank 0 has fallen silent
+/// while `mine` made no progress for `deadline` (rank 0, stopped, cannot
+/// name anyone, so each waiting process says it). `None` otherwise: while
+/// rank 0 is heard, rank 0's watchdog decides.
+pub fn root_silent(
+    root: &RankProgress,
+    mine: &[RankProgress],
+    deadline: Duration,
+    case_name: &dyn Fn(u32) -> Option<String>,
+) -> Option<String> {
+    if !silent(root) || mine.is_empty() || mine.iter().any(|r| r.unchanged_for < deadline) {
+        return None;
+    }
+    let name = |c: u32| case_name(c).unwrap_or_else(|| format!("case {c}"));
+    // Where the waiting ranks are, when that differs from rank 0's word.
+    let whereabouts = match least(mine.iter().map(|r| r.progress)) {
+        Some(p) if Some(p) != root.progress => format!(" at {}", place(Some(p), &name)),
+        _ => " for it".into(),
+    };
+    let verb = if mine.len() == 1 { "waits" } else { "wait" };
+    Some(format!(
+        "{STUCK}{}; {} {verb}{whereabouts} (no progress for {} s)",
+        silent_part(&[root], &name),
+        who(&hosts_of(mine.iter())),
+        seconds(deadline)
+    ))
+}
+
+/// "all_reduce 64 MiB iteration 7: rank 1 (host n0) silent for 12 s, last
+/// seen inside the call (stopped, hung or cut off)".
+fn silent_part(silent: &[&RankProgress], name: &dyn Fn(u32) -> String) -> String {
+    let at = least(silent.iter().map(|r| r.progress));
+    let longest = silent
+        .iter()
+        .filter_map(|r| match r.heard {
+            Heard::Silent(d) => Some(d),
+            _ => None,
+        })
+        .max()
+        .unwrap_or_default();
+    let place = place(at, name);
+    let sep = if place.is_empty() { "" } else { ": " };
+    format!(
+        "{place}{sep}{} silent for {:.0} s, last seen {} (stopped, hung or cut off)",
+        who(&hosts_of(silent.iter().copied())),
+        longest.as_secs_f64(),
+        seen(at)
+    )
+}
+
+/// Every rank at the same place, none behind: where the hang must be.
+fn all_there(at: Option<Progress>, n: usize) -> String {
+    let entered_none = matches!(at, Some(p) if p.phase == Phase::Issue && p.iteration > 0);
+    match (n, entered_none) {
+        // Between two iterations, outside any library call: the
+        // processes stopped calling (a backend that reports no
+        // iterations stays at iteration 0, where that cannot be told).
+        (1, true) => "its only rank never entered it: the process stopped calling, nothing is inside the library".into(),
+        (n, true) => format!("all {n} ranks are there and none entered it: the processes stopped calling, nothing is inside the library"),
+        (1, false) => "its only rank is there: the hang is inside the library or a link".into(),
+        (n, false) => format!("all {n} ranks are there and none is behind: the hang is inside the library or a link"),
+    }
+}
+
+fn hosts_of<'a>(ranks: impl IntoIterator<Item = &'a RankProgress>) -> Vec<(usize, &'a str)> {
+    ranks
+        .into_iter()
+        .map(|r| (r.rank, r.host.as_str()))
+        .collect()
 }
 
 /// "1 rank" or "N ranks".
@@ -173,6 +261,18 @@ fn state(p: Option<Progress>) -> &'static str {
         Some(Phase::Call) => "stuck inside the call",
         Some(Phase::Wait) => "still waiting for it to complete",
         Some(Phase::Check) => "still checking results",
+    }
+}
+
+/// Where a silent rank was when last heard of.
+fn seen(p: Option<Progress>) -> &'static str {
+    match p.map(|p| p.phase) {
+        None => "before it reported progress",
+        Some(Phase::Idle) => "between cases",
+        Some(Phase::Issue) => "before the call",
+        Some(Phase::Call) => "inside the call",
+        Some(Phase::Wait) => "waiting for it to complete",
+        Some(Phase::Check) => "checking results",
     }
 }
 
@@ -247,6 +347,7 @@ mod tests {
                 host: format!("n{}", rank / 8),
                 progress: p,
                 unchanged_for: T,
+                heard: Heard::InTime,
             })
             .collect()
     }
@@ -391,5 +492,83 @@ mod tests {
         );
         assert_eq!(least([at(1, 0, Phase::Check), None]), None);
         assert!(!is_stuck_line("rank 3 on host h disconnected"));
+    }
+
+    #[test]
+    fn a_silent_rank_is_named_even_where_the_others_wait() {
+        // Rank 1 was stopped (SIGSTOP) inside iteration 7: its word is
+        // where everyone else is, only its silence gives it away.
+        let mut t = ranks(2, at(0, 7, Phase::Wait));
+        t[1].heard = Heard::Silent(Duration::from_millis(9600));
+        assert_eq!(
+            diagnose(&t, T, &names).unwrap(),
+            "stuck collective: all_reduce 64 MiB iteration 7: rank 1 (host n0) silent for 10 s, last seen waiting for it to complete (stopped, hung or cut off); 1 rank waiting (no progress for 300 s)"
+        );
+        // One beat late: maybe stopped, maybe slow; no verdict yet.
+        t[1].heard = Heard::Late;
+        assert_eq!(diagnose(&t, T, &names), None);
+        // Stopped between cases: named as well (the others wait for it
+        // in the exchange of results, and nothing else will move).
+        let mut t = ranks(4, at(1, 0, Phase::Idle));
+        t[3].heard = Heard::Silent(Duration::from_secs(6));
+        assert!(diagnose(&t, T, &names).unwrap().starts_with("stuck collective: all_gather 1 KiB: rank 3 (host n0) silent for 6 s, last seen between cases"));
+    }
+
+    #[test]
+    fn silent_ranks_come_first_and_ranks_behind_after_them() {
+        let mut t = ranks(16, at(0, 9, Phase::Wait));
+        t[12].heard = Heard::Silent(Duration::from_secs(40));
+        t[13].heard = Heard::Silent(Duration::from_secs(31));
+        t[13].progress = at(0, 8, Phase::Call);
+        t[3].progress = at(0, 9, Phase::Issue);
+        assert_eq!(
+            diagnose(&t, T, &names).unwrap(),
+            "stuck collective: all_reduce 64 MiB iteration 8: ranks 12, 13 (host n1) silent for 40 s, last seen inside the call (stopped, hung or cut off); all_reduce 64 MiB iteration 9: rank 3 (host n0) never entered; 13 ranks waiting (no progress for 300 s)"
+        );
+    }
+
+    #[test]
+    fn everyone_between_iterations_stopped_calling() {
+        let line = diagnose(&ranks(1, at(0, 7, Phase::Issue)), T, &names).unwrap();
+        assert_eq!(
+            line,
+            "stuck collective: all_reduce 64 MiB iteration 7: its only rank never entered it: the process stopped calling, nothing is inside the library (no progress for 300 s)"
+        );
+        let line = diagnose(&ranks(4, at(0, 7, Phase::Issue)), T, &names).unwrap();
+        assert!(
+            line.contains(
+                ": all 4 ranks are there and none entered it: the processes stopped calling"
+            ),
+            "{line}"
+        );
+        // Iteration 0 is also where a backend that reports no iterations
+        // stays for the whole loop: that cannot be told apart.
+        let line = diagnose(&ranks(1, at(0, 0, Phase::Issue)), T, &names).unwrap();
+        assert!(line.contains("inside the library or a link"), "{line}");
+    }
+
+    #[test]
+    fn another_rank_names_a_silent_rank_0() {
+        let mut root = ranks(1, at(0, 7, Phase::Call)).remove(0);
+        let mut mine = ranks(4, at(0, 7, Phase::Wait));
+        mine.drain(..2);
+        // Heard in time: rank 0's own watchdog decides.
+        assert_eq!(root_silent(&root, &mine, T, &names), None);
+        root.heard = Heard::Silent(Duration::from_secs(7));
+        assert_eq!(
+            root_silent(&root, &mine, T, &names).unwrap(),
+            "stuck collective: all_reduce 64 MiB iteration 7: rank 0 (host n0) silent for 7 s, last seen inside the call (stopped, hung or cut off); ranks 2, 3 (host n0) wait at all_reduce 64 MiB iteration 7 (no progress for 300 s)"
+        );
+        // Between cases too: a stopped rank 0 holds the next call up.
+        let between = ranks(1, at(1, 0, Phase::Idle));
+        assert!(root_silent(&root, &between, T, &names)
+            .unwrap()
+            .contains("; rank 0 (host n0) waits at all_gather 1 KiB (no"));
+        mine[0].unchanged_for = T / 2;
+        assert_eq!(
+            root_silent(&root, &mine, T, &names),
+            None,
+            "a rank still moves"
+        );
     }
 }

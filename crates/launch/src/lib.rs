@@ -114,6 +114,11 @@ pub struct LaunchOptions {
     pub bind: Option<String>,
     /// Seconds before a missing or silent peer is an error.
     pub timeout_s: u64,
+    /// The stuck-collective watchdog's deadline, if it has one: heartbeats
+    /// come often enough (four per deadline, at most every 2 s) that a
+    /// stopped rank is known silent before the deadline passes. Every
+    /// rank of a job must be given the same.
+    pub watchdog_s: Option<u64>,
 }
 
 impl Default for LaunchOptions {
@@ -128,6 +133,7 @@ impl Default for LaunchOptions {
             token: None,
             bind: None,
             timeout_s: 60,
+            watchdog_s: None,
         }
     }
 }

@@ -9,10 +9,12 @@ use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
 use collbench_core::{verify::Pattern, with_element, Bootstrap, Collective, DeviceInfo};
 use collbench_runner::host_buffers::HostBuffers;
+use collbench_runner::watch::Watch;
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
 use mpi::ffi;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{AsRaw, Communicator};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// This process's rank of an MPI job as a collbench backend.
@@ -27,6 +29,9 @@ pub struct MpiBackend {
     buffers: HostBuffers,
     /// Who sends how much to whom in alltoallv.
     traffic: Traffic,
+    /// Where the timed loop publishes its iterations (and learns of a
+    /// stop), so a rank inside an MPI call reads as inside it.
+    watch: Option<Arc<Watch>>,
 }
 
 /// Send, receive and scratch buffers (8-byte aligned), grown on demand.
@@ -71,6 +76,7 @@ impl MpiBackend {
             library,
             buffers: HostBuffers::default(),
             traffic: Traffic::default(),
+            watch: None,
         })
     }
 
@@ -126,24 +132,53 @@ impl MpiBackend {
         let ctx = self.ctx::<T>(case, op.as_ref());
         let per_iter = timing.agg_iters.max(1) as u64;
         let total_ops = (timing.iters as u64 * per_iter).max(1);
+        let watch = self.watch.clone();
+        // Progress as the other backends count it: warm-up iterations
+        // first, then the timed ones; one relaxed store each, outside the
+        // iteration's clock for `at`. A blocking MPI call cannot be
+        // interrupted: a stop is seen between calls (else the watchdog's
+        // last resort ends the process).
+        let mark = |k: u64, inside: bool| -> Result<(), BackendError> {
+            let Some(w) = &watch else {
+                return Ok(());
+            };
+            let marked = match inside {
+                true => w.calling(0, k as u32),
+                false => w.at(0, k as u32),
+            };
+            marked.map_err(|_| {
+                let why = w.reason().map_or("the job stopped", |s| s.message());
+                BackendError::Timeout(why.to_string())
+            })
+        };
         let mut run = |i: u64| {
             let p = self.ptrs::<T>(case, i, timing.max_bytes);
             // SAFETY: `time` sized the buffers; every rank runs the same plan.
             unsafe { coll::run_op(&ctx, case, &p) }
         };
-        for _ in 0..timing.warmup_iters {
+        let warmup = timing.warmup_iters as u64;
+        mark(0, false)?;
+        for k in 0..warmup {
+            mark(k, true)?;
             run(0)?;
+            mark(k + 1, false)?;
         }
+        mark(warmup, true)?;
         // SAFETY: a valid communicator.
         ops::check(unsafe { ffi::MPI_Barrier(ctx.comm) }, "MPI_Barrier")?;
         let start = Instant::now();
         let mut iter_times_us = Vec::with_capacity(timing.iters as usize);
         for it in 0..timing.iters as u64 {
+            let k = warmup + it;
+            if it > 0 {
+                mark(k, true)?;
+            }
             let t0 = Instant::now();
             for a in 0..per_iter {
                 run(it * per_iter + a)?;
             }
             iter_times_us.push(t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
+            mark(k + 1, false)?;
         }
         let time_s = start.elapsed().as_secs_f64() / total_ops as f64;
         Ok(Measurement {
@@ -189,6 +224,10 @@ impl Backend for MpiBackend {
 
     fn local_ranks(&self) -> usize {
         1
+    }
+
+    fn set_watch(&mut self, watch: Arc<Watch>) {
+        self.watch = Some(watch);
     }
 
     fn set_traffic(&mut self, traffic: &Traffic) -> Result<(), BackendError> {

@@ -13,14 +13,17 @@
 //!    progress (the control plane's, or this process's rank threads in a
 //!    world of one) and asks [`collbench_core::stuck::diagnose`]; a line
 //!    means stop: [`Bootstrap::abort_job`] tells every process, and the
-//!    local [`Watch`] stops this one's waits;
+//!    local [`Watch`] stops this one's waits. On the other ranks, with a
+//!    deadline: if rank 0 itself has fallen silent (stopped, so it names
+//!    no one) while this process made no progress, the line
+//!    [`collbench_core::stuck::root_silent`] gives, and the same stop;
 //! 4. once stopped, gives the run a grace period to return; a run stuck
 //!    where it cannot be interrupted (inside a library call) gets the
 //!    [`Watchdog::last_resort`], which prints and exits.
 
 use crate::watch::{Fault, Stop, Watch};
-use collbench_core::stuck::{diagnose, least};
-use collbench_core::{Bootstrap, RankProgress};
+use collbench_core::stuck::{diagnose, least, root_silent};
+use collbench_core::{Bootstrap, Heard, RankProgress};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -149,7 +152,22 @@ pub(crate) fn watch_over(w: Watched<'_>) {
         let Some(deadline) = w.config.deadline else {
             continue;
         };
+        let names = w.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let name = |c: u32| names.get(c as usize).cloned();
         if w.control.rank() != 0 {
+            // Rank 0 names everyone, unless rank 0 is what is stopped:
+            // then each waiting process says so itself.
+            let Some(root) = w.control.root_progress() else {
+                continue;
+            };
+            let first = w.watch.first_rank();
+            let mut mine = local.update(&positions, w.host);
+            mine.iter_mut().for_each(|r| r.rank += first);
+            if let Some(line) = root_silent(&root, &mine, deadline, &name) {
+                w.control.abort_job(&line);
+                w.watch.stop(Stop::Stuck(line));
+                stopped_at = Some(Instant::now());
+            }
             continue;
         }
         // A world of one watches its own rank threads one by one; a job
@@ -162,8 +180,6 @@ pub(crate) fn watch_over(w: Watched<'_>) {
                 None => continue,
             }
         };
-        let names = w.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let name = |c: u32| names.get(c as usize).cloned();
         if let Some(line) = diagnose(&table, deadline, &name) {
             w.control.abort_job(&line);
             w.watch.stop(Stop::Stuck(line));
@@ -219,6 +235,7 @@ impl LocalTable {
                     host: host.to_string(),
                     progress: *p,
                     unchanged_for: now - *since,
+                    heard: Heard::InTime,
                 }
             })
             .collect()
@@ -237,6 +254,7 @@ mod tests {
             host: "h1".into(),
             progress: None,
             unchanged_for: Duration::ZERO,
+            heard: Heard::InTime,
         };
         let ranks: Vec<usize> = per_rank(vec![p.clone()], 4)
             .iter()

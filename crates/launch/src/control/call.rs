@@ -4,7 +4,6 @@
 //! arrive early buffered until their call comes.
 
 use super::hub::Command;
-use super::liveness::heartbeat_interval;
 use super::shared::{lock, Event, Link, Outbox, Part, State};
 use super::Control;
 use crate::ranks_phrase;
@@ -249,7 +248,7 @@ impl Control {
     /// that a stopped peer is reported as silent (the more useful message)
     /// rather than as late.
     fn call_deadline(&self) -> Instant {
-        Instant::now() + self.timeout + heartbeat_interval(self.timeout)
+        Instant::now() + self.timeout + self.board.beat()
     }
 
     fn root_host(&self) -> String {

@@ -12,9 +12,13 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Heartbeat period: a few beats per timeout, so one late beat is no alarm.
-pub(super) fn heartbeat_interval(timeout: Duration) -> Duration {
-    (timeout / 4).clamp(Duration::from_millis(20), Duration::from_secs(2))
+/// Heartbeat period: four beats per timeout, so one late beat is no alarm,
+/// and four per watchdog deadline (`watchdog`), so a rank is known silent
+/// (three beats missed, [`collbench_core::Heard`]) before the deadline
+/// passes; at most 2 s, at least 20 ms.
+pub(crate) fn heartbeat_interval(timeout: Duration, watchdog: Option<Duration>) -> Duration {
+    let within = watchdog.map_or(timeout, |w| w.min(timeout));
+    (within / 4).clamp(Duration::from_millis(20), Duration::from_secs(2))
 }
 
 /// Reads one connection until it closes; turns every way it can end
@@ -84,7 +88,7 @@ fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
 /// Sends heartbeats (with this rank's progress word) to rank 0 until
 /// closing.
 pub(super) fn spawn_heartbeat(shared: Arc<Shared>, root: Arc<Peer>) {
-    let interval = heartbeat_interval(shared.timeout);
+    let interval = shared.board.beat();
     let _ = thread::Builder::new()
         .name("collbench-heartbeat".into())
         .spawn(move || {

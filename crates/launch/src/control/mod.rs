@@ -32,8 +32,11 @@
 //!
 //! Progress: each rank publishes where it is (one atomic store of a packed
 //! word, `collbench_core::Progress`); its heartbeats carry the latest word,
-//! and rank 0 keeps every rank's word and when it last changed, the table
-//! a stuck-collective watchdog reads. `abort_job` stops the job with a
+//! and rank 0 keeps every rank's word, when it last changed and when the
+//! rank was last heard, the table a stuck-collective watchdog reads (the
+//! other ranks keep rank 0's, to tell when rank 0 itself is stopped).
+//! Heartbeats come four times per timeout and per watchdog deadline, at
+//! most every 2 s. `abort_job` stops the job with a
 //! reason that every rank reports verbatim (a `Stop` message, passed on by
 //! rank 0).
 //!
@@ -60,6 +63,7 @@ use crate::wire::{self, Op};
 use crate::{LaunchError, LaunchOptions, World};
 use call::start_call;
 use collbench_core::{PeerFailure, Progress, RankProgress};
+use liveness::heartbeat_interval;
 use progress::Board;
 use rendezvous::{join_as_peer, join_as_root};
 use shared::Outbox;
@@ -129,10 +133,15 @@ impl Control {
             pid: std::process::id(),
             info,
         };
-        let board = Arc::new(Board::new(match world.rank {
-            0 => world.world_size,
-            _ => 0,
-        }));
+        let watchdog = args.watchdog_s.map(Duration::from_secs);
+        let beat = heartbeat_interval(timeout, watchdog);
+        let board = Arc::new(Board::new(
+            match world.rank {
+                0 => world.world_size,
+                _ => 1,
+            },
+            beat,
+        ));
         let link = match (world.world_size, world.rank) {
             (1, _) => None,
             (_, 0) => Some(join_as_root(world, timeout, own.clone(), board.clone())?),
@@ -202,17 +211,32 @@ impl Control {
     }
 
     /// Rank 0: every rank's latest progress (as its heartbeats carried it),
-    /// its host and how long the progress has stayed the same, indexed by
-    /// rank; rank 0's own entry is what it published. `None` on the others.
+    /// its host, how long the progress has stayed the same and whether its
+    /// heartbeats still arrive, indexed by rank; rank 0's own entry is what
+    /// it published. `None` on the others.
     pub fn progress_of_all(&self) -> Option<Vec<RankProgress>> {
         if self.world.rank != 0 {
             return None;
         }
         let hellos = self.link.as_ref().map(|link| &link.hellos);
-        Some(self.board.table(|rank| match hellos {
+        let host_of = |rank: usize| match hellos {
             Some(hellos) => hellos[rank].host.clone(),
             None => self.own.host.clone(),
-        }))
+        };
+        Some(self.board.table(host_of))
+    }
+
+    /// Ranks other than 0: rank 0's latest progress as its heartbeats carry
+    /// it, and whether they still arrive (every rank beats at the period
+    /// its [`LaunchOptions`] give, the same for every rank of a job).
+    /// `None` on rank 0 and in a world of one.
+    pub fn root_progress(&self) -> Option<RankProgress> {
+        let link = self.link.as_ref().filter(|_| self.world.rank != 0)?;
+        let host = match &link.shared.out {
+            Outbox::Root(root) => root.host.clone(),
+            _ => "?".into(),
+        };
+        Some(self.board.entry(0, host))
     }
 
     /// Stops the whole job with `reason`, verbatim (it names who is at
@@ -358,6 +382,9 @@ impl collbench_core::Bootstrap for Control {
     }
     fn progress_of_all(&self) -> Option<Vec<RankProgress>> {
         Control::progress_of_all(self)
+    }
+    fn root_progress(&self) -> Option<RankProgress> {
+        Control::root_progress(self)
     }
     fn abort_job(&self, reason: &str) {
         Control::abort_job(self, reason)

@@ -12,7 +12,6 @@
 
 mod io;
 
-use super::liveness::heartbeat_interval;
 use super::rendezvous::judge_hello;
 use super::shared::{Event, Shared};
 use super::PeerHello;
@@ -194,7 +193,7 @@ enum Outcome {
 impl Hub {
     fn run(&mut self) {
         let mut events = Events::with_capacity(1024);
-        let beat = heartbeat_interval(self.shared.timeout);
+        let beat = self.shared.board.beat();
         let mut next_beat = Instant::now() + beat;
         let mut next_check = Instant::now();
         loop {
