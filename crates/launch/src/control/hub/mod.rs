@@ -256,7 +256,6 @@ impl Hub {
         let Some(rank) = conn.rank else {
             return self.hello(i, msg, payload);
         };
-        let who = conn.name();
         match msg {
             Msg::Heartbeat => self.shared.board.record(rank, wire::payload_word(&payload)),
             Msg::Bye => {
@@ -277,9 +276,11 @@ impl Hub {
                 self.stop(reason, rank);
                 return Outcome::Open;
             }
+            // Named only here: a name per frame is an allocation per part.
             other => {
                 return Outcome::Fail(format!(
-                    "{who} sent an unexpected {other:?} (a different collbench version?)"
+                    "{} sent an unexpected {other:?} (a different collbench version?)",
+                    conn.name()
                 ))
             }
         }
