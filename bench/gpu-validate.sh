@@ -3,7 +3,7 @@
 # real nccl-tests, interleaved (A B A B), plus the --explain checks.
 #
 #   bench/gpu-validate.sh [STAGE ...]   stages: probe ntbuild ab nt explain extra
-#                                       auto watchdog1 tune1
+#                                       auto watchdog1 tune1 f8avg
 #
 # NEW=dist/collbench (this tree), PREV=dist/collbench-prev (the last
 # release), nccl-tests 2.19.6 source in dist/nccl-tests. ROUNDS (default 2).
@@ -84,6 +84,15 @@ watchdog1) # issue 16 on one GPU: a rank that sleeps inside a call; the
   log "wd_sleep: $(tail -2 $O/wd_sleep.err | tr '\n' ' ')"
   t wd_stop $NEW run all_reduce -b 1M -e 1M -g $G -n 50 --watchdog 8 --test-stop-calling 0:0:7
   log "wd_stop: $(tail -2 $O/wd_stop.err | tr '\n' ' ')" ;;
+f8avg) # noticed in session 4: `-d all -o all` stopped at f8e4m3 avg on one
+  # rank; the real nccl-tests beside it, each type and op alone
+  for d in f8e4m3 f8e5m2 bfloat16; do for o in avg sum mulsum; do
+    NCCL_DEBUG=WARN t nt_${d}_$o $NT/all_reduce_perf -b 1K -e 1M -f 32 -g $G -d $d -o $o
+    NCCL_DEBUG=WARN t cb_${d}_$o $NEW run all_reduce -b 1K -e 1M -f 32 -g $G -d $d -o $o
+  done; done
+  for f in "$O"/nt_f8*.txt "$O"/cb_f8*.txt "$O"/*_bfloat16_*.txt; do
+    echo "$(basename "$f"): $(grep -c '^ *[0-9]' "$f") rows, last: $(grep -v '^$' "${f%.txt}.err" | tail -1)"
+  done | tee -a "$O/log.txt" ;;
 tune1) # issue 13 on one GPU: the search runs end to end on NCCL, the child
   # processes of the NCCL_BUFFSIZE candidates included (one rank: NCCL runs
   # no algorithm, so gains mean nothing here)

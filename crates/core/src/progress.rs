@@ -110,6 +110,9 @@ pub struct RankProgress {
     pub heard: Heard,
 }
 
+/// The shortest silence called [`Heard::Silent`], whatever the beat.
+const SILENT_AFTER_AT_LEAST: Duration = Duration::from_secs(2);
+
 /// How recently the control plane heard from a rank, counted in its
 /// heartbeat periods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -120,8 +123,10 @@ pub enum Heard {
     /// One or two beats late: no alarm yet, but no verdict should rest
     /// on its word until it is heard again or falls silent.
     Late,
-    /// Nothing for this long, three heartbeat periods or more: the
-    /// process is stopped (SIGSTOP, a debugger), hung whole, or cut off.
+    /// Nothing for this long, three heartbeat periods or more (and 2 s
+    /// at least, so a thread the scheduler starved a moment is not
+    /// blamed): the process is stopped (SIGSTOP, a debugger), hung whole,
+    /// or cut off.
     Silent(Duration),
 }
 
@@ -130,7 +135,7 @@ impl Heard {
     pub fn after(ago: Duration, beat: Duration) -> Heard {
         if ago <= beat.mul_f64(1.5) {
             Heard::InTime
-        } else if ago < beat * 3 {
+        } else if ago < (beat * 3).max(SILENT_AFTER_AT_LEAST) {
             Heard::Late
         } else {
             Heard::Silent(ago)
@@ -183,5 +188,9 @@ mod tests {
         assert_eq!(Heard::after(Duration::from_millis(3001), beat), Heard::Late);
         assert_eq!(Heard::after(Duration::from_millis(5999), beat), Heard::Late);
         assert_eq!(Heard::after(s(6), beat), Heard::Silent(s(6)));
+        // Fast beats: still 2 s before a rank is called silent.
+        let fast = Duration::from_millis(250);
+        assert_eq!(Heard::after(Duration::from_millis(1900), fast), Heard::Late);
+        assert_eq!(Heard::after(s(2), fast), Heard::Silent(s(2)));
     }
 }
