@@ -142,27 +142,8 @@ fn plain_mpirun_on_one_host_needs_no_rendezvous() {
 /// ends them if mpirun has not).
 #[test]
 fn a_rank_that_stops_calling_is_named_under_mpi() {
-    let out = mpirun(
-        4,
-        &[
-            "run",
-            "all_reduce",
-            "--backend",
-            "mpi",
-            "-b",
-            "1K",
-            "-e",
-            "1K",
-            "-w",
-            "1",
-            "-n",
-            "20",
-            "-T",
-            "2",
-            "--test-stop-calling",
-            "2:0:5",
-        ],
-    );
+    let hook = "run all_reduce --backend mpi -b 1K -e 1K -w 1 -n 20 -T 2 --test-stop-calling 2:0:5";
+    let out = mpirun(4, &hook.split(' ').collect::<Vec<_>>());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     let line = stderr

@@ -252,28 +252,30 @@ fn place(p: Option<Progress>, name: &dyn Fn(u32) -> String) -> String {
     }
 }
 
+/// How the line words a position, one row per phase: what ranks there
+/// are doing, and where a silent rank was when last heard of.
+fn phrases(p: Option<Progress>) -> (&'static str, &'static str) {
+    match p.map(|p| p.phase) {
+        None => ("never reported progress", "before it reported progress"),
+        Some(Phase::Idle) => ("did not start it", "between cases"),
+        Some(Phase::Issue) => ("never entered", "before the call"),
+        Some(Phase::Call) => ("stuck inside the call", "inside the call"),
+        Some(Phase::Wait) => (
+            "still waiting for it to complete",
+            "waiting for it to complete",
+        ),
+        Some(Phase::Check) => ("still checking results", "checking results"),
+    }
+}
+
 /// What ranks at a position are doing, as the line says it.
 fn state(p: Option<Progress>) -> &'static str {
-    match p.map(|p| p.phase) {
-        None => "never reported progress",
-        Some(Phase::Idle) => "did not start it",
-        Some(Phase::Issue) => "never entered",
-        Some(Phase::Call) => "stuck inside the call",
-        Some(Phase::Wait) => "still waiting for it to complete",
-        Some(Phase::Check) => "still checking results",
-    }
+    phrases(p).0
 }
 
 /// Where a silent rank was when last heard of.
 fn seen(p: Option<Progress>) -> &'static str {
-    match p.map(|p| p.phase) {
-        None => "before it reported progress",
-        Some(Phase::Idle) => "between cases",
-        Some(Phase::Issue) => "before the call",
-        Some(Phase::Call) => "inside the call",
-        Some(Phase::Wait) => "waiting for it to complete",
-        Some(Phase::Check) => "checking results",
-    }
+    phrases(p).1
 }
 
 /// "rank 3 (host n2)", "ranks 3, 12 (host n2)", "ranks 0-3 (host n1),

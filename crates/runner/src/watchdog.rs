@@ -152,8 +152,11 @@ pub(crate) fn watch_over(w: Watched<'_>) {
         let Some(deadline) = w.config.deadline else {
             continue;
         };
-        let names = w.names.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let name = |c: u32| names.get(c as usize).cloned();
+        // Looked up only while a line is written, not every tick.
+        let name = |c: u32| {
+            let names = w.names.lock().unwrap_or_else(|e| e.into_inner());
+            names.get(c as usize).cloned()
+        };
         if w.control.rank() != 0 {
             // Rank 0 names everyone, unless rank 0 is what is stopped:
             // then each waiting process says so itself.
