@@ -272,7 +272,7 @@ fn a_stopped_rank_0_is_named_by_every_other_rank_itself() {
         let host = format!("n{}", rank / 2 + 1);
         assert!(lines[0].starts_with(PREFIX), "{}", lines[0]);
         assert!(
-            lines[0].contains(": rank 0 (host 127.0.0.1) silent for "),
+            lines[0].contains(": rank 0 (host n1) silent for "),
             "{}",
             lines[0]
         );

@@ -376,13 +376,21 @@ fn heartbeats_carry_progress_to_rank_0_with_host_and_age() {
         control.barrier().unwrap();
         thread::sleep(beat * 3);
         let moved = control.progress_of_all();
+        let root = control.root_progress();
         control.barrier().unwrap();
-        (first, later, moved)
+        (first, later, moved, root)
     });
-    for (first, later, moved) in &results[1..] {
+    // The others see rank 0 alone, named as rank 0 names itself (its
+    // welcome says so), heard in time.
+    for (first, later, moved, root) in &results[1..] {
         assert!(first.is_none() && later.is_none() && moved.is_none());
+        let root = root.as_ref().expect("rank 0 as the others hear it");
+        assert_eq!((root.rank, root.host.as_str()), (0, "host0"));
+        assert_eq!(root.progress, Some(at(2, 0, Phase::Wait)));
+        assert_eq!(root.heard, collbench_core::Heard::InTime);
     }
-    let (first, later, moved) = &results[0];
+    let (first, later, moved, root) = &results[0];
+    assert!(root.is_none(), "rank 0 has the whole table instead");
     let (first, later, moved) = (
         first.as_ref().unwrap(),
         later.as_ref().unwrap(),
@@ -393,6 +401,7 @@ fn heartbeats_carry_progress_to_rank_0_with_host_and_age() {
         assert_eq!(entry.rank, rank);
         assert_eq!(entry.host, format!("host{rank}"));
         assert_eq!(entry.progress, Some(at(2, rank as u32, Phase::Wait)));
+        assert_eq!(entry.heard, collbench_core::Heard::InTime);
     }
     // The same word keeps aging; a new word starts again from zero.
     assert!(

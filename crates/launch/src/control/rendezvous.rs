@@ -197,7 +197,7 @@ pub(super) fn join_as_peer(
     let deadline = start + timeout;
     let mut last_problem = String::from("not tried");
     let mut backoff = Duration::from_millis(50);
-    let stream = loop {
+    let (stream, root_host) = loop {
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
             return Err(LaunchError::Control(format!(
                 "rank {} could not join rank 0 at {host}:{port} within {} s (last: {last_problem}): check that rank 0 runs and that {host}:{port} is reachable from {}",
@@ -207,7 +207,7 @@ pub(super) fn join_as_peer(
             )));
         };
         match try_join(&host, port, &hello, &own.info, left) {
-            Ok(stream) => break stream,
+            Ok(joined) => break joined,
             Err(Attempt::Refused(reason)) => {
                 return Err(LaunchError::Control(format!(
                     "rank 0 at {host}:{port} refused this process: {reason}"
@@ -228,7 +228,7 @@ pub(super) fn join_as_peer(
     };
     let root = Arc::new(Peer {
         rank: 0,
-        host: host.clone(),
+        host: root_host,
         writer: Mutex::new(writer),
         left: AtomicBool::new(false),
         reader_done: AtomicBool::new(false),
@@ -294,14 +294,15 @@ fn jittered(backoff: Duration) -> Duration {
     backoff.mul_f64(0.5 + (random % 1024) as f64 / 1024.0)
 }
 
-/// One attempt: connect, say hello, read the answer.
+/// One attempt: connect, say hello, read the answer; the connection and
+/// rank 0's host, once welcomed.
 pub(super) fn try_join(
     host: &str,
     port: u16,
     hello: &Msg,
     info: &[u8],
     left: Duration,
-) -> Result<TcpStream, Attempt> {
+) -> Result<(TcpStream, String), Attempt> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .map_err(|e| Attempt::Retry(format!("cannot resolve {host}: {e}")))?
@@ -325,7 +326,12 @@ pub(super) fn try_join(
             continue;
         }
         match wire::read_frame(&mut stream) {
-            Ok((Msg::Welcome, _)) => return Ok(stream),
+            // The payload names rank 0's host as rank 0 names itself (an
+            // older rank 0 sends none: then its address names it).
+            Ok((Msg::Welcome, payload)) => {
+                let named = String::from_utf8(payload).ok().filter(|h| !h.is_empty());
+                return Ok((stream, named.unwrap_or_else(|| host.to_string())));
+            }
             Ok((Msg::Refused { reason }, _)) => return Err(Attempt::Refused(reason)),
             Ok((other, _)) => problem = format!("{addr} answered {other:?} instead of a welcome"),
             Err(e) => problem = format!("{addr} answered no welcome: {e}"),

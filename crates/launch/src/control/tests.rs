@@ -56,7 +56,7 @@ fn silent_rank(port: u16, rank: usize, n: usize) -> TcpStream {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match try_join("127.0.0.1", port, &hello, &[], Duration::from_secs(5)) {
-            Ok(stream) => return stream,
+            Ok((stream, _)) => return stream,
             Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
             Err(_) => panic!("could not join"),
         }
@@ -133,7 +133,7 @@ fn a_rank_that_retries_its_join_replaces_itself_and_a_stranger_is_still_refused(
                 &[],
                 Duration::from_secs(5),
             ) {
-                Ok(stream) => return Ok(stream),
+                Ok((stream, _)) => return Ok(stream),
                 Err(super::rendezvous::Attempt::Refused(reason)) => return Err(reason),
                 Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
                 Err(_) => panic!("could not join"),

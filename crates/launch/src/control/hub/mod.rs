@@ -129,6 +129,10 @@ pub(super) fn spawn(
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)?;
     let n = shared.world_size;
+    let root_host = super::shared::lock(&shared.hub().hellos)[0]
+        .as_ref()
+        .map(|own| own.host.clone())
+        .unwrap_or_default();
     let mut hub = Hub {
         poll,
         listener,
@@ -143,6 +147,7 @@ pub(super) fn spawn(
         news: Vec::new(),
         noted: 0,
         nonces: vec![0; n],
+        welcome: frame_of(&Msg::Welcome, root_host.as_bytes()),
     };
     let thread = thread::Builder::new()
         .name("collbench-hub".into())
@@ -179,6 +184,9 @@ struct Hub {
     noted: usize,
     /// Per admitted rank, its hello's nonce.
     nonces: Vec<u64>,
+    /// The welcome every admitted rank gets: it names rank 0's host, so
+    /// the others name rank 0 as rank 0 names them (not by its address).
+    welcome: Arc<[u8]>,
 }
 
 /// Why a connection is over.
@@ -333,7 +341,7 @@ impl Hub {
         self.nonces[rank] = nonce;
         conn.rank = Some(rank);
         conn.host = hello.host.clone();
-        conn.queue(frame_of(&Msg::Welcome, &[]));
+        conn.queue(Arc::clone(&self.welcome));
         super::shared::lock(&hub.hellos)[rank] = Some(hello);
         self.by_rank[rank] = Some(i);
         self.joined += 1;
