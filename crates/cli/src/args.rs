@@ -229,9 +229,9 @@ pub struct BackendArgs {
 #[derive(Args, Debug, Clone)]
 pub struct WatchdogArgs {
     /// Stop when a collective makes no progress for this many seconds:
-    /// every process prints one line naming the ranks and hosts behind and
-    /// where they are, communicators are aborted, exit 5 (0 = never; `run
-    /// -T` replaces it).
+    /// every process prints one line naming the ranks and hosts that are
+    /// silent (stopped) or behind, and where they are; communicators are
+    /// aborted, exit 5 (0 = never; `run -T` replaces it).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WATCHDOG_S)]
     pub watchdog: u64,
     /// Test hook: RANK:CASE:ITERATION stops calling there (alive).
