@@ -15,7 +15,10 @@
 #          previous one (PREV), interleaved; median busbw ratio >= 0.99.
 #
 # NEW=dist/collbench, PREV=dist/collbench-prev, T (default 10), ROUNDS
-# (default 5). Logs under $OUT/stuck. NVLink multicast off.
+# (default 5). Logs under $OUT/stuck. NVLink multicast off. EXTRA adds
+# flags to every run: a dry run of the script without GPUs is
+#   EXTRA="--backend cpu --ranks 1" COLLBENCH_TEST_CPU_PER_PROCESS=1 \
+#     NEW=target/debug/collbench bench/gpu-stuck.sh hook sigstop sigstop0
 set -u
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -34,7 +37,7 @@ start() {
   for r in 0 1; do
     RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
       MASTER_PORT=$port COLLBENCH_BIND=127.0.0.1 \
-      "$bin" run all_reduce "$@" > "$O/$name.r$r.txt" 2> "$O/$name.r$r.err" &
+      "$bin" run all_reduce ${EXTRA:-} "$@" > "$O/$name.r$r.txt" 2> "$O/$name.r$r.err" &
     eval "P$r=$!"
   done
 }
