@@ -119,3 +119,33 @@ fn a_count_of_zero_or_a_word_is_refused_in_one_line() {
         );
     }
 }
+
+/// Three processes (one CPU rank each, meeting after every operation) must
+/// take the same number of repeats: each repeat, they agree on the slowest
+/// process's figures through the control plane (an all_max). A process
+/// that decided alone would make a call the others do not, and the job
+/// would fail saying so.
+#[test]
+fn processes_follow_the_slowest_one_and_stay_in_step() {
+    let port = common::free_port();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let args = "run all_reduce --backend cpu --ranks 1 -b 8 -e 64K -f 8 -n auto";
+    let done: Vec<common::Finished> = (0..3)
+        .map(|rank| {
+            common::torchrun_rank(rank, 3, port)
+                .args(args.split(' '))
+                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
+                .spawn()
+                .unwrap()
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|child| common::finish(child, deadline))
+        .collect();
+    for (rank, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(0), "rank {rank}: {}", f.stderr);
+    }
+    let rows = common::rows(&done[0].stdout);
+    assert_eq!(rows.len(), 5, "8 B .. 32 KiB by 8: {}", done[0].stdout);
+    assert!(rows.iter().all(|r| r.oop == "0" && r.ip == "0"), "{rows:?}");
+}

@@ -22,4 +22,12 @@ fn a_world_of_1024_ranks_joins_and_gathers_within_the_limits() {
         report.gather_median_ms <= 20.0,
         "per-row gather: {report:?}"
     );
+    // What `run -n auto` does once per repeat: every process learns the
+    // slowest figures. An all_max's bytes grow with W (an all_gather's
+    // with W squared), so it is held to the same limit as a row.
+    assert!(
+        report.all_max_median_ms > 0.0 && report.all_max_median_ms <= 20.0,
+        "all_max: {report:?}"
+    );
+    assert!(report.all_gather_median_ms > 0.0, "{report:?}");
 }

@@ -52,23 +52,13 @@ pub(crate) fn measure(
     Ok(sum.finish())
 }
 
-/// The largest time and cost over the job's processes.
+/// The largest time and cost over the job's processes (once per repeat:
+/// an all_max, whose traffic grows with the world, not its square).
 fn slowest(control: &dyn Bootstrap, time_us: f64, cost_us: f64) -> Result<(f64, f64), RunError> {
-    let mut mine = time_us.to_le_bytes().to_vec();
-    mine.extend_from_slice(&cost_us.to_le_bytes());
-    let all = control.all_gather(mine)?;
-    let mut out = (0.0f64, 0.0f64);
-    for (proc_rank, b) in all.iter().enumerate() {
-        let (Some(t), Some(c)) = (b.get(..8), b.get(8..16)) else {
-            return Err(RunError::Control(format!(
-                "bad -n auto repeat time from process {proc_rank}: {} bytes",
-                b.len()
-            )));
-        };
-        let f = |s: &[u8]| f64::from_le_bytes(s.try_into().expect("8 bytes"));
-        out = (out.0.max(f(t)), out.1.max(f(c)));
+    match control.all_max(&[time_us, cost_us])?[..] {
+        [time_us, cost_us] => Ok((time_us, cost_us)),
+        _ => unreachable!("all_max answers as many values as it is given"),
     }
-    Ok(out)
 }
 
 /// Counted repeats, weighted by their iterations.
@@ -132,12 +122,12 @@ mod tests {
             Ok(d.unwrap_or_default())
         }
         fn gather(&self, d: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
-            Ok(Some(vec![d]))
-        }
-        fn all_gather(&self, d: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
             let mut peer = self.peer.0.to_le_bytes().to_vec();
             peer.extend_from_slice(&self.peer.1.to_le_bytes());
-            Ok(vec![d, peer])
+            Ok(Some(vec![d, peer]))
+        }
+        fn all_gather(&self, _: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
+            unreachable!("the slowest process is found by all_max")
         }
     }
 

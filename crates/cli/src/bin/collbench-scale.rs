@@ -44,8 +44,8 @@ fn main() -> ExitCode {
         eprintln!("collbench-scale: cannot find its own executable");
         return ExitCode::FAILURE;
     };
-    println!("| W | Ready (rank 0), s | Ready (last rank), s | connect retries | rank-0 threads (peak) | rank-0 VmHWM, MiB | gather median / max, ms | rank-0 CPU per row, ms | a rank dies: all others told, ms |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| W | Ready (rank 0), s | Ready (last rank), s | connect retries | rank-0 threads (peak) | rank-0 VmHWM, MiB | gather median / max, ms | rank-0 CPU per row, ms | 16 B all_gather / all_max, ms | a rank dies: all others told, ms |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for w in worlds {
         match scale::run(&ScaleOptions::new(w), &exe) {
             Ok(r) if !r.failure.contains(&format!("rank {} on host", w - 1)) => {
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
             Ok(r) => println!(
-                "| {} | {:.2} | {:.2} | {} | {} | {:.1} | {:.2} / {:.2} | {:.2} | {:.1} |",
+                "| {} | {:.2} | {:.2} | {} | {} | {:.1} | {:.2} / {:.2} | {:.2} | {} / {:.2} | {:.1} |",
                 r.world_size,
                 r.ready_s,
                 r.clients_ready_s,
@@ -66,6 +66,11 @@ fn main() -> ExitCode {
                 r.gather_median_ms,
                 r.gather_max_ms,
                 r.row_cpu_ms,
+                match r.all_gather_median_ms {
+                    0.0 => "not run".to_string(),
+                    ms => format!("{ms:.2}"),
+                },
+                r.all_max_median_ms,
                 r.abort_ms
             ),
             Err(e) => {

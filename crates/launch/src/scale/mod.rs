@@ -2,6 +2,9 @@
 //! W-1 simulated ranks ([`swarm`]) in this one, over loopback TCP. Rank 0
 //! joins the job (with a preflight-sized attachment on every hello), then
 //! runs rows like the runner: each row, a gather of every rank's report.
+//! Then rounds in which every process learns the largest of 16 bytes'
+//! worth of figures (what `run -n auto` does once per repeat), first as an
+//! all_max (a gather and a broadcast), then as an all_gather.
 //! The harness releases each row's parts when rank 0 starts the row (the
 //! collective that ends a row syncs a real job's ranks, outside the
 //! control plane). Then the last rank dies: rank 0's next call must fail
@@ -15,6 +18,7 @@
 pub mod swarm;
 
 use crate::{Control, LaunchOptions, Launcher, World};
+use collbench_core::Bootstrap;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -38,6 +42,13 @@ pub struct ScaleOptions {
     pub report_bytes: usize,
     /// Threads driving the simulated ranks.
     pub client_threads: usize,
+    /// Rounds of all_max of two f64 per rank.
+    pub all_max_rounds: usize,
+    /// Then rounds of all_gather of two f64 per rank (rank 0 sends every
+    /// rank every part: W x W x 20 bytes a round), and one more all_max
+    /// that waits until every rank has read them (so the death after it
+    /// is measured on quiet connections).
+    pub all_gather_rounds: usize,
     /// The job's `--timeout-s`.
     pub timeout_s: u64,
     /// The job token.
@@ -53,6 +64,9 @@ impl ScaleOptions {
             hello_bytes: 2048,
             report_bytes: 400,
             client_threads: 4,
+            all_max_rounds: 10,
+            // 16384 ranks' all_gather is 5 GB a round: not run.
+            all_gather_rounds: if world_size <= 4096 { 10 } else { 0 },
             timeout_s: 60,
             token: "scale".into(),
         }
@@ -71,6 +85,10 @@ pub struct RootReport {
     /// CPU time rank 0's process spent on the rows (all its threads), s:
     /// what a row costs rank 0 whatever else runs on the machine.
     pub rows_cpu_s: f64,
+    /// Per round: an all_gather of 16 bytes per rank, ms.
+    pub all_gather_ms: Vec<f64>,
+    /// Per round: an all_max of two f64 per rank, ms.
+    pub all_max_ms: Vec<f64>,
     /// How the barrier after the last rank's death failed.
     pub failure: String,
 }
@@ -96,6 +114,10 @@ pub struct ScaleReport {
     pub gather_max_ms: f64,
     /// Rank 0's CPU time per row (all threads), ms.
     pub row_cpu_ms: f64,
+    /// Median of the all_gather rounds, ms.
+    pub all_gather_median_ms: f64,
+    /// Median of the all_max rounds, ms.
+    pub all_max_median_ms: f64,
     /// After the rows the last rank dies: how rank 0's barrier failed.
     pub failure: String,
     /// From that death until every other rank had rank 0's Abort, ms.
@@ -149,6 +171,32 @@ pub fn serve_as_root(opts: &ScaleOptions, port: u16) -> Result<RootReport, Strin
         }
     }
     report.rows_cpu_s = cpu_seconds() - cpu_before;
+    // Agreeing on the slowest figures, the old way and the new.
+    let mine = [1.0f64, 2.0];
+    let bytes: Vec<u8> = mine.iter().flat_map(|v| v.to_le_bytes()).collect();
+    for (round, agree) in agreement(opts).into_iter().enumerate() {
+        writeln!(stdout, "row {}", opts.rows + round)
+            .and_then(|()| stdout.flush())
+            .map_err(|e| e.to_string())?;
+        let t0 = Instant::now();
+        if let Agree::Max { timed } = agree {
+            let max = Bootstrap::all_max(&control, &mine).map_err(|e| e.to_string())?;
+            if max != mine {
+                return Err(format!("all_max round {round}: {max:?}"));
+            }
+            if timed {
+                report.all_max_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+        } else {
+            let all = control
+                .all_gather(bytes.clone())
+                .map_err(|e| e.to_string())?;
+            if all.len() != opts.world_size {
+                return Err(format!("all_gather round {round}: {} parts", all.len()));
+            }
+            report.all_gather_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
     // The last rank dies now (the harness drops its connection): the next
     // call must fail naming it, and every other rank must hear of it.
     writeln!(stdout, "kill")
@@ -228,6 +276,8 @@ pub fn run(opts: &ScaleOptions, root_exe: &Path) -> Result<ScaleReport, String> 
         _ => return Err(format!("rank 0 failed ({status})")),
     };
     let (gather_median_ms, gather_max_ms) = median_max(&root.gather_ms);
+    let (all_gather_median_ms, _) = median_max(&root.all_gather_ms);
+    let (all_max_median_ms, _) = median_max(&root.all_max_ms);
     Ok(ScaleReport {
         world_size: opts.world_size,
         ready_s: root.ready_s,
@@ -238,9 +288,33 @@ pub fn run(opts: &ScaleOptions, root_exe: &Path) -> Result<ScaleReport, String> 
         gather_median_ms,
         gather_max_ms,
         row_cpu_ms: root.rows_cpu_s * 1e3 / opts.rows.max(1) as f64,
+        all_gather_median_ms,
+        all_max_median_ms,
         failure: root.failure,
         abort_ms: swarm.abort_s * 1e3,
     })
+}
+
+/// One agreement round after the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agree {
+    /// An all_max: a gather (each rank's part) and a broadcast.
+    Max {
+        /// Counted in the figures (the last one only drains).
+        timed: bool,
+    },
+    /// An all_gather (each rank's part, and every part back to each).
+    Gather,
+}
+
+/// The agreement rounds after the rows, in order.
+pub fn agreement(opts: &ScaleOptions) -> Vec<Agree> {
+    let mut rounds = vec![Agree::Max { timed: true }; opts.all_max_rounds];
+    rounds.extend(vec![Agree::Gather; opts.all_gather_rounds]);
+    if opts.all_gather_rounds > 0 {
+        rounds.push(Agree::Max { timed: false });
+    }
+    rounds
 }
 
 /// This process's CPU time (user + system, every thread), s, from

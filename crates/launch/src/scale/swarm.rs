@@ -3,10 +3,12 @@
 //! with jittered backoff, hello with a preflight-sized attachment,
 //! Welcome, Ready, heartbeats; for each row rank 0 releases (the end of a
 //! collective, which a real job learns from NCCL, not from the control
-//! plane), a gather part of a runner report's size; goodbye when rank 0
-//! says goodbye.
+//! plane), a gather part of a runner report's size, then the agreement
+//! rounds' 16 bytes (an all_max's gather part, or an all_gather's part;
+//! as a real rank, each waits for a round's answer before its next part);
+//! goodbye when rank 0 says goodbye.
 
-use super::ScaleOptions;
+use super::{Agree, ScaleOptions};
 use crate::wire::{self, Msg, Op, PROTOCOL_VERSION};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -95,8 +97,10 @@ struct Client {
     /// on this attempt (as a real rank's connect and welcome timeouts).
     retry_at: Instant,
     backoff: Duration,
-    /// Rows whose part is queued.
+    /// Rounds whose part is queued.
     rows_sent: usize,
+    /// Answers (`Result` frames) read so far.
+    answers: usize,
 }
 
 const WAKE: Token = Token(usize::MAX);
@@ -177,6 +181,7 @@ fn drive(
             retry_at: start,
             backoff: Duration::from_millis(20),
             rows_sent: 0,
+            answers: 0,
         })
         .collect();
     let hello_info = vec![b'i'; opts.hello_bytes];
@@ -249,7 +254,8 @@ fn drive(
         if released != released_seen {
             released_seen = released;
             for c in clients.iter_mut() {
-                send_parts(c, released, &report, &mut parts)?;
+                let frame = |k| round_frame(opts, k, &report);
+                send_parts(c, opts.rows, released, &mut parts, &frame)?;
             }
         }
         poll.poll(&mut events, Some(Duration::from_millis(10)))
@@ -312,7 +318,8 @@ fn drive(
                 continue;
             }
             c.inbuf.drain(..used);
-            send_parts(c, released_seen, &report, &mut parts)?;
+            let frame = |k| round_frame(opts, k, &report);
+            send_parts(c, opts.rows, released_seen, &mut parts, &frame)?;
             if closed {
                 match c.stage {
                     Stage::Done => c.stream = None,
@@ -330,24 +337,55 @@ fn drive(
     })
 }
 
-/// Queues (and writes) this rank's parts of the rows released so far;
-/// the gather of row `k` is rank 0's call `k + 1`. Every rank's part of
-/// a row is the same frame, encoded once (`parts[k]`).
+/// What a rank sends in round `k`: a row's gather part (rank 0's call
+/// `k + 1`), then the agreement rounds' 16 bytes, as an all_max's gather
+/// part (call `rows + 2j + 1`; the broadcast after it takes no part) and
+/// then as an all_gather part.
+fn round_frame(opts: &ScaleOptions, k: usize, report: &[u8]) -> Vec<u8> {
+    let rows = opts.rows;
+    // Below rank 0's own figures (1, 2), so the maximum is rank 0's.
+    let figures: Vec<u8> = [0.5f64, 1.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let (seq, op, data) = match k.checked_sub(rows) {
+        None => (k + 1, Op::Gather, report),
+        Some(j) => {
+            // Calls before round j: an all_max makes two, an all_gather one.
+            let rounds = super::agreement(opts);
+            let calls: usize = rounds[..j]
+                .iter()
+                .map(|a| if matches!(a, Agree::Gather) { 1 } else { 2 })
+                .sum();
+            let op = match rounds[j] {
+                Agree::Gather => Op::AllGather,
+                Agree::Max { .. } => Op::Gather,
+            };
+            (rows + calls + 1, op, &figures[..])
+        }
+    };
+    let part = Msg::Contribute {
+        seq: seq as u64,
+        op,
+    };
+    wire::encode(&part, data).expect("a small frame encodes")
+}
+
+/// Queues (and writes) this rank's parts of the rounds released so far.
+/// Every rank's part of a round is the same frame, encoded once
+/// (`parts[k]`, by `frame(k)`).
 fn send_parts(
     c: &mut Client,
+    rows: usize,
     released: usize,
-    report: &[u8],
     parts: &mut Vec<Vec<u8>>,
+    frame: &dyn Fn(usize) -> Vec<u8>,
 ) -> Result<(), String> {
+    // Rows take no answer; every agreement round takes one, which a real
+    // rank reads before it makes its next call.
+    let released = released.min(rows + c.answers + 1);
     if c.stage != Stage::Ready || c.rows_sent >= released {
         return Ok(());
     }
     while parts.len() < released {
-        let part = Msg::Contribute {
-            seq: parts.len() as u64 + 1,
-            op: Op::Gather,
-        };
-        parts.push(wire::encode(&part, report).unwrap());
+        parts.push(frame(parts.len()));
     }
     for part in &parts[c.rows_sent..released] {
         c.out.extend_from_slice(part);
@@ -363,6 +401,8 @@ fn answer(c: &mut Client, msg: Msg) -> Result<(), String> {
         Msg::Welcome => c.stage = Stage::Joined,
         Msg::Ready => c.stage = Stage::Ready,
         Msg::Heartbeat => {}
+        // An agreement round's answer (dropped): the next part may go.
+        Msg::Result { .. } => c.answers += 1,
         Msg::Bye => {
             c.out.extend(wire::encode(&Msg::Bye, &[]).unwrap());
             c.stage = Stage::Done;
