@@ -237,7 +237,7 @@ pub struct WatchdogArgs {
     /// Test hook: RANK:CASE:ITERATION stops calling there (alive).
     #[arg(long, hide = true, value_parser = |s: &str| Fault::parse(FaultKind::StopCalling, s))]
     pub test_stop_calling: Vec<Fault>,
-    /// Test hook: RANK:CASE:ITERATION[:SECONDS] stalls in that call.
+    /// Test hook: `RANK:CASE:ITERATION[:SECONDS]` stalls in that call.
     #[arg(long, hide = true, value_parser = |s: &str| Fault::parse(FaultKind::Sleep(Duration::MAX), s))]
     pub test_sleep_in_call: Vec<Fault>,
     /// Test hook: RANK:CASE:ITERATION exits the process there.

@@ -287,7 +287,7 @@ impl Collective {
     }
 
     /// Finds the collective whose nccl-tests binary is `perf_name`
-    /// (e.g. `all_reduce_perf`), for the argv[0] alias.
+    /// (e.g. `all_reduce_perf`), for the `argv[0]` alias.
     pub fn from_perf_name(perf_name: &str) -> Option<Collective> {
         Collective::ALL
             .into_iter()

@@ -2,7 +2,7 @@
 //!
 //! collbench reads its rank from OMPI_COMM_WORLD_* and needs no MPI library;
 //! only rank 0's address is missing from what mpirun provides, so the line
-//! passes COLLBENCH_RENDEZVOUS=<first host>:<port> (mpirun's default mapping
+//! passes `COLLBENCH_RENDEZVOUS=<first host>:<port>` (mpirun's default mapping
 //! puts rank 0 on the first host of -H).
 
 use anyhow::Result;

@@ -14,7 +14,7 @@
 //!
 //! Modules, one job each:
 //! - [`hostlist`]: Slurm hostlist expressions (`gpu-[01-04,07],login1`).
-//! - [`env`]: what each launcher's environment variables say.
+//! - [`mod@env`]: what each launcher's environment variables say.
 //! - [`world`]: options + environment -> [`World`] (rank, size, rendezvous, token).
 //! - `wire`: the framed, versioned messages on the TCP control plane.
 //! - [`control`]: the control plane itself ([`Control`]).

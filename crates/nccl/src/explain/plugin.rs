@@ -60,7 +60,7 @@ enum State {
 }
 
 /// Asks NCCL what it ran: install once before the first communicator, then
-/// [`Explainer::start_case`] / [`Explainer::finish_case`] around one untimed
+/// [`Explainer::start_case`] / [`CaseRecording::finish`] around one untimed
 /// run of a case. Cheap to clone; every clone is the same plugin.
 #[derive(Clone)]
 pub struct Explainer {
