@@ -3,7 +3,7 @@
 # real nccl-tests, interleaved (A B A B), plus the --explain checks.
 #
 #   bench/gpu-validate.sh [STAGE ...]   stages: probe ntbuild ab nt explain extra
-#                                       auto watchdog1 tune1 f8avg
+#                                       auto watchdog1 tune1 f8avg f8skip
 #
 # NEW=dist/collbench (this tree), PREV=dist/collbench-prev (the last
 # release), nccl-tests 2.19.6 source in dist/nccl-tests. ROUNDS (default 2).
@@ -93,6 +93,17 @@ f8avg) # noticed in session 4: `-d all -o all` stopped at f8e4m3 avg on one
   for f in "$O"/nt_f8*.txt "$O"/cb_f8*.txt "$O"/*_bfloat16_*.txt; do
     echo "$(basename "$f"): $(grep -c '^ *[0-9]' "$f") rows, last: $(grep -v '^$' "${f%.txt}.err" | tail -1)"
   done | tee -a "$O/log.txt" ;;
+f8skip) # fp8 avg/mulsum on one rank: NCCL refuses them for reduce and
+  # reduce_scatter too (nccl-tests), and collbench's -d all -o all over the
+  # reducing collectives skips them with a note and finishes
+  for op in reduce reduce_scatter; do for o in avg mulsum; do
+    t nt_${op}_f8_$o $NT/${op}_perf -b 1K -e 1M -f 32 -g $G -d f8e4m3 -o $o
+  done; done
+  t dall_reducing $NEW run all_reduce reduce reduce_scatter -b 1K -e 1M -f 32 -g $G -d all -o all
+  log "dall_reducing: $(grep -c '^ *[0-9]' $O/dall_reducing.txt) rows, $(grep -c skipping $O/dall_reducing.err) skipped, wrong: $(awk '!/^#/ && NF>=13 && ($9!="0" || ($13!="0" && $13!="N/A"))' $O/dall_reducing.txt | wc -l)"
+  grep skipping $O/dall_reducing.err | head -4 | tee -a "$O/log.txt"
+  t sweep $NEW run $OPS $SWEEP
+  log "sweep: $(grep -c '^ *[0-9]' $O/sweep.txt) rows, wrong: $(awk '!/^#/ && NF>=13 && ($9!="0" || ($13!="0" && $13!="N/A"))' $O/sweep.txt | wc -l)" ;;
 tune1) # issue 13 on one GPU: the search runs end to end on NCCL, the child
   # processes of the NCCL_BUFFSIZE candidates included (one rank: NCCL runs
   # no algorithm, so gains mean nothing here)
