@@ -45,7 +45,11 @@ start() {
 # report NAME PID START: waits for PID, logs its exit code, seconds since
 # START and its stderr's last line.
 report() {
+  # A process that never ends is killed after 90 s (rc 137), so the call
+  # goes on.
+  ( sleep 90; kill -9 "$2" 2>/dev/null ) & local guard=$!
   wait "$2"; local rc=$?
+  kill "$guard" 2>/dev/null
   log "$1 rc=$rc after $(secs "$3" "$(now)") s: $(tail -n 1 "$O/$1.err")"
 }
 
