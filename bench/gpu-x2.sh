@@ -16,9 +16,12 @@
 #          alternately, two rounds.
 # json:    issue 12, -I 1 -J from both tools, read by nccl-tests'
 #          tools/analyze_perf_json.py.
+# auto:    issue 13, `-n auto` against `-n 20` (gpu-validate.sh auto); not
+#          in the default list.
 #
 # NEW=dist/collbench, PREV=dist/collbench-prev; ROUNDS (default 2; stuck's
-# speed stage uses STUCK_ROUNDS, default 3). Everything under $OUT/x2,
+# speed stage uses STUCK_ROUNDS, default 3; STUCK_STAGES picks
+# gpu-stuck.sh's stages). Everything under $OUT/x2,
 # tarred. NVLink multicast off.
 set -u
 cd "$(dirname "$0")/.."
@@ -39,7 +42,9 @@ files() { ls "$O"/$1 | paste -sd,; }
 log "GPUs: $G; $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
 for st in ${*:-stuck ab ntbuild a2av dev json}; do case $st in
 ntbuild) OUT=$O bash bench/gpu-validate.sh ntbuild > /dev/null 2>&1; ls $NT/alltoallv_perf > /dev/null && log "nccl-tests built" ;;
-stuck) OUT=$O ROUNDS=${STUCK_ROUNDS:-3} timeout 300 bash bench/gpu-stuck.sh hook sigstop sigstop0 speed 2>&1 | tail -n 40 >> "$O/log.txt" ;;
+stuck) OUT=$O ROUNDS=${STUCK_ROUNDS:-3} timeout 300 bash bench/gpu-stuck.sh ${STUCK_STAGES:-hook sigstop sigstop0 speed} 2>&1 | tail -n 40 >> "$O/log.txt" ;;
+auto) # issue 13: -n auto against -n 20 on the seven-op sweep, same binary
+  OUT=$O ROUNDS=${ROUNDS:-2} timeout 300 bash bench/gpu-validate.sh auto >> "$O/log.txt" 2>&1 ;;
 ab) OUT=$O ROUNDS=${ROUNDS:-2} timeout 150 bash bench/gpu-validate.sh ab >> "$O/log.txt" 2>&1 ;;
 a2av)
   python3 -c "

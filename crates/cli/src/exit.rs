@@ -311,8 +311,24 @@ pub fn last_resort() -> collbench_runner::watchdog::LastResort {
             collbench_runner::Stop::Failed(_) => Outcome::Launch,
         };
         eprintln!("collbench: {}", stop.message());
-        std::process::exit(outcome.code());
+        terminate(outcome)
     })
+}
+
+/// Ends the process with `outcome`'s code. After a stuck collective or a
+/// failed peer (exit 5 or 3), a library may hold threads that wait on a
+/// peer that will never answer: on two H200s, with the other process
+/// stopped by SIGSTOP, the survivor printed its line and then never ended
+/// (NCCL's abort and exit handlers waited on the stopped peer). So then
+/// the process ends at once, without exit handlers, once what it printed
+/// is flushed; otherwise it ends normally (a profiler such as Nsight
+/// writes its report in an exit handler).
+pub fn terminate(outcome: Outcome) -> ! {
+    let code = outcome.code();
+    if matches!(outcome, Outcome::Launch | Outcome::Timeout) {
+        collbench_runner::watchdog::end_process_now(code)
+    }
+    std::process::exit(code)
 }
 
 impl From<collbench_launch::LaunchError> for Failure {

@@ -358,5 +358,5 @@ fn main() {
             f.outcome
         }
     };
-    std::process::exit(outcome.code());
+    exit::terminate(outcome)
 }

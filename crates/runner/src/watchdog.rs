@@ -59,6 +59,19 @@ impl std::fmt::Debug for Watchdog {
 
 const GRACE: Duration = Duration::from_secs(10);
 
+/// Ends the process with `code` at once: stdout and stderr flushed, no
+/// exit handlers, no destructors. For a process whose job has failed or
+/// stuck, where a library's teardown may wait forever on a peer that is
+/// stopped or gone (NCCL's, seen on two H200s with a SIGSTOPped peer).
+pub fn end_process_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit ends the process; nothing of it runs afterwards, so
+    // whatever state other threads hold is never observed.
+    unsafe { libc::_exit(code) }
+}
+
 impl Watchdog {
     /// How often the watchdog looks: a twentieth of the deadline, between
     /// 20 ms and 250 ms.
