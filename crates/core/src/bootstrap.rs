@@ -155,6 +155,42 @@ impl Bootstrap for SingleProcess {
     }
 }
 
+/// Rank 0 of a job of two processes, the other one played by the test:
+/// gathers and all_gathers return this process's part and then `peer`
+/// (or this process's part again), broadcasts what rank 0 passes, and
+/// `failure()` says `failure`. A test aid for code that meets its peers
+/// through a [`Bootstrap`]; not a job.
+#[doc(hidden)]
+#[derive(Debug, Clone, Default)]
+pub struct TwoProcesses {
+    /// The other process's part; `None`: the same as this process's.
+    pub peer: Option<Vec<u8>>,
+    /// The job's failure, as the other process's side would report it.
+    pub failure: Option<String>,
+}
+
+impl Bootstrap for TwoProcesses {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn world_size(&self) -> usize {
+        2
+    }
+    fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
+        Ok(data.unwrap_or_default())
+    }
+    fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
+        Ok(Some(self.all_gather(data)?))
+    }
+    fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
+        let peer = self.peer.clone().unwrap_or_else(|| data.clone());
+        Ok(vec![data, peer])
+    }
+    fn failure(&self) -> Option<PeerFailure> {
+        self.failure.as_deref().map(PeerFailure::new)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,33 +204,15 @@ mod tests {
         assert_eq!(one.all_gather(vec![4]).unwrap(), vec![vec![4]]);
     }
 
-    /// Rank 0 of two whose peer's parts are given.
-    struct Root(Vec<u8>);
-
-    impl Bootstrap for Root {
-        fn rank(&self) -> usize {
-            0
-        }
-        fn world_size(&self) -> usize {
-            2
-        }
-        fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
-            Ok(data.unwrap_or_default())
-        }
-        fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
-            Ok(Some(vec![data, self.0.clone()]))
-        }
-        fn all_gather(&self, _: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
-            unreachable!("all_max needs no all_gather")
-        }
-    }
-
     #[test]
     fn all_max_is_the_largest_of_each_value_over_the_processes() {
         assert_eq!(SingleProcess.all_max(&[1.5, -2.0]).unwrap(), [1.5, -2.0]);
-        let peer = Root(f64_bytes(&[0.5, 7.0]));
-        assert_eq!(peer.all_max(&[1.5, -2.0]).unwrap(), [1.5, 7.0]);
-        let short = Root(f64_bytes(&[0.5]));
+        let two = |peer: &[f64]| TwoProcesses {
+            peer: Some(f64_bytes(peer)),
+            failure: None,
+        };
+        assert_eq!(two(&[0.5, 7.0]).all_max(&[1.5, -2.0]).unwrap(), [1.5, 7.0]);
+        let short = two(&[0.5]);
         let e = short.all_max(&[1.5, -2.0]).unwrap_err();
         assert!(
             e.to_string()

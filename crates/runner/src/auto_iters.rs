@@ -103,31 +103,17 @@ impl Sum {
 mod tests {
     use super::*;
     use crate::cpu::CpuBackend;
-    use collbench_core::{Collective, DataType, PeerFailure, ReduceOp, SingleProcess};
+    use collbench_core::bootstrap::TwoProcesses;
+    use collbench_core::{Collective, DataType, ReduceOp, SingleProcess};
 
-    /// Rank 0 of two processes whose peer reports `peer` (time, cost) for
-    /// every repeat.
-    struct SlowPeer {
-        peer: (f64, f64),
-    }
-
-    impl Bootstrap for SlowPeer {
-        fn rank(&self) -> usize {
-            0
-        }
-        fn world_size(&self) -> usize {
-            2
-        }
-        fn broadcast(&self, d: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
-            Ok(d.unwrap_or_default())
-        }
-        fn gather(&self, d: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
-            let mut peer = self.peer.0.to_le_bytes().to_vec();
-            peer.extend_from_slice(&self.peer.1.to_le_bytes());
-            Ok(Some(vec![d, peer]))
-        }
-        fn all_gather(&self, _: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
-            unreachable!("the slowest process is found by all_max")
+    /// Rank 0 of two processes whose peer reports `time_us` and `cost_us`
+    /// for every repeat.
+    fn slow_peer(time_us: f64, cost_us: f64) -> TwoProcesses {
+        let mut peer = time_us.to_le_bytes().to_vec();
+        peer.extend_from_slice(&cost_us.to_le_bytes());
+        TwoProcesses {
+            peer: Some(peer),
+            failure: None,
         }
     }
 
@@ -230,7 +216,7 @@ mod tests {
         // per repeat, and the 1 s cap ends the placement after two.
         let (case, timing) = case();
         let mut b = CpuBackend::new(2, "h");
-        let peer = SlowPeer { peer: (9e5, 9e5) };
+        let peer = slow_peer(9e5, 9e5);
         let (_, iters) = measure(&mut b, &peer, &case, &timing, AutoIters::default()).unwrap();
         assert_eq!(iters, 2);
     }
