@@ -87,7 +87,8 @@ fn busy(p: Option<Progress>) -> bool {
 /// some rank has moved within `deadline`, no rank is inside a case nor
 /// silent (between cases the control plane's own deadlines apply), or
 /// some rank is late with its heartbeats (a verdict then waits, at most
-/// three heartbeat periods, until it is heard again or falls silent).
+/// three heartbeat periods or 2 s, until it is heard again or falls
+/// silent).
 /// Silent ranks are named first: a stopped process keeps its last word,
 /// so where it seems to be says nothing about why the others wait.
 /// `case_name(c)` names case c of the plan ("all_reduce 64 MiB"); `None`
