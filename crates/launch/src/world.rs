@@ -50,6 +50,25 @@ pub struct World {
 }
 
 impl World {
+    /// Rank `rank` of `world_size` ranks that all run on this host as
+    /// hosts `host0`, `host1`, ... (one per rank), rank 0 listening on
+    /// 127.0.0.1:`port`, job token `token`: what tests and the scale
+    /// harness join with.
+    pub fn on_loopback(rank: usize, world_size: usize, port: u16, token: &str) -> World {
+        World {
+            rank,
+            world_size,
+            local_rank: 0,
+            local_world_size: 1,
+            hostname: format!("host{rank}"),
+            rendezvous_host: Some("127.0.0.1".into()),
+            rendezvous_port: port,
+            bind: "127.0.0.1".into(),
+            token: token.into(),
+            launcher: Launcher::Explicit,
+        }
+    }
+
     /// Reads the flags and the real environment; see [`World::discover_from`].
     pub fn discover(args: &LaunchOptions) -> Result<World, LaunchError> {
         World::discover_from(args, &|k: &str| std::env::var(k).ok(), &system_hostname())

@@ -1,6 +1,6 @@
 //! The control plane on 127.0.0.1, ranks as threads of this test.
 
-use collbench_launch::{Control, LaunchError, LaunchOptions, Launcher, World};
+use collbench_launch::{Control, LaunchError, LaunchOptions, World};
 use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -15,18 +15,7 @@ fn free_port() -> u16 {
 }
 
 fn world(rank: usize, n: usize, port: u16, token: &str) -> World {
-    World {
-        rank,
-        world_size: n,
-        local_rank: rank,
-        local_world_size: n,
-        hostname: format!("host{rank}"),
-        rendezvous_host: Some("127.0.0.1".into()),
-        rendezvous_port: port,
-        bind: "127.0.0.1".into(),
-        token: token.into(),
-        launcher: Launcher::Explicit,
-    }
+    World::on_loopback(rank, n, port, token)
 }
 
 /// A rank in a thread that joins with a 10 s timeout and waits at one

@@ -3,7 +3,6 @@
 use super::rendezvous::try_join;
 use super::Control;
 use crate::wire::{Msg, PROTOCOL_VERSION};
-use crate::world::Launcher;
 use crate::{LaunchOptions, World};
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -11,18 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 fn world(rank: usize, n: usize, port: u16) -> World {
-    World {
-        rank,
-        world_size: n,
-        local_rank: 0,
-        local_world_size: 1,
-        hostname: format!("host{rank}"),
-        rendezvous_host: Some("127.0.0.1".into()),
-        rendezvous_port: port,
-        bind: "127.0.0.1".into(),
-        token: "job".into(),
-        launcher: Launcher::Explicit,
-    }
+    World::on_loopback(rank, n, port, "job")
 }
 
 fn options(timeout_s: u64) -> LaunchOptions {

@@ -15,6 +15,7 @@
 
 mod buffers;
 mod device;
+mod exchange;
 mod flags;
 mod issue;
 mod memory;

@@ -131,16 +131,12 @@ impl NcclBackend {
             0
         };
         let colors: Vec<u64> = if procs > 1 {
-            control
-                .all_gather(color.to_le_bytes().to_vec())
-                .map_err(|e| BackendError::Library(e.to_string()))?
-                .iter()
-                .map(|b| u64::from_le_bytes(b.as_slice().try_into().unwrap_or([0; 8])))
-                .collect()
+            super::exchange::colors(control, color)?
         } else {
             vec![0]
         };
         let (group, index_in_group) = split_group(&colors, color, control.rank());
+        let one_group = group.len() == procs;
         let world_size = group.len() * g;
         let first_rank = index_in_group * g;
         let mut gpus = Vec::with_capacity(g);
@@ -188,15 +184,10 @@ impl NcclBackend {
             nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
         } else {
             // The first process of each group makes its group's NCCL id.
-            let mine = if index_in_group == 0 {
-                nccl.get_unique_id()?.to_bytes()
-            } else {
-                Vec::new()
-            };
-            let ids = control
-                .all_gather(mine)
-                .map_err(|e| BackendError::Library(e.to_string()))?;
-            let id = UniqueId::from_bytes(&ids[group[0]]).ok_or_else(|| {
+            let make = || Ok(nccl.get_unique_id()?.to_bytes());
+            let id =
+                super::exchange::group_id(control, one_group, index_in_group == 0, group[0], make)?;
+            let id = UniqueId::from_bytes(&id).ok_or_else(|| {
                 BackendError::Library("malformed NCCL id from the group's first rank".into())
             })?;
             nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
