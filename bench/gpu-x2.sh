@@ -41,11 +41,11 @@ ab() { # label A-files B-files: bench/ab_text.py's table, logged
 files() { ls "$O"/$1 | paste -sd,; }
 log "GPUs: $G; $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ')"
 for st in ${*:-stuck ab ntbuild a2av dev json}; do case $st in
-ntbuild) OUT=$O bash bench/gpu-validate.sh ntbuild > /dev/null 2>&1; ls $NT/alltoallv_perf > /dev/null && log "nccl-tests built" ;;
+ntbuild) mkdir -p $O/ntbuild; OUT=$O/ntbuild bash bench/gpu-validate.sh ntbuild > /dev/null 2>&1; ls $NT/alltoallv_perf > /dev/null && log "nccl-tests built" ;;
 stuck) OUT=$O ROUNDS=${STUCK_ROUNDS:-3} timeout 300 bash bench/gpu-stuck.sh ${STUCK_STAGES:-hook sigstop sigstop0 speed} 2>&1 | tail -n 40 >> "$O/log.txt" ;;
 auto) # issue 13: -n auto against -n 20 on the seven-op sweep, same binary
-  OUT=$O ROUNDS=${ROUNDS:-2} timeout 300 bash bench/gpu-validate.sh auto >> "$O/log.txt" 2>&1 ;;
-ab) OUT=$O ROUNDS=${ROUNDS:-2} timeout 150 bash bench/gpu-validate.sh ab >> "$O/log.txt" 2>&1 ;;
+  mkdir -p $O/auto; OUT=$O/auto ROUNDS=${ROUNDS:-2} timeout 300 bash bench/gpu-validate.sh auto >> "$O/log.txt" 2>&1 ;;
+ab) mkdir -p $O/ab; OUT=$O/ab ROUNDS=${ROUNDS:-2} timeout 150 bash bench/gpu-validate.sh ab >> "$O/log.txt" 2>&1 ;;
 a2av)
   python3 -c "
 for i in range($G): print(' '.join(str(1000000*(1+i)+4096*(j+1)+7) for j in range($G)))" > "$O/matrix.txt"
