@@ -119,12 +119,7 @@ fn srun_job_refuses_a_client_with_a_wrong_token() {
     // srun starts ranks 0-2 of a world of 4, so rank 0 keeps listening until
     // rank 3 is started by hand below; token and port are fixed so that the
     // stray and the real rank 3 know where to knock.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = common::free_port().to_string();
     let rendezvous = format!("n1:{port}");
     let job_env = [
         ("COLLBENCH_PORT", port.as_str()),

@@ -50,6 +50,15 @@ pub struct World {
 }
 
 impl World {
+    /// A loopback port that was free a moment ago (the OS's pick), for
+    /// such a world's rank 0 to listen on; another process may still take
+    /// it first.
+    pub fn free_loopback_port() -> std::io::Result<u16> {
+        Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port())
+    }
+
     /// Rank `rank` of `world_size` ranks that all run on this host as
     /// hosts `host0`, `host1`, ... (one per rank), rank 0 listening on
     /// 127.0.0.1:`port`, job token `token`: what tests and the scale

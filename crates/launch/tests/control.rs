@@ -1,17 +1,12 @@
 //! The control plane on 127.0.0.1, ranks as threads of this test.
 
 use collbench_launch::{Control, LaunchError, LaunchOptions, World};
-use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// A port that was free a moment ago.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    World::free_loopback_port().unwrap()
 }
 
 fn world(rank: usize, n: usize, port: u16, token: &str) -> World {

@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use std::io::Read;
-use std::net::TcpListener;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -147,11 +146,7 @@ pub fn assert_corrupted_once(out: &Output, op: &str) -> String {
 
 /// A port that was free a moment ago.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    collbench_launch::World::free_loopback_port().unwrap()
 }
 
 /// What one finished process said.

@@ -5,7 +5,7 @@ use super::Control;
 use crate::wire::{Msg, PROTOCOL_VERSION};
 use crate::{LaunchOptions, World};
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -21,11 +21,7 @@ fn options(timeout_s: u64) -> LaunchOptions {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    World::free_loopback_port().unwrap()
 }
 
 /// A rank that joins properly and then stops talking, like a process

@@ -21,7 +21,7 @@ use crate::{Control, LaunchOptions, Launcher, World};
 use collbench_core::Bootstrap;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -215,10 +215,7 @@ pub fn serve_as_root(opts: &ScaleOptions, port: u16) -> Result<RootReport, Strin
 /// (a child process), the simulated ranks run here.
 pub fn run(opts: &ScaleOptions, root_exe: &Path) -> Result<ScaleReport, String> {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| e.to_string())?
-        .port();
+    let port = World::free_loopback_port().map_err(|e| e.to_string())?;
     let mut child = Command::new(root_exe)
         .arg("root")
         .arg(port.to_string())

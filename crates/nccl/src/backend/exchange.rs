@@ -124,10 +124,7 @@ mod tests {
         n: usize,
         f: impl Fn(&Control) -> T + Send + Sync + Clone + 'static,
     ) -> Vec<T> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
+        let port = World::free_loopback_port().unwrap();
         let handles: Vec<_> = (0..n)
             .map(|rank| {
                 let f = f.clone();
