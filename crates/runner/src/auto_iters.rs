@@ -4,9 +4,8 @@
 //! Every process must run the same repeats (a collective left unmatched on
 //! one rank hangs the others), so after each repeat the processes share
 //! their slowest local time and wall cost through the job's [`Bootstrap`]
-//! (one `all_gather` of 16 bytes) and each feeds the same maxima to its
-//! own series: same numbers, same rule, same decisions, without a separate
-//! message from rank 0. The reported time is, as with `-n N`, the total
+//! (an [`Bootstrap::all_max`] of 16 bytes) and each feeds the same maxima
+//! to its own series: same numbers, same rule, same decisions. The reported time is, as with `-n N`, the total
 //! time of the counted repeats over their total iterations (the
 //! arithmetic mean nccl-tests prints), so rows compare with `-n 20`.
 
