@@ -146,10 +146,7 @@ impl MpiBackend {
                 true => w.calling(0, k as u32),
                 false => w.at(0, k as u32),
             };
-            marked.map_err(|_| {
-                let why = w.reason().map_or("the job stopped", |s| s.message());
-                BackendError::Timeout(why.to_string())
-            })
+            marked.map_err(|_| collbench_runner::watch::stopped_error(Some(w)))
         };
         let mut run = |i: u64| {
             let p = self.ptrs::<T>(case, i, timing.max_bytes);

@@ -53,6 +53,15 @@ impl Stop {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stopped;
 
+/// A backend's error for a run the job stopped (the runner reports the
+/// stop's own reason instead).
+pub fn stopped_error(watch: Option<&Watch>) -> crate::BackendError {
+    let why = watch
+        .and_then(|w| w.reason())
+        .map_or("the job stopped", |s| s.message());
+    crate::BackendError::Timeout(why.to_string())
+}
+
 /// What a fault hook makes its rank do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {

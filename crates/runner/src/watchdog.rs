@@ -170,7 +170,7 @@ pub(crate) fn watch_over(w: Watched<'_>) {
             let names = w.names.lock().unwrap_or_else(|e| e.into_inner());
             names.get(c as usize).cloned()
         };
-        if w.control.rank() != 0 {
+        let line = if w.control.rank() != 0 {
             // Rank 0 names everyone, unless rank 0 is what is stopped:
             // then each waiting process says so itself.
             let Some(root) = w.control.root_progress() else {
@@ -179,24 +179,21 @@ pub(crate) fn watch_over(w: Watched<'_>) {
             let first = w.watch.first_rank();
             let mut mine = local.update(&positions, w.host);
             mine.iter_mut().for_each(|r| r.rank += first);
-            if let Some(line) = root_silent(&root, &mine, deadline, &name) {
-                w.control.abort_job(&line);
-                w.watch.stop(Stop::Stuck(line));
-                stopped_at = Some(Instant::now());
-            }
-            continue;
-        }
-        // A world of one watches its own rank threads one by one; a job
-        // of several, the control plane's table of processes.
-        let table = if w.control.world_size() == 1 {
-            local.update(&positions, w.host)
+            root_silent(&root, &mine, deadline, &name)
         } else {
-            match w.control.progress_of_all() {
-                Some(t) => per_rank(t, w.watch.local_ranks()),
-                None => continue,
-            }
+            // A world of one watches its own rank threads one by one; a
+            // job of several, the control plane's table of processes.
+            let table = if w.control.world_size() == 1 {
+                local.update(&positions, w.host)
+            } else {
+                match w.control.progress_of_all() {
+                    Some(t) => per_rank(t, w.watch.local_ranks()),
+                    None => continue,
+                }
+            };
+            diagnose(&table, deadline, &name)
         };
-        if let Some(line) = diagnose(&table, deadline, &name) {
+        if let Some(line) = line {
             w.control.abort_job(&line);
             w.watch.stop(Stop::Stuck(line));
             stopped_at = Some(Instant::now());

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// and four per watchdog deadline (`watchdog`), so a rank is known silent
 /// (three beats missed, [`collbench_core::Heard`]) before the deadline
 /// passes; at most 2 s, at least 20 ms.
-pub(crate) fn heartbeat_interval(timeout: Duration, watchdog: Option<Duration>) -> Duration {
+pub(super) fn heartbeat_interval(timeout: Duration, watchdog: Option<Duration>) -> Duration {
     let within = watchdog.map_or(timeout, |w| w.min(timeout));
     (within / 4).clamp(Duration::from_millis(20), Duration::from_secs(2))
 }

@@ -118,7 +118,7 @@ pub fn check_case<T: Element>(
     })?
     .into_iter()
     .sum::<Result<u64, Stopped>>()
-    .map_err(|_| super::stopped(watch.as_deref()))?;
+    .map_err(|_| crate::watch::stopped_error(watch.as_deref()))?;
     drop(reduced);
     Ok(wrong)
 }

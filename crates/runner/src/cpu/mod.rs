@@ -49,15 +49,6 @@ pub struct CpuBackend {
 /// A barrier with the job's other processes (`Err`: the job failed).
 pub type ProcessBarrier = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
-/// The backend's error for a run the job stopped (the runner reports the
-/// stop's own reason instead).
-fn stopped(watch: Option<&Watch>) -> BackendError {
-    let why = watch
-        .and_then(|w| w.reason())
-        .map_or("the job stopped", |s| s.message());
-    BackendError::Timeout(why.to_string())
-}
-
 /// Raw pointers handed to rank threads; each thread touches only what the
 /// algorithms allow, separated by barriers.
 struct Shared<T>(Ptrs<T>);
@@ -240,7 +231,7 @@ impl CpuBackend {
         })?
         .into_iter()
         .collect::<Result<Vec<_>, Stopped>>()
-        .map_err(|_| stopped(watch))?;
+        .map_err(|_| crate::watch::stopped_error(watch))?;
         let mut iter_stats = StreamingStats::new();
         let mut iter_times_us = Vec::new();
         for (_, s, kept) in results.iter() {
