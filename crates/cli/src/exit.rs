@@ -302,16 +302,42 @@ pub fn check_failure(e: &anyhow::Error) -> Failure {
     }
 }
 
-/// What ends a run that a stop could not interrupt: its one line, and the
-/// code the run would have returned.
+/// Whether a stop's line has been printed already (by [`announce`]), so
+/// the error the run returns afterwards is not printed a second time.
+static STOP_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The exit outcome of a stop: a stuck collective 5, a failed peer 3.
+fn stop_outcome(stop: &collbench_runner::Stop) -> Outcome {
+    match stop {
+        collbench_runner::Stop::Stuck(_) => Outcome::Timeout,
+        collbench_runner::Stop::Failed(_) => Outcome::Launch,
+    }
+}
+
+/// Says a stop's line the moment the job stops (once), flushed: the run
+/// may be held inside a library call for a while before it returns.
+pub fn announce() -> collbench_runner::watchdog::Announce {
+    std::sync::Arc::new(|stop: &collbench_runner::Stop| {
+        use std::sync::atomic::Ordering;
+        if !STOP_SAID.swap(true, Ordering::SeqCst) {
+            eprintln!("collbench: {}", stop.message());
+        }
+    })
+}
+
+/// Whether a failure with `outcome` was already said by [`announce`]: a
+/// peer failure or a stuck collective after the job's stop.
+pub fn already_said(outcome: Outcome) -> bool {
+    matches!(outcome, Outcome::Launch | Outcome::Timeout)
+        && STOP_SAID.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// What ends a run that a stop could not interrupt: its one line (unless
+/// already said), and the code the run would have returned.
 pub fn last_resort() -> collbench_runner::watchdog::LastResort {
     std::sync::Arc::new(|stop: &collbench_runner::Stop| {
-        let outcome = match stop {
-            collbench_runner::Stop::Stuck(_) => Outcome::Timeout,
-            collbench_runner::Stop::Failed(_) => Outcome::Launch,
-        };
-        eprintln!("collbench: {}", stop.message());
-        terminate(outcome)
+        announce()(stop);
+        terminate(stop_outcome(stop))
     })
 }
 

@@ -19,6 +19,7 @@ mod preflight;
 mod run_cmd;
 mod tune_child;
 mod tune_cmd;
+mod tuner_plugin_cmd;
 
 use args::RunArgs;
 use backend_open::{Mode, Tuning};
@@ -46,6 +47,9 @@ enum Command {
     /// each gain, write a tuner config (exit 0 done, 2 not NCCL or usage,
     /// 4 failed, 130 interrupted).
     Tune(tune_cmd::TuneArgs),
+    /// Write collbench's NCCL tuner plugin to DIR, for any NCCL program to
+    /// load with NCCL_TUNER_PLUGIN and a tuner CSV.
+    TunerPlugin(tuner_plugin_cmd::TunerPluginArgs),
     /// Check that every rank of a multi-process job can reach the others
     /// (exit 0 pass, 3 missing ranks or mismatched versions).
     Preflight(preflight::PreflightArgs),
@@ -229,6 +233,7 @@ fn real_main() -> Result<Outcome, Failure> {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
         Command::Tune(a) => tune_cmd::tune(&a),
         Command::Preflight(a) => preflight::run(&a),
+        Command::TunerPlugin(a) => tuner_plugin_cmd::run(&a),
         Command::Gen(a) => {
             check_embedded_args(&a)?;
             if let Some(path) = &a.output {
@@ -354,7 +359,9 @@ fn main() {
     let outcome = match real_main() {
         Ok(o) => o,
         Err(f) => {
-            eprintln!("collbench: {}", f.message.trim_end());
+            if !exit::already_said(f.outcome) {
+                eprintln!("collbench: {}", f.message.trim_end());
+            }
             f.outcome
         }
     };

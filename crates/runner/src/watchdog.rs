@@ -31,6 +31,12 @@ use std::time::{Duration, Instant};
 /// line and exits with the CLI's code for it).
 pub type LastResort = Arc<dyn Fn(&Stop) + Send + Sync>;
 
+/// What says a stop's line the moment the job stops (the CLI prints it
+/// and remembers that it did), before the run has returned: a run held
+/// inside a library call by a stopped peer may take the whole grace
+/// period to return, and the user should not wait that long for the line.
+pub type Announce = Arc<dyn Fn(&Stop) + Send + Sync>;
+
 /// How the runner watches a run.
 #[derive(Clone, Default)]
 pub struct Watchdog {
@@ -42,8 +48,11 @@ pub struct Watchdog {
     /// Called once the run has not returned within [`Watchdog::grace`]
     /// after a stop; `None`: wait for it.
     pub last_resort: Option<LastResort>,
-    /// How long a stopped run may take to return (`None`: 10 s).
+    /// How long a stopped run may take to return (`None`: 3 s).
     pub grace: Option<Duration>,
+    /// Called once, as soon as the job stops (`None`: nothing said then;
+    /// the run's error says it when the run returns).
+    pub announce: Option<Announce>,
 }
 
 impl std::fmt::Debug for Watchdog {
@@ -53,11 +62,18 @@ impl std::fmt::Debug for Watchdog {
             .field("faults", &self.faults)
             .field("last_resort", &self.last_resort.is_some())
             .field("grace", &self.grace)
+            .field("announce", &self.announce.is_some())
             .finish()
     }
 }
 
-const GRACE: Duration = Duration::from_secs(10);
+/// How long a stopped run may take to return before the last resort. A
+/// run that can return (a CPU wait, NCCL's stream poll) does so within a
+/// tick or two; one held inside ncclCommAbort by a stopped peer never
+/// does, and a process whose job has ended must leave within 5 s of
+/// learning it (two emulated hosts on one H200: with 10 s here the
+/// survivor of a SIGSTOPped peer ended 15.5 s after the stop, -T 5).
+const GRACE: Duration = Duration::from_secs(3);
 
 /// Ends the process with `code` at once: stdout and stderr flushed, no
 /// exit handlers, no destructors. For a process whose job has failed or
@@ -158,7 +174,7 @@ pub(crate) fn watch_over(w: Watched<'_>) {
             w.control.publish_progress(mine);
         }
         if let Some(f) = w.control.failure() {
-            w.watch.stop(Stop::from_failure(f.message));
+            stop(&w, Stop::from_failure(f.message));
             stopped_at = Some(Instant::now());
             continue;
         }
@@ -195,10 +211,18 @@ pub(crate) fn watch_over(w: Watched<'_>) {
         };
         if let Some(line) = line {
             w.control.abort_job(&line);
-            w.watch.stop(Stop::Stuck(line));
+            stop(&w, Stop::Stuck(line));
             stopped_at = Some(Instant::now());
         }
     }
+}
+
+/// Stops this process's run and says why at once.
+fn stop(w: &Watched<'_>, why: Stop) {
+    if let Some(announce) = &w.config.announce {
+        announce(&why);
+    }
+    w.watch.stop(why);
 }
 
 /// The control plane's table is per process; with `g` ranks in each
