@@ -69,7 +69,8 @@ pub struct RunArgs {
     /// Warm-up iterations per size.
     #[arg(short = 'w', long = "warmup_iters", default_value_t = 1)]
     pub warmup_iters: u32,
-    /// Repeat the whole sweep this many times.
+    /// Repeat the whole sweep this many times (0: until stopped, e.g. by
+    /// Ctrl-C, to hunt a hang with -S).
     #[arg(short = 'N', long = "run_cycles", default_value_t = 1)]
     pub run_cycles: u32,
     /// Parallel init (accepted for compatibility; init is already parallel).
@@ -93,7 +94,9 @@ pub struct RunArgs {
         allow_negative_numbers = true
     )]
     pub root: i64,
-    /// Blocking collectives: 0 off, 1 wait+barrier per op, 2 wait per op.
+    /// Blocking collectives: 0 off, 1 wait and barrier after each
+    /// iteration, 2 wait after each iteration, 3 wait and barrier after
+    /// each iteration with the barrier left out of the time.
     #[arg(short = 'z', long = "blocking", default_value_t = 0)]
     pub blocking: u32,
     /// Use the default (null) CUDA stream.
@@ -270,6 +273,7 @@ impl WatchdogArgs {
             .collect(),
             last_resort: Some(crate::exit::last_resort()),
             grace: None,
+            announce: Some(crate::exit::announce()),
         }
     }
 }

@@ -55,12 +55,20 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
     if a.agg_iters == 0 {
         return Err(u("-m/--agg_iters must be at least 1".into()));
     }
-    if a.blocking > 2 {
+    if a.blocking > 3 {
         return Err(u(format!(
-            "-z/--blocking must be 0, 1 or 2 (got {})",
+            "-z/--blocking must be 0, 1, 2 or 3 (got {})",
             a.blocking
         )));
     }
+    // nccl-tests' own rule and line: -z 3 waits between iterations, which
+    // a captured graph cannot.
+    let blocking = if a.blocking == 3 && a.cudagraph >= 1 {
+        eprintln!("blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.");
+        0
+    } else {
+        a.blocking
+    };
     let roots = match a.root {
         -1 => RootSel::All,
         r if r >= 0 => RootSel::Fixed(r as usize),
@@ -90,10 +98,10 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         iters,
         auto_iters,
         agg_iters: a.agg_iters,
-        cycles: a.run_cycles.max(1),
+        cycles: a.run_cycles,
         check: a.check,
         graph: a.cudagraph,
-        blocking: a.blocking,
+        blocking,
         average,
         cputime: a.report_cputime > 0,
         timestamps: a.report_timestamps > 0,

@@ -151,3 +151,114 @@ fn the_table_is_read_from_common_cu() {
     assert!(!find('h').takes_value);
     assert!(find('J').takes_value);
 }
+
+/// Every `<a/b/..>` value list of common.cu's usage text, as (short
+/// letter, long name, values): `[-z,--blocking <0/1/2/3> ...]` gives
+/// ('z', "blocking", [0, 1, 2, 3]). An option listed in several variants
+/// (`-o`, by NCCL version) gives the union; a placeholder word such as
+/// `nccltype` is not a value and is left out.
+fn value_lists() -> Vec<(char, String, Vec<String>)> {
+    let src = common_cu();
+    let mut lists: Vec<(char, String, Vec<String>)> = Vec::new();
+    for piece in src.split("\"[-").skip(1) {
+        let Some((head, rest)) = piece.split_once(" <") else {
+            continue;
+        };
+        let Some((short, long)) = head.split_once(",--") else {
+            continue;
+        };
+        let Some((inner, _)) = rest.split_once('>') else {
+            continue;
+        };
+        if !inner.contains('/') {
+            continue;
+        }
+        let short = short.chars().next().unwrap();
+        let values = inner
+            .split('/')
+            .filter(|v| !v.contains(' ') && *v != "nccltype")
+            .map(str::to_string);
+        match lists.iter_mut().find(|(s, _, _)| *s == short) {
+            Some((_, _, have)) => {
+                for v in values {
+                    if !have.contains(&v) {
+                        have.push(v);
+                    }
+                }
+            }
+            None => lists.push((short, long.to_string(), values.collect())),
+        }
+    }
+    lists
+}
+
+#[test]
+fn the_value_lists_are_read_from_common_cu() {
+    let lists = value_lists();
+    let of = |s: char| lists.iter().find(|l| l.0 == s).unwrap().2.clone();
+    assert_eq!(of('z'), ["0", "1", "2", "3"]);
+    assert_eq!(of('a'), ["0", "1", "2", "3"]);
+    assert_eq!(of('R'), ["0", "1", "2"]);
+    assert!(of('o').contains(&"mulsum".to_string()), "{:?}", of('o'));
+    assert_eq!(of('d'), ["all"]);
+    assert!(lists.len() >= 11, "{lists:?}");
+}
+
+/// Each value of each list, short and long form, runs on the CPU backend
+/// with two ranks (exit 0).
+#[test]
+fn every_value_of_every_listed_option_runs() {
+    let mut failures = Vec::new();
+    for (short, long, values) in value_lists() {
+        for v in &values {
+            for form in [format!("-{short}"), format!("--{long}")] {
+                let out = Command::cargo_bin("collbench")
+                    .unwrap()
+                    .args(["run", "all_reduce", "--backend", "cpu", "--ranks", "2"])
+                    .args(["-b", "8", "-e", "64", "-n", "1", "-w", "0"])
+                    .args([form.as_str(), v])
+                    .output()
+                    .unwrap();
+                if !out.status.success() {
+                    let err = String::from_utf8_lossy(&out.stderr);
+                    failures.push(format!("{form} {v}: {}", err.trim()));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `-N 0` runs until stopped (nccl-tests' "0=infinite"): more rows than
+/// one cycle's, still running after them.
+#[test]
+fn run_cycles_0_repeats_until_stopped() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command as Std, Stdio};
+    let mut child = Std::new(assert_cmd::cargo::cargo_bin("collbench"))
+        .args(["run", "all_reduce", "--backend", "cpu", "--ranks", "2"])
+        .args(["-b", "8", "-e", "64", "-n", "1", "-w", "0", "-N", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut rows = 0;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if line.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
+            rows += 1;
+        }
+        // One cycle is 4 rows (8 .. 64 B); 12 is three cycles.
+        if rows >= 12 || std::time::Instant::now() > deadline {
+            break;
+        }
+    }
+    // Still running after three cycles: it would not stop by itself.
+    let still_running = child.try_wait().unwrap().is_none();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(rows >= 12, "only {rows} rows before the deadline");
+    assert!(still_running, "-N 0 ended by itself");
+}

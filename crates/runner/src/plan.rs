@@ -82,7 +82,8 @@ pub struct Plan {
     pub auto_iters: Option<AutoIters>,
     /// Operations grouped per timed iteration (`-m`).
     pub agg_iters: u32,
-    /// Repetitions of the whole sweep (`-N`).
+    /// Repetitions of the whole sweep (`-N`); 0 repeats until the run is
+    /// stopped (Ctrl-C, `-T`, the watchdog), as nccl-tests' `-N 0`.
     pub cycles: u32,
     /// Correctness passes per case (`-c`); 0 turns checking off.
     pub check: u32,

@@ -237,54 +237,16 @@ impl<'a> Runner<'a> {
                 obs.begin_collective(coll, &record);
             }
             let mut rows = Vec::new();
-            for _cycle in 0..self.plan.cycles.max(1) {
-                for v in self.plan.variants(coll, world_size) {
-                    if v.root >= world_size {
-                        return Err(RunError::Plan(format!(
-                            "root {} is out of range for {world_size} ranks: use -r 0..{} or -r -1 for every root",
-                            v.root,
-                            world_size - 1
-                        )));
-                    }
-                    for &size in &sizes {
-                        let counts = self.plan.counts(coll, size, v.dtype, world_size);
-                        let case = |in_place| CaseSpec {
-                            collective: coll,
-                            dtype: v.dtype,
-                            redop: v.redop,
-                            root: v.root,
-                            counts,
-                            in_place,
-                            world_size,
-                        };
-                        if let Err(e) = self.backend.supports(&case(false)) {
-                            if root {
-                                obs.note(&format!("skipping {coll} {} {}: {e}", v.dtype, v.redop));
-                            }
-                            break;
-                        }
-                        let oop = self.placement(&case(false), &timing)?;
-                        let ip = self.placement(&case(true), &timing)?;
-                        if let (Some(oop), Some(ip)) = (oop, ip) {
-                            let row = CaseResult {
-                                op: coll.name().to_string(),
-                                size_bytes: counts.size_bytes(v.dtype.size_bytes()),
-                                count: counts.param_count,
-                                dtype: v.dtype.name().to_string(),
-                                redop: coll.redop_column(v.redop).to_string(),
-                                root: if coll.spec().has_root {
-                                    v.root as i64
-                                } else {
-                                    -1
-                                },
-                                out_of_place: Some(oop),
-                                in_place: Some(ip),
-                            };
-                            obs.row(coll, &row);
-                            rows.push(row);
-                        }
-                    }
+            // -N 0 runs until stopped (nccl-tests' way to hunt a hang):
+            // each cycle's rows replace the last's, so memory stays flat.
+            let forever = self.plan.cycles == 0;
+            let mut cycle = 0;
+            while forever || cycle < self.plan.cycles {
+                if forever {
+                    rows.clear();
                 }
+                self.sweep_once(coll, &sizes, &timing, obs, &mut rows)?;
+                cycle += 1;
             }
             if self.plan.memory_report {
                 if let Some(usage) = self.gather_memory()? {
@@ -297,6 +259,70 @@ impl<'a> Runner<'a> {
             record.results.extend(rows);
         }
         Ok(root.then_some(record))
+    }
+
+    /// One cycle of `coll`: every variant (type, operator, root) at every
+    /// size, each row shown to `obs` and kept in `rows`. A variant the
+    /// backend cannot run is skipped whole, with one note.
+    fn sweep_once(
+        &mut self,
+        coll: Collective,
+        sizes: &[u64],
+        timing: &Timing,
+        obs: &mut dyn RunObserver,
+        rows: &mut Vec<CaseResult>,
+    ) -> Result<(), RunError> {
+        let world_size = self.backend.world_size();
+        let root = self.control.rank() == 0;
+        for v in self.plan.variants(coll, world_size) {
+            if v.root >= world_size {
+                return Err(RunError::Plan(format!(
+                    "root {} is out of range for {world_size} ranks: use -r 0..{} or -r -1 for every root",
+                    v.root,
+                    world_size - 1
+                )));
+            }
+            for &size in sizes {
+                let counts = self.plan.counts(coll, size, v.dtype, world_size);
+                let case = |in_place| CaseSpec {
+                    collective: coll,
+                    dtype: v.dtype,
+                    redop: v.redop,
+                    root: v.root,
+                    counts,
+                    in_place,
+                    world_size,
+                };
+                if let Err(e) = self.backend.supports(&case(false)) {
+                    if root {
+                        obs.note(&format!("skipping {coll} {} {}: {e}", v.dtype, v.redop));
+                    }
+                    // The backend refuses the variant, not the size.
+                    break;
+                }
+                let oop = self.placement(&case(false), timing)?;
+                let ip = self.placement(&case(true), timing)?;
+                if let (Some(oop), Some(ip)) = (oop, ip) {
+                    let row = CaseResult {
+                        op: coll.name().to_string(),
+                        size_bytes: counts.size_bytes(v.dtype.size_bytes()),
+                        count: counts.param_count,
+                        dtype: v.dtype.name().to_string(),
+                        redop: coll.redop_column(v.redop).to_string(),
+                        root: if coll.spec().has_root {
+                            v.root as i64
+                        } else {
+                            -1
+                        },
+                        out_of_place: Some(oop),
+                        in_place: Some(ip),
+                    };
+                    obs.row(coll, &row);
+                    rows.push(row);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn settings(&self, world_size: usize) -> RunSettings {

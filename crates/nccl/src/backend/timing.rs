@@ -30,6 +30,14 @@ fn inline_events(setting: Option<&str>, size_bytes: u64) -> bool {
     }
 }
 
+/// `-z 1`: wait for and barrier after every timed iteration, inside the
+/// time (nccl-tests' Barrier after each blocking collective).
+const BARRIER_IN_TIME: u32 = 1;
+
+/// `-z 3`: wait for and barrier after every timed iteration, the barrier
+/// left out of the time.
+const BARRIER_EACH_ITERATION: u32 = 3;
+
 /// Per-operation seconds for each of `n` local ranks: the loop's wall
 /// (`total`) and issue (`cpu`) times over `ops` operations.
 fn per_operation(total: f64, cpu: f64, ops: u64, n: usize, iter_times_us: Vec<f64>) -> Measurement {
@@ -264,6 +272,9 @@ impl NcclBackend {
     ) -> Result<(f64, f64, Vec<f64>), BackendError> {
         // Events belong to GPU 0's context, like the stream they time.
         self.gpus[0].dev.bind()?;
+        if blocking == BARRIER_EACH_ITERATION {
+            return self.timed_loop_with_barriers(case, lp, ops, events);
+        }
         let evs: Vec<Event> = if events {
             (0..=lp.iters)
                 .map(|_| Event::new())
@@ -289,18 +300,85 @@ impl NcclBackend {
             if blocking > 0 {
                 self.wait_all()?;
             }
+            if blocking == BARRIER_IN_TIME {
+                self.barrier()?;
+            }
         }
         let cpu = start.elapsed().as_secs_f64();
         self.wait_all()?;
         let total = start.elapsed().as_secs_f64();
         let iter_us = evs
             .windows(2)
-            .map(|w| {
-                w[0].elapsed_ms(&w[1])
-                    .map(|ms| ms as f64 * 1000.0 / lp.agg as f64)
-            })
+            .map(|w| w[0].elapsed_ms(&w[1]))
+            .map(|ms| ms.map(|ms| ms as f64 * 1000.0 / lp.agg as f64))
             .collect::<Result<Vec<_>, _>>()?;
         Ok((total, cpu, iter_us))
+    }
+
+    /// `-z 3`, as nccl-tests 2.19.6: each iteration is launched, waited
+    /// for and timed on its own, then every rank meets at a barrier that
+    /// the time leaves out, so each iteration starts with the ranks
+    /// aligned. Per-iteration events come in pairs around the iteration
+    /// (not shared boundaries), so the barrier is outside them too.
+    fn timed_loop_with_barriers(
+        &mut self,
+        case: &CaseSpec,
+        lp: Loop,
+        ops: &[RedOpId],
+        events: bool,
+    ) -> Result<(f64, f64, Vec<f64>), BackendError> {
+        let pairs: Vec<(Event, Event)> = if events {
+            (0..lp.iters)
+                .map(|_| Ok((Event::new()?, Event::new()?)))
+                .collect::<Result<_, BackendError>>()?
+        } else {
+            Vec::new()
+        };
+        let multi = self.gpus.len() > 1;
+        let (mut timed, mut issued) = (0.0, 0.0);
+        for it in 0..lp.iters {
+            let t0 = Instant::now();
+            if let Some((begin, _)) = pairs.get(it as usize) {
+                begin.record(&self.gpus[0].stream)?;
+            }
+            self.calling(lp.first_iteration + it)?;
+            self.launch_iteration(case, it, lp, ops)?;
+            self.at(lp.first_iteration + it + 1)?;
+            issued += t0.elapsed().as_secs_f64();
+            self.wait_all()?;
+            if let Some((_, end)) = pairs.get(it as usize) {
+                if multi {
+                    self.gpus[0].dev.bind()?;
+                }
+                end.record(&self.gpus[0].stream)?;
+            }
+            timed += t0.elapsed().as_secs_f64();
+            self.barrier()?;
+        }
+        self.wait_all()?;
+        let iter_us = pairs
+            .iter()
+            .map(|(b, e)| b.elapsed_ms(e))
+            .map(|ms| ms.map(|ms| ms as f64 * 1000.0 / lp.agg as f64))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((timed, issued, iter_us))
+    }
+
+    /// A barrier over every rank of the communicators, for `-z 3`: a
+    /// one-byte all_reduce on each local GPU, waited for. No rank gets
+    /// past it before every rank has reached it, as nccl-tests'
+    /// MPI_Barrier, with no second channel between the processes.
+    fn barrier(&mut self) -> Result<(), BackendError> {
+        let sum = crate::ffi::redop_id(collbench_core::ReduceOp::Sum);
+        let group = Group::start_if(self.gpus.len() > 1, &self.nccl)?;
+        for g in &self.gpus {
+            let at = g.recv.as_ref().expect("buffers allocated").at(0);
+            let int8 = collbench_core::DataType::Int8;
+            self.nccl
+                .all_reduce(at, at, 1, int8, sum, &g.comm, &g.stream)?;
+        }
+        group::end_if(group)?;
+        self.wait_all()
     }
 
     /// Waits for every stream, polling NCCL's async errors and the `-T`
