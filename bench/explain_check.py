@@ -13,7 +13,9 @@ operation and count x type size. For every row of RUN whose explanation
 names a collective kernel, the (algorithm, protocol) pairs collbench
 reports (over both placements) must equal the pairs the log has for that
 operation and byte count. Rows that ran only send/recv kernels have no
-TUNING line and are listed as not comparable. Rows that could not be
+TUNING line and are listed as not comparable. Rows of 0 elements, where
+collbench says NCCL launched nothing, agree when the log has no line for 0
+bytes of that operation. Rows that could not be
 explained count as disagreeing. Prints the agreement percentage; exits 0
 at 100%, 1 below, 2 on unusable input.
 """
@@ -25,6 +27,9 @@ from collections import defaultdict
 TUNING = re.compile(
     r"NCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}"
 )
+
+# A row whose every placement moved no data: NCCL launched nothing.
+NOTHING = "nothing launched"
 
 DTYPE_BYTES = {
     "int8": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1,
@@ -64,9 +69,12 @@ def rows_from_json(doc):
         label = f'{r.get("op")} {r.get("size_bytes")} B {r.get("dtype")}'
         pairs = defaultdict(set)
         explained = False
-        for place in ("out_of_place", "in_place"):
-            ex = (r.get(place) or {}).get("explain")
-            if not ex or not ex.get("kernels"):
+        places = [(r.get(p) or {}).get("explain") or {} for p in ("out_of_place", "in_place")]
+        if all(ex.get("nothing_launched") for ex in places):
+            out.append((label, NOTHING))
+            continue
+        for ex in places:
+            if not ex.get("kernels"):
                 continue
             explained = True
             for k in ex["kernels"]:
@@ -95,6 +103,9 @@ def rows_from_text(lines):
         algos = set()
         protos = set()
         explained = False
+        if cells[0] == "none" and cells[3] == "none":
+            out.append((label, NOTHING))
+            continue
         for algo, proto in ((cells[0], cells[1]), (cells[3], cells[4])):
             if algo in ("n/a", "N/A"):
                 continue
@@ -132,6 +143,17 @@ def main(argv):
     agree = compared = 0
     not_comparable = []
     for label, pairs in rows:
+        if pairs is NOTHING:
+            # 0 elements: collbench says NCCL launched nothing; NCCL logs
+            # no TUNING line for 0 bytes of that operation.
+            compared += 1
+            op, size = label.split()[0], label.split()[1]
+            func = OP_FUNC.get(op)
+            if func and any(k[0] == func and k[1] == 0 for k in log):
+                print(f"DIFFER  {label}: collbench says nothing ran, NCCL logged {func} 0 Bytes")
+            else:
+                agree += 1
+            continue
         if pairs is None:
             compared += 1
             print(f"DIFFER  {label}: collbench could not explain this row")

@@ -23,6 +23,10 @@ const IN_NETWORK_ALGOS: [&str; 8] = [
 /// What the footnote and the JSON say about such rows.
 pub const BUSBW_NOTE: &str = "in-network or multicast algorithm: nccl-tests' busbw formula assumes data crosses the links (n-1)/n times and overstates link use here";
 
+/// The footnote of a row that moved no data.
+pub const NOTHING_LAUNCHED: &str =
+    "0-byte rows: 0 elements per rank, NCCL returns at once and launches nothing";
+
 /// One kernel NCCL reported for a case: a collective with its algorithm and
 /// protocol, or one side of a send/recv.
 #[derive(
@@ -116,10 +120,20 @@ pub struct Explanation {
     /// [`BUSBW_NOTE`] when `busbw_overstated`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busbw_note: Option<String>,
+    /// The case moves no data (0 elements per rank, e.g. 8 B of
+    /// all_gather over 2 ranks of floats): NCCL returns at once and
+    /// launches no kernel, so there is nothing to explain and no TUNING
+    /// line to agree with.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub nothing_launched: bool,
 }
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 impl Explanation {
@@ -141,6 +155,16 @@ impl Explanation {
             dropped_events,
             busbw_overstated: overstated,
             busbw_note: overstated.then(|| BUSBW_NOTE.to_string()),
+            nothing_launched: false,
+        }
+    }
+
+    /// A case of 0 elements: NCCL launched nothing.
+    pub fn nothing_launched() -> Explanation {
+        Explanation {
+            unavailable: Some(NOTHING_LAUNCHED.to_string()),
+            nothing_launched: true,
+            ..Explanation::default()
         }
     }
 
@@ -160,7 +184,9 @@ impl Explanation {
         let mut missing = Vec::new();
         let mut dropped = 0;
         let mut reason = None;
+        let mut nothing_launched = None;
         for p in parts {
+            nothing_launched = Some(nothing_launched.unwrap_or(true) && p.nothing_launched);
             kernels.extend(p.kernels);
             missing.extend(p.missing_ranks);
             dropped += p.dropped_events;
@@ -168,6 +194,7 @@ impl Explanation {
         }
         let mut e = Explanation::from_kernels(kernels, missing, dropped);
         if e.kernels.is_empty() {
+            e.nothing_launched = nothing_launched.unwrap_or(false);
             e.unavailable = reason;
         }
         e
@@ -242,6 +269,21 @@ mod tests {
             proto: proto.into(),
             channels,
         }
+    }
+
+    #[test]
+    fn a_case_of_nothing_says_so_through_a_merge() {
+        let e = Explanation::merge([
+            Explanation::nothing_launched(),
+            Explanation::nothing_launched(),
+        ]);
+        assert!(e.nothing_launched);
+        assert_eq!(e.unavailable.as_deref(), Some(NOTHING_LAUNCHED));
+        let mixed = Explanation::merge([
+            Explanation::nothing_launched(),
+            Explanation::unavailable("x"),
+        ]);
+        assert!(!mixed.nothing_launched);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 mod buffers;
+mod cpu_slot;
 mod device;
 mod exchange;
 mod flags;
@@ -283,6 +284,11 @@ impl Backend for NcclBackend {
             return Ok(Some(Explanation::unavailable(
                 "one rank: NCCL copies locally and runs no collective algorithm",
             )));
+        }
+        if case.size_bytes() == 0 {
+            // NCCL returns from a 0-element call at once: no kernel, no
+            // profiler event, no TUNING line to wait for.
+            return Ok(Some(Explanation::nothing_launched()));
         }
         self.ensure_usable()?;
         self.ensure_buffers(case.size_bytes())?;

@@ -32,6 +32,7 @@ fn cells(p: Option<&Placement>) -> String {
                     e.channels_text(),
                 )
             }
+            Some(e) if e.nothing_launched => ("none".to_string(), "-".to_string(), "0".to_string()),
             _ => ("n/a".to_string(), "n/a".to_string(), "n/a".to_string()),
         },
     };
