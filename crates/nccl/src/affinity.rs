@@ -1,16 +1,24 @@
 //! Pinning the calling thread to one CPU (the thread that launches the
 //! collectives).
 
-/// The CPU for `local_rank` among the `allowed` ones: skip the first (it
-/// takes most interrupts) and spread local ranks; none with fewer than two.
-fn pick_cpu(allowed: &[usize], local_rank: usize) -> Option<usize> {
-    (allowed.len() >= 2).then(|| allowed[(1 + 2 * local_rank) % allowed.len()])
+/// The CPU for `slot` (this process's index among the job's processes on
+/// its machine) among the `allowed` ones: skip the first (it takes most
+/// interrupts) and spread the slots, every other CPU first (hyperthread
+/// siblings are often adjacent), then the ones between, the first last;
+/// wraps past one slot per CPU. None with fewer than two CPUs.
+fn pick_cpu(allowed: &[usize], slot: usize) -> Option<usize> {
+    let n = allowed.len();
+    if n < 2 {
+        return None;
+    }
+    let order = (1..n).step_by(2).chain((2..n).step_by(2)).chain([0]);
+    order.into_iter().nth(slot % n).map(|i| allowed[i])
 }
 
 /// Pins the calling thread to the CPU [`pick_cpu`] chooses within its
 /// current affinity mask; returns that CPU, or `None` when it left the
 /// thread alone.
-pub(crate) fn pin_current_thread(local_rank: usize) -> Option<usize> {
+pub(crate) fn pin_current_thread(slot: usize) -> Option<usize> {
     // SAFETY: cpu_set_t is a plain bit array (all zeroes is the empty
     // set); sched_getaffinity/sched_setaffinity read and write exactly
     // size_of::<cpu_set_t>() bytes of these locals, for this thread (pid
@@ -23,7 +31,7 @@ pub(crate) fn pin_current_thread(local_rank: usize) -> Option<usize> {
         let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
             .filter(|&c| libc::CPU_ISSET(c, &set))
             .collect();
-        let cpu = pick_cpu(&allowed, local_rank)?;
+        let cpu = pick_cpu(&allowed, slot)?;
         let mut one: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut one);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
@@ -36,12 +44,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pinning_skips_the_first_cpu_and_spreads_local_ranks() {
+    fn pinning_skips_the_first_cpu_and_gives_each_slot_its_own() {
         let allowed = [0, 1, 2, 3, 4, 5, 6, 7];
-        assert_eq!(pick_cpu(&allowed, 0), Some(1));
-        assert_eq!(pick_cpu(&allowed, 1), Some(3));
-        assert_eq!(pick_cpu(&allowed, 4), Some(1));
+        let picked: Vec<_> = (0..9).map(|s| pick_cpu(&allowed, s).unwrap()).collect();
+        assert_eq!(picked, [1, 3, 5, 7, 2, 4, 6, 0, 1]);
         assert_eq!(pick_cpu(&[2, 9], 0), Some(9));
+        assert_eq!(pick_cpu(&[2, 9], 1), Some(2));
         assert_eq!(pick_cpu(&[5], 0), None);
     }
 }

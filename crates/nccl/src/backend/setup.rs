@@ -54,13 +54,21 @@ fn split_group(colors: &[u64], color: u64, rank: usize) -> (Vec<usize>, usize) {
 /// each rank by default: NCCL's host-side launch path is a few
 /// microseconds, and migrations between cores show up at small sizes.
 /// Done after communicator creation so NCCL's own threads keep the whole
-/// mask. COLLBENCH_PIN=0 turns it off.
-fn pin_driving_thread(local_rank: usize) {
+/// mask. `slot` is this process's index among the job's processes on its
+/// machine ([`super::cpu_slot`]); `None` leaves the thread alone, as does
+/// COLLBENCH_PIN=0.
+fn pin_driving_thread(slot: Option<usize>) {
     if std::env::var("COLLBENCH_PIN").as_deref() == Ok("0") {
         return;
     }
-    if let Some(cpu) = affinity::pin_current_thread(local_rank) {
-        debug(&format!("pinned the launching thread to CPU {cpu}"));
+    let Some(slot) = slot else {
+        debug("launching thread not pinned: this machine's other processes are unknown");
+        return;
+    };
+    if let Some(cpu) = affinity::pin_current_thread(slot) {
+        debug(&format!(
+            "pinned the launching thread to CPU {cpu} (slot {slot})"
+        ));
     }
 }
 
@@ -208,7 +216,13 @@ impl NcclBackend {
                 Err(_) => {}
             }
         }
-        pin_driving_thread(opts.local_rank);
+        // Every process takes part, whatever its COLLBENCH_PIN says.
+        let slot = if procs > 1 {
+            super::cpu_slot::agree(control, super::cpu_slot::machine_id(), opts.local_rank)?
+        } else {
+            Some(opts.local_rank)
+        };
+        pin_driving_thread(slot);
         let mut backend = NcclBackend {
             nccl,
             found,
