@@ -82,4 +82,5 @@ def main():
         print(f"| {op} | {len(keys)} | {wa} | {wb} | {med_bw} | {lo_s} | {med_t} |")
 
 
-main()
+if __name__ == "__main__":
+    main()

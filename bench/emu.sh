@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# An emulated multi-host cluster on ONE GPU: collbench's test bed for every
+# path that needs more than one rank (../shared/recipes/emulated-hosts.md).
+# W processes on GPU 0, each its own host to NCCL (NCCL_HOSTID), joined by
+# NCCL's socket transport over loopback, kernels side by side under CUDA
+# MPS; the real nccl-tests (MPI build) runs the same way in the same call.
+#
+#   bench/emu.sh [STAGE ...]
+#     stages: ntbuild parity explain tuner faults pinning check
+#     (default: all of them, in that order)
+#
+# ntbuild  builds nccl-tests 2.19.6 with MPI=1 from $NTSRC into $NT (skipped
+#          when $NT/all_reduce_perf exists).
+# parity   the seven ops and alltoallv, collbench and nccl-tests
+#          interleaved (A B, B A, ...), $ROUNDS rounds, 2 and 4 hosts; also
+#          all_reduce -z 3 and -z 1 beside nccl-tests' (2 hosts).
+#          bench/emu_parity.py gives cb/nt and nt/nt (the noise).
+# explain  --explain against NCCL's TUNING log (bench/explain_check.py),
+#          5 ops, 8 B - 64 MiB, 2 and 4 hosts.
+# tuner    CSV rules through --tuner-config, and collbench's exported
+#          plugin under the real nccl-tests, checked against the TUNING log
+#          (bench/tuner_check.py).
+# faults   kill -9 and SIGSTOP of a peer inside NCCL calls (rank 1 and
+#          rank 0, 2 and 4 processes, $TRIALS trials; run and check): the
+#          survivors' line and exit code and when, and the stopped
+#          process's exit once continued (bench/emu_faults.py).
+# pinning  every process at LOCAL_RANK=0 (one-GPU pods) against
+#          nccl-tests, small sizes.
+# check    `check` on 4 hosts, quiet and with one host's process starved
+#          of CPU (one CPU shared with two busy loops), $TRIALS runs each.
+#
+# CB=dist/collbench, NTSRC=dist/nccl-tests (source), NT=/tmp/nt/build.
+# Results under $OUT/emu/<stage>/, tarred to $OUT/emu-<stage>.tgz after each
+# stage (only 8 files come back from a device call). A dry run without a GPU
+# (collbench on its CPU backend, one process per rank, no MPS, no
+# nccl-tests): EMU_DRY=1 CB=target/release/collbench bench/emu.sh faults
+set -u
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
+CB=$(realpath "${CB:-dist/collbench}"); NTSRC=${NTSRC:-dist/nccl-tests}; NT=${NT:-/tmp/nt/build}
+ROUNDS=${ROUNDS:-3}; TRIALS=${TRIALS:-5}; T=${T:-5}
+ROOT=${OUT:-bench-out}; O=$ROOT/emu; mkdir -p "$O"
+DRY=${EMU_DRY:-0}
+OPS="all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv alltoallv"
+SWEEP="-b 64 -e 64M -f 16 -w 5 -n 20"
+CHECK="--size 64M -n 5"
+DRYFLAGS=""
+[ "$DRY" = 1 ] && { DRYFLAGS="--backend cpu --ranks 1"; export COLLBENCH_TEST_CPU_PER_PROCESS=1; }
+
+log() { echo "== $*" | tee -a "$O/log.txt"; }
+now() { date +%s.%N; }
+secs() { python3 -c "print(f'{$2 - $1:.1f}')"; }
+# guard SECONDS PID...: kills the PIDs after SECONDS unless unguard runs
+# first (GUARD holds it). Its output goes nowhere, so a guard left sleeping
+# never holds a pipe open.
+guard() { local n=$1; shift; ( sleep "$n"; kill -9 "$@" ) > /dev/null 2>&1 & GUARD=$!; }
+unguard() { pkill -P "$GUARD" sleep 2>/dev/null; kill "$GUARD" 2>/dev/null; wait "$GUARD" 2>/dev/null; }
+
+# MPS: the processes' kernels run side by side (without it every step
+# time-slices the GPU: 4.5 ms for an 8 B all_reduce). Stopped whatever
+# happens.
+MPSCTL=/usr/local/nvidia/bin/nvidia-cuda-mps-control
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+if [ "$DRY" != 1 ]; then
+  mkdir -p /tmp/mps /tmp/mpslog
+  $MPSCTL -d && log "MPS started"
+  trap 'echo quit | $MPSCTL; echo "== MPS stopped" >> "$O/log.txt"' EXIT
+fi
+
+# cb_start DIR NAME W [VAR=VALUE ...] -- ARGS...: W collbench processes as W
+# hosts (ranks 0..W-1, host ids emu<job>-<r>), in the background. Their pids
+# (the collbench processes themselves, so that a signal reaches them) in
+# PIDS; rank r's stdout and stderr in DIR/NAME.r<r>.{txt,err}. Every
+# process has LOCAL_RANK=r unless the VAR list says otherwise.
+JOB=0
+cb_start() {
+  local dir=$1 name=$2 w=$3; shift 3
+  local vars=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  JOB=$((JOB + 1))
+  local port=$((20000 + (RANDOM % 20000)))
+  PIDS=()
+  for r in $(seq 0 $((w - 1))); do
+    env NCCL_HOSTID="emu$JOB-$r" CUDA_VISIBLE_DEVICES=0 RANK=$r WORLD_SIZE=$w \
+      LOCAL_RANK=$r LOCAL_WORLD_SIZE=$w MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      COLLBENCH_BIND=127.0.0.1 "${vars[@]}" \
+      "$CB" "$@" $DRYFLAGS > "$dir/$name.r$r.txt" 2> "$dir/$name.r$r.err" &
+    PIDS+=($!)
+  done
+}
+
+# cb_wait DIR NAME [LIMIT]: waits for PIDS (killing what is left after LIMIT
+# seconds, default 240), logs each rank's exit code, copies rank 0's stdout
+# to DIR/NAME.txt.
+cb_wait() {
+  local dir=$1 name=$2 limit=${3:-240} s; s=$(now)
+  guard "$limit" "${PIDS[@]}"
+  local rcs=""
+  for p in "${PIDS[@]}"; do wait "$p"; rcs+="$? "; done
+  unguard
+  cp "$dir/$name.r0.txt" "$dir/$name.txt"
+  printf '%-34s rc=%-12s %6.1f s\n' "$name" "$rcs" "$(secs "$s" "$(now)")" | tee -a "$O/log.txt"
+}
+
+# cb DIR NAME W [VAR=VALUE ...] -- ARGS...: start and wait.
+cb() { local dir=$1 name=$2; cb_start "$@"; cb_wait "$dir" "$name"; }
+
+# nt DIR NAME W BIN ARGS...: the real nccl-tests binary on W emulated hosts
+# through mpirun, stdout to DIR/NAME.txt (NCCL logs there too).
+nt() {
+  local dir=$1 name=$2 w=$3 bin=$4; shift 4
+  [ "$DRY" = 1 ] && return 0
+  JOB=$((JOB + 1))
+  local s; s=$(now)
+  timeout 240 mpirun --allow-run-as-root -np "$w" --bind-to none --oversubscribe \
+    -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME -x NCCL_IB_DISABLE -x CUDA_MPS_PIPE_DIRECTORY \
+    -x NCCL_TESTS_DEVICE=0 -x NCCL_DEBUG -x NCCL_DEBUG_SUBSYS -x NCCL_TUNER_PLUGIN \
+    -x NCCL_TUNER_CONFIG_FILE -x EMU_JOB=$JOB \
+    bash -c 'NCCL_HOSTID=emu$EMU_JOB-$OMPI_COMM_WORLD_RANK exec "$@"' _ \
+    "$NT/$bin" "$@" -g 1 > "$dir/$name.txt" 2> "$dir/$name.err"
+  printf '%-34s rc=%-12s %6.1f s\n' "$name" "$?" "$(secs "$s" "$(now)")" | tee -a "$O/log.txt"
+}
+
+# pack STAGE: the stage's folder as $ROOT/emu-STAGE.tgz, and the log.
+pack() { tar czf "$ROOT/emu-$1.tgz" -C "$O" "$1" log.txt 2>/dev/null; }
+
+stage_ntbuild() {
+  if [ -x "$NT/all_reduce_perf" ]; then log "nccl-tests already built in $NT"; return; fi
+  [ "$DRY" = 1 ] && return
+  mkdir -p "$(dirname "$NT")" && cp -r "$NTSRC/." "$(dirname "$NT")"
+  # An MPI_HOME with include/ and lib/libmpi.so, wherever the image keeps
+  # them (a runtime-only install has libmpi.so.40 and no dev link).
+  local mh=/tmp/mpihome inc lib
+  inc=$(dirname "$(find /usr/lib/x86_64-linux-gnu/openmpi /usr/include /usr/lib -name mpi.h 2>/dev/null | head -n 1)")
+  lib=$(find /usr/lib/x86_64-linux-gnu /usr/lib -maxdepth 3 -name 'libmpi.so*' 2>/dev/null | head -n 1)
+  mkdir -p $mh/lib && ln -sfn "$inc" $mh/include && ln -sf "$lib" $mh/lib/libmpi.so
+  log "MPI: include $inc, library $lib"
+  (cd "$(dirname "$NT")" && make -j16 MPI=1 MPI_HOME=$mh \
+    CUDA_HOME=/usr/local/cuda NCCL_HOME=/usr NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
+    > "$O/ntbuild/build.log" 2>&1)
+  log "nccl-tests build rc=$? ($(ls "$NT" | grep -c _perf) binaries)"
+}
+
+stage_parity() {
+  local d=$O/parity
+  for w in 2 4; do
+    for r in $(seq "$ROUNDS"); do
+      mkdir -p "$d/w$w/nt$r"
+      local order="cb nt"; [ $((r % 2)) = 0 ] && order="nt cb"
+      for side in $order; do
+        if [ "$side" = cb ]; then
+          cb "$d/w$w" "cb$r" "$w" -- run $OPS $SWEEP
+        else
+          for op in $OPS; do nt "$d/w$w/nt$r" "$op" "$w" "${op}_perf" $SWEEP; done
+        fi
+      done
+    done
+    python3 bench/emu_parity.py "$d/w$w" | tee "$d/w$w/parity.md" | tee -a "$O/log.txt"
+  done
+  # -z 3 (barrier after each iteration, left out of the time) and -z 1.
+  for z in 3 1; do
+    for r in $(seq "$ROUNDS"); do
+      mkdir -p "$d/z$z/nt$r"
+      cb "$d/z$z" "cb$r" 2 -- run all_reduce $SWEEP -z $z
+      nt "$d/z$z/nt$r" all_reduce 2 all_reduce_perf $SWEEP -z $z
+    done
+    python3 bench/emu_parity.py "$d/z$z" | tee "$d/z$z/parity.md" | tee -a "$O/log.txt"
+  done
+}
+
+stage_explain() {
+  local d=$O/explain
+  for w in 2 4; do
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING cb "$d" "ex$w" "$w" -- \
+      run all_reduce all_gather reduce_scatter broadcast reduce -b 8 -e 64M -f 4 -w 1 -n 2 -c 0 \
+      --explain --output "$d/ex$w.json"
+    python3 bench/explain_check.py "$d/ex$w.json" "$d/ex$w.r0.txt" > "$d/check$w.txt" 2>&1
+    log "explain $w hosts: rc=$? $(tail -n 1 "$d/check$w.txt")"
+  done
+}
+
+stage_tuner() {
+  local d=$O/tuner
+  # One file of rules, several ops, algorithms, protocols and channels.
+  cat > "$d/rules.csv" <<'EOF'
+# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff
+allreduce,1024,65536,tree,ll,1,-1,-1,-1,-1
+allreduce,1048576,16777216,ring,ll,1,-1,-1,-1,-1
+allreduce,33554432,67108864,ring,simple,2,-1,-1,-1,-1
+allgather,1048576,67108864,ring,simple,1,-1,-1,-1,-1
+reducescatter,4096,4194304,ring,ll,2,-1,-1,-1,-1
+broadcast,1048576,67108864,ring,simple,1,-1,-1,-1,-1
+EOF
+  for w in 2 4; do
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING cb "$d" "cb$w" "$w" -- \
+      run all_reduce all_gather reduce_scatter broadcast -b 8 -e 64M -f 4 -w 1 -n 2 -c 0 \
+      --tuner-config "$d/rules.csv"
+    python3 bench/tuner_check.py "$d/rules.csv" "$d/cb$w.r0.txt" > "$d/check_cb$w.txt" 2>&1
+    log "tuner collbench $w hosts: rc=$? $(tail -n 1 "$d/check_cb$w.txt")"
+  done
+  # collbench's plugin, exported, under the real nccl-tests.
+  "$CB" tuner-plugin "$d/plugin" > "$d/plugin.txt" 2>&1; log "tuner-plugin rc=$?"
+  for op in all_reduce all_gather reduce_scatter broadcast; do
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING NCCL_TUNER_PLUGIN="$d/plugin/libnccl-tuner-collbench.so" \
+      NCCL_TUNER_CONFIG_FILE="$d/rules.csv" nt "$d" "nt_$op" 2 "${op}_perf" -b 8 -e 64M -f 4 -w 1 -n 2
+  done
+  cat "$d"/nt_*.txt > "$d/nt_all.log" 2>/dev/null
+  python3 bench/tuner_check.py "$d/rules.csv" "$d/nt_all.log" > "$d/check_nt.txt" 2>&1
+  log "tuner nccl-tests + exported plugin: rc=$? $(tail -n 1 "$d/check_nt.txt")"
+}
+
+# fault_trial DIR NAME W STOPPED CMD...: W processes of a long run; after
+# 4 s (inside NCCL calls) rank STOPPED gets SIGSTOP; the others' exit codes
+# and times are logged; 8 s after they are done the stopped one gets
+# SIGCONT, and the time until it ends is logged too. STOPPED=k9 kills rank 1
+# instead. One line per trial in DIR/trials.tsv.
+fault_trial() {
+  local dir=$1 name=$2 w=$3 who=$4; shift 4
+  cb_start "$dir" "$name" "$w" -- "$@"
+  sleep 4
+  local victim=${who#k9}; [ "$who" = k9 ] && victim=1
+  local vp=${PIDS[$victim]} s; s=$(now)
+  if [ "$who" = k9 ]; then kill -9 "$vp" 2>/dev/null; else kill -STOP "$vp"; fi
+  local line="" rcs="" last=0
+  for r in $(seq 0 $((w - 1))); do
+    [ "$r" = "$victim" ] && continue
+    local p=${PIDS[$r]}
+    guard 60 "$p"
+    wait "$p"; rcs+="$? "; unguard
+    last=$(secs "$s" "$(now)")
+  done
+  local cont="-" crc="-"
+  if [ "$who" != k9 ]; then
+    sleep 2
+    local c; c=$(now); kill -CONT "$vp"
+    guard 30 "$vp"
+    wait "$vp"; crc=$?; unguard
+    cont=$(secs "$c" "$(now)")
+  else
+    wait "$vp" 2>/dev/null
+  fi
+  line=$(grep -h '^collbench: ' "$dir/$name".r*.err | grep -v warning | head -n 1)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$w" "$who" "$rcs" "$last" "$crc" "$cont" "$line" \
+    | tee -a "$dir/trials.tsv" >> "$O/log.txt"
+}
+
+stage_faults() {
+  local d=$O/faults
+  printf 'trial\tprocesses\tstopped\tsurvivors_rc\tsurvivors_s\tstopped_rc\tcontinued_s\tline\n' > "$d/trials.tsv"
+  local long="run all_reduce -b 8 -e 8 -w 1 -n 100000000 -T $T"
+  local chk="check --quick --size 1M --watchdog $T"
+  for t in $(seq "$TRIALS"); do
+    for w in 2 4; do
+      fault_trial "$d" "stop1_w${w}_$t" "$w" 1 $long &
+      fault_trial "$d" "stop0_w${w}_$t" "$w" 0 $long &
+    done
+    wait
+  done
+  fault_trial "$d" "k9_w2" 2 k9 $long & fault_trial "$d" "k9_w4" 4 k9 $long &
+  wait
+  # check: a stopped rank in its first test (long enough at 1M on sockets).
+  fault_trial "$d" "check_stop1_w2" 2 1 $chk -n 100000 & fault_trial "$d" "check_stop0_w4" 4 0 $chk -n 100000 &
+  wait
+  # The fault hook (a rank that stops calling, heartbeat alive).
+  cb "$d" hook 2 -- run all_reduce -b 1M -e 1M -w 2 -n 50 -T "$T" --test-stop-calling 1:0:7
+  python3 bench/emu_faults.py "$d/trials.tsv" "$T" | tee "$d/faults.md" | tee -a "$O/log.txt"
+}
+
+stage_pinning() {
+  local d=$O/pinning
+  local small="-b 8 -e 64K -f 4 -w 20 -n 200"
+  for r in $(seq "$ROUNDS"); do
+    mkdir -p "$d/nt$r"
+    cb "$d" "same$r" 2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 -- run all_reduce $small
+    nt "$d/nt$r" all_reduce 2 all_reduce_perf $small
+    cb "$d" "own$r" 2 -- run all_reduce $small
+  done
+  python3 bench/emu_parity.py "$d" same | tee "$d/pinning.md" | tee -a "$O/log.txt"
+  python3 bench/emu_parity.py "$d" own | tee -a "$d/pinning.md" | tee -a "$O/log.txt"
+}
+
+stage_check() {
+  local d=$O/check
+  for t in $(seq "$TRIALS"); do
+    cb "$d" "quiet$t" 4 -- check $CHECK --json "$d/quiet$t.json"
+  done
+  # Host 2's process: one CPU, shared with two busy loops.
+  local cpu=$(($(nproc) - 1))
+  taskset -c $cpu sh -c 'while :; do :; done' & local b1=$!
+  taskset -c $cpu sh -c 'while :; do :; done' & local b2=$!
+  for t in $(seq "$TRIALS"); do
+    cb_start "$d" "slow$t" 4 -- check $CHECK --json "$d/slow$t.json"
+    taskset -a -p -c $cpu "${PIDS[2]}" > /dev/null 2>&1
+    cb_wait "$d" "slow$t" 180
+  done
+  kill "$b1" "$b2" 2>/dev/null
+  for f in "$d"/quiet[0-9]*.txt "$d"/slow[0-9]*.txt; do
+    case $f in *.r[0-9]*.txt) continue ;; esac
+    echo "$(basename "$f"): $(grep -h '^collbench check:' "$f" | tail -n 1)"
+  done | tee "$d/verdicts.txt" >> "$O/log.txt"
+}
+
+for st in ${*:-ntbuild parity explain tuner faults pinning check}; do
+  mkdir -p "$O/$st"; s=$(now)
+  "stage_$st"
+  log "stage $st: $(secs "$s" "$(now)") s"
+  pack "$st"
+done
