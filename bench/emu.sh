@@ -6,15 +6,15 @@
 # MPS; the real nccl-tests (MPI build) runs the same way in the same call.
 #
 #   bench/emu.sh [STAGE ...]
-#     stages: ntbuild parity explain tuner faults pinning check
-#     (default: all of them, in that order)
+#     stages: ntbuild pinning explain tuner faults parity2 parity4 zmodes
+#     check (default: all of them, in that order)
 #
 # ntbuild  builds nccl-tests 2.19.6 with MPI=1 from $NTSRC into $NT (skipped
 #          when $NT/all_reduce_perf exists).
-# parity   the seven ops and alltoallv, collbench and nccl-tests
-#          interleaved (A B, B A, ...), $ROUNDS rounds, 2 and 4 hosts; also
-#          all_reduce -z 3 and -z 1 beside nccl-tests' (2 hosts).
+# parity2, parity4  the seven ops and alltoallv, collbench and nccl-tests
+#          interleaved (A B, B A, ...), $ROUNDS rounds, 2 or 4 hosts.
 #          bench/emu_parity.py gives cb/nt and nt/nt (the noise).
+# zmodes   all_reduce -z 3 and -z 1 beside nccl-tests' (2 hosts).
 # explain  --explain against NCCL's TUNING log (bench/explain_check.py),
 #          5 ops, 8 B - 64 MiB, 2 and 4 hosts.
 # tuner    CSV rules through --tuner-config, and collbench's exported
@@ -30,7 +30,7 @@
 #          of CPU (one CPU shared with two busy loops), $TRIALS runs each.
 #
 # CB=dist/collbench, NTSRC=dist/nccl-tests (source), NT=/tmp/nt/build.
-# Results under $OUT/emu/<stage>/, tarred to $OUT/emu-<stage>.tgz after each
+# Results under $OUT/emu/<stage>/, all tarred to $OUT/emu.tgz after each
 # stage (only 8 files come back from a device call). A dry run without a GPU
 # (collbench on its CPU backend, one process per rank, no MPS, no
 # nccl-tests): EMU_DRY=1 CB=target/release/collbench bench/emu.sh faults
@@ -122,8 +122,9 @@ nt() {
   printf '%-34s rc=%-12s %6.1f s\n' "$name" "$?" "$(secs "$s" "$(now)")" | tee -a "$O/log.txt"
 }
 
-# pack STAGE: the stage's folder as $ROOT/emu-STAGE.tgz, and the log.
-pack() { tar czf "$ROOT/emu-$1.tgz" -C "$O" "$1" log.txt 2>/dev/null; }
+# pack: every stage's folder so far and the log, as $ROOT/emu.tgz (one
+# file, remade after each stage, so a call cut short keeps what was done).
+pack() { tar czf "$ROOT/emu.tgz.part" -C "$ROOT" emu 2>/dev/null && mv "$ROOT/emu.tgz.part" "$ROOT/emu.tgz"; }
 
 stage_ntbuild() {
   if [ -x "$NT/all_reduce_perf" ]; then log "nccl-tests already built in $NT"; return; fi
@@ -142,30 +143,36 @@ stage_ntbuild() {
   log "nccl-tests build rc=$? ($(ls "$NT" | grep -c _perf) binaries)"
 }
 
-stage_parity() {
-  local d=$O/parity
-  for w in 2 4; do
-    for r in $(seq "$ROUNDS"); do
-      mkdir -p "$d/w$w/nt$r"
-      local order="cb nt"; [ $((r % 2)) = 0 ] && order="nt cb"
-      for side in $order; do
-        if [ "$side" = cb ]; then
-          cb "$d/w$w" "cb$r" "$w" -- run $OPS $SWEEP
-        else
-          for op in $OPS; do nt "$d/w$w/nt$r" "$op" "$w" "${op}_perf" $SWEEP; done
-        fi
-      done
+# parity_world W: the seven ops and alltoallv on W hosts, $ROUNDS rounds.
+parity_world() {
+  local w=$1 d=$O/parity$1
+  for r in $(seq "$ROUNDS"); do
+    mkdir -p "$d/nt$r"
+    local order="cb nt"; [ $((r % 2)) = 0 ] && order="nt cb"
+    for side in $order; do
+      if [ "$side" = cb ]; then
+        cb "$d" "cb$r" "$w" -- run $OPS $SWEEP
+      else
+        for op in $OPS; do nt "$d/nt$r" "$op" "$w" "${op}_perf" $SWEEP; done
+      fi
     done
-    python3 bench/emu_parity.py "$d/w$w" | tee "$d/w$w/parity.md" | tee -a "$O/log.txt"
   done
-  # -z 3 (barrier after each iteration, left out of the time) and -z 1.
+  python3 bench/emu_parity.py "$d" | tee "$d/parity.md" | tee -a "$O/log.txt"
+}
+stage_parity2() { parity_world 2; }
+stage_parity4() { parity_world 4; }
+
+# -z 3 (barrier after each iteration, left out of the time) and -z 1,
+# all_reduce on 2 hosts beside nccl-tests'.
+stage_zmodes() {
   for z in 3 1; do
+    local d=$O/zmodes/z$z
     for r in $(seq "$ROUNDS"); do
-      mkdir -p "$d/z$z/nt$r"
-      cb "$d/z$z" "cb$r" 2 -- run all_reduce $SWEEP -z $z
-      nt "$d/z$z/nt$r" all_reduce 2 all_reduce_perf $SWEEP -z $z
+      mkdir -p "$d/nt$r"
+      cb "$d" "cb$r" 2 -- run all_reduce $SWEEP -z $z
+      nt "$d/nt$r" all_reduce 2 all_reduce_perf $SWEEP -z $z
     done
-    python3 bench/emu_parity.py "$d/z$z" | tee "$d/z$z/parity.md" | tee -a "$O/log.txt"
+    python3 bench/emu_parity.py "$d" | tee "$d/parity.md" | tee -a "$O/log.txt"
   done
 }
 
@@ -301,9 +308,9 @@ stage_check() {
   done | tee "$d/verdicts.txt" >> "$O/log.txt"
 }
 
-for st in ${*:-ntbuild parity explain tuner faults pinning check}; do
+for st in ${*:-ntbuild pinning explain tuner faults parity2 parity4 zmodes check}; do
   mkdir -p "$O/$st"; s=$(now)
   "stage_$st"
   log "stage $st: $(secs "$s" "$(now)") s"
-  pack "$st"
+  pack
 done
