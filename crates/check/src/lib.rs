@@ -13,6 +13,7 @@
 pub mod baseline;
 pub mod battery;
 mod check;
+pub mod hosts;
 pub mod localize;
 pub mod prometheus;
 pub mod verdict;
