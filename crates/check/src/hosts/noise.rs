@@ -18,8 +18,8 @@ pub struct NoiseRule {
     pub min_effect: f64,
     /// A slowdown must also exceed this many noise sigmas.
     pub noise_multiple: f64,
-    /// When `noise_multiple x sigma` exceeds this, nothing can be judged:
-    /// a host at half speed would hide in the noise.
+    /// When the noise alone spreads figures by more than this fraction, a
+    /// host at half speed would hide in it: the job is hard to judge.
     pub max_spread: f64,
 }
 
@@ -37,18 +37,27 @@ impl Default for NoiseRule {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Threshold {
-    /// Figures below `cut` (a ratio to the median) are slow.
+    /// Figures below `cut` (a ratio to the median) are slow; `spread` is
+    /// the noise alone as a fraction (1 - exp(-multiple x sigma)).
     Judgeable { cut: f64, spread: f64 },
-    /// The figures spread by `spread` (a fraction): too noisy to name anyone.
-    TooNoisy { spread: f64 },
+    /// The noise spreads figures by more than `max_spread`: only a figure
+    /// below `cut` stands out from it.
+    TooNoisy { cut: f64, spread: f64 },
 }
 
 impl NoiseRule {
     /// The threshold for noise `sigma` (standard deviation of log ratios).
+    /// The margin is taken in logs, as the noise is multiplicative.
     pub fn threshold(&self, sigma: f64) -> Threshold {
-        let spread = self.noise_multiple * sigma;
+        let noise = self.noise_multiple * sigma;
+        let spread = 1.0 - (-noise).exp();
         if !spread.is_finite() || spread > self.max_spread {
-            return Threshold::TooNoisy { spread };
+            let cut = if noise.is_finite() {
+                (-noise).exp()
+            } else {
+                0.0
+            };
+            return Threshold::TooNoisy { cut, spread };
         }
         Threshold::Judgeable {
             cut: 1.0 - spread.max(self.min_effect),
@@ -126,18 +135,21 @@ mod tests {
     #[test]
     fn threshold_is_the_larger_of_effect_and_noise() {
         let rule = NoiseRule::default();
-        assert_eq!(
-            rule.threshold(0.01),
-            Threshold::Judgeable {
-                cut: 0.8,
-                spread: 0.04
+        match rule.threshold(0.01) {
+            Threshold::Judgeable { cut, spread } => {
+                assert_eq!(cut, 0.8);
+                assert!((spread - 0.039).abs() < 1e-3, "{spread}");
             }
-        );
-        match rule.threshold(0.1) {
-            Threshold::Judgeable { cut, .. } => assert!((cut - 0.6).abs() < 1e-9),
             t => panic!("{t:?}"),
         }
-        assert!(matches!(rule.threshold(0.2), Threshold::TooNoisy { .. }));
+        match rule.threshold(0.1) {
+            Threshold::Judgeable { cut, .. } => assert!((cut - (-0.4f64).exp()).abs() < 1e-9),
+            t => panic!("{t:?}"),
+        }
+        match rule.threshold(0.3) {
+            Threshold::TooNoisy { cut, .. } => assert!((cut - (-1.2f64).exp()).abs() < 1e-9),
+            t => panic!("{t:?}"),
+        }
         assert!(matches!(
             rule.threshold(f64::NAN),
             Threshold::TooNoisy { .. }

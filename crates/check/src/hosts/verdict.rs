@@ -202,7 +202,7 @@ pub fn judge(results: &[PairResult], cfg: &JudgeConfig) -> HostVerdict {
         let sigma = noise_sigma(results, &matrix, cfg.rule);
         let t = cfg.rule.threshold(sigma);
         match t {
-            Threshold::TooNoisy { spread } => findings.push(Finding::Unjudgeable { spread }),
+            Threshold::TooNoisy { spread, .. } => findings.push(Finding::Unjudgeable { spread }),
             Threshold::Judgeable { cut, .. } => {
                 findings.extend(slow_hosts(&matrix, cut, cfg));
                 findings.extend(slow_links(&matrix, cut, cfg));
