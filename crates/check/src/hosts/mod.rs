@@ -2,7 +2,7 @@
 //! disjoint pairs, and a verdict that names a slow host or host-to-host
 //! link from the pair figures alone (docs/hosts.md).
 //!
-//! Modules, one job each: [`schedule`] (which pairs run in which round),
+//! Modules, one job each: [`schedule`](mod@schedule) (which pairs run in which round),
 //! [`verdict`] (pair figures -> findings), [`noise`] (the median/MAD rule,
 //! shared with in-process localisation), [`matrix`] (the host-pair matrix,
 //! its text and the findings in words), [`sim`] (a simulated job, for
