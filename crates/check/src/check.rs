@@ -352,23 +352,31 @@ fn pairs_line(loc: &Localization) -> Line {
         wrong: 0,
         // Without absolute figures, an outlier pair is a warning: the
         // operator decides whether a rank at 70% of its peers is broken.
-        status: if slow == 0 {
+        // Too noisy to judge is a warning too, naming nobody.
+        status: if slow == 0 && loc.too_noisy.is_none() {
             Status::Pass
         } else {
             Status::Warn
         },
-        note: (slow > 0).then(|| {
-            format!(
-                "{slow} of {measured} pairs below {:.0}% of {:.2} GB/s: {}",
-                loc.fraction * 100.0,
-                loc.reference_gbps,
-                if who.is_empty() {
-                    "no single culprit".into()
-                } else {
-                    who.join(", ")
-                }
-            )
-        }),
+        note: if let Some(spread) = loc.too_noisy {
+            Some(format!(
+                "pairs spread by +-{:.0}%: too noisy to name a rank or link",
+                spread * 100.0
+            ))
+        } else {
+            (slow > 0).then(|| {
+                format!(
+                    "{slow} of {measured} pairs below {:.0}% of {:.2} GB/s: {}",
+                    loc.fraction * 100.0,
+                    loc.reference_gbps,
+                    if who.is_empty() {
+                        "no single culprit".into()
+                    } else {
+                        who.join(", ")
+                    }
+                )
+            })
+        },
         explain: None,
     }
 }

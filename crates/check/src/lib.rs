@@ -6,13 +6,16 @@
 //! printing benchmark tables (collbench-output). Modules, one job each:
 //! [`baseline`] (TOML format and built-ins), [`battery`] (runs one case
 //! through the runner), [`verdict`] (PASS/WARN/FAIL per line),
-//! [`localize`] (pairwise tests, culprits, heatmap), [`prometheus`]
+//! [`localize`] (pairwise tests, culprits, heatmap), [`hosts`] (host
+//! pairs in rounds and the verdict that names a slow host, docs/hosts.md),
+//! [`prometheus`]
 //! (textfile metrics), `check` (the command). Local checks of drivers,
 //! GPUs and network (`collbench doctor`) live in collbench-doctor.
 
 pub mod baseline;
 pub mod battery;
 mod check;
+pub mod hosts;
 pub mod localize;
 pub mod prometheus;
 pub mod verdict;

@@ -9,6 +9,7 @@
 //! slowest member's pace) narrows down one slow rank in log2(n) runs.
 
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use crate::hosts::noise::{log_ratios, mad_sigma, median, NoiseRule, Threshold};
 use collbench_core::Bootstrap;
 use collbench_core::{size::format_size, Collective, DataType};
 use collbench_runner::Backend;
@@ -46,6 +47,10 @@ pub struct Localization {
     pub fraction: f64,
     /// Median over ranks of each rank's fastest pair, GB/s.
     pub reference_gbps: f64,
+    /// Set when the pairs spread too much to name anyone: the spread (4 x
+    /// their robust sigma, a fraction); then no pair, rank or link is slow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub too_noisy: Option<f64>,
     pub matrix: PairMatrix,
     /// Slow pairs (a, b, GB/s).
     pub slow_pairs: Vec<(usize, usize, f64)>,
@@ -78,19 +83,6 @@ pub fn pair_order(n: usize, all_pairs: bool) -> Vec<(usize, usize)> {
     out
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
-}
-
 /// The reference bandwidth: median over ranks of each rank's fastest
 /// pair. A plain median over pairs would sink with the culprit: with 4
 /// ranks, half of all pairs involve one slow rank.
@@ -107,21 +99,58 @@ pub fn reference_gbps(m: &PairMatrix) -> f64 {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Findings {
     pub reference_gbps: f64,
+    /// Set when the pairs spread too much to name anyone: the spread
+    /// (4 x their robust sigma, a fraction).
+    pub too_noisy: Option<f64>,
     pub slow_pairs: Vec<(usize, usize, f64)>,
     pub culprits: Vec<Culprit>,
     pub slow_links: Vec<SlowLink>,
 }
 
+/// The noise rule of the host verdict ([`crate::hosts::noise`]) over a
+/// rank matrix: the larger robust sigma of the ranks' fastest pairs and of
+/// the pairs between ranks that look good at `fraction`. Pure noise (four
+/// rank threads on two busy cores) spreads the pairs; a slow rank leaves
+/// the others' pairs tight, or stands far below them.
+fn pair_threshold(m: &PairMatrix, fraction: f64, reference: f64) -> Threshold {
+    let rule = NoiseRule {
+        min_effect: 1.0 - fraction,
+        ..NoiseRule::default()
+    };
+    let best: Vec<Option<f64>> = m
+        .gbps
+        .iter()
+        .map(|row| row.iter().flatten().copied().reduce(f64::max))
+        .collect();
+    let plausible = |r: usize| best[r].is_some_and(|b| b >= fraction * reference);
+    let scores = log_ratios(best.iter().flatten().map(|b| b / reference));
+    let good_pairs = log_ratios(
+        m.pairs()
+            .into_iter()
+            .filter(|&(a, b, _)| plausible(a) && plausible(b))
+            .map(|(_, _, v)| v / reference),
+    );
+    rule.threshold(mad_sigma(&scores).max(mad_sigma(&good_pairs)))
+}
+
 /// Slow pairs, culprit ranks (slow in at least two pairs and in most of
-/// their pairs) and the slow links no culprit explains.
+/// their pairs) and the slow links no culprit explains. Slow means below
+/// `fraction x reference`, or lower where the pairs' own noise says so.
+/// On a very noisy machine only pairs far below it all are slow, and if
+/// none is, the matrix is too noisy to judge and names nobody.
 pub fn analyse(m: &PairMatrix, fraction: f64, hosts: &[String]) -> Findings {
     let reference = reference_gbps(m);
     let pairs = m.pairs();
+    let (cut, noisy) = match pair_threshold(m, fraction, reference) {
+        Threshold::Judgeable { cut, .. } => (cut.min(fraction), None),
+        Threshold::TooNoisy { cut, spread } => (cut.min(fraction), Some(spread)),
+    };
     let slow: Vec<(usize, usize, f64)> = pairs
         .iter()
         .copied()
-        .filter(|&(_, _, v)| v < fraction * reference)
+        .filter(|&(_, _, v)| v < cut * reference)
         .collect();
+    let too_noisy = noisy.filter(|_| slow.is_empty());
     let n = m.labels.len();
     // Greedy: name the rank with the largest share of slow pairs, then set
     // its pairs aside before judging the others, so that a healthy rank
@@ -158,6 +187,7 @@ pub fn analyse(m: &PairMatrix, fraction: f64, hosts: &[String]) -> Findings {
         .collect();
     Findings {
         reference_gbps: reference,
+        too_noisy,
         slow_pairs: slow,
         culprits,
         slow_links: links,
@@ -237,9 +267,14 @@ pub fn localize(
     // Measure flagged pairs again (up to three times, until they are no
     // longer slow) and keep the best figure: a slow rank or link is slow
     // every time, a busy neighbour on a shared machine only sometimes.
-    let first = analyse(&matrix, fraction, &hosts);
-    let reference = first.reference_gbps;
-    for (a, b, mut best) in first.slow_pairs {
+    // Flagged at `fraction` whatever the noise: the repeats are what tell
+    // a slow rank from a noisy machine.
+    let reference = reference_gbps(&matrix);
+    let flagged = matrix
+        .pairs()
+        .into_iter()
+        .filter(|p| p.2 < fraction * reference);
+    for (a, b, mut best) in flagged {
         for _ in 0..3 {
             if best >= fraction * reference {
                 break;
@@ -261,6 +296,7 @@ pub fn localize(
     };
     let Findings {
         reference_gbps,
+        too_noisy,
         slow_pairs,
         culprits,
         slow_links,
@@ -274,6 +310,7 @@ pub fn localize(
         size_bytes,
         fraction,
         reference_gbps,
+        too_noisy,
         matrix,
         slow_pairs,
         culprits,
@@ -365,6 +402,12 @@ pub fn heatmap_text(loc: &Localization) -> String {
 /// The findings in words, one line each.
 pub fn findings(loc: &Localization) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some(spread) = loc.too_noisy {
+        out.push(format!(
+            "pairs spread by +-{:.0}% (4 x their robust sigma, after repeats): too noisy to name a rank or link; run again on a quiet machine",
+            spread * 100.0
+        ));
+    }
     for c in &loc.culprits {
         out.push(format!(
             "slow rank: r{} on host {} ({} of its {} pairs below {:.0}% of {:.2} GB/s)",
@@ -460,6 +503,29 @@ mod tests {
         assert!(f.slow_pairs.is_empty() && f.culprits.is_empty() && f.slow_links.is_empty());
     }
 
+    /// Four rank threads on two busy cores (as measured there: most pairs
+    /// 4.1-4.8 GB/s, some much lower even after repeats): no rank or link
+    /// stands out from that noise, so none is named.
+    #[test]
+    fn noisy_machine_names_no_rank_or_link() {
+        let m = matrix(4, |a, b| match (a, b) {
+            (0, 1) => 2.9,
+            (1, 2) => 3.1,
+            (0, 2) => 3.0,
+            (1, 3) => 4.7,
+            (0, 3) => 4.1,
+            _ => 4.6,
+        });
+        let f = analyse(&m, 0.8, &[]);
+        assert!(f.culprits.is_empty() && f.slow_links.is_empty(), "{f:?}");
+        assert!(f.too_noisy.is_some(), "{f:?}");
+        // The same slow rank on a quiet machine is named.
+        let quiet = matrix(4, |a, b| if a == 1 || b == 1 { 2.9 } else { 4.6 });
+        let f = analyse(&quiet, 0.8, &[]);
+        assert_eq!(f.culprits.iter().map(|c| c.rank).collect::<Vec<_>>(), [1]);
+        assert_eq!(f.too_noisy, None);
+    }
+
     #[test]
     fn heatmap_shades_cells() {
         let m = matrix(3, |a, b| if a == 0 || b == 0 { 2.0 } else { 20.0 });
@@ -469,6 +535,7 @@ mod tests {
             size_bytes: 4 << 20,
             fraction: 0.8,
             reference_gbps: f.reference_gbps,
+            too_noisy: f.too_noisy,
             matrix: m,
             slow_pairs: f.slow_pairs,
             culprits: f.culprits,

@@ -96,7 +96,7 @@ pub struct Line {
 }
 
 /// The baseline's fractions.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Fractions {
     pub warn: f64,
     pub fail: f64,

@@ -1,0 +1,330 @@
+//! The host-pair matrix (each pair's best figure, for the JSON output and
+//! the report's heatmap), its text rendering, and the findings in words.
+
+use super::noise::median;
+use super::verdict::{Finding, HostVerdict, PairResult};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// Beyond this many hosts the text shows the slowest hosts, not a grid.
+const GRID_MAX: usize = 32;
+
+/// A host as the findings name it: `n3 (ranks 8-15)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostInfo {
+    pub name: String,
+    /// The ranks on this host.
+    pub ranks: Range<usize>,
+}
+
+impl HostInfo {
+    /// `n3 (ranks 8-15)`, `n3 (rank 8)`.
+    pub fn label(&self) -> String {
+        match self.ranks.len() {
+            0 => self.name.clone(),
+            1 => format!("{} (rank {})", self.name, self.ranks.start),
+            _ => format!(
+                "{} (ranks {}-{})",
+                self.name,
+                self.ranks.start,
+                self.ranks.end - 1
+            ),
+        }
+    }
+}
+
+/// One host's row: its fastest pair and score.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostScore {
+    pub host: usize,
+    /// Fastest pair, GB/s (`None`: the host was in no pair).
+    pub best_gbps: Option<f64>,
+    /// `best_gbps` over the job median.
+    pub score: Option<f64>,
+    /// Pairs it was measured in.
+    pub pairs: usize,
+}
+
+/// One measured pair (a < b): its best figure over `tests` tests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairCell {
+    pub a: usize,
+    pub b: usize,
+    /// Best of the tests, GB/s: interference only ever lowers a figure.
+    pub busbw_gbps: f64,
+    /// `busbw_gbps` over the job median.
+    pub ratio: f64,
+    pub tests: usize,
+    /// The last round it was tested in.
+    pub last_round: usize,
+}
+
+/// The host-pair matrix, sparse: large jobs measure few of the H^2 pairs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostMatrix {
+    /// Median over hosts of each host's fastest pair, GB/s.
+    pub reference_gbps: f64,
+    pub hosts: Vec<HostScore>,
+    pub pairs: Vec<PairCell>,
+}
+
+impl HostMatrix {
+    /// Collects `results` of a job of `hosts` hosts. Pairs naming a host
+    /// outside the job, or a host with itself, are left out.
+    pub fn from_results(results: &[PairResult], hosts: usize) -> HostMatrix {
+        let mut best: BTreeMap<(usize, usize), (f64, usize, usize)> = BTreeMap::new();
+        for r in results
+            .iter()
+            .filter(|r| r.a != r.b && r.a.max(r.b) < hosts)
+        {
+            // A failed or garbled figure counts as zero: a slow pair.
+            let v = if r.busbw_gbps.is_finite() {
+                r.busbw_gbps.max(0.0)
+            } else {
+                0.0
+            };
+            let key = (r.a.min(r.b), r.a.max(r.b));
+            let cell = best.entry(key).or_insert((v, 0, r.round));
+            cell.0 = cell.0.max(v);
+            cell.1 += 1;
+            cell.2 = cell.2.max(r.round);
+        }
+        let mut host_best: Vec<Option<f64>> = vec![None; hosts];
+        let mut host_pairs = vec![0; hosts];
+        for (&(a, b), &(v, _, _)) in &best {
+            for h in [a, b] {
+                host_best[h] = Some(host_best[h].map_or(v, |x: f64| x.max(v)));
+                host_pairs[h] += 1;
+            }
+        }
+        let mut bests: Vec<f64> = host_best.iter().flatten().copied().collect();
+        let reference = median(&mut bests);
+        let ratio = |v: f64| if reference > 0.0 { v / reference } else { 0.0 };
+        HostMatrix {
+            reference_gbps: reference,
+            hosts: (0..hosts)
+                .map(|h| HostScore {
+                    host: h,
+                    best_gbps: host_best[h],
+                    score: host_best[h].map(ratio),
+                    pairs: host_pairs[h],
+                })
+                .collect(),
+            pairs: best
+                .into_iter()
+                .map(|((a, b), (v, tests, last_round))| PairCell {
+                    a,
+                    b,
+                    busbw_gbps: v,
+                    ratio: ratio(v),
+                    tests,
+                    last_round,
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether pair (a, b) was measured.
+    pub fn measured(&self, a: usize, b: usize) -> bool {
+        let key = (a.min(b), a.max(b));
+        self.pairs
+            .binary_search_by(|p| (p.a, p.b).cmp(&key))
+            .is_ok()
+    }
+
+    /// The matrix as text: a grid of ratios for up to 32 hosts, else the
+    /// ten slowest hosts by score. `hosts` names them (index if absent).
+    pub fn text(&self, hosts: &[HostInfo]) -> String {
+        let name = |h: usize| hosts.get(h).map_or(format!("h{h}"), |i| i.name.clone());
+        let n = self.hosts.len();
+        let mut out = format!(
+            "host pairs: {} measured, job median {:.2} GB/s; cells: busbw / job median\n",
+            self.pairs.len(),
+            self.reference_gbps
+        );
+        if n <= GRID_MAX {
+            let mut grid = vec![vec![None; n]; n];
+            for p in &self.pairs {
+                grid[p.a][p.b] = Some(p.ratio);
+                grid[p.b][p.a] = Some(p.ratio);
+            }
+            let w = (0..n).map(|h| name(h).len()).max().unwrap_or(1).max(4);
+            out += &format!("{:w$}", "");
+            for h in 0..n {
+                out += &format!(" {:>w$}", name(h));
+            }
+            out += "\n";
+            for (a, row) in grid.iter().enumerate() {
+                out += &format!("{:<w$}", name(a));
+                for (b, cell) in row.iter().enumerate() {
+                    let text = match cell {
+                        _ if a == b => "-".to_string(),
+                        None => ".".to_string(),
+                        Some(r) => format!("{r:.2}"),
+                    };
+                    out += &format!(" {text:>w$}");
+                }
+                out += "\n";
+            }
+        } else {
+            let mut rows: Vec<&HostScore> =
+                self.hosts.iter().filter(|h| h.score.is_some()).collect();
+            rows.sort_by(|x, y| x.score.unwrap_or(0.0).total_cmp(&y.score.unwrap_or(0.0)));
+            out += &format!("slowest of {n} hosts (score: fastest pair / job median):\n");
+            for h in rows.iter().take(10) {
+                out += &format!(
+                    "  {:<12} {:.2} over {} pairs\n",
+                    name(h.host),
+                    h.score.unwrap_or(0.0),
+                    h.pairs
+                );
+            }
+        }
+        out
+    }
+}
+
+/// A finding in words, hosts named through `hosts`.
+pub fn finding_line(f: &Finding, hosts: &[HostInfo]) -> String {
+    let label = |h: usize| hosts.get(h).map_or(format!("h{h}"), HostInfo::label);
+    let name = |h: usize| hosts.get(h).map_or(format!("h{h}"), |i| i.name.clone());
+    let names = |v: &[usize]| v.iter().map(|&h| name(h)).collect::<Vec<_>>().join(", ");
+    match f {
+        Finding::SlowHost {
+            host,
+            ratio,
+            pairs_below,
+            pairs_total,
+            confirmed_with,
+        } => format!(
+            "host {}: {ratio:.2}x the job median in {pairs_below} of {pairs_total} pairs (confirmed with {})",
+            label(*host),
+            names(confirmed_with)
+        ),
+        Finding::SuspectHost {
+            host,
+            ratio,
+            pairs_below,
+            pairs_total,
+            confirmed_with,
+        } => format!(
+            "host {}: {ratio:.2}x the job median in {pairs_below} of {pairs_total} pairs, not confirmed (slow in {} confirmation test(s) with a good host)",
+            label(*host),
+            confirmed_with.len()
+        ),
+        Finding::SlowLink { a, b, ratio, tests } => format!(
+            "link {} <-> {}: {ratio:.2}x the job median in {tests} of {tests} tests (both hosts fast with others)",
+            name(*a),
+            name(*b)
+        ),
+        Finding::SuspectLink { a, b, ratio, tests } => format!(
+            "link {} <-> {}: {ratio:.2}x the job median in {tests} test(s), not confirmed by repeats",
+            name(*a),
+            name(*b)
+        ),
+        Finding::Unjudgeable { spread } => format!(
+            "host pairs spread by +-{:.0}% (4 x their robust sigma): too noisy to name a host; run again on a quiet job",
+            spread * 100.0
+        ),
+        Finding::TooFewHosts { hosts } => format!(
+            "{hosts} host(s) measured: without a baseline a lone pair cannot say which host is slow"
+        ),
+        Finding::BelowBaseline {
+            median_gbps,
+            expected_gbps,
+            ratio,
+        } => format!(
+            "job median {median_gbps:.2} GB/s is {ratio:.2}x the baseline's {expected_gbps:.2} GB/s per host pair"
+        ),
+    }
+}
+
+/// All findings of `v` in words, one line each.
+pub fn finding_lines(v: &HostVerdict, hosts: &[HostInfo]) -> Vec<String> {
+    v.findings.iter().map(|f| finding_line(f, hosts)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::verdict::{judge, JudgeConfig};
+    use super::*;
+
+    fn hosts(n: usize) -> Vec<HostInfo> {
+        (0..n)
+            .map(|h| HostInfo {
+                name: format!("n{h}"),
+                ranks: 8 * h..8 * h + 8,
+            })
+            .collect()
+    }
+
+    fn job(n: usize, slow: usize) -> Vec<PairResult> {
+        let mut out = Vec::new();
+        for a in 0..n {
+            for b in a + 1..n {
+                let v = if a == slow || b == slow { 8.4 } else { 40.0 };
+                out.push(PairResult {
+                    a,
+                    b,
+                    round: 0,
+                    busbw_gbps: v,
+                });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn slow_host_line_names_host_ranks_and_partners() {
+        let mut results = job(4, 3);
+        let round = 3; // the first confirmation round of 4 hosts
+        results.push(PairResult {
+            a: 1,
+            b: 3,
+            round,
+            busbw_gbps: 8.3,
+        });
+        let v = judge(&results, &JudgeConfig::new(4));
+        let lines = finding_lines(&v, &hosts(4));
+        assert_eq!(
+            lines,
+            ["host n3 (ranks 24-31): 0.21x the job median in 3 of 3 pairs (confirmed with n1)"]
+        );
+    }
+
+    #[test]
+    fn grid_for_small_jobs_list_for_large() {
+        let v = judge(&job(3, 0), &JudgeConfig::new(3));
+        let text = v.matrix.text(&hosts(3));
+        let rows: Vec<&str> = text.lines().collect();
+        assert!(rows[0].contains("3 measured, job median 40.00"), "{text}");
+        assert_eq!(
+            rows[2].split_whitespace().collect::<Vec<_>>(),
+            ["n0", "-", "0.21", "0.21"]
+        );
+        assert_eq!(
+            rows[3].split_whitespace().collect::<Vec<_>>(),
+            ["n1", "0.21", "-", "1.00"]
+        );
+        let big = judge(&job(40, 7), &JudgeConfig::new(40));
+        let text = big.matrix.text(&hosts(40));
+        assert!(
+            text.lines().nth(2).unwrap().trim_start().starts_with("n7 "),
+            "{text}"
+        );
+        let json = serde_json::to_value(&big).unwrap();
+        assert_eq!(json["findings"][0]["kind"], "suspect_host");
+        assert_eq!(
+            json["matrix"]["pairs"].as_array().unwrap().len(),
+            40 * 39 / 2
+        );
+    }
+
+    #[test]
+    fn measured_finds_pairs_either_way_round() {
+        let m = HostMatrix::from_results(&job(4, 9), 4);
+        assert!(m.measured(2, 1) && m.measured(0, 3));
+        assert!(!HostMatrix::from_results(&job(4, 9)[..1], 4).measured(2, 3));
+    }
+}

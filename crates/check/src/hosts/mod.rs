@@ -1,0 +1,50 @@
+//! Find the bad host: host pairs tested against each other in rounds of
+//! disjoint pairs, and a verdict that names a slow host or host-to-host
+//! link from the pair figures alone (docs/hosts.md).
+//!
+//! Modules, one job each: [`schedule`](mod@schedule) (which pairs run in which round),
+//! [`verdict`] (pair figures -> findings), [`noise`] (the median/MAD rule,
+//! shared with in-process localisation), [`matrix`] (the host-pair matrix,
+//! its text and the findings in words), [`sim`] (a simulated job, for
+//! tests and for trying the rule). Measuring a round (NCCL communicators
+//! per pair) is the caller's: [`run`] takes it as a closure.
+
+pub mod matrix;
+pub mod noise;
+pub mod schedule;
+pub mod sim;
+pub mod verdict;
+
+pub use matrix::{finding_line, finding_lines, HostInfo, HostMatrix};
+pub use schedule::{confirmation_rounds, max_rounds, schedule, Round, Schedule};
+pub use verdict::{judge, Finding, HostVerdict, JudgeConfig, PairResult};
+
+/// The whole procedure: the main rounds, the verdict, then confirmation
+/// rounds and a new verdict while anything is suspect (a suspect cleared
+/// by a retest can leave new ones), at most
+/// [`schedule::MAX_CONFIRMATION_ROUNDS`] in all. `measure` runs one round
+/// (all its pairs at once) and returns its figures. Returns the verdict
+/// and the number of rounds run.
+pub fn run(
+    cfg: &JudgeConfig,
+    seed: u64,
+    mut measure: impl FnMut(&Round) -> Vec<PairResult>,
+) -> (HostVerdict, usize) {
+    let main = schedule(cfg.hosts, seed);
+    let mut results: Vec<PairResult> = main.rounds.iter().flat_map(&mut measure).collect();
+    let mut rounds = main.rounds.len();
+    let mut verdict = judge(&results, cfg);
+    let last = rounds + schedule::MAX_CONFIRMATION_ROUNDS;
+    while verdict.has_suspects() && rounds < last {
+        let confirm = confirmation_rounds(&verdict, cfg, rounds);
+        if confirm.is_empty() {
+            break;
+        }
+        for round in confirm.iter().take(last - rounds) {
+            results.extend(measure(round));
+            rounds += 1;
+        }
+        verdict = judge(&results, cfg);
+    }
+    (verdict, rounds)
+}

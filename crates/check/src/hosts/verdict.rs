@@ -1,0 +1,501 @@
+//! The host verdict: which host (or host-to-host link) is slow, judged
+//! from the pair figures alone; a baseline, when given, is judged too.
+//!
+//! A pair runs at its slower host's pace, so a host is only as slow as its
+//! *fastest* pair: its score is that pair over the job median (the median
+//! over hosts of each host's fastest pair). A good host that met the bad
+//! one still has fast pairs with everyone else and is not blamed. A host
+//! whose score is below the noise rule's cut is a suspect. It is named
+//! once two or more good hosts saw it slow, one of them in a confirmation
+//! round (a test taken after the suspicion: noise that made it look slow
+//! once rarely does so again). A slow pair between two good hosts is a
+//! suspect link, named once it was slow in [`JudgeConfig::link_tests`]
+//! tests (one-off outliers are common).
+
+use super::matrix::{HostMatrix, HostScore, PairCell};
+use super::noise::{log_ratios, median, noise_bound, NoiseRule, Threshold};
+use super::schedule::main_rounds;
+use crate::verdict::{Fractions, Status};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One measured pair: busbw between hosts `a` and `b` in a round.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PairResult {
+    pub a: usize,
+    pub b: usize,
+    pub round: usize,
+    /// Bus bandwidth of the pair test, GB/s (0 for a test that failed).
+    pub busbw_gbps: f64,
+}
+
+/// How to judge.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgeConfig {
+    /// Hosts in the job (0..hosts).
+    pub hosts: usize,
+    pub rule: NoiseRule,
+    /// Confirmation tests (with good hosts) the schedule gives a suspect
+    /// host; one slow one names it.
+    pub confirmations: usize,
+    /// Tests a link must be slow in before it is named.
+    pub link_tests: usize,
+    /// Expected busbw of one host pair (a baseline), GB/s.
+    pub expected_gbps: Option<f64>,
+    /// WARN and FAIL fractions of the expected figure (and of the median
+    /// for a slow host or link: below `fail` it is a FAIL, else a WARN).
+    pub fractions: Fractions,
+}
+
+impl JudgeConfig {
+    /// The defaults for a job of `hosts` hosts, no baseline.
+    pub fn new(hosts: usize) -> JudgeConfig {
+        JudgeConfig {
+            hosts,
+            rule: NoiseRule::default(),
+            confirmations: 2,
+            link_tests: 3,
+            expected_gbps: None,
+            fractions: Fractions {
+                warn: 0.9,
+                fail: 0.75,
+            },
+        }
+    }
+}
+
+/// What the verdict says, one line each ([`super::matrix::finding_line`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// A slow host, confirmed by good hosts (`confirmed_with`: those of
+    /// confirmation rounds). `ratio`: its fastest pair over the job median.
+    SlowHost {
+        host: usize,
+        ratio: f64,
+        pairs_below: usize,
+        pairs_total: usize,
+        confirmed_with: Vec<usize>,
+    },
+    /// Two good hosts slow together, in `tests` tests out of `tests`.
+    SlowLink {
+        a: usize,
+        b: usize,
+        ratio: f64,
+        tests: usize,
+    },
+    /// Slow, but not yet confirmed by a good host in a confirmation round.
+    SuspectHost {
+        host: usize,
+        ratio: f64,
+        pairs_below: usize,
+        pairs_total: usize,
+        confirmed_with: Vec<usize>,
+    },
+    /// A slow pair between good hosts, not yet slow in enough tests.
+    SuspectLink {
+        a: usize,
+        b: usize,
+        ratio: f64,
+        tests: usize,
+    },
+    /// The figures spread so much (`spread`, a fraction) that nobody can
+    /// be named.
+    Unjudgeable { spread: f64 },
+    /// Fewer than three hosts measured and no baseline: a lone pair cannot
+    /// say which of its hosts is slow.
+    TooFewHosts { hosts: usize },
+    /// The job median against the baseline's figure.
+    BelowBaseline {
+        median_gbps: f64,
+        expected_gbps: f64,
+        ratio: f64,
+    },
+}
+
+impl Finding {
+    /// The finding's verdict.
+    pub fn status(&self, f: Fractions) -> Status {
+        let by_ratio = |r: f64| {
+            if r < f.fail {
+                Status::Fail
+            } else {
+                Status::Warn
+            }
+        };
+        match self {
+            Finding::SlowHost { ratio, .. } | Finding::SlowLink { ratio, .. } => by_ratio(*ratio),
+            Finding::SuspectHost { .. } | Finding::SuspectLink { .. } => Status::Warn,
+            Finding::Unjudgeable { .. } => Status::Warn,
+            Finding::TooFewHosts { .. } => Status::Info,
+            Finding::BelowBaseline { ratio, .. } if *ratio >= f.warn => Status::Pass,
+            Finding::BelowBaseline { ratio, .. } => by_ratio(*ratio),
+        }
+    }
+
+    /// The host this finding names, if it names one.
+    pub fn host(&self) -> Option<usize> {
+        match *self {
+            Finding::SlowHost { host, .. } | Finding::SuspectHost { host, .. } => Some(host),
+            _ => None,
+        }
+    }
+}
+
+/// Everything the verdict found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostVerdict {
+    /// Worst status of the findings (PASS when none).
+    pub status: Status,
+    /// What the job's noise allowed: the cut, or too noisy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<Threshold>,
+    /// Robust sigma of the log ratios (hosts' scores and good pairs).
+    pub noise_sigma: f64,
+    pub findings: Vec<Finding>,
+    pub matrix: HostMatrix,
+}
+
+impl HostVerdict {
+    /// Hosts with a score at or above the cut: partners for confirmation.
+    pub fn good_hosts(&self) -> Vec<usize> {
+        let Some(Threshold::Judgeable { cut, .. }) = self.threshold else {
+            return Vec::new();
+        };
+        self.matrix
+            .hosts
+            .iter()
+            .filter(|h| h.score.is_some_and(|s| s >= cut))
+            .map(|h| h.host)
+            .collect()
+    }
+
+    /// Whether anything named still needs a confirmation round.
+    pub fn has_suspects(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| matches!(f, Finding::SuspectHost { .. } | Finding::SuspectLink { .. }))
+    }
+}
+
+/// Judges the pair figures of a job (see the module doc).
+pub fn judge(results: &[PairResult], cfg: &JudgeConfig) -> HostVerdict {
+    let matrix = HostMatrix::from_results(results, cfg.hosts);
+    let reference = matrix.reference_gbps;
+    let mut findings = Vec::new();
+    if let Some(expected) = cfg.expected_gbps.filter(|e| *e > 0.0) {
+        findings.push(Finding::BelowBaseline {
+            median_gbps: reference,
+            expected_gbps: expected,
+            ratio: reference / expected,
+        });
+    }
+    let measured_hosts = matrix.hosts.iter().filter(|h| h.score.is_some()).count();
+    let (threshold, sigma) = if measured_hosts < 3 {
+        if cfg.expected_gbps.is_none() {
+            findings.push(Finding::TooFewHosts {
+                hosts: measured_hosts,
+            });
+        }
+        (None, 0.0)
+    } else {
+        let sigma = noise_sigma(results, &matrix, cfg.rule);
+        let t = cfg.rule.threshold(sigma);
+        match t {
+            Threshold::TooNoisy { spread, .. } => findings.push(Finding::Unjudgeable { spread }),
+            Threshold::Judgeable { cut, .. } => {
+                findings.extend(slow_hosts(&matrix, cut, cfg));
+                findings.extend(slow_links(&matrix, cut, cfg));
+            }
+        }
+        (Some(t), sigma)
+    };
+    let status = findings
+        .iter()
+        .map(|f| f.status(cfg.fractions))
+        .max()
+        .unwrap_or(Status::Pass)
+        .max(Status::Pass);
+    HostVerdict {
+        status,
+        threshold,
+        noise_sigma: sigma,
+        findings,
+        matrix,
+    }
+}
+
+/// Noise, the larger of two robust sigmas (each an upper bound, see
+/// [`noise_bound`]): of the hosts' scores, and of single tests between
+/// hosts that look good at the minimum effect (the slow host's pairs
+/// would pass for noise in a small world; single tests, since the best of
+/// a few repeats hides how much one test wanders).
+fn noise_sigma(results: &[PairResult], m: &HostMatrix, rule: NoiseRule) -> f64 {
+    let scores: Vec<f64> = m.hosts.iter().filter_map(|h| h.score).collect();
+    let plausible = |h: usize| {
+        m.hosts
+            .get(h)
+            .and_then(|h| h.score)
+            .is_some_and(|s| s >= 1.0 - rule.min_effect)
+    };
+    let tests = results
+        .iter()
+        .filter(|r| r.a != r.b && plausible(r.a) && plausible(r.b))
+        .map(|r| r.busbw_gbps / m.reference_gbps);
+    noise_bound(&log_ratios(scores)).max(noise_bound(&log_ratios(tests)))
+}
+
+fn slow_hosts(m: &HostMatrix, cut: f64, cfg: &JudgeConfig) -> Vec<Finding> {
+    let good = |h: usize| m.hosts[h].score.is_some_and(|s| s >= cut);
+    let mut by_host: BTreeMap<usize, Vec<&PairCell>> = BTreeMap::new();
+    for p in &m.pairs {
+        by_host.entry(p.a).or_default().push(p);
+        by_host.entry(p.b).or_default().push(p);
+    }
+    let mut out = Vec::new();
+    for HostScore { host, score, .. } in &m.hosts {
+        let (host, Some(ratio)) = (*host, *score) else {
+            continue;
+        };
+        if ratio >= cut {
+            continue;
+        }
+        let pairs = by_host.get(&host).map(Vec::as_slice).unwrap_or_default();
+        let partner = |p: &PairCell| if p.a == host { p.b } else { p.a };
+        // Every pair is below the cut (the fastest is); which were with
+        // good hosts, and which of those in a confirmation round?
+        let with_good: Vec<&&PairCell> = pairs.iter().filter(|p| good(partner(p))).collect();
+        let first_confirmation = main_rounds(cfg.hosts);
+        let confirmed_with: Vec<usize> = with_good
+            .iter()
+            .filter(|p| p.last_round >= first_confirmation)
+            .map(|p| partner(p))
+            .collect();
+        let (pairs_below, pairs_total) =
+            (pairs.iter().filter(|p| p.ratio < cut).count(), pairs.len());
+        out.push(if with_good.len() >= 2 && !confirmed_with.is_empty() {
+            Finding::SlowHost {
+                host,
+                ratio,
+                pairs_below,
+                pairs_total,
+                confirmed_with,
+            }
+        } else {
+            Finding::SuspectHost {
+                host,
+                ratio,
+                pairs_below,
+                pairs_total,
+                confirmed_with,
+            }
+        });
+    }
+    out
+}
+
+/// Slow pairs between good hosts. Good pairs sit a little under the job
+/// median (which is a median of each host's fastest pair), so the cut is
+/// taken from the typical good pair.
+fn slow_links(m: &HostMatrix, cut: f64, cfg: &JudgeConfig) -> Vec<Finding> {
+    let good = |h: usize| m.hosts[h].score.is_some_and(|s| s >= cut);
+    let mut typical: Vec<f64> = m
+        .pairs
+        .iter()
+        .filter(|p| good(p.a) && good(p.b))
+        .map(|p| p.ratio)
+        .collect();
+    let link_cut = median(&mut typical) * cut;
+    m.pairs
+        .iter()
+        .filter(|p| good(p.a) && good(p.b) && p.ratio < link_cut)
+        .map(|p| {
+            let (a, b, ratio, tests) = (p.a, p.b, p.ratio, p.tests);
+            if tests >= cfg.link_tests {
+                Finding::SlowLink { a, b, ratio, tests }
+            } else {
+                Finding::SuspectLink { a, b, ratio, tests }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every pair of `h` hosts measured `times` times at `v(a, b)`.
+    fn all_pairs(h: usize, times: usize, v: impl Fn(usize, usize) -> f64) -> Vec<PairResult> {
+        let mut out = Vec::new();
+        for round in 0..times {
+            for a in 0..h {
+                for b in a + 1..h {
+                    let busbw_gbps = v(a, b) * (1.0 + 0.01 * ((a * 7 + b * 3 + round) % 5) as f64);
+                    out.push(PairResult {
+                        a,
+                        b,
+                        round,
+                        busbw_gbps,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn quiet_job_passes_and_names_nobody() {
+        let v = judge(&all_pairs(8, 1, |_, _| 40.0), &JudgeConfig::new(8));
+        assert_eq!(v.status, Status::Pass);
+        assert!(v.findings.is_empty(), "{:?}", v.findings);
+    }
+
+    /// A test of pair (a, b) in a confirmation round.
+    fn confirmation(a: usize, b: usize, busbw_gbps: f64) -> PairResult {
+        PairResult {
+            a,
+            b,
+            round: 99,
+            busbw_gbps,
+        }
+    }
+
+    #[test]
+    fn slow_host_is_named_once_confirmed_and_its_partners_are_not() {
+        let slow = |a: usize, b: usize| if a == 3 || b == 3 { 8.0 } else { 40.0 };
+        let mut results = all_pairs(6, 1, slow);
+        let suspect = judge(&results, &JudgeConfig::new(6));
+        assert!(
+            matches!(suspect.findings[..], [Finding::SuspectHost { host: 3, .. }]),
+            "{:?}",
+            suspect.findings
+        );
+        assert_eq!(suspect.status, Status::Warn);
+        results.push(confirmation(0, 3, 8.1));
+        let v = judge(&results, &JudgeConfig::new(6));
+        let [Finding::SlowHost {
+            host: 3,
+            ratio,
+            pairs_below: 5,
+            pairs_total: 5,
+            confirmed_with,
+        }] = v.findings.as_slice()
+        else {
+            panic!("{:?}", v.findings)
+        };
+        assert!((0.15..0.25).contains(ratio), "{ratio}");
+        assert_eq!(confirmed_with, &[0]);
+        assert_eq!(v.status, Status::Fail);
+        assert!(!v.good_hosts().contains(&3));
+    }
+
+    #[test]
+    fn a_suspect_that_is_fast_when_tested_again_is_not_named() {
+        let slow = |a: usize, b: usize| if a == 3 || b == 3 { 8.0 } else { 40.0 };
+        let mut results = all_pairs(6, 1, slow);
+        results.push(confirmation(0, 3, 40.5));
+        let v = judge(&results, &JudgeConfig::new(6));
+        // Host 3 is fast with host 0: its other pairs are suspect links.
+        assert!(
+            v.findings.iter().all(|f| f.host().is_none()),
+            "{:?}",
+            v.findings
+        );
+        assert!(matches!(
+            v.findings[0],
+            Finding::SuspectLink { a: 1, b: 3, .. }
+        ));
+    }
+
+    #[test]
+    fn slow_link_needs_repeated_tests() {
+        let link = |a: usize, b: usize| if (a, b) == (1, 4) { 15.0 } else { 40.0 };
+        let once = judge(&all_pairs(6, 1, link), &JudgeConfig::new(6));
+        assert!(
+            matches!(
+                once.findings[..],
+                [Finding::SuspectLink {
+                    a: 1,
+                    b: 4,
+                    tests: 1,
+                    ..
+                }]
+            ),
+            "{:?}",
+            once.findings
+        );
+        assert!(once.has_suspects());
+        let thrice = judge(&all_pairs(6, 3, link), &JudgeConfig::new(6));
+        assert!(
+            matches!(
+                thrice.findings[..],
+                [Finding::SlowLink {
+                    a: 1,
+                    b: 4,
+                    tests: 3,
+                    ..
+                }]
+            ),
+            "{:?}",
+            thrice.findings
+        );
+    }
+
+    #[test]
+    fn host_seen_slow_by_one_good_host_is_only_a_suspect() {
+        // Hosts 0-3; only pairs (0,1), (2,3) and (0,2) measured: host 1
+        // met host 0 only.
+        let r = |a, b, v| PairResult {
+            a,
+            b,
+            round: 0,
+            busbw_gbps: v,
+        };
+        let results = [r(0, 1, 10.0), r(2, 3, 40.0), r(0, 2, 40.0)];
+        let v = judge(&results, &JudgeConfig::new(4));
+        assert!(
+            matches!(&v.findings[..], [Finding::SuspectHost { host: 1, .. }]),
+            "{:?}",
+            v.findings
+        );
+        assert_eq!(v.status, Status::Warn);
+    }
+
+    #[test]
+    fn spread_figures_are_unjudgeable_and_name_nobody() {
+        let wild = |a: usize, b: usize| [40.0, 12.0, 33.0, 20.0, 6.0, 38.0][(a * 5 + b) % 6];
+        let v = judge(&all_pairs(5, 1, wild), &JudgeConfig::new(5));
+        assert!(
+            matches!(v.findings[..], [Finding::Unjudgeable { .. }]),
+            "{:?}",
+            v.findings
+        );
+        assert_eq!(v.status, Status::Warn);
+    }
+
+    #[test]
+    fn two_hosts_need_a_baseline() {
+        let pair = all_pairs(2, 1, |_, _| 10.0);
+        let v = judge(&pair, &JudgeConfig::new(2));
+        assert_eq!(v.findings, [Finding::TooFewHosts { hosts: 2 }]);
+        assert_eq!(v.status, Status::Pass);
+        let cfg = JudgeConfig {
+            expected_gbps: Some(40.0),
+            ..JudgeConfig::new(2)
+        };
+        let v = judge(&pair, &cfg);
+        assert!(matches!(v.findings[..], [Finding::BelowBaseline { .. }]));
+        assert_eq!(v.status, Status::Fail);
+    }
+
+    #[test]
+    fn baseline_catches_a_job_where_every_host_is_slow() {
+        let cfg = JudgeConfig {
+            expected_gbps: Some(40.0),
+            ..JudgeConfig::new(6)
+        };
+        let slow_everywhere = judge(&all_pairs(6, 1, |_, _| 30.0), &cfg);
+        assert_eq!(slow_everywhere.status, Status::Warn);
+        assert!(judge(&all_pairs(6, 1, |_, _| 39.0), &cfg).status == Status::Pass);
+    }
+}
