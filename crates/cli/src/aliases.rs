@@ -28,7 +28,7 @@ pub fn install(dir: &Path) -> Result<(), Failure> {
         }
         std::os::unix::fs::symlink(&exe, &link)
             .map_err(|e| Failure::usage(format!("cannot create {}: {e}", link.display())))?;
-        println!("{} -> {}", link.display(), exe.display());
+        collbench_core::stdout::print(&format!("{} -> {}\n", link.display(), exe.display()))?;
     }
     Ok(())
 }

@@ -298,7 +298,7 @@ pub fn check_failure(e: &anyhow::Error) -> Failure {
         Some(
             run @ (collbench_runner::RunError::Stuck(_) | collbench_runner::RunError::Control(_)),
         ) => Failure::from_run(run),
-        _ => Failure::new(Outcome::CheckFail, crate::one_line(e)),
+        _ => library_failure(e, Outcome::CheckFail),
     }
 }
 
@@ -329,6 +329,22 @@ pub fn terminate(outcome: Outcome) -> ! {
         collbench_runner::watchdog::end_process_now(code)
     }
     std::process::exit(code)
+}
+
+/// Stdout that did not take the results is exit 2, whatever the command.
+impl From<collbench_core::stdout::StdoutError> for Failure {
+    fn from(e: collbench_core::stdout::StdoutError) -> Failure {
+        Failure::usage(e.to_string())
+    }
+}
+
+/// A library command's error: a failed write to stdout is exit 2 (one
+/// line, as for `run`); anything else ends with `outcome`.
+pub fn library_failure(e: &anyhow::Error, outcome: Outcome) -> Failure {
+    match e.downcast_ref::<collbench_core::stdout::StdoutError>() {
+        Some(stdout) => Failure::usage(stdout.to_string()),
+        None => Failure::new(outcome, crate::one_line(e)),
+    }
 }
 
 impl From<collbench_launch::LaunchError> for Failure {

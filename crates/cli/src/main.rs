@@ -106,7 +106,13 @@ fn clap_failure(e: clap::Error, prog: &str) -> Failure {
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
-        let _ = e.print();
+        // Help or version that stdout cannot take ends like any other
+        // failed write: exit 2, one line.
+        if let Err(io) = e.print() {
+            let f = Failure::from(collbench_core::stdout::StdoutError::from(io));
+            eprintln!("collbench: {}", f.message);
+            std::process::exit(f.outcome.code());
+        }
         std::process::exit(
             if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 Outcome::Usage.code()
@@ -192,10 +198,9 @@ fn one_line(e: &anyhow::Error) -> String {
     out
 }
 
-/// A library's error as a usage failure (`{:#}` prints anyhow's chain of
-/// causes on one line).
+/// A library's error as a usage failure, its chain of causes on one line.
 fn usage(e: anyhow::Error) -> Failure {
-    Failure::usage(one_line(&e))
+    exit::library_failure(&e, Outcome::Usage)
 }
 
 fn real_main() -> Result<Outcome, Failure> {
@@ -248,7 +253,7 @@ fn real_main() -> Result<Outcome, Failure> {
             }
             collbench_report::report_main(&report)
                 .map(Outcome::report)
-                .map_err(|e| Failure::new(Outcome::ReportUnusable, one_line(&e)))
+                .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))
         }
         Command::Compare(a) => collbench_report::compare_main(&a)
             .map(Outcome::compare)

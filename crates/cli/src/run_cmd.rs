@@ -185,11 +185,8 @@ fn output_file(
 }
 
 /// A failed write of the results to stdout: exit 2, one line.
-fn stdout_failure(e: &std::io::Error) -> Failure {
-    Failure::usage(format!(
-        "cannot write the results to standard output: {}",
-        crate::outputs::io_reason(e)
-    ))
+fn stdout_failure(e: std::io::Error) -> Failure {
+    collbench_core::stdout::StdoutError::from(e).into()
 }
 
 /// Runs the benchmark.
@@ -273,7 +270,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Ok(Outcome::Ok);
     };
     obs.finish(&record);
-    if let Some(e) = &obs.write_error {
+    if let Some(e) = obs.write_error.take() {
         return Err(stdout_failure(e));
     }
     if let Some((path, plugin)) = &tuner {
@@ -285,7 +282,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         let mut out = std::io::stdout().lock();
         out.write_all(&bytes)
             .and_then(|_| out.flush())
-            .map_err(|e| stdout_failure(&e))?;
+            .map_err(stdout_failure)?;
     }
     for f in files {
         let bytes = f.format.exporter().serialize(&record);

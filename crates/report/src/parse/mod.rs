@@ -187,7 +187,7 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
     if parts.is_empty() {
         return Err(ParseError::whole(
             "cannot tell the format of any rank's output (expected nccl-tests/rccl-tests text or JSON, \
-             nccom-test, OSU, NVSHMEM perftest, NCCL Inspector or collbench JSON); use --format to force one",
+             nccom-test, OSU, NVSHMEM perftest, NCCL Inspector or collbench JSON); use --input-format to force one",
         ));
     }
     let label_streams = parts.len() > 1;
@@ -238,7 +238,7 @@ fn parse_one(
         None => detect::detect(text).ok_or_else(|| {
             ParseError::whole(
                 "cannot tell the format (expected nccl-tests/rccl-tests text or JSON, nccom-test, OSU, \
-                 NVSHMEM perftest, NCCL Inspector or collbench JSON); use --format to force one",
+                 NVSHMEM perftest, NCCL Inspector or collbench JSON); use --input-format to force one",
             )
         })?,
     };

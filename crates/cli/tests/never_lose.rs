@@ -1,0 +1,102 @@
+//! Issue 26: nothing measured is lost and nothing outside the named output
+//! is touched. Stdout that fails still leaves the files; `compare --format
+//! json` is JSON.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_collbench");
+
+fn collbench(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("COLLBENCH_NCCL_LIB", "/nonexistent/libnccl.so.2")
+        .output()
+        .unwrap()
+}
+
+/// A CPU run's text log in `dir`.
+fn log(dir: &std::path::Path, name: &str) {
+    let out = collbench(
+        dir,
+        &[
+            "run",
+            "all_reduce",
+            "--backend",
+            "cpu",
+            "--ranks",
+            "2",
+            "-b",
+            "8",
+            "-e",
+            "64",
+            "-n",
+            "2",
+            "--output",
+            name,
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// `check > /dev/full` still writes --json and --prometheus (monitoring
+/// reads them), then ends with exit 2.
+#[test]
+fn check_writes_its_files_when_stdout_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "check",
+            "--backend",
+            "cpu",
+            "--ranks",
+            "2",
+            "-n",
+            "2",
+            "--size",
+            "1M",
+            "--json",
+            "c.json",
+            "--prometheus",
+            "c.prom",
+        ])
+        .current_dir(dir.path())
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let json = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
+    assert!(json.contains("collbench-check/1"), "{json}");
+    assert!(dir.path().join("c.prom").exists());
+}
+
+#[test]
+fn compare_format_json_is_one_json_document() {
+    let dir = tempfile::tempdir().unwrap();
+    log(dir.path(), "a.txt");
+    log(dir.path(), "b.json");
+    let out = collbench(
+        dir.path(),
+        &["compare", "a.txt", "b.json", "--format", "json"],
+    );
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["schema"], "collbench-compare/1");
+    assert_eq!(doc["exit_code"], out.status.code().unwrap());
+    let cases = doc["cases"].as_array().unwrap();
+    // 8 to 64 bytes: 4 sizes, two placements each.
+    assert_eq!(cases.len(), 8, "{doc}");
+    assert_eq!(cases[0]["judged_on"], "time");
+    assert!(cases[0]["base"]["time_us"].as_f64().unwrap() > 0.0);
+    // The input format is its own flag now.
+    let out = collbench(
+        dir.path(),
+        &["compare", "a.txt", "a.txt", "--input-format", "nccl-tests"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
