@@ -301,13 +301,24 @@ fn check_args(a: &collbench_check::CheckArgs, force: bool) -> Result<(), Failure
             "--size 0 measures nothing: give a size of at least 1 byte, e.g. --size 64M",
         ));
     }
-    if let Some(path) = &a.json {
-        outputs::claim("--json", path, force, &[])?;
+    // A baseline given as a file is the one input of `check`.
+    let inputs: Vec<&std::path::Path> = a
+        .baseline
+        .as_deref()
+        .map(std::path::Path::new)
+        .filter(|p| p.exists())
+        .into_iter()
+        .collect();
+    if let (Some(j), Some(p)) = (&a.json, &a.prometheus) {
+        outputs::distinct(("--json", j), ("--prometheus", p))?;
     }
-    // The textfile collector's file is replaced on every run (atomically),
-    // so only its folder is checked.
+    if let Some(path) = &a.json {
+        outputs::claim("--json", path, force, &inputs)?;
+    }
+    // The textfile collector's file is replaced on every run (atomically):
+    // no --force needed, but only a regular file may be there.
     if let Some(path) = &a.prometheus {
-        outputs::claim("--prometheus", path, true, &[])?;
+        outputs::claim_replaced("--prometheus", path, &inputs)?;
     }
     Ok(())
 }

@@ -169,6 +169,7 @@ fn output_file(
     path: &std::path::Path,
     format: Option<Format>,
     force: bool,
+    inputs: &[&std::path::Path],
 ) -> Result<OutputFile, Failure> {
     let format = format.or_else(|| Format::from_path(path)).ok_or_else(|| {
         Failure::usage(format!(
@@ -176,7 +177,7 @@ fn output_file(
             path.display()
         ))
     })?;
-    crate::outputs::claim(flag, path, force, &[])?;
+    crate::outputs::claim(flag, path, force, inputs)?;
     Ok(OutputFile {
         flag,
         path: path.to_path_buf(),
@@ -198,11 +199,19 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     if let (Some(o), Some(j)) = (&a.output, &a.output_file) {
         crate::outputs::distinct(("--output", o), ("-J", j))?;
     }
+    // `--tuner-config` is the one file `run` reads.
+    let inputs: Vec<&std::path::Path> = a.tuner_config.as_deref().into_iter().collect();
     if let Some(p) = &a.output {
-        files.push(output_file("--output", p, None, a.force)?);
+        files.push(output_file("--output", p, None, a.force, &inputs)?);
     }
     if let Some(p) = &a.output_file {
-        files.push(output_file("-J", p, Some(Format::NcclTestsJson), a.force)?);
+        files.push(output_file(
+            "-J",
+            p,
+            Some(Format::NcclTestsJson),
+            a.force,
+            &inputs,
+        )?);
     }
     // The explanation pass runs when the text asks for it or a record
     // (JSON, CSV) will carry it; plain text runs never load the plugin.

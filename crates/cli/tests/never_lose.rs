@@ -100,3 +100,52 @@ fn compare_format_json_is_one_json_document() {
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
+
+/// An input stays as it was, `--force` or not, whatever name reaches it:
+/// the baseline named as `--json`, a hard link to a log as `report -o`,
+/// and a symlink is never replaced by `--prometheus`.
+#[test]
+fn inputs_and_links_are_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = collbench(d, &["baselines", "show", "cpu-ci"]);
+    std::fs::write(d.join("b.toml"), &out.stdout).unwrap();
+    let out = collbench(
+        d,
+        &[
+            "check",
+            "--backend",
+            "cpu",
+            "--baseline",
+            "b.toml",
+            "--json",
+            "b.toml",
+            "--force",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(
+        std::fs::read(d.join("b.toml")).unwrap(),
+        out_of(d, &["baselines", "show", "cpu-ci"])
+    );
+
+    log(d, "in.txt");
+    let before = std::fs::read(d.join("in.txt")).unwrap();
+    std::fs::hard_link(d.join("in.txt"), d.join("hard.md")).unwrap();
+    let out = collbench(d, &["report", "in.txt", "-o", "hard.md", "--force"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(std::fs::read(d.join("in.txt")).unwrap(), before);
+
+    std::os::unix::fs::symlink("in.txt", d.join("m.prom")).unwrap();
+    let out = collbench(d, &["check", "--backend", "cpu", "--prometheus", "m.prom"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(std::fs::symlink_metadata(d.join("m.prom"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(d.join("in.txt")).unwrap(), before);
+}
+
+fn out_of(dir: &std::path::Path, args: &[&str]) -> Vec<u8> {
+    collbench(dir, args).stdout
+}
