@@ -28,9 +28,34 @@ fn iters_arg(s: &str) -> Result<Iters, String> {
     match s.parse::<u32>() {
         Ok(0) => Err("the count must be at least 1 (or auto)".into()),
         Ok(n) => Ok(Iters::Fixed(n)),
-        Err(_) => Err("expected a count of at least 1, or auto".into()),
+        Err(_) => Err(format!(
+            "-n takes a whole count from 1 to {}, or auto",
+            u32::MAX
+        )),
     }
 }
+
+/// A count flag (`-w`, `-m`, `-N`): clap's own words ("number too large
+/// to fit in target type") named neither the flag's range nor its form.
+fn count_arg(s: &str) -> Result<u32, String> {
+    s.parse::<u32>()
+        .map_err(|_| format!("expected a whole count from 0 to {}", u32::MAX))
+}
+
+/// `-T` and `--watchdog`: whole seconds. "invalid digit found in string"
+/// was all `-T 1e9` said.
+pub fn seconds_arg(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n <= MAX_SECONDS => Ok(n),
+        _ => Err(format!(
+            "give whole seconds from 0 (never) to {MAX_SECONDS} (a year), e.g. 300"
+        )),
+    }
+}
+
+/// The longest deadline `-T`/`--watchdog` take: longer is "never" in
+/// practice, and the sum with a start time must not overflow.
+const MAX_SECONDS: u64 = 365 * 24 * 3600;
 
 /// Flags of `collbench run` and of the `<op>_perf` aliases. A flag given
 /// twice takes its last value, as nccl-tests' getopt loop does.
@@ -64,13 +89,13 @@ pub struct RunArgs {
     #[arg(short = 'n', long = "iters", default_value = "20", value_parser = iters_arg)]
     pub iters: Iters,
     /// Operations aggregated per timed iteration.
-    #[arg(short = 'm', long = "agg_iters", default_value_t = 1)]
+    #[arg(short = 'm', long = "agg_iters", default_value_t = 1, value_parser = count_arg)]
     pub agg_iters: u32,
     /// Warm-up iterations per size.
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1)]
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1, value_parser = count_arg)]
     pub warmup_iters: u32,
     /// Repeat the whole sweep this many times.
-    #[arg(short = 'N', long = "run_cycles", default_value_t = 1)]
+    #[arg(short = 'N', long = "run_cycles", default_value_t = 1, value_parser = count_arg)]
     pub run_cycles: u32,
     /// Parallel init (accepted for compatibility; init is already parallel).
     #[arg(short = 'p', long = "parallel_init", default_value_t = 0)]
@@ -101,7 +126,7 @@ pub struct RunArgs {
     pub stream_null: u32,
     /// Abort a collective that takes longer than this many seconds (0 = never);
     /// given, it replaces --watchdog's deadline.
-    #[arg(short = 'T', long = "timeout", default_value_t = 0)]
+    #[arg(short = 'T', long = "timeout", default_value_t = 0, value_parser = seconds_arg)]
     pub timeout: u64,
     /// Capture iterations in a CUDA graph and launch it N times (0 = off).
     #[arg(short = 'G', long = "cudagraph", default_value_t = 0)]
@@ -232,7 +257,7 @@ pub struct WatchdogArgs {
     /// every process prints one line naming the ranks and hosts that are
     /// silent (stopped) or behind, and where they are; communicators are
     /// aborted, exit 5 (0 = never; `run -T` replaces it).
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WATCHDOG_S)]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WATCHDOG_S, value_parser = seconds_arg)]
     pub watchdog: u64,
     /// Test hook: RANK:CASE:ITERATION stops calling there (alive).
     #[arg(long, hide = true, value_parser = |s: &str| Fault::parse(FaultKind::StopCalling, s))]

@@ -84,6 +84,10 @@ enum Command {
     InstallAliases {
         /// Folder for the symlinks.
         dir: std::path::PathBuf,
+        /// Replace links of these names that point elsewhere (another
+        /// nccl-tests build).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -290,7 +294,9 @@ fn real_main() -> Result<Outcome, Failure> {
         Command::Baselines(a) => collbench_check::baselines_main(&a)
             .map(|_| Outcome::Ok)
             .map_err(usage),
-        Command::InstallAliases { dir } => aliases::install(&dir).map(|_| Outcome::Ok),
+        Command::InstallAliases { dir, force } => {
+            aliases::install(&dir, force).map(|_| Outcome::Ok)
+        }
     }
 }
 
