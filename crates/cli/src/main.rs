@@ -10,6 +10,7 @@ mod aliases;
 mod args;
 mod backend_open;
 mod exit;
+mod interrupt;
 mod launch_args;
 mod meta;
 mod nccl_only;

@@ -4,12 +4,12 @@
 use crate::args::{Iters, RunArgs};
 use crate::backend_open::{self, Mode, Tuning};
 use crate::exit::{Failure, Outcome};
+use crate::interrupt::{Keeper, Keeping, OutputFile};
 use crate::observer::TextObserver;
 use collbench_core::auto_iters::AutoIters;
 use collbench_core::size::Step;
 use collbench_output::{text::TextOptions, Format};
 use collbench_runner::{Average, Plan, RootSel, Runner};
-use std::path::PathBuf;
 
 /// Builds the plan from the flags; every mistake is a usage failure.
 pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
@@ -158,12 +158,6 @@ fn per_iter_settings(timing: i64, skip: i64, iters: u32, graph: u32) -> (bool, u
 
 /// An output file, checked (see `outputs`) before anything runs so a long
 /// run never ends in "cannot write" or replaces a file by surprise.
-struct OutputFile {
-    flag: &'static str,
-    path: PathBuf,
-    format: Format,
-}
-
 fn output_file(
     flag: &'static str,
     path: &std::path::Path,
@@ -237,7 +231,14 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         None => None,
     };
     let watchdog = a.watch.watchdog(a.timeout);
+    // From here on Ctrl-C keeps the rows measured (written, marked
+    // partial, exit 130).
+    let streamed = a.quiet || stdout_format == Format::Text;
+    let keeper = Keeper::install(files.clone(), (!streamed).then_some(stdout_format));
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode, &watchdog)?;
+    if opened.control.rank() != 0 {
+        keeper.not_root();
+    }
     let world_size = opened.backend.world_size();
     if opened.backend.info().name == "cpu" {
         let given: Vec<&str> = [
@@ -275,7 +276,15 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     let record = crate::meta::new_record(argv);
     let mut runner =
         Runner::new(opened.backend.as_mut(), opened.control.as_ref(), plan).with_watchdog(watchdog);
-    let Some(record) = runner.run(record, &mut obs)? else {
+    let ran = runner.run(
+        record,
+        &mut Keeping {
+            inner: &mut obs,
+            keeper: &keeper,
+        },
+    );
+    keeper.done();
+    let Some(record) = ran? else {
         return Ok(Outcome::Ok);
     };
     obs.finish(&record);

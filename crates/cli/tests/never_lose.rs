@@ -149,3 +149,108 @@ fn inputs_and_links_are_never_overwritten() {
 fn out_of(dir: &std::path::Path, args: &[&str]) -> Vec<u8> {
     collbench(dir, args).stdout
 }
+
+/// Starts a long CPU sweep writing `--output x.json -J y.json`, waits for
+/// three rows on stdout, sends `signal` (a real one, by pid) and returns
+/// the exit code, stderr and the folder.
+fn interrupt_a_sweep(signal: &str, extra: &[&str]) -> (Option<i32>, String, tempfile::TempDir) {
+    use std::io::{BufRead, Read};
+    let dir = tempfile::tempdir().unwrap();
+    // -n 200 at up to 128M: minutes in all, the first rows at once.
+    let mut args = vec![
+        "run",
+        "all_reduce",
+        "--backend",
+        "cpu",
+        "--ranks",
+        "2",
+        "-b",
+        "8",
+        "-e",
+        "128M",
+        "-n",
+        "200",
+        "--output",
+        "x.json",
+        "-J",
+        "y.json",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .current_dir(dir.path())
+        .env("COLLBENCH_NCCL_LIB", "/nonexistent/libnccl.so.2")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let started = std::time::Instant::now();
+    let mut rows = 0;
+    let mut line = String::new();
+    while rows < 3 {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout ended");
+        // Text rows start with the size.
+        if line.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
+            rows += 1;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    }
+    let killed = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    (status.code(), err, dir)
+}
+
+/// Ctrl-C (a real SIGINT) keeps the rows measured: both files are written,
+/// marked partial, and the exit code is 130.
+#[test]
+fn sigint_writes_the_rows_done_marked_partial() {
+    let (code, err, dir) = interrupt_a_sweep("-INT", &[]);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        err.contains("wrote them to --output x.json and -J y.json, marked partial"),
+        "{err}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("x.json")).unwrap()).unwrap();
+    let rows = record["results"].as_array().unwrap().len();
+    assert!(rows >= 3, "{record}");
+    assert!(
+        record["partial"].as_str().unwrap().contains("interrupted"),
+        "{record}"
+    );
+    let nccl: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("y.json")).unwrap()).unwrap();
+    assert_eq!(nccl["results"].as_array().unwrap().len(), rows);
+    assert!(nccl["errors"][0].as_str().unwrap().starts_with("partial: "));
+    // A report of it says the sweep was cut.
+    let out = collbench(dir.path(), &["report", "x.json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("partial: interrupted by a signal after"),
+        "{err}"
+    );
+}
+
+/// SIGTERM (a batch system's stop) is kept the same way.
+#[test]
+fn sigterm_keeps_the_rows_too() {
+    let (code, err, dir) = interrupt_a_sweep("-TERM", &["--per-rank"]);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(dir.path().join("x.json").exists(), "{err}");
+    assert!(dir.path().join("y.json").exists(), "{err}");
+}

@@ -253,7 +253,7 @@ fn parse_one(
         Format::Nccom => nccom::parse(text, &mut notes)?,
         Format::Osu => osu::parse(text, &mut notes)?,
         Format::Nvshmem => nvshmem::parse(text, &mut notes)?,
-        Format::CollbenchJson => collbench_json::parse(text)?,
+        Format::CollbenchJson => collbench_json::parse(text, &mut notes)?,
         Format::Inspector => inspector::parse(text, &mut notes)?,
     };
     Ok((records, notes))
