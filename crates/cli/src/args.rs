@@ -63,7 +63,8 @@ const MAX_SECONDS: u64 = 365 * 24 * 3600;
 #[command(args_override_self = true)]
 pub struct RunArgs {
     /// Collectives to run: all_reduce all_gather reduce_scatter alltoall
-    /// broadcast reduce sendrecv gather scatter hypercube, or `all`.
+    /// alltoallv broadcast reduce sendrecv gather scatter hypercube, or
+    /// `all`.
     #[arg(value_name = "OP")]
     pub ops: Vec<String>,
 
@@ -143,7 +144,9 @@ pub struct RunArgs {
     /// Append a timestamp to every row.
     #[arg(short = 'S', long = "report_timestamps", default_value_t = 0)]
     pub report_timestamps: u32,
-    /// Also write nccl-tests-style JSON (collbench's schema) to this file.
+    /// Also write nccl-tests' own JSON layout (as nccl-tests 2.19.6 `-J`
+    /// writes it) to this file; collbench's richer record is `--output
+    /// X.json`.
     #[arg(short = 'J', long = "output_file")]
     pub output_file: Option<std::path::PathBuf>,
     /// Misalign buffers by this many elements.
@@ -308,7 +311,8 @@ pub enum BackendName {
     Cpu,
     /// NVIDIA GPUs through NCCL.
     Nccl,
-    /// MPI collectives (builds with the `mpi` feature).
+    /// MPI collectives (a build with `cargo build --release --features
+    /// collbench-cli/mpi`).
     Mpi,
 }
 

@@ -10,6 +10,8 @@ mod aliases;
 mod args;
 mod backend_open;
 mod exit;
+#[cfg(test)]
+mod help_readme;
 mod interrupt;
 mod launch_args;
 mod meta;
@@ -40,7 +42,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run collectives with nccl-tests' flags (exit 0 ok, 1 wrong results,
-    /// 2 usage, 3 launch, 4 backend, 5 timeout: see `exit::RUN`).
+    /// 2 usage, 3 launch, 4 backend, 5 timeout, 130 interrupted; the
+    /// README's table says more).
     #[command(disable_version_flag = true)]
     Run(Box<RunArgs>),
     /// Find NCCL settings that beat the defaults on this machine, prove

@@ -255,6 +255,13 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
                 given.join(" and ")
             );
         }
+        // The columns come from NCCL's profiler: the CPU backend has none
+        // to ask, and an explain that adds nothing should say so.
+        if a.explain {
+            eprintln!(
+                "collbench: --explain adds nothing on the CPU backend (it shows the algorithm, protocol and channels NCCL reports; use --backend nccl on GPUs)"
+            );
+        }
     }
 
     let total: u64 = plan
