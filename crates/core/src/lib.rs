@@ -14,7 +14,7 @@
 //! which the runner, checks and backends talk to the job's other processes
 //! (implemented by collbench-launch).
 //!
-//! Not for: I/O, backends, printing (beyond [`stdout::print`]). This crate has no `unsafe` and no
+//! Not for: I/O, backends, printing (beyond [`stdout::print()`]). This crate has no `unsafe` and no
 //! heavy dependencies.
 #![forbid(unsafe_code)]
 

@@ -2,7 +2,7 @@
 //!
 //! `print!` panics when stdout fails (`> /dev/full`, a full disk, a closed
 //! pipe), which ended commands with exit 101 and a backtrace. Every command
-//! prints through [`print`] instead and hands the [`StdoutError`] up, so the
+//! prints through [`print()`] instead and hands the [`StdoutError`] up, so the
 //! binary can end with its one line and exit 2, as for any failed write.
 
 use std::io::Write;
