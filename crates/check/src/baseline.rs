@@ -162,8 +162,46 @@ impl Baseline {
             anyhow::anyhow!("baseline {origin}: {first} {detail} (format: docs/baselines.md)")
         })?;
         b.validate()
+            .and_then(|()| b.refuse_duplicates(text))
             .with_context(|| format!("baseline {origin} ('{}')", b.name))?;
         Ok(b)
+    }
+
+    /// Two entries for the same op and data type: the second was silently
+    /// ignored, so it is refused, naming both entries by their line.
+    fn refuse_duplicates(&self, text: &str) -> anyhow::Result<()> {
+        // Where each `[[expect]]` table starts; an inline array has none,
+        // and then entries are named by their number.
+        let starts: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with("[[expect]]"))
+            .map(|(i, _)| i + 1)
+            .collect();
+        let place = |k: usize| match starts.get(k) {
+            Some(line) if starts.len() == self.expect.len() => format!("line {line}"),
+            _ => format!("entry {}", k + 1),
+        };
+        let mut seen: Vec<(Collective, DataType, usize)> = Vec::new();
+        for (k, e) in self.expect.iter().enumerate() {
+            let (collective, busbw, latency) = e.parse()?;
+            let dtype = busbw
+                .map(|b| b.dtype)
+                .or(latency.map(|l| l.dtype))
+                .unwrap_or(DataType::Float);
+            if let Some((_, _, first)) = seen
+                .iter()
+                .find(|(c, d, _)| *c == collective && *d == dtype)
+            {
+                bail!(
+                    "{collective} ({dtype}) has two [[expect]] entries, at {} and {}: keep one per op and data type (one entry holds both size + busbw_gbps and small_size + max_time_us)",
+                    place(*first),
+                    place(k)
+                );
+            }
+            seen.push((collective, dtype, k));
+        }
+        Ok(())
     }
 
     fn validate(&self) -> anyhow::Result<()> {
@@ -327,6 +365,23 @@ mod tests {
         let typo = ok.replace("busbw_gbps", "busbw");
         let e = Baseline::parse(&typo, "t").unwrap_err();
         assert!(format!("{e:#}").contains("busbw"), "{e:#}");
+    }
+
+    #[test]
+    fn an_op_given_twice_is_refused_naming_both_lines() {
+        let text = "name='x'\ngpus_per_node=1\nnodes=1\nsource='me'\n\n[[expect]]\nop='all_reduce'\nsize='4M'\nbusbw_gbps=1.5\n\n[[expect]]\nop='all_gather'\nsize='4M'\nbusbw_gbps=1\n\n[[expect]]\nop='all_reduce'\nsize='8M'\nbusbw_gbps=2\n";
+        let e = format!("{:#}", Baseline::parse(text, "b.toml").unwrap_err());
+        assert!(
+            e.contains("all_reduce (float) has two [[expect]] entries, at line 6 and line 16"),
+            "{e}"
+        );
+        // Another data type of the same op is another entry.
+        let ok = text.replacen(
+            "op='all_reduce'\nsize='8M'",
+            "op='all_reduce'\ndtype='half'\nsize='8M'",
+            1,
+        );
+        assert!(Baseline::parse(&ok, "b.toml").is_ok());
     }
 
     #[test]

@@ -279,14 +279,18 @@ pub fn check_main(
     }
 
     let status = verdict::overall(&lines);
+    // A failed write to stdout ends the check with its error, but only
+    // after the files monitoring reads are written and every rank has the
+    // verdict (so no rank waits for it).
+    let mut printed = Ok(());
     if root {
-        print_summary(
+        printed = collbench_core::stdout::print(&summary(
             &lines,
             localization.as_ref(),
             &notes,
             baseline.as_ref(),
             status,
-        );
+        ));
         let report = CheckReport {
             schema: "collbench-check/1",
             status,
@@ -322,6 +326,7 @@ pub fn check_main(
     // at any rank's exit code sees the same answer. The verdict travels as
     // its exit code's byte.
     let code = control.broadcast(root.then(|| vec![status.exit_code() as u8]))?;
+    printed?;
     Ok(Status::from_exit_code(
         code.first().copied().unwrap_or(2) as i32
     ))
@@ -381,28 +386,37 @@ fn pairs_line(loc: &Localization) -> Line {
     }
 }
 
-fn print_summary(
+/// The table and verdict lines `check` prints on stdout.
+fn summary(
     lines: &[Line],
     loc: Option<&Localization>,
     notes: &[String],
     baseline: Option<&Baseline>,
     status: Status,
-) {
-    match baseline {
-        Some(b) if b.description.is_empty() => {
-            println!("# collbench check against baseline '{}': {}", b.name, b.source)
-        }
-        Some(b) => println!(
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = match baseline {
+        Some(b) if b.description.is_empty() => writeln!(
+            out,
+            "# collbench check against baseline '{}': {}",
+            b.name, b.source
+        ),
+        Some(b) => writeln!(
+            out,
             "# collbench check against baseline '{}' ({}): {}",
             b.name, b.description, b.source
         ),
-        None => println!(
+        None => writeln!(
+            out,
             "# collbench check WITHOUT a baseline: figures are not compared with expected ones, only ranks with each other (pass --baseline NAME|FILE; see `collbench baselines list`)"
         ),
-    }
-    print!("{}", verdict::render_table(lines));
+    };
+    out += &verdict::render_table(lines);
     for l in lines.iter().filter(|l| l.note.is_some()) {
-        println!(
+        let _ = writeln!(
+            out,
             "# {} {}: {}",
             l.status.label(),
             l.op,
@@ -410,14 +424,14 @@ fn print_summary(
         );
     }
     if let Some(loc) = loc {
-        println!("#");
-        print!("{}", localize::heatmap_text(loc));
+        out += "#\n";
+        out += &localize::heatmap_text(loc);
         for f in localize::findings(loc) {
-            println!("# {f}");
+            let _ = writeln!(out, "# {f}");
         }
     }
     for n in notes {
-        println!("# note: {n}");
+        let _ = writeln!(out, "# note: {n}");
     }
     let failing: Vec<String> = lines
         .iter()
@@ -428,13 +442,15 @@ fn print_summary(
         Some(b) => format!("baseline '{}'", b.name),
         None => "no baseline used: self-consistency only".into(),
     };
-    if failing.is_empty() {
-        println!("collbench check: {} ({basis})", status.label());
+    let _ = if failing.is_empty() {
+        writeln!(out, "collbench check: {} ({basis})", status.label())
     } else {
-        println!(
+        writeln!(
+            out,
             "collbench check: {} ({basis}): {}",
             status.label(),
             failing.join(", ")
-        );
-    }
+        )
+    };
+    out
 }

@@ -22,6 +22,7 @@ pub mod verdict;
 
 pub use check::CheckReport;
 
+use collbench_core::stdout::print;
 use collbench_core::Bootstrap;
 use collbench_runner::Backend;
 use std::path::PathBuf;
@@ -97,13 +98,14 @@ pub fn check_main(
     check::check_main(args, backend, control, watchdog, argv)
 }
 
-/// Lists or shows built-in baselines.
+/// Lists or shows built-in baselines (a failed write to stdout is a
+/// [`collbench_core::stdout::StdoutError`]).
 pub fn baselines_main(args: &BaselinesArgs) -> anyhow::Result<()> {
     match &args.action {
-        None | Some(BaselinesAction::List) => print!("{}", baselines_table()),
+        None | Some(BaselinesAction::List) => print(&baselines_table())?,
         Some(BaselinesAction::Show { name }) => {
             let (_, text) = baseline::find_built_in(name)?;
-            print!("{text}");
+            print(text)?;
         }
     }
     Ok(())

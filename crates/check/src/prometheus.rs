@@ -59,8 +59,21 @@ pub fn render(lines: &[Line], overall: Status, timestamp_s: u64) -> String {
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder
-/// and a rename (atomic on one file system).
+/// and a rename (atomic on one file system). The rename replaces whatever
+/// the name is, so only a regular file (or none) is replaced: a symlink, a
+/// FIFO or a device there (`/dev/full` became a regular file as root) is
+/// refused, checked again here because a check runs for minutes after the
+/// CLI first looked.
 pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.is_file() {
+            anyhow::bail!(
+                "--prometheus {} is not a regular file ({}): it is replaced by a rename on every run; name a regular file (or a new one)",
+                path.display(),
+                if meta.file_type().is_symlink() { "a symbolic link" } else { "a FIFO, device, socket or folder" }
+            );
+        }
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -136,5 +149,22 @@ mod tests {
         write_atomic(&p, "a 2\n").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "a 2\n");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn atomic_write_replaces_only_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "keep\n").unwrap();
+        let link = dir.path().join("link.prom");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = write_atomic(&link, "a 1\n").unwrap_err().to_string();
+        assert!(e.contains("a symbolic link"), "{e}");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
+        assert!(write_atomic(Path::new("/dev/null"), "a 1\n").is_err());
     }
 }

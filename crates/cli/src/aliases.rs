@@ -3,9 +3,12 @@
 use crate::exit::Failure;
 use std::path::Path;
 
-/// Creates `DIR/<op>_perf -> this binary` for every collective; existing
-/// links are replaced, other files are left alone with an error.
-pub fn install(dir: &Path) -> Result<(), Failure> {
+/// Creates `DIR/<op>_perf -> this binary` for every collective. A link
+/// that already points here is made again; a link that points elsewhere
+/// (a real nccl-tests build, say) is refused unless `force`, and any other
+/// file is always refused. Every name is checked before the first link is
+/// made, so a refusal leaves the folder as it was.
+pub fn install(dir: &Path, force: bool) -> Result<(), Failure> {
     let exe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| Failure::usage(format!("cannot find this program's path: {e}")))?;
@@ -15,20 +18,51 @@ pub fn install(dir: &Path) -> Result<(), Failure> {
             dir.display()
         ))
     })?;
-    for c in collbench_core::Collective::ALL {
-        let link = dir.join(c.spec().perf_name);
-        if let Ok(meta) = std::fs::symlink_metadata(&link) {
-            if !meta.file_type().is_symlink() {
-                return Err(Failure::usage(format!(
-                    "{} exists and is not a symlink: remove it or pick another folder",
-                    link.display()
-                )));
-            }
-            let _ = std::fs::remove_file(&link);
+    let links: Vec<_> = collbench_core::Collective::ALL
+        .iter()
+        .map(|c| dir.join(c.spec().perf_name))
+        .collect();
+    let mut replace = Vec::new();
+    for link in &links {
+        let Ok(meta) = std::fs::symlink_metadata(link) else {
+            continue;
+        };
+        if !meta.file_type().is_symlink() {
+            return Err(Failure::usage(format!(
+                "{} exists and is not a symlink: remove it or pick another folder",
+                link.display()
+            )));
         }
-        std::os::unix::fs::symlink(&exe, &link)
-            .map_err(|e| Failure::usage(format!("cannot create {}: {e}", link.display())))?;
-        println!("{} -> {}", link.display(), exe.display());
+        let here = link.canonicalize().is_ok_and(|t| t == exe);
+        if !here && !force {
+            let target = std::fs::read_link(link)
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|_| "?".into());
+            return Err(Failure::usage(format!(
+                "{} already links to {target}, not to this collbench: add --force to replace it, or pick another folder",
+                link.display()
+            )));
+        }
+        replace.push(link);
+    }
+    for link in &links {
+        if replace.contains(&link) {
+            std::fs::remove_file(link).map_err(|e| {
+                Failure::usage(format!(
+                    "cannot replace {}: {}",
+                    link.display(),
+                    crate::outputs::io_reason(&e)
+                ))
+            })?;
+        }
+        std::os::unix::fs::symlink(&exe, link).map_err(|e| {
+            Failure::usage(format!(
+                "cannot create {}: {}",
+                link.display(),
+                crate::outputs::io_reason(&e)
+            ))
+        })?;
+        collbench_core::stdout::print(&format!("{} -> {}\n", link.display(), exe.display()))?;
     }
     Ok(())
 }

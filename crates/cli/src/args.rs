@@ -28,9 +28,34 @@ fn iters_arg(s: &str) -> Result<Iters, String> {
     match s.parse::<u32>() {
         Ok(0) => Err("the count must be at least 1 (or auto)".into()),
         Ok(n) => Ok(Iters::Fixed(n)),
-        Err(_) => Err("expected a count of at least 1, or auto".into()),
+        Err(_) => Err(format!(
+            "-n takes a whole count from 1 to {}, or auto",
+            u32::MAX
+        )),
     }
 }
+
+/// A count flag (`-w`, `-m`, `-N`): clap's own words ("number too large
+/// to fit in target type") named neither the flag's range nor its form.
+fn count_arg(s: &str) -> Result<u32, String> {
+    s.parse::<u32>()
+        .map_err(|_| format!("expected a whole count from 0 to {}", u32::MAX))
+}
+
+/// `-T` and `--watchdog`: whole seconds. "invalid digit found in string"
+/// was all `-T 1e9` said.
+pub fn seconds_arg(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n <= MAX_SECONDS => Ok(n),
+        _ => Err(format!(
+            "give whole seconds from 0 (never) to {MAX_SECONDS} (a year), e.g. 300"
+        )),
+    }
+}
+
+/// The longest deadline `-T`/`--watchdog` take: longer is "never" in
+/// practice, and the sum with a start time must not overflow.
+const MAX_SECONDS: u64 = 365 * 24 * 3600;
 
 /// Flags of `collbench run` and of the `<op>_perf` aliases. A flag given
 /// twice takes its last value, as nccl-tests' getopt loop does.
@@ -38,7 +63,8 @@ fn iters_arg(s: &str) -> Result<Iters, String> {
 #[command(args_override_self = true)]
 pub struct RunArgs {
     /// Collectives to run: all_reduce all_gather reduce_scatter alltoall
-    /// broadcast reduce sendrecv gather scatter hypercube, or `all`.
+    /// alltoallv broadcast reduce sendrecv gather scatter hypercube, or
+    /// `all`.
     #[arg(value_name = "OP")]
     pub ops: Vec<String>,
 
@@ -64,14 +90,14 @@ pub struct RunArgs {
     #[arg(short = 'n', long = "iters", default_value = "20", value_parser = iters_arg)]
     pub iters: Iters,
     /// Operations aggregated per timed iteration.
-    #[arg(short = 'm', long = "agg_iters", default_value_t = 1)]
+    #[arg(short = 'm', long = "agg_iters", default_value_t = 1, value_parser = count_arg)]
     pub agg_iters: u32,
     /// Warm-up iterations per size.
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1)]
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1, value_parser = count_arg)]
     pub warmup_iters: u32,
     /// Repeat the whole sweep this many times (0: until stopped, e.g. by
     /// Ctrl-C, to hunt a hang with -S).
-    #[arg(short = 'N', long = "run_cycles", default_value_t = 1)]
+    #[arg(short = 'N', long = "run_cycles", default_value_t = 1, value_parser = count_arg)]
     pub run_cycles: u32,
     /// Parallel init (accepted for compatibility; init is already parallel).
     #[arg(short = 'p', long = "parallel_init", default_value_t = 0)]
@@ -104,7 +130,7 @@ pub struct RunArgs {
     pub stream_null: u32,
     /// Abort a collective that takes longer than this many seconds (0 = never);
     /// given, it replaces --watchdog's deadline.
-    #[arg(short = 'T', long = "timeout", default_value_t = 0)]
+    #[arg(short = 'T', long = "timeout", default_value_t = 0, value_parser = seconds_arg)]
     pub timeout: u64,
     /// Capture iterations in a CUDA graph and launch it N times (0 = off).
     #[arg(short = 'G', long = "cudagraph", default_value_t = 0)]
@@ -121,7 +147,9 @@ pub struct RunArgs {
     /// Append a timestamp to every row.
     #[arg(short = 'S', long = "report_timestamps", default_value_t = 0)]
     pub report_timestamps: u32,
-    /// Also write nccl-tests-style JSON (collbench's schema) to this file.
+    /// Also write nccl-tests' own JSON layout (as nccl-tests 2.19.6 `-J`
+    /// writes it) to this file; collbench's richer record is `--output
+    /// X.json`.
     #[arg(short = 'J', long = "output_file")]
     pub output_file: Option<std::path::PathBuf>,
     /// Misalign buffers by this many elements.
@@ -235,7 +263,7 @@ pub struct WatchdogArgs {
     /// every process prints one line naming the ranks and hosts that are
     /// silent (stopped) or behind, and where they are; communicators are
     /// aborted, exit 5 (0 = never; `run -T` replaces it).
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WATCHDOG_S)]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WATCHDOG_S, value_parser = seconds_arg)]
     pub watchdog: u64,
     /// Test hook: RANK:CASE:ITERATION stops calling there (alive).
     #[arg(long, hide = true, value_parser = |s: &str| Fault::parse(FaultKind::StopCalling, s))]
@@ -287,7 +315,8 @@ pub enum BackendName {
     Cpu,
     /// NVIDIA GPUs through NCCL.
     Nccl,
-    /// MPI collectives (builds with the `mpi` feature).
+    /// MPI collectives (a build with `cargo build --release --features
+    /// collbench-cli/mpi`).
     Mpi,
 }
 

@@ -99,7 +99,7 @@ fn refuse_cpu_across_processes(launch: &LaunchOptions) -> Result<(), Failure> {
     }
     Err(Failure::usage(format!(
         "this is rank {} of {} processes, but the CPU backend runs ranks as threads of one process: \
-         start one process with --ranks {} instead, or use --backend nccl (GPUs) or --backend mpi (a build with --features mpi)",
+         start one process with --ranks {} instead, or use --backend nccl (GPUs) or --backend mpi (a build with `cargo build --release --features collbench-cli/mpi`)",
         world.rank, world.world_size, world.world_size
     )))
 }
@@ -233,7 +233,7 @@ fn open_backend(
 fn no_mpi() -> Failure {
     Failure::new(
         Outcome::Backend,
-        "this collbench was built without MPI support: rebuild with `cargo build --release --features mpi`, or use --backend nccl/cpu",
+        "this collbench was built without MPI support: rebuild with `cargo build --release --features collbench-cli/mpi` (needs an MPI library such as OpenMPI), or use --backend nccl/cpu",
     )
 }
 

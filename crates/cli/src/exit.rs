@@ -65,17 +65,21 @@ pub enum Outcome {
     TuneFailed,
     /// `tune`: stopped by Ctrl-C; the measured bands are printed.
     TuneInterrupted,
+    /// `run`: stopped by Ctrl-C, SIGTERM or SIGHUP; the rows measured are
+    /// in the output files, marked partial.
+    Interrupted,
 }
 
 /// The outcomes of `run` (and the `<op>_perf` aliases), in code order.
 #[cfg(test)]
-const RUN: [Outcome; 6] = [
+const RUN: [Outcome; 7] = [
     Outcome::Ok,
     Outcome::Wrong,
     Outcome::Usage,
     Outcome::Launch,
     Outcome::Backend,
     Outcome::Timeout,
+    Outcome::Interrupted,
 ];
 
 /// The other commands and their own outcomes, in code order.
@@ -152,7 +156,7 @@ impl Outcome {
             Outcome::Backend | Outcome::TuneFailed => 4,
             Outcome::Timeout => 5,
             Outcome::ReportSkipped => 6,
-            Outcome::TuneInterrupted => 130,
+            Outcome::TuneInterrupted | Outcome::Interrupted => 130,
         }
     }
 
@@ -184,6 +188,7 @@ impl Outcome {
             Outcome::TuneRefused => "usage error, or not NCCL (CPU backend, several processes, the user's own `NCCL_TUNER_PLUGIN`): nothing ran",
             Outcome::TuneFailed => "NCCL or a measurement failed; the bands measured so far are printed",
             Outcome::TuneInterrupted => "stopped by Ctrl-C; the bands measured so far are printed",
+            Outcome::Interrupted => "stopped by Ctrl-C, SIGTERM or SIGHUP: the rows measured so far are written to `--output` and `-J` (and a JSON/CSV/Markdown stdout), marked partial",
         }
     }
 
@@ -298,7 +303,7 @@ pub fn check_failure(e: &anyhow::Error) -> Failure {
         Some(
             run @ (collbench_runner::RunError::Stuck(_) | collbench_runner::RunError::Control(_)),
         ) => Failure::from_run(run),
-        _ => Failure::new(Outcome::CheckFail, crate::one_line(e)),
+        _ => library_failure(e, Outcome::CheckFail),
     }
 }
 
@@ -357,6 +362,22 @@ pub fn terminate(outcome: Outcome) -> ! {
     std::process::exit(code)
 }
 
+/// Stdout that did not take the results is exit 2, whatever the command.
+impl From<collbench_core::stdout::StdoutError> for Failure {
+    fn from(e: collbench_core::stdout::StdoutError) -> Failure {
+        Failure::usage(e.to_string())
+    }
+}
+
+/// A library command's error: a failed write to stdout is exit 2 (one
+/// line, as for `run`); anything else ends with `outcome`.
+pub fn library_failure(e: &anyhow::Error, outcome: Outcome) -> Failure {
+    match e.downcast_ref::<collbench_core::stdout::StdoutError>() {
+        Some(stdout) => Failure::usage(stdout.to_string()),
+        None => Failure::new(outcome, crate::one_line(e)),
+    }
+}
+
 impl From<collbench_launch::LaunchError> for Failure {
     fn from(e: collbench_launch::LaunchError) -> Failure {
         Failure::new(Outcome::Launch, e.to_string())
@@ -380,9 +401,9 @@ mod tests {
     }
 
     #[test]
-    fn run_codes_are_0_to_5_in_order() {
+    fn run_codes_are_0_to_5_in_order_then_130() {
         let codes: Vec<i32> = RUN.iter().map(|o| o.code()).collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 130]);
     }
 
     #[test]

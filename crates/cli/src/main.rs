@@ -10,6 +10,9 @@ mod aliases;
 mod args;
 mod backend_open;
 mod exit;
+#[cfg(test)]
+mod help_readme;
+mod interrupt;
 mod launch_args;
 mod meta;
 mod nccl_only;
@@ -40,7 +43,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run collectives with nccl-tests' flags (exit 0 ok, 1 wrong results,
-    /// 2 usage, 3 launch, 4 backend, 5 timeout: see `exit::RUN`).
+    /// 2 usage, 3 launch, 4 backend, 5 timeout, 130 interrupted; the
+    /// README's table says more).
     #[command(disable_version_flag = true)]
     Run(Box<RunArgs>),
     /// Find NCCL settings that beat the defaults on this machine, prove
@@ -88,6 +92,10 @@ enum Command {
     InstallAliases {
         /// Folder for the symlinks.
         dir: std::path::PathBuf,
+        /// Replace links of these names that point elsewhere (another
+        /// nccl-tests build).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -110,7 +118,13 @@ fn clap_failure(e: clap::Error, prog: &str) -> Failure {
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
-        let _ = e.print();
+        // Help or version that stdout cannot take ends like any other
+        // failed write: exit 2, one line.
+        if let Err(io) = e.print() {
+            let f = Failure::from(collbench_core::stdout::StdoutError::from(io));
+            eprintln!("collbench: {}", f.message);
+            std::process::exit(f.outcome.code());
+        }
         std::process::exit(
             if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 Outcome::Usage.code()
@@ -196,10 +210,9 @@ fn one_line(e: &anyhow::Error) -> String {
     out
 }
 
-/// A library's error as a usage failure (`{:#}` prints anyhow's chain of
-/// causes on one line).
+/// A library's error as a usage failure, its chain of causes on one line.
 fn usage(e: anyhow::Error) -> Failure {
-    Failure::usage(one_line(&e))
+    exit::library_failure(&e, Outcome::Usage)
 }
 
 fn real_main() -> Result<Outcome, Failure> {
@@ -253,7 +266,7 @@ fn real_main() -> Result<Outcome, Failure> {
             }
             collbench_report::report_main(&report)
                 .map(Outcome::report)
-                .map_err(|e| Failure::new(Outcome::ReportUnusable, one_line(&e)))
+                .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))
         }
         Command::Compare(a) => collbench_report::compare_main(&a)
             .map(Outcome::compare)
@@ -290,7 +303,9 @@ fn real_main() -> Result<Outcome, Failure> {
         Command::Baselines(a) => collbench_check::baselines_main(&a)
             .map(|_| Outcome::Ok)
             .map_err(usage),
-        Command::InstallAliases { dir } => aliases::install(&dir).map(|_| Outcome::Ok),
+        Command::InstallAliases { dir, force } => {
+            aliases::install(&dir, force).map(|_| Outcome::Ok)
+        }
     }
 }
 
@@ -301,13 +316,24 @@ fn check_args(a: &collbench_check::CheckArgs, force: bool) -> Result<(), Failure
             "--size 0 measures nothing: give a size of at least 1 byte, e.g. --size 64M",
         ));
     }
-    if let Some(path) = &a.json {
-        outputs::claim("--json", path, force, &[])?;
+    // A baseline given as a file is the one input of `check`.
+    let inputs: Vec<&std::path::Path> = a
+        .baseline
+        .as_deref()
+        .map(std::path::Path::new)
+        .filter(|p| p.exists())
+        .into_iter()
+        .collect();
+    if let (Some(j), Some(p)) = (&a.json, &a.prometheus) {
+        outputs::distinct(("--json", j), ("--prometheus", p))?;
     }
-    // The textfile collector's file is replaced on every run (atomically),
-    // so only its folder is checked.
+    if let Some(path) = &a.json {
+        outputs::claim("--json", path, force, &inputs)?;
+    }
+    // The textfile collector's file is replaced on every run (atomically):
+    // no --force needed, but only a regular file may be there.
     if let Some(path) = &a.prometheus {
-        outputs::claim("--prometheus", path, true, &[])?;
+        outputs::claim_replaced("--prometheus", path, &inputs)?;
     }
     Ok(())
 }

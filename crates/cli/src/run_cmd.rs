@@ -4,12 +4,12 @@
 use crate::args::{Iters, RunArgs};
 use crate::backend_open::{self, Mode, Tuning};
 use crate::exit::{Failure, Outcome};
+use crate::interrupt::{Keeper, Keeping, OutputFile};
 use crate::observer::TextObserver;
 use collbench_core::auto_iters::AutoIters;
 use collbench_core::size::Step;
 use collbench_output::{text::TextOptions, Format};
 use collbench_runner::{Average, Plan, RootSel, Runner};
-use std::path::PathBuf;
 
 /// Builds the plan from the flags; every mistake is a usage failure.
 pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
@@ -166,17 +166,12 @@ fn per_iter_settings(timing: i64, skip: i64, iters: u32, graph: u32) -> (bool, u
 
 /// An output file, checked (see `outputs`) before anything runs so a long
 /// run never ends in "cannot write" or replaces a file by surprise.
-struct OutputFile {
-    flag: &'static str,
-    path: PathBuf,
-    format: Format,
-}
-
 fn output_file(
     flag: &'static str,
     path: &std::path::Path,
     format: Option<Format>,
     force: bool,
+    inputs: &[&std::path::Path],
 ) -> Result<OutputFile, Failure> {
     let format = format.or_else(|| Format::from_path(path)).ok_or_else(|| {
         Failure::usage(format!(
@@ -184,7 +179,7 @@ fn output_file(
             path.display()
         ))
     })?;
-    crate::outputs::claim(flag, path, force, &[])?;
+    crate::outputs::claim(flag, path, force, inputs)?;
     Ok(OutputFile {
         flag,
         path: path.to_path_buf(),
@@ -193,11 +188,8 @@ fn output_file(
 }
 
 /// A failed write of the results to stdout: exit 2, one line.
-fn stdout_failure(e: &std::io::Error) -> Failure {
-    Failure::usage(format!(
-        "cannot write the results to standard output: {}",
-        crate::outputs::io_reason(e)
-    ))
+fn stdout_failure(e: std::io::Error) -> Failure {
+    collbench_core::stdout::StdoutError::from(e).into()
 }
 
 /// Runs the benchmark.
@@ -209,11 +201,19 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     if let (Some(o), Some(j)) = (&a.output, &a.output_file) {
         crate::outputs::distinct(("--output", o), ("-J", j))?;
     }
+    // `--tuner-config` is the one file `run` reads.
+    let inputs: Vec<&std::path::Path> = a.tuner_config.as_deref().into_iter().collect();
     if let Some(p) = &a.output {
-        files.push(output_file("--output", p, None, a.force)?);
+        files.push(output_file("--output", p, None, a.force, &inputs)?);
     }
     if let Some(p) = &a.output_file {
-        files.push(output_file("-J", p, Some(Format::NcclTestsJson), a.force)?);
+        files.push(output_file(
+            "-J",
+            p,
+            Some(Format::NcclTestsJson),
+            a.force,
+            &inputs,
+        )?);
     }
     // The explanation pass runs when the text asks for it or a record
     // (JSON, CSV) will carry it; plain text runs never load the plugin.
@@ -239,7 +239,14 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         None => None,
     };
     let watchdog = a.watch.watchdog(a.timeout);
+    // From here on Ctrl-C keeps the rows measured (written, marked
+    // partial, exit 130).
+    let streamed = a.quiet || stdout_format == Format::Text;
+    let keeper = Keeper::install(files.clone(), (!streamed).then_some(stdout_format));
     let mut opened = backend_open::open(&a.backend, &a.launch, tuning, mode, &watchdog)?;
+    if opened.control.rank() != 0 {
+        keeper.not_root();
+    }
     let world_size = opened.backend.world_size();
     if opened.backend.info().name == "cpu" {
         let given: Vec<&str> = [
@@ -254,6 +261,13 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
             eprintln!(
                 "collbench: {} {verb} ignored on the CPU backend (CUDA graphs and NCCL buffer registration are GPU features)",
                 given.join(" and ")
+            );
+        }
+        // The columns come from NCCL's profiler: the CPU backend has none
+        // to ask, and an explain that adds nothing should say so.
+        if a.explain {
+            eprintln!(
+                "collbench: --explain adds nothing on the CPU backend (it shows the algorithm, protocol and channels NCCL reports; use --backend nccl on GPUs)"
             );
         }
     }
@@ -277,11 +291,19 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     let record = crate::meta::new_record(argv);
     let mut runner =
         Runner::new(opened.backend.as_mut(), opened.control.as_ref(), plan).with_watchdog(watchdog);
-    let Some(record) = runner.run(record, &mut obs)? else {
+    let ran = runner.run(
+        record,
+        &mut Keeping {
+            inner: &mut obs,
+            keeper: &keeper,
+        },
+    );
+    keeper.done();
+    let Some(record) = ran? else {
         return Ok(Outcome::Ok);
     };
     obs.finish(&record);
-    if let Some(e) = &obs.write_error {
+    if let Some(e) = obs.write_error.take() {
         return Err(stdout_failure(e));
     }
     if let Some((path, plugin)) = &tuner {
@@ -293,7 +315,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         let mut out = std::io::stdout().lock();
         out.write_all(&bytes)
             .and_then(|_| out.flush())
-            .map_err(|e| stdout_failure(&e))?;
+            .map_err(stdout_failure)?;
     }
     for f in files {
         let bytes = f.format.exporter().serialize(&record);

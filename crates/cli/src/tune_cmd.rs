@@ -392,10 +392,13 @@ fn print_report(a: &TuneArgs, report: &TuneReport) -> Result<(), Failure> {
         TuneFormat::Json => render::json(report),
         TuneFormat::Md => render::markdown(report),
     };
-    print!("{table}");
+    let mut text = table;
     if a.shell {
-        print!("\n{}", render::shell(report));
+        text += &format!("\n{}", render::shell(report));
     }
+    // The CSV file is written even when stdout fails; the failure is the
+    // command's end (exit 2) once it is.
+    let printed = collbench_core::stdout::print(&text).map_err(Failure::from);
     if let Some(path) = &a.csv {
         let (csv, notes) = TunerConfig::from_report(report);
         std::fs::write(path, csv.to_csv(&notes)).map_err(|e| {
@@ -411,7 +414,7 @@ fn print_report(a: &TuneArgs, report: &TuneReport) -> Result<(), Failure> {
             path.display()
         );
     }
-    Ok(())
+    printed
 }
 
 /// `run --tuner-config FILE`: checks the file and the backend, installs

@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 const TABLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/bad-input.md");
 const BIN: &str = env!("CARGO_BIN_EXE_collbench");
 
+/// How `check`'s progress lines on stderr begin (the table leaves them out).
+const CHECK_PROGRESS: &str = "collbench check: ";
+
 /// Launcher variables of the machine running the tests must not leak in.
 const LAUNCHER_VARS: &[&str] = &[
     "OMPI_COMM_WORLD_RANK",
@@ -81,8 +84,21 @@ fn rows(text: &str) -> Vec<Row> {
         .collect()
 }
 
-/// A scratch folder with the inputs the rows name, and `collbench` plus two
-/// `_perf` names on PATH.
+/// A small nccl-tests log (`in.txt` of the scratch folder).
+const LOG: &str = "\
+# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1 iters: 2 agg iters: 1 validation: 1 graph: 0
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1     9.63    0.00    0.00       0     0.92    0.01    0.01       0
+          16             4     float     sum      -1     0.88    0.02    0.02       0     0.80    0.02    0.02       0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0.0212754
+";
+
+/// A scratch folder with the inputs the rows name (`in.md`, `exists.json`,
+/// the log `in.txt`), and `collbench` plus two `_perf` names on PATH.
 fn scratch() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
@@ -92,6 +108,7 @@ fn scratch() -> tempfile::TempDir {
     }
     std::fs::write(dir.path().join("in.md"), "# a log\n").unwrap();
     std::fs::write(dir.path().join("exists.json"), "{}\n").unwrap();
+    std::fs::write(dir.path().join("in.txt"), LOG).unwrap();
     dir
 }
 
@@ -120,8 +137,15 @@ fn run_row(dir: &Path, input: &str) -> (i32, String) {
         "{input}: took {:?}",
         started.elapsed()
     );
-    let err = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
-    (out.status.code().unwrap_or(-1), err)
+    let err = String::from_utf8_lossy(&out.stderr);
+    // `check` says on stderr what it is measuring; the line that matters
+    // comes after that progress.
+    let err: Vec<&str> = err
+        .trim_end()
+        .lines()
+        .filter(|l| !l.starts_with(CHECK_PROGRESS))
+        .collect();
+    (out.status.code().unwrap_or(-1), err.join("\n"))
 }
 
 #[test]

@@ -8,12 +8,13 @@
 //! consume, NCCL's version code as text and back ([`nccl_version`]), the
 //! pairwise bandwidth matrix ([`pairs::PairMatrix`]) that `check` writes
 //! and `report` reads; where a rank is ([`progress`]) and the line that
-//! names the ranks holding a collective up ([`stuck`]); and
+//! names the ranks holding a collective up ([`stuck`]); printing results
+//! on stdout as a fallible step ([`stdout`]); and
 //! [`Bootstrap`], the seam through
 //! which the runner, checks and backends talk to the job's other processes
 //! (implemented by collbench-launch).
 //!
-//! Not for: I/O, backends, printing. This crate has no `unsafe` and no
+//! Not for: I/O, backends, printing (beyond [`stdout::print()`]). This crate has no `unsafe` and no
 //! heavy dependencies.
 #![forbid(unsafe_code)]
 
@@ -34,6 +35,7 @@ pub mod record;
 pub mod redop;
 pub mod size;
 pub mod stats;
+pub mod stdout;
 pub mod stuck;
 pub mod verify;
 

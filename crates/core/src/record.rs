@@ -58,6 +58,11 @@ pub struct Record {
     /// nccl-tests' "Avg bus bandwidth" as printed, where the log had it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avg_busbw_gbps: Option<f64>,
+    /// Set when the run stopped before its end (Ctrl-C, SIGTERM): why,
+    /// e.g. `interrupted by a signal after 12 rows`. `results` holds the
+    /// rows measured until then. Absent from a complete run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
 }
 
 /// Settings of a run, as the nccl-tests header reports them.

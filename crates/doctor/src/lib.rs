@@ -22,6 +22,7 @@ pub mod limits;
 pub mod nccl;
 pub mod net;
 
+use collbench_core::stdout::print;
 use serde::Serialize;
 
 /// `collbench doctor` flags.
@@ -46,13 +47,14 @@ pub enum DoctorFormat {
     Json,
 }
 
-/// Runs the local checks and prints them; returns the exit code.
+/// Runs the local checks and prints them; returns the exit code. A failed
+/// write to stdout is a [`collbench_core::stdout::StdoutError`].
 pub fn doctor_main(args: &DoctorArgs) -> anyhow::Result<i32> {
     let checks = run_all();
     if args.json || args.format == DoctorFormat::Json {
-        println!("{}", serde_json::to_string_pretty(&checks)?);
+        print(&(serde_json::to_string_pretty(&checks)? + "\n"))?;
     } else {
-        print!("{}", render(&checks));
+        print(&render(&checks))?;
     }
     Ok(exit_code(&checks))
 }

@@ -15,7 +15,6 @@ mod quote;
 mod slurm;
 mod validate;
 
-use std::io::Write;
 use std::path::PathBuf;
 
 pub use k8s::{K8sArgs, K8sKind};
@@ -117,11 +116,12 @@ pub fn render(args: &GenArgs) -> anyhow::Result<String> {
 }
 
 /// Writes the requested launch file to `--output` (a Slurm script there is
-/// made executable) or to standard output.
+/// made executable) or to standard output (a failed write there is a
+/// [`collbench_core::stdout::StdoutError`]).
 pub fn run(args: &GenArgs) -> anyhow::Result<()> {
     let text = render(args)?;
     match &args.output {
-        None => std::io::stdout().write_all(text.as_bytes())?,
+        None => collbench_core::stdout::print(&text)?,
         Some(path) => {
             std::fs::write(path, &text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;

@@ -40,6 +40,11 @@ pub enum Format {
     Markdown,
     /// nccl-tests' own `-J` layout (see [`nccl_tests_json`]); chosen by
     /// `-J`, never by a file extension.
+    // Help shows this, not the doc comment, whose link is a code name.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "nccl-tests' own -J JSON layout (as -J writes it)")
+    )]
     NcclTestsJson,
 }
 

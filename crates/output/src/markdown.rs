@@ -275,6 +275,9 @@ impl Exporter for MarkdownExporter {
             record.library.as_deref().unwrap_or("none"),
             record.settings.world_size
         );
+        if let Some(why) = &record.partial {
+            let _ = writeln!(s, "**Partial:** {why}.\n");
+        }
         for op in record.ops() {
             let _ = writeln!(s, "## {op}\n");
             let cases = record.op_results(&op).collect::<Vec<_>>();

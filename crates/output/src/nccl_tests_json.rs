@@ -9,7 +9,8 @@
 //! process (its first rank), inside `config`. Where collbench knows less or
 //! differently: `env` holds the recorded variables only (never the whole
 //! environment), times are UTC, `nccl_version` is 0 without NCCL, and one
-//! file may hold several collectives (`run all`).
+//! file may hold several collectives (`run all`). A partial run (Ctrl-C)
+//! names why in `errors`, the list where nccl-tests puts NCCL's last error.
 
 use crate::Exporter;
 use collbench_core::{nccl_version, Placement, Record};
@@ -76,7 +77,17 @@ fn document(r: &Record, end_time: &str) -> String {
             "average_bus_bandwidth",
             object(&[("bandwidth", double(avg_busbw)), ("okay", bw_okay)]),
         ),
-        ("errors", list(std::iter::empty())),
+        // nccl-tests lists NCCL's last error here; a partial run says why
+        // it stopped, so a reader of the file sees it is not the whole
+        // sweep.
+        (
+            "errors",
+            list(
+                r.partial
+                    .iter()
+                    .map(|why| string(&format!("partial: {why}"))),
+            ),
+        ),
         ("end_time", string(end_time)),
     ])
 }

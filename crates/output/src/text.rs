@@ -347,6 +347,10 @@ impl Exporter for TextExporter {
         if ops.len() > 1 {
             s += &summary(record);
         }
+        // A stopped run says so where a reader of the log looks last.
+        if let Some(why) = &record.partial {
+            s += &format!("# collbench: partial: {why}\n");
+        }
         s.push('\n');
         s.into_bytes()
     }

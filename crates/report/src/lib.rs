@@ -11,7 +11,8 @@
 //! * [`metrics`]: which figures mean something for which test.
 //! * [`compare`]: NEW vs BASE with a documented noise rule;
 //!   [`compare_sides`] names both sides and warns where they differ;
-//!   [`compare_explain`] names changes in what NCCL ran.
+//!   [`compare_explain`] names changes in what NCCL ran; [`compare_out`]
+//!   prints it as text or JSON.
 //! * [`units`]: collbench-output's number formatter, re-exported.
 //!
 //! Not for: running benchmarks or judging them against baselines (`check`).
@@ -20,16 +21,19 @@
 
 pub mod compare;
 pub mod compare_explain;
+pub mod compare_out;
 pub mod compare_sides;
 pub mod input;
 pub mod parse;
 pub mod render;
 pub use collbench_output::{metrics, units};
 
+pub use compare_out::CompareFormat;
 pub use input::{read_paths, Inputs, Parsed, Warning};
 pub use parse::{parse_file, parse_paths, parse_str, FileError, Format, ParseError};
 pub use render::charts::heatmap_svg;
 
+use collbench_core::stdout::print;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -45,7 +49,12 @@ pub struct ReportArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Read every input as this format instead of detecting it.
-    #[arg(long, value_enum)]
+    #[arg(
+        long = "input-format",
+        alias = "format",
+        value_enum,
+        value_name = "FORMAT"
+    )]
     pub format: Option<Format>,
     /// `collbench check --json` output whose pairwise bandwidth matrix the
     /// HTML report draws as a heatmap (repeatable).
@@ -114,9 +123,13 @@ pub struct CompareArgs {
     /// regression, 0 otherwise, 2 when an input cannot be read.
     #[arg(long, value_name = "PCT", default_value_t = 5.0)]
     pub threshold: f64,
+    /// What stdout carries: the tables and verdict line, or the same
+    /// findings as JSON.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
     /// Read both inputs as this format instead of detecting it.
-    #[arg(long, value_enum)]
-    pub format: Option<Format>,
+    #[arg(long = "input-format", value_enum, value_name = "FORMAT")]
+    pub input_format: Option<Format>,
 }
 
 /// Runs `collbench report`. Skipped files and data-quality warnings go to
@@ -141,8 +154,7 @@ pub fn report_main(args: &ReportArgs) -> anyhow::Result<ReportOutcome> {
     }
     let quality = inputs.quality_markdown();
     let Some(path) = &args.output else {
-        let text = render::markdown::render(records) + &quality;
-        std::io::stdout().write_all(text.as_bytes())?;
+        print(&(render::markdown::render(records) + &quality))?;
         return Ok(outcome);
     };
     let ext = path
@@ -191,13 +203,14 @@ pub enum CompareOutcome {
     Unusable,
 }
 
-/// Runs `collbench compare`: prints the table and verdict line, and says
-/// whether a case regressed.
+/// Runs `collbench compare`: prints the table and verdict line (or their
+/// JSON), and says whether a case regressed. A failed write to stdout is a
+/// [`collbench_core::stdout::StdoutError`].
 pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
         anyhow::bail!("--threshold must be a non-negative percentage");
     }
-    let read = |p: &PathBuf| read_paths(std::slice::from_ref(p), args.format, false);
+    let read = |p: &PathBuf| read_paths(std::slice::from_ref(p), args.input_format, false);
     let (base, new) = match (read(&args.base), read(&args.new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => {
@@ -228,40 +241,20 @@ pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
         compare_sides::side(base_recs),
         compare_sides::side(new_recs),
     );
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{}",
-        compare_sides::header_line("BASE", &args.base.display().to_string(), &bs)
-    )?;
-    writeln!(
-        out,
-        "{}",
-        compare_sides::header_line("NEW ", &args.new.display().to_string(), &ns)
-    )?;
-    for w in compare_sides::warnings(&bs, &ns) {
-        writeln!(out, "{w}")?;
-    }
-    for (side, only) in [("BASE", &cmp.only_base), ("NEW", &cmp.only_new)] {
-        if !only.is_empty() {
-            writeln!(out, "only in {side} ({}): {}", only.len(), only.join(", "))?;
-        }
-    }
-    writeln!(out)?;
-    writeln!(out, "{}", cmp.table())?;
-    writeln!(out, "{}", cmp.overall_line())?;
-    let regressions = cmp.regression_table();
-    if !regressions.is_empty() {
-        writeln!(out, "\nRegressions:\n\n{regressions}")?;
-        let notes = cmp.regression_notes();
-        for n in &notes {
-            writeln!(out, "{n}")?;
-        }
-        if !notes.is_empty() {
-            writeln!(out)?;
-        }
-    }
-    writeln!(out, "{}", cmp.verdict_line())?;
+    let (base_name, new_name) = (
+        args.base.display().to_string(),
+        args.new.display().to_string(),
+    );
+    let sides = compare_out::Sides {
+        base_name: &base_name,
+        new_name: &new_name,
+        base: &bs,
+        new: &ns,
+    };
+    print(&match args.format {
+        CompareFormat::Text => compare_out::text(&sides, &cmp),
+        CompareFormat::Json => compare_out::json(&sides, &cmp),
+    })?;
     Ok(if cmp.regressions().next().is_some() {
         CompareOutcome::Regression
     } else {

@@ -4,6 +4,7 @@
 
 use super::report::Report;
 use super::{Outcome, PreflightFormat, RankInfo};
+use collbench_core::stdout::{print, StdoutError};
 use collbench_launch::{Control, LaunchError, LaunchOptions, World};
 
 /// Test-only: the rank named here exits abruptly right after joining, to
@@ -16,13 +17,18 @@ const VERDICT_FAIL: u8 = 3;
 
 /// Runs the preflight check on this rank. Launch and peer failures are
 /// reported here (one line on stderr, or rank 0's report) and are a
-/// [`Outcome::Fail`] rather than an error.
-pub fn run(launch: &LaunchOptions, format: PreflightFormat, mut info: RankInfo) -> Outcome {
+/// [`Outcome::Fail`] rather than an error; the error is stdout that did not
+/// take the report (after rank 0 has told everyone the verdict).
+pub fn run(
+    launch: &LaunchOptions,
+    format: PreflightFormat,
+    mut info: RankInfo,
+) -> Result<Outcome, StdoutError> {
     let world = match World::discover(launch) {
         Ok(world) => world,
         Err(e) => {
             eprintln!("collbench preflight: {e}");
-            return Outcome::Fail;
+            return Ok(Outcome::Fail);
         }
     };
     info.host = world.hostname.clone();
@@ -50,12 +56,12 @@ pub fn run(launch: &LaunchOptions, format: PreflightFormat, mut info: RankInfo) 
                 joined: vec![],
             };
             let report = Report::new(&world, &joined, &missing, vec![problem.to_string()]);
-            print!("{}", report.render(format));
-            return Outcome::Fail;
+            print(&report.render(format))?;
+            return Ok(Outcome::Fail);
         }
         Err(e) => {
             said(&e);
-            return Outcome::Fail;
+            return Ok(Outcome::Fail);
         }
     };
     if std::env::var(DIE_AFTER_CONNECT)
@@ -70,11 +76,12 @@ pub fn run(launch: &LaunchOptions, format: PreflightFormat, mut info: RankInfo) 
     // named here rather than reported as PASS.
     if let Err(e) = control.barrier() {
         said(&e);
-        return Outcome::Fail;
+        return Ok(Outcome::Fail);
     }
+    let mut printed = Ok(());
     let verdict = if world.rank == 0 {
         let report = Report::new(&world, &control.hellos(), &[], vec![]);
-        print!("{}", report.render(format));
+        printed = print(&report.render(format));
         let byte = match report.outcome() {
             Outcome::Pass => 0,
             Outcome::Fail => VERDICT_FAIL,
@@ -83,12 +90,13 @@ pub fn run(launch: &LaunchOptions, format: PreflightFormat, mut info: RankInfo) 
     } else {
         control.broadcast(None)
     };
-    match verdict {
+    printed?;
+    Ok(match verdict {
         Ok(byte) if byte.first() == Some(&0) => Outcome::Pass,
         Ok(_) => Outcome::Fail,
         Err(e) => {
             said(&e);
             Outcome::Fail
         }
-    }
+    })
 }

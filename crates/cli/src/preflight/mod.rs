@@ -106,7 +106,7 @@ fn rank_info(args: &PreflightArgs) -> RankInfo {
 /// Runs the check-in.
 pub fn run(args: &PreflightArgs) -> Result<ExitOutcome, Failure> {
     Ok(
-        match checkin::run(&args.launch.options(), args.format, rank_info(args)) {
+        match checkin::run(&args.launch.options(), args.format, rank_info(args))? {
             Outcome::Pass => ExitOutcome::PreflightPass,
             Outcome::Fail => ExitOutcome::PreflightFail,
         },

@@ -19,6 +19,7 @@ pub mod nccom;
 pub mod nvshmem;
 pub mod osu;
 pub mod rccl;
+mod read;
 mod text;
 pub mod unit;
 
@@ -124,6 +125,12 @@ pub enum FileError {
         path: String,
         source: std::io::Error,
     },
+    /// Binary data where a log's text should be (checked on the first KiB).
+    #[error("{path}: not a text log (binary data in its first KiB): name a benchmark log, or leave this file out")]
+    NotText { path: String },
+    /// A large text without any tool's header near its start.
+    #[error("{path}: not a benchmark log: no nccl-tests, rccl-tests, nccom-test, OSU, NVSHMEM perftest, Inspector or collbench header in its first {window}; use --input-format to force one")]
+    NoHeader { path: String, window: String },
 }
 
 impl FileError {
@@ -187,7 +194,7 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
     if parts.is_empty() {
         return Err(ParseError::whole(
             "cannot tell the format of any rank's output (expected nccl-tests/rccl-tests text or JSON, \
-             nccom-test, OSU, NVSHMEM perftest, NCCL Inspector or collbench JSON); use --format to force one",
+             nccom-test, OSU, NVSHMEM perftest, NCCL Inspector or collbench JSON); use --input-format to force one",
         ));
     }
     let label_streams = parts.len() > 1;
@@ -238,7 +245,7 @@ fn parse_one(
         None => detect::detect(text).ok_or_else(|| {
             ParseError::whole(
                 "cannot tell the format (expected nccl-tests/rccl-tests text or JSON, nccom-test, OSU, \
-                 NVSHMEM perftest, NCCL Inspector or collbench JSON); use --format to force one",
+                 NVSHMEM perftest, NCCL Inspector or collbench JSON); use --input-format to force one",
             )
         })?,
     };
@@ -253,7 +260,7 @@ fn parse_one(
         Format::Nccom => nccom::parse(text, &mut notes)?,
         Format::Osu => osu::parse(text, &mut notes)?,
         Format::Nvshmem => nvshmem::parse(text, &mut notes)?,
-        Format::CollbenchJson => collbench_json::parse(text)?,
+        Format::CollbenchJson => collbench_json::parse(text, &mut notes)?,
         Format::Inspector => inspector::parse(text, &mut notes)?,
     };
     Ok((records, notes))
@@ -267,10 +274,7 @@ pub fn parse_file(path: &Path, format: Option<Format>) -> Result<Vec<Record>, Fi
 /// Reads and parses one file, with its warnings.
 pub fn read_file(path: &Path, format: Option<Format>) -> Result<Parsed, FileError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| FileError::Io {
-        path: name.clone(),
-        source,
-    })?;
+    let bytes = read::read_log(path, format)?;
     // Logs copied from terminals sometimes carry stray non-UTF-8 bytes;
     // they never sit inside the numbers we read.
     let text = String::from_utf8_lossy(&bytes);

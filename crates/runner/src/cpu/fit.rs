@@ -71,6 +71,22 @@ pub fn check_fits(
     if need <= usable {
         return Ok(());
     }
+    // A misalignment is added to every buffer: when it is what does not
+    // fit, the line names -u rather than the sweep or the ranks.
+    let need_aligned = buffers
+        .iter()
+        .map(|b| b.bytes_after(&largest, size, 0))
+        .sum::<u64>()
+        .saturating_add(check_bytes(&largest));
+    if unalign > 0 && need_aligned <= usable {
+        return Err(BackendError::OutOfMemory(format!(
+            "{} -e {} with -u {unalign} needs {} of host memory with {} ranks, more than is free: -u/--unalign adds {unalign} elements to every buffer, so use a smaller -u (e.g. -u 1)",
+            case.collective,
+            format_size(size),
+            gib(need),
+            case.world_size,
+        )));
+    }
     let fits = (0..64)
         .rev()
         .map(|k| 1u64 << k)

@@ -1,0 +1,176 @@
+//! What `collbench compare` prints: the text (sides, tables, verdict) or
+//! the same findings as one JSON document (`--format json`).
+
+use crate::compare::{Comparison, Row, Verdict};
+use crate::compare_sides::{self, Side};
+use serde::Serialize;
+
+/// What `compare` prints on stdout.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CompareFormat {
+    /// The sides, the per-case table, regressions and the verdict line.
+    #[default]
+    Text,
+    /// The same findings as one JSON object (`schema`: collbench-compare/1).
+    Json,
+}
+
+/// The two inputs as the command line named them, and what they hold.
+pub struct Sides<'a> {
+    pub base_name: &'a str,
+    pub new_name: &'a str,
+    pub base: &'a Side,
+    pub new: &'a Side,
+}
+
+/// The text layout: a line per side, warnings, one-sided cases, the table,
+/// the overall line, the regressions and the verdict line.
+pub fn text(sides: &Sides, cmp: &Comparison) -> String {
+    let mut out = String::new();
+    let mut line = |s: &str| {
+        out += s;
+        out += "\n";
+    };
+    line(&compare_sides::header_line(
+        "BASE",
+        sides.base_name,
+        sides.base,
+    ));
+    line(&compare_sides::header_line(
+        "NEW ",
+        sides.new_name,
+        sides.new,
+    ));
+    for w in compare_sides::warnings(sides.base, sides.new) {
+        line(&w);
+    }
+    for (side, only) in [("BASE", &cmp.only_base), ("NEW", &cmp.only_new)] {
+        if !only.is_empty() {
+            line(&format!(
+                "only in {side} ({}): {}",
+                only.len(),
+                only.join(", ")
+            ));
+        }
+    }
+    line("");
+    line(&cmp.table());
+    line(&cmp.overall_line());
+    let regressions = cmp.regression_table();
+    if !regressions.is_empty() {
+        line(&format!("\nRegressions:\n\n{regressions}"));
+        let notes = cmp.regression_notes();
+        for n in &notes {
+            line(n);
+        }
+        if !notes.is_empty() {
+            line("");
+        }
+    }
+    line(&cmp.verdict_line());
+    out
+}
+
+/// `--format json`: the findings of the text, as data.
+#[derive(Debug, Serialize)]
+struct Document<'a> {
+    /// `collbench-compare/1`.
+    schema: &'static str,
+    base: &'a str,
+    new: &'a str,
+    threshold_pct: f64,
+    /// `ok` or `regression`, as the exit code says (0 or 1).
+    verdict: &'static str,
+    exit_code: i32,
+    regressions: usize,
+    /// Rank counts or GPU models that differ between the sides.
+    warnings: Vec<String>,
+    only_base: &'a [String],
+    only_new: &'a [String],
+    cases: Vec<Case<'a>>,
+    /// The text's overall and verdict lines.
+    overall: String,
+    verdict_line: String,
+}
+
+/// One case present on both sides.
+#[derive(Debug, Serialize)]
+struct Case<'a> {
+    op: &'a str,
+    dtype: &'a str,
+    redop: &'a str,
+    root: i64,
+    size_bytes: u64,
+    placement: &'static str,
+    /// The figure the verdict is judged on: `time`, `busbw` or `algbw`.
+    judged_on: &'static str,
+    /// NEW/BASE of that figure (`null` where BASE is 0).
+    ratio: Option<f64>,
+    verdict: &'static str,
+    base: Figures,
+    new: Figures,
+    /// What NCCL ran differently (`RING/SIMPLE/24 -> TREE/LL128/24`),
+    /// where both runs say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nccl_change: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Figures {
+    time_us: f64,
+    algbw_gbps: f64,
+    busbw_gbps: f64,
+}
+
+fn case(r: &Row) -> Case<'_> {
+    let (judged_on, ratio) = if r.by_time {
+        ("time", r.time_ratio())
+    } else {
+        (r.bw_name, r.bw_ratio())
+    };
+    let figures = |p: &collbench_core::Placement| Figures {
+        time_us: p.time_us,
+        algbw_gbps: p.algbw_gbps,
+        busbw_gbps: p.busbw_gbps,
+    };
+    Case {
+        op: &r.op,
+        dtype: &r.dtype,
+        redop: &r.redop,
+        root: r.root,
+        size_bytes: r.size_bytes,
+        placement: r.placement,
+        judged_on,
+        ratio: ratio.is_finite().then_some(ratio),
+        verdict: match r.verdict {
+            Verdict::Same => "same",
+            Verdict::Regression => "regression",
+            Verdict::Improved => "improved",
+        },
+        base: figures(&r.base),
+        new: figures(&r.new),
+        nccl_change: r.choice_change().map(|c| c.cell()),
+    }
+}
+
+/// The JSON document, pretty-printed, with a final line end.
+pub fn json(sides: &Sides, cmp: &Comparison) -> String {
+    let regressions = cmp.regressions().count();
+    let doc = Document {
+        schema: "collbench-compare/1",
+        base: sides.base_name,
+        new: sides.new_name,
+        threshold_pct: cmp.threshold_pct,
+        verdict: if regressions == 0 { "ok" } else { "regression" },
+        exit_code: i32::from(regressions > 0),
+        regressions,
+        warnings: compare_sides::warnings(sides.base, sides.new),
+        only_base: &cmp.only_base,
+        only_new: &cmp.only_new,
+        cases: cmp.rows.iter().map(case).collect(),
+        overall: cmp.overall_line(),
+        verdict_line: cmp.verdict_line(),
+    };
+    // Plain structs of strings and numbers always serialise.
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
