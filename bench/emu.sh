@@ -38,7 +38,7 @@ set -u
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 CB=$(realpath "${CB:-dist/collbench}"); NTSRC=${NTSRC:-dist/nccl-tests}; NT=${NT:-/tmp/nt/build}
-ROUNDS=${ROUNDS:-3}; TRIALS=${TRIALS:-5}; T=${T:-5}
+ROUNDS=${ROUNDS:-3}; TRIALS=${TRIALS:-5}; T=${T:-5}; CHECK_TRIALS=${CHECK_TRIALS:-$TRIALS}
 ROOT=${OUT:-bench-out}; O=$ROOT/emu; mkdir -p "$O"
 DRY=${EMU_DRY:-0}
 OPS="all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv alltoallv"
@@ -79,7 +79,7 @@ cb_start() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
   shift
   JOB=$((JOB + 1))
-  local port=$((20000 + (RANDOM % 20000)))
+  local port=$((20000 + (RANDOM % 20000))) r
   PIDS=()
   for r in $(seq 0 $((w - 1))); do
     env NCCL_HOSTID="emu$JOB-$r" CUDA_VISIBLE_DEVICES=0 RANK=$r WORLD_SIZE=$w \
@@ -145,7 +145,7 @@ stage_ntbuild() {
 
 # parity_world W: the seven ops and alltoallv on W hosts, $ROUNDS rounds.
 parity_world() {
-  local w=$1 d=$O/parity$1
+  local w=$1 d=$O/parity$1 r side op
   for r in $(seq "$ROUNDS"); do
     mkdir -p "$d/nt$r"
     local order="cb nt"; [ $((r % 2)) = 0 ] && order="nt cb"
@@ -165,6 +165,7 @@ stage_parity4() { parity_world 4; }
 # -z 3 (barrier after each iteration, left out of the time) and -z 1,
 # all_reduce on 2 hosts beside nccl-tests'.
 stage_zmodes() {
+  local z r
   for z in 3 1; do
     local d=$O/zmodes/z$z
     for r in $(seq "$ROUNDS"); do
@@ -177,7 +178,7 @@ stage_zmodes() {
 }
 
 stage_explain() {
-  local d=$O/explain
+  local d=$O/explain w
   for w in 2 4; do
     NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING cb "$d" "ex$w" "$w" -- \
       run all_reduce all_gather reduce_scatter broadcast reduce -b 8 -e 64M -f 4 -w 1 -n 2 -c 0 \
@@ -188,7 +189,7 @@ stage_explain() {
 }
 
 stage_tuner() {
-  local d=$O/tuner
+  local d=$O/tuner w op
   # One file of rules, several ops, algorithms, protocols and channels.
   cat > "$d/rules.csv" <<'EOF'
 # collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff
@@ -203,7 +204,7 @@ EOF
     NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING cb "$d" "cb$w" "$w" -- \
       run all_reduce all_gather reduce_scatter broadcast -b 8 -e 64M -f 4 -w 1 -n 2 -c 0 \
       --tuner-config "$d/rules.csv"
-    python3 bench/tuner_check.py "$d/rules.csv" "$d/cb$w.r0.txt" > "$d/check_cb$w.txt" 2>&1
+    python3 bench/tuner_check.py "$d/rules.csv" "$d/cb$w.r0.txt" "$w" > "$d/check_cb$w.txt" 2>&1
     log "tuner collbench $w hosts: rc=$? $(tail -n 1 "$d/check_cb$w.txt")"
   done
   # collbench's plugin, exported, under the real nccl-tests.
@@ -213,7 +214,7 @@ EOF
       NCCL_TUNER_CONFIG_FILE="$d/rules.csv" nt "$d" "nt_$op" 2 "${op}_perf" -b 8 -e 64M -f 4 -w 1 -n 2
   done
   cat "$d"/nt_*.txt > "$d/nt_all.log" 2>/dev/null
-  python3 bench/tuner_check.py "$d/rules.csv" "$d/nt_all.log" > "$d/check_nt.txt" 2>&1
+  python3 bench/tuner_check.py "$d/rules.csv" "$d/nt_all.log" 2 > "$d/check_nt.txt" 2>&1
   log "tuner nccl-tests + exported plugin: rc=$? $(tail -n 1 "$d/check_nt.txt")"
 }
 
@@ -229,7 +230,7 @@ fault_trial() {
   local victim=${who#k9}; [ "$who" = k9 ] && victim=1
   local vp=${PIDS[$victim]} s; s=$(now)
   if [ "$who" = k9 ]; then kill -9 "$vp" 2>/dev/null; else kill -STOP "$vp"; fi
-  local line="" rcs="" last=0
+  local line="" rcs="" last=0 r
   for r in $(seq 0 $((w - 1))); do
     [ "$r" = "$victim" ] && continue
     local p=${PIDS[$r]}
@@ -253,7 +254,7 @@ fault_trial() {
 }
 
 stage_faults() {
-  local d=$O/faults
+  local d=$O/faults t w
   printf 'trial\tprocesses\tstopped\tsurvivors_rc\tsurvivors_s\tstopped_rc\tcontinued_s\tline\n' > "$d/trials.tsv"
   local long="run all_reduce -b 8 -e 8 -w 1 -n 100000000 -T $T"
   local chk="check --quick --size 1M --watchdog $T"
@@ -275,7 +276,7 @@ stage_faults() {
 }
 
 stage_pinning() {
-  local d=$O/pinning
+  local d=$O/pinning r
   local small="-b 8 -e 64K -f 4 -w 20 -n 200"
   for r in $(seq "$ROUNDS"); do
     mkdir -p "$d/nt$r"
@@ -288,15 +289,15 @@ stage_pinning() {
 }
 
 stage_check() {
-  local d=$O/check
-  for t in $(seq "$TRIALS"); do
+  local d=$O/check t f
+  for t in $(seq "$CHECK_TRIALS"); do
     cb "$d" "quiet$t" 4 -- check $CHECK --json "$d/quiet$t.json"
   done
   # Host 2's process: one CPU, shared with two busy loops.
   local cpu=$(($(nproc) - 1))
   taskset -c $cpu sh -c 'while :; do :; done' & local b1=$!
   taskset -c $cpu sh -c 'while :; do :; done' & local b2=$!
-  for t in $(seq "$TRIALS"); do
+  for t in $(seq "$CHECK_TRIALS"); do
     cb_start "$d" "slow$t" 4 -- check $CHECK --json "$d/slow$t.json"
     taskset -a -p -c $cpu "${PIDS[2]}" > /dev/null 2>&1
     cb_wait "$d" "slow$t" 180

@@ -2,12 +2,19 @@
 """Did NCCL run what a tuner CSV asks for? Checks NCCL's TUNING log against
 the rules.
 
-usage: tuner_check.py RULES.csv LOG
+usage: tuner_check.py RULES.csv LOG NRANKS
   RULES.csv: NCCL's example tuner format, collective_type,min_bytes,
              max_bytes,algorithm,protocol,channels,nNodes,nRanks[,...]
              ('#' starts a comment; -1 is "any").
   LOG:       NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING output (rank 0), lines
              `NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}`.
+
+NRANKS: ranks of the communicator. NCCL's TUNING line gives AllGather's
+and ReduceScatter's bytes per rank, but the tuner is asked with the whole
+buffer (nRanks times that, nccl-tests' `size` column): a ReduceScatter
+rule up to 4 MiB did not apply to the line `ReduceScatter: 4194304 Bytes`
+of an 8 MiB reduce_scatter on 2 ranks. Rules are matched on the tuner's
+bytes.
 
 Every TUNING line whose operation and byte count a rule covers (the first
 rule in file order, as the plugin takes them; nNodes/nRanks are not in the
@@ -22,6 +29,10 @@ import sys
 TUNING = re.compile(
     r"NCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}"
 )
+
+
+# Operations whose TUNING line counts bytes per rank.
+PER_RANK = ("allgather", "reducescatter")
 
 
 def rules(path):
@@ -39,10 +50,11 @@ def rules(path):
 
 
 def main(argv):
-    if len(argv) != 3:
+    if len(argv) != 4:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     rs = rules(argv[1])
+    nranks = int(argv[3])
     covered = agree = 0
     seen = set()
     for line in open(argv[2], errors="replace"):
@@ -50,6 +62,8 @@ def main(argv):
         if not m:
             continue
         func, nbytes = m.group(1).lower(), int(m.group(2))
+        if func in PER_RANK:
+            nbytes *= nranks
         algo, proto = m.group(3).upper(), m.group(4).upper()
         channels = int(m.group(6)) - int(m.group(5)) + 1
         rule = next((r for r in rs if r["coll"] == func and r["lo"] <= nbytes <= r["hi"]), None)

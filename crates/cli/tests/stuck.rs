@@ -205,9 +205,10 @@ fn four_processes_name_a_rank_that_exits_mid_run() {
 /// Rank `stopped` of 4 processes is stopped with SIGSTOP inside a long
 /// case: its socket stays open and nothing is behind by its last word,
 /// only its heartbeats stop. Returns what each other process said and
-/// how long after the stop the last of them ended (the stopped one is
-/// killed then).
-fn sigstop_trial(stopped: usize) -> (Vec<Finished>, Duration) {
+/// how long after the stop the last of them ended. The stopped one is
+/// then continued: its job is over, and it must see that and leave within
+/// 5 s, non-zero ([`Continued`]).
+fn sigstop_trial(stopped: usize) -> (Vec<Finished>, Duration, Continued) {
     // --timeout-s 60: the control plane's own verdict on silence would
     // come a minute later; the watchdog (-T 2) must name it first.
     let args: Vec<&str> = "-b 1K -e 1K -w 1 -n 1000000 -T 2 --timeout-s 60"
@@ -218,21 +219,55 @@ fn sigstop_trial(stopped: usize) -> (Vec<Finished>, Duration) {
     let pid = children[stopped].id().to_string();
     let status = Command::new("kill").args(["-STOP", &pid]).status();
     let stopped_at = Instant::now();
-    let mut frozen = children.remove(stopped);
+    let frozen = children.remove(stopped);
     let done: Vec<Finished> = children
         .into_iter()
         .map(|c| finish(c, stopped_at + Duration::from_secs(30)))
         .collect();
     let took = stopped_at.elapsed();
-    let _ = frozen.kill();
-    let _ = frozen.wait();
     assert!(status.is_ok_and(|s| s.success()), "kill -STOP {pid}");
-    (done, took)
+    let resumed = Command::new("kill").args(["-CONT", &pid]).status();
+    assert!(resumed.is_ok_and(|s| s.success()), "kill -CONT {pid}");
+    let continued_at = Instant::now();
+    let frozen = finish(frozen, continued_at + Duration::from_secs(15));
+    let continued = Continued {
+        code: frozen.code,
+        took: continued_at.elapsed(),
+        stderr: frozen.stderr,
+    };
+    (done, took, continued)
+}
+
+/// How the stopped process ended once continued after its job was over.
+struct Continued {
+    code: Option<i32>,
+    took: Duration,
+    stderr: String,
+}
+
+impl Continued {
+    /// Left within 5 s of being continued, with the code of a failed job
+    /// (5: it got the job's stuck line; 3: it found its peers gone).
+    fn left_in_time(&self) {
+        assert!(
+            matches!(self.code, Some(3 | 5)),
+            "continued: {:?} {}",
+            self.code,
+            self.stderr
+        );
+        assert!(
+            self.took < Duration::from_secs(5),
+            "continued: {:?}",
+            self.took
+        );
+        assert_eq!(self.stderr.lines().count(), 1, "continued: {}", self.stderr);
+    }
 }
 
 #[test]
 fn a_rank_stopped_with_sigstop_is_named_as_silent_by_every_other() {
-    let (done, took) = sigstop_trial(2);
+    let (done, took, continued) = sigstop_trial(2);
+    continued.left_in_time();
     let line = &done[0].stderr;
     eprintln!("{took:?} after the stop: {line}");
     for (i, f) in done.iter().enumerate() {
@@ -262,7 +297,8 @@ fn a_rank_stopped_with_sigstop_is_named_as_silent_by_every_other() {
 fn a_stopped_rank_0_is_named_by_every_other_rank_itself() {
     // Rank 0 holds the table but is stopped: each waiting process sees
     // rank 0's heartbeats stop and says so for itself.
-    let (done, took) = sigstop_trial(0);
+    let (done, took, continued) = sigstop_trial(0);
+    continued.left_in_time();
     eprintln!("{took:?} after the stop: {}", done[0].stderr);
     for (i, f) in done.iter().enumerate() {
         let rank = i + 1;

@@ -68,6 +68,21 @@ impl From<PeerFailure> for RunError {
     }
 }
 
+impl RunError {
+    /// The job's failure this error stands for (a stuck collective, a lost
+    /// peer, a failed library call), as a stop; `None` for a plan that
+    /// cannot run, where nothing was started.
+    fn job_failure(&self) -> Option<Stop> {
+        match self {
+            RunError::Plan(_) => None,
+            RunError::Stuck(line) | RunError::Backend(BackendError::Timeout(line)) => {
+                Some(Stop::Stuck(line.clone()))
+            }
+            other => Some(Stop::Failed(other.to_string())),
+        }
+    }
+}
+
 impl From<&Stop> for RunError {
     fn from(stop: &Stop) -> RunError {
         match stop {
@@ -169,10 +184,16 @@ impl<'a> Runner<'a> {
             .reason()
             .cloned()
             .or_else(|| control.failure().map(|f| Stop::from_failure(f.message)));
-        match (result, stop) {
+        let result = match (result, stop) {
             (Err(_), Some(stop)) => Err((&stop).into()),
             (result, _) => result,
+        };
+        if let (Err(e), true) = (&result, control.world_size() > 1) {
+            if let Some(why) = e.job_failure() {
+                crate::watchdog::arm_after_failure(&config, why);
+            }
         }
+        result
     }
 
     fn run_plan(

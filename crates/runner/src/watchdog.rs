@@ -88,6 +88,26 @@ pub fn end_process_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// After a run of several processes has failed: ends this process with
+/// the last resort unless it has ended by itself within the grace period.
+/// The run has returned, but what follows (NCCL's teardown of
+/// communicators whose peers are stopped or gone, CUDA's under MPS, exit
+/// handlers) can wait forever: on two emulated hosts on one H200 a process
+/// that had its line, or whose peers had left, stayed 30-60 s until it was
+/// killed. Nothing waits on the timer; it dies with the process.
+pub(crate) fn arm_after_failure(config: &Watchdog, why: Stop) {
+    let Some(last) = config.last_resort.clone() else {
+        return;
+    };
+    let grace = config.grace.unwrap_or(GRACE);
+    let _ = std::thread::Builder::new()
+        .name("collbench-exit-deadline".into())
+        .spawn(move || {
+            std::thread::sleep(grace);
+            last(&why);
+        });
+}
+
 impl Watchdog {
     /// How often the watchdog looks: a twentieth of the deadline, between
     /// 20 ms and 250 ms.
@@ -283,6 +303,27 @@ impl LocalTable {
 mod tests {
     use super::*;
     use collbench_core::{Phase, Progress};
+
+    #[test]
+    fn a_failed_run_is_ended_by_the_last_resort_if_the_process_lingers() {
+        let (tx, rx) = std::sync::mpsc::channel::<Stop>();
+        let tx = Mutex::new(tx);
+        let config = Watchdog {
+            last_resort: Some(Arc::new(move |stop: &Stop| {
+                let _ = tx.lock().unwrap().send(stop.clone());
+            })),
+            grace: Some(Duration::from_millis(50)),
+            ..Watchdog::default()
+        };
+        let started = Instant::now();
+        arm_after_failure(
+            &config,
+            Stop::Failed("rank 1 on host n2 disconnected".into()),
+        );
+        let got = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(got, Stop::Failed("rank 1 on host n2 disconnected".into()));
+        assert!(started.elapsed() >= Duration::from_millis(50));
+    }
 
     #[test]
     fn processes_stand_for_their_ranks() {
