@@ -230,7 +230,14 @@ fault_trial() {
   local victim=${who#k9}; [ "$who" = k9 ] && victim=1
   local vp=${PIDS[$victim]} s; s=$(now)
   if [ "$who" = k9 ]; then kill -9 "$vp" 2>/dev/null; else kill -STOP "$vp"; fi
-  local line="" rcs="" last=0 r
+  local line="" rcs="" last=0 r said="-"
+  # When the first survivor's line appears (polled every 0.1 s).
+  local errs=() deadline=$(( $(date +%s) + 60 ))
+  for r in $(seq 0 $((w - 1))); do [ "$r" != "$victim" ] && errs+=("$dir/$name.r$r.err"); done
+  while [ "$(date +%s)" -lt $deadline ]; do
+    if grep -q -h '^collbench: ' "${errs[@]}" 2>/dev/null; then said=$(secs "$s" "$(now)"); break; fi
+    sleep 0.1
+  done
   for r in $(seq 0 $((w - 1))); do
     [ "$r" = "$victim" ] && continue
     local p=${PIDS[$r]}
@@ -248,14 +255,14 @@ fault_trial() {
   else
     wait "$vp" 2>/dev/null
   fi
-  line=$(grep -h '^collbench: ' "$dir/$name".r*.err | grep -v warning | head -n 1)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$w" "$who" "$rcs" "$last" "$crc" "$cont" "$line" \
+  line=$(grep -h '^collbench: ' "${errs[@]}" | grep -v warning | head -n 1)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$w" "$who" "$rcs" "$said" "$last" "$crc" "$cont" "$line" \
     | tee -a "$dir/trials.tsv" >> "$O/log.txt"
 }
 
 stage_faults() {
   local d=$O/faults t w
-  printf 'trial\tprocesses\tstopped\tsurvivors_rc\tsurvivors_s\tstopped_rc\tcontinued_s\tline\n' > "$d/trials.tsv"
+  printf 'trial\tprocesses\tstopped\tsurvivors_rc\tline_s\tsurvivors_s\tstopped_rc\tcontinued_s\tline\n' > "$d/trials.tsv"
   local long="run all_reduce -b 8 -e 8 -w 1 -n 100000000 -T $T"
   local chk="check --quick --size 1M --watchdog $T"
   for t in $(seq "$TRIALS"); do

@@ -120,9 +120,9 @@ pub struct RunArgs {
         allow_negative_numbers = true
     )]
     pub root: i64,
-    /// Blocking collectives: 0 off, 1 wait and barrier after each
-    /// iteration, 2 wait after each iteration, 3 wait and barrier after
-    /// each iteration with the barrier left out of the time.
+    /// Blocking collectives: 0 off, 1 and 2 wait after each iteration,
+    /// 3 wait and barrier after each iteration with the barrier left out
+    /// of the time.
     #[arg(short = 'z', long = "blocking", default_value_t = 0)]
     pub blocking: u32,
     /// Use the default (null) CUDA stream.
