@@ -23,15 +23,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ab_text import rows  # noqa: E402
-
-
-def load(paths):
-    acc = {}
-    for p in paths:
-        for k, v in rows(p).items():
-            acc.setdefault(k, []).append(v)
-    return acc
+from ab_text import merged as load  # noqa: E402
 
 
 def figures(a, b):
