@@ -14,7 +14,8 @@
 # parity2, parity4  the seven ops and alltoallv, collbench and nccl-tests
 #          interleaved (A B, B A, ...), $ROUNDS rounds, 2 or 4 hosts.
 #          bench/emu_parity.py gives cb/nt and nt/nt (the noise).
-# zmodes   all_reduce -z 3 and -z 1 beside nccl-tests' (2 hosts).
+# zmodes   all_reduce -z 3 beside nccl-tests' (2 hosts); ZMODES="3 1" adds
+#          -z 1.
 # explain  --explain against NCCL's TUNING log (bench/explain_check.py),
 #          5 ops, 8 B - 64 MiB, 2 and 4 hosts.
 # tuner    CSV rules through --tuner-config, and collbench's exported
@@ -30,6 +31,8 @@
 #          of CPU (one CPU shared with two busy loops), $TRIALS runs each.
 #
 # CB=dist/collbench, NTSRC=dist/nccl-tests (source), NT=/tmp/nt/build.
+# Measured stage times (bench/results/emu/README.md) add up to about 9.8
+# minutes for every stage with these defaults (ROUNDS=3, TRIALS=5).
 # Results under $OUT/emu/<stage>/, all tarred to $OUT/emu.tgz after each
 # stage (only 8 files come back from a device call). A dry run without a GPU
 # (collbench on its CPU backend, one process per rank, no MPS, no
@@ -43,7 +46,7 @@ ROOT=${OUT:-bench-out}; O=$ROOT/emu; mkdir -p "$O"
 DRY=${EMU_DRY:-0}
 OPS="all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv alltoallv"
 SWEEP="-b 64 -e 64M -f 16 -w 5 -n 20"
-CHECK="--size 64M -n 5"
+CHECK="--size 16M -n 5"
 DRYFLAGS=""
 [ "$DRY" = 1 ] && { DRYFLAGS="--backend cpu --ranks 1"; export COLLBENCH_TEST_CPU_PER_PROCESS=1; }
 
@@ -168,7 +171,7 @@ stage_parity4() { parity_world 4; }
 # all_reduce on 2 hosts beside nccl-tests'.
 stage_zmodes() {
   local z r
-  for z in 3 1; do
+  for z in ${ZMODES:-3}; do
     local d=$O/zmodes/z$z
     for r in $(seq "$ROUNDS"); do
       mkdir -p "$d/nt$r"
@@ -221,16 +224,16 @@ EOF
 }
 
 # fault_trial DIR NAME W STOPPED CMD...: W processes of a long run; after
-# $STOP_AFTER s (10, as issue 26 says: inside NCCL calls; at 4 s, on a cold
-# machine, one trial in five stopped a rank still in NCCL's setup, where
-# only --timeout-s names it) rank STOPPED gets SIGSTOP; the others' exit codes
+# $STOP_AFTER s (8: inside NCCL calls; at 4 s, on a cold machine, one trial
+# in five stopped a rank still in NCCL's setup, where only --timeout-s names
+# it) rank STOPPED gets SIGSTOP; the others' exit codes
 # and times are logged; 8 s after they are done the stopped one gets
 # SIGCONT, and the time until it ends is logged too. STOPPED=k9 kills rank 1
 # instead. One line per trial in DIR/trials.tsv.
 fault_trial() {
   local dir=$1 name=$2 w=$3 who=$4; shift 4
   cb_start "$dir" "$name" "$w" -- "$@"
-  sleep "${STOP_AFTER:-10}"
+  sleep "${STOP_AFTER:-8}"
   local victim=${who#k9}; [ "$who" = k9 ] && victim=1
   local vp=${PIDS[$victim]} s; s=$(now)
   if [ "$who" = k9 ]; then kill -9 "$vp" 2>/dev/null; else kill -STOP "$vp"; fi
