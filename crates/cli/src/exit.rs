@@ -401,6 +401,22 @@ mod tests {
     }
 
     #[test]
+    fn a_run_errors_code_follows_its_kind_not_its_line() {
+        use collbench_runner::{RunError, Stop};
+        let stuck = Failure::from_run(&RunError::Stuck("reworded entirely".into()));
+        assert_eq!(stuck.outcome.code(), 5);
+        let peer = Failure::from_run(&RunError::Control(
+            "stuck collective: a peer's words".into(),
+        ));
+        assert_eq!(peer.outcome.code(), 3);
+        assert_eq!(stop_outcome(&Stop::Stuck("any words".into())).code(), 5);
+        assert_eq!(
+            stop_outcome(&Stop::Failed("stuck collective: any words".into())).code(),
+            3
+        );
+    }
+
+    #[test]
     fn run_codes_are_0_to_5_in_order_then_130() {
         let codes: Vec<i32> = RUN.iter().map(|o| o.code()).collect();
         assert_eq!(codes, [0, 1, 2, 3, 4, 5, 130]);

@@ -8,22 +8,46 @@
 
 use crate::progress::{Progress, RankProgress};
 
-/// A failure of the job's processes to talk: a peer missing, refused,
-/// crashed or silent, a deadline passed, or ranks making different calls.
-/// The message names the rank and host where known, in one line; the CLI
-/// decides what exit code a peer failure gets.
+/// What ended a job, as the exit code sees it: the code follows the kind,
+/// never the message's wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The processes failed to talk: a peer missing, refused, crashed or
+    /// silent, a deadline passed, ranks making different calls, a rank
+    /// that aborted.
+    #[default]
+    Peer,
+    /// The watchdog stopped the job: a collective made no progress for
+    /// its deadline (the line names who is behind).
+    Stuck,
+}
+
+/// A failure of the job: its kind and one line naming the rank and host
+/// where known. The CLI decides the exit code from the kind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct PeerFailure {
+    /// Which failure this is.
+    pub kind: FailureKind,
     /// What failed, in one line.
     pub message: String,
 }
 
 impl PeerFailure {
-    /// A failure with this message.
+    /// A failure of the processes to talk ([`FailureKind::Peer`]).
     pub fn new(message: impl Into<String>) -> PeerFailure {
         PeerFailure {
+            kind: FailureKind::Peer,
             message: message.into(),
+        }
+    }
+
+    /// The watchdog's stop of a stuck collective ([`FailureKind::Stuck`]).
+    pub fn stuck(line: impl Into<String>) -> PeerFailure {
+        PeerFailure {
+            kind: FailureKind::Stuck,
+            message: line.into(),
         }
     }
 }
@@ -67,10 +91,11 @@ pub trait Bootstrap: Sync {
         None
     }
 
-    /// Stops the whole job with `reason` (one line naming who is at
-    /// fault): every process's pending and later calls fail with it, and
-    /// [`Bootstrap::failure`] returns it. Default: nothing to tell.
-    fn abort_job(&self, _reason: &str) {}
+    /// Stops the whole job with `failure` (its kind, and one line naming
+    /// who is at fault): every process's pending and later calls fail with
+    /// it, and [`Bootstrap::failure`] returns it, kind and all. Default:
+    /// nothing to tell.
+    fn abort_job(&self, _failure: &PeerFailure) {}
 
     /// The job's first failure, if one has happened (never blocks). Lets a
     /// process stuck outside the control plane (inside a collective) learn
@@ -166,7 +191,7 @@ pub struct TwoProcesses {
     /// The other process's part; `None`: the same as this process's.
     pub peer: Option<Vec<u8>>,
     /// The job's failure, as the other process's side would report it.
-    pub failure: Option<String>,
+    pub failure: Option<PeerFailure>,
 }
 
 impl Bootstrap for TwoProcesses {
@@ -187,7 +212,7 @@ impl Bootstrap for TwoProcesses {
         Ok(vec![data, peer])
     }
     fn failure(&self) -> Option<PeerFailure> {
-        self.failure.as_deref().map(PeerFailure::new)
+        self.failure.clone()
     }
 }
 

@@ -39,7 +39,7 @@ pub mod stdout;
 pub mod stuck;
 pub mod verify;
 
-pub use bootstrap::{Bootstrap, PeerFailure, SingleProcess};
+pub use bootstrap::{Bootstrap, FailureKind, PeerFailure, SingleProcess};
 pub use collective::{Collective, CollectiveSpec, Counts};
 pub use dtype::DataType;
 pub use explain::{Explanation, KernelChoice};

@@ -33,15 +33,10 @@ use crate::progress::{Heard, Phase, Progress, RankProgress};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Every stuck-collective line starts with this, so a process that learns
-/// of the job's end only through the control plane can tell a stuck
-/// collective (exit 5) from a dead or silent peer.
+/// Every stuck-collective line starts with this, for people and their log
+/// searches. Exit codes do not read it: the failure's kind
+/// ([`crate::FailureKind`]) travels beside the line.
 pub const STUCK: &str = "stuck collective: ";
-
-/// Whether a failure message is a stuck-collective line.
-pub fn is_stuck_line(message: &str) -> bool {
-    message.starts_with(STUCK)
-}
 
 /// Host groups a line names before summing up the rest.
 const MAX_HOSTS: usize = 8;
@@ -488,13 +483,12 @@ mod tests {
             line,
             "stuck collective: case 7 iteration 2: rank 0 (host n0) still waiting for it to complete; 1 rank waiting (no progress for 1.5 s)"
         );
-        assert!(is_stuck_line(&line));
+        assert!(line.starts_with(STUCK));
         assert_eq!(
             least([at(1, 0, Phase::Check), at(1, 3, Phase::Wait)]),
             at(1, 3, Phase::Wait)
         );
         assert_eq!(least([at(1, 0, Phase::Check), None]), None);
-        assert!(!is_stuck_line("rank 3 on host h disconnected"));
     }
 
     #[test]

@@ -10,7 +10,8 @@ use std::io::{self, Read, Write};
 
 /// Bumped on any incompatible change; a peer with another version is refused.
 /// 2: heartbeats carry the sender's progress word; `Stop`.
-pub(crate) const PROTOCOL_VERSION: u32 = 2;
+/// 3: `Stop` carries its failure's kind.
+pub(crate) const PROTOCOL_VERSION: u32 = 3;
 
 /// How long a rank waits for one TCP connect to rank 0 before trying
 /// again: long enough for two SYN retransmits (1 s, then 3 s), which a
@@ -82,7 +83,13 @@ pub(crate) enum Msg {
     /// Stop the job with exactly this reason (`Bootstrap::abort_job`: it
     /// already names who is at fault). From a rank to rank 0, which passes
     /// it on to everyone.
-    Stop { reason: String },
+    Stop {
+        reason: String,
+        /// What the exit code follows (a stuck collective or a peer's
+        /// failure), whatever the reason's words.
+        #[serde(default)]
+        kind: collbench_core::FailureKind,
+    },
     /// Orderly goodbye: the connection closing next is not a failure.
     Bye,
 }

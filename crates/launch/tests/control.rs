@@ -412,16 +412,22 @@ fn a_world_of_one_sees_its_own_progress_and_its_own_abort() {
     assert_eq!(table[0].host, "solo");
     assert_eq!(table[0].progress, Some(at(0, 9, Phase::Check)));
     assert_eq!(job.failure(), None);
-    job.abort_job("all_reduce 64 MiB iteration 7: ranks 3 never entered");
     let reason = "all_reduce 64 MiB iteration 7: ranks 3 never entered";
+    job.abort_job(&collbench_core::PeerFailure::stuck(reason));
     assert_eq!(job.failure().unwrap().message, reason);
+    assert_eq!(
+        job.failure().unwrap().kind,
+        collbench_core::FailureKind::Stuck
+    );
     assert_eq!(job.all_gather(vec![1]).unwrap_err().message, reason);
 }
 
 /// Every rank's pending call (and `failure`) says exactly what the rank
-/// that called `abort_job` said, whichever rank that was.
+/// that called `abort_job` said, whichever rank that was, and every rank's
+/// `failure` has its kind (a stuck collective), which the words do not
+/// give away: they carry no "stuck collective" prefix.
 fn abort_job_from(aborter: usize) {
-    use collbench_core::Bootstrap;
+    use collbench_core::{Bootstrap, FailureKind, PeerFailure};
     let reason = format!(
         "all_reduce 1 MiB iteration 3: rank 1 (host host1) never entered; rank {aborter} gave up"
     );
@@ -432,17 +438,19 @@ fn abort_job_from(aborter: usize) {
         if rank == aborter {
             // The others are waiting in the next barrier by now.
             thread::sleep(Duration::from_millis(300));
-            control.abort_job(&reason);
+            control.abort_job(&PeerFailure::stuck(reason.clone()));
         }
         let pending = control.barrier().unwrap_err().to_string();
         let later = control.gather(vec![]).unwrap_err().to_string();
-        let failure = Bootstrap::failure(&control).map(|f| f.message);
+        let failure = Bootstrap::failure(&control);
         (pending, later, failure)
     });
     for (rank, (pending, later, failure)) in results.into_iter().enumerate() {
         assert_eq!(pending, expected, "rank {rank}");
         assert_eq!(later, expected, "rank {rank}");
-        assert_eq!(failure.as_deref(), Some(expected.as_str()), "rank {rank}");
+        let failure = failure.expect("a failure");
+        assert_eq!(failure.message, expected, "rank {rank}");
+        assert_eq!(failure.kind, FailureKind::Stuck, "rank {rank}");
     }
 }
 

@@ -12,10 +12,9 @@ use crate::watch::{Stop, Watch};
 use crate::watchdog::{watch_over, Done, Watchdog, Watched};
 use collbench_core::size::{format_bytes, ByteStyle};
 use collbench_core::stats::StreamingStats;
-use collbench_core::stuck::is_stuck_line;
 use collbench_core::{
     record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, Explanation,
-    PeerFailure, Placement, Record, TimeStats,
+    FailureKind, PeerFailure, Placement, Record, TimeStats,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -59,11 +58,11 @@ pub enum RunError {
 }
 
 impl From<PeerFailure> for RunError {
+    /// By the failure's kind, not its words.
     fn from(e: PeerFailure) -> RunError {
-        if is_stuck_line(&e.message) {
-            RunError::Stuck(e.message)
-        } else {
-            RunError::Control(e.to_string())
+        match e.kind {
+            FailureKind::Stuck => RunError::Stuck(e.message),
+            FailureKind::Peer => RunError::Control(e.message),
         }
     }
 }
@@ -183,7 +182,7 @@ impl<'a> Runner<'a> {
         let stop = watch
             .reason()
             .cloned()
-            .or_else(|| control.failure().map(|f| Stop::from_failure(f.message)));
+            .or_else(|| control.failure().map(Stop::from_failure));
         let result = match (result, stop) {
             (Err(_), Some(stop)) => Err((&stop).into()),
             (result, _) => result,
@@ -590,6 +589,24 @@ mod tests {
             iters: 1,
             ..Plan::default()
         }
+    }
+
+    #[test]
+    fn a_failure_becomes_an_error_by_its_kind_never_by_its_words() {
+        // The watchdog's stop without the usual prefix, and a peer's
+        // message that happens to start with it.
+        let stuck = RunError::from(PeerFailure::stuck("rank 3 (host n2) never entered"));
+        assert!(matches!(stuck, RunError::Stuck(_)), "{stuck:?}");
+        let peer = RunError::from(PeerFailure::new("stuck collective: said a peer"));
+        assert!(matches!(peer, RunError::Control(_)), "{peer:?}");
+        assert_eq!(
+            Stop::from_failure(PeerFailure::stuck("no prefix")),
+            Stop::Stuck("no prefix".into())
+        );
+        assert_eq!(
+            Stop::from_failure(PeerFailure::new("stuck collective: words")),
+            Stop::Failed("stuck collective: words".into())
+        );
     }
 
     #[test]

@@ -30,13 +30,12 @@ pub enum Stop {
 }
 
 impl Stop {
-    /// The job's failure as the control plane reports it: a stuck
-    /// collective (rank 0's line) or another failure.
-    pub fn from_failure(message: String) -> Stop {
-        if collbench_core::stuck::is_stuck_line(&message) {
-            Stop::Stuck(message)
-        } else {
-            Stop::Failed(message)
+    /// The job's failure as the control plane reports it, by its kind: a
+    /// stuck collective (rank 0's line) or another failure.
+    pub fn from_failure(failure: collbench_core::PeerFailure) -> Stop {
+        match failure.kind {
+            collbench_core::FailureKind::Stuck => Stop::Stuck(failure.message),
+            collbench_core::FailureKind::Peer => Stop::Failed(failure.message),
         }
     }
 

@@ -194,7 +194,7 @@ pub(crate) fn watch_over(w: Watched<'_>) {
             w.control.publish_progress(mine);
         }
         if let Some(f) = w.control.failure() {
-            stop(&w, Stop::from_failure(f.message));
+            stop(&w, Stop::from_failure(f));
             stopped_at = Some(Instant::now());
             continue;
         }
@@ -230,7 +230,8 @@ pub(crate) fn watch_over(w: Watched<'_>) {
             diagnose(&table, deadline, &name)
         };
         if let Some(line) = line {
-            w.control.abort_job(&line);
+            w.control
+                .abort_job(&collbench_core::PeerFailure::stuck(line.clone()));
             stop(&w, Stop::Stuck(line));
             stopped_at = Some(Instant::now());
         }

@@ -4,7 +4,7 @@
 
 use collbench_core::bootstrap::TwoProcesses;
 use collbench_core::stuck::STUCK;
-use collbench_core::{Bootstrap, Collective, Record, SingleProcess};
+use collbench_core::{Bootstrap, Collective, PeerFailure, Record, SingleProcess};
 use collbench_runner::cpu::CpuBackend;
 use collbench_runner::run::NoObserver;
 use collbench_runner::{
@@ -108,10 +108,10 @@ fn several_ranks_behind_read_as_ranges() {
 /// A job whose other processes are gone or have decided: `failure()`
 /// says so from the start; calls work (a world of two whose gathers give
 /// rank 0 its own data twice).
-fn failed(message: &str) -> TwoProcesses {
+fn failed(failure: PeerFailure) -> TwoProcesses {
     TwoProcesses {
         peer: None,
-        failure: Some(message.to_string()),
+        failure: Some(failure),
     }
 }
 
@@ -120,7 +120,7 @@ fn a_failed_job_frees_a_waiting_rank_and_keeps_the_control_planes_message() {
     // Rank 1 stops calling; the others wait at the barrier until the
     // control plane says a peer died: that message, not a stuck line.
     let hook = vec![fault(FaultKind::StopCalling, "1:0:0")];
-    let dead = failed("rank 3 on host n7 disconnected");
+    let dead = failed(PeerFailure::new("rank 3 on host n7 disconnected"));
     let (r, took) = run(
         2,
         &dead,
@@ -138,7 +138,7 @@ fn a_failed_job_frees_a_waiting_rank_and_keeps_the_control_planes_message() {
     let line = "stuck collective: all_reduce 1 KiB iteration 0: rank 3 (host n7) never entered; 3 ranks waiting (no progress for 300 s)";
     let (r, _) = run(
         2,
-        &failed(line),
+        &failed(PeerFailure::stuck(line)),
         Watchdog {
             faults: hook,
             ..Watchdog::default()

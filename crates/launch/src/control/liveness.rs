@@ -64,8 +64,12 @@ fn read_until_end(shared: &Shared, peer: &Peer, stream: &mut TcpStream) {
             // A rank's own abort reason already names it (see `abort`).
             Ok((Msg::Abort { reason }, _)) => reason,
             // `abort_job`: verbatim everywhere; rank 0 passes it on.
-            Ok((Msg::Stop { reason }, _)) => {
-                shared.stop(reason, Some(peer.rank));
+            Ok((Msg::Stop { reason, kind }, _)) => {
+                let failure = collbench_core::PeerFailure {
+                    kind,
+                    message: reason,
+                };
+                shared.stop(failure, Some(peer.rank));
                 return;
             }
             Ok((other, _)) => {

@@ -239,12 +239,13 @@ impl Control {
         Some(self.board.entry(0, host))
     }
 
-    /// Stops the whole job with `reason`, verbatim (it names who is at
-    /// fault): rank 0 tells everyone, another rank asks rank 0 to. Every
-    /// process's pending and later calls fail with exactly `reason`, and
-    /// [`Control::failure`] returns it (unless the job had failed before).
-    pub fn abort_job(&self, reason: &str) {
-        self.shared.stop(reason.to_string(), None);
+    /// Stops the whole job with `failure`, verbatim (it names who is at
+    /// fault) and with its kind: rank 0 tells everyone, another rank asks
+    /// rank 0 to. Every process's pending and later calls fail with exactly
+    /// its message, and [`Bootstrap::failure`](collbench_core::Bootstrap::failure)
+    /// returns it, kind included (unless the job had failed before).
+    pub fn abort_job(&self, failure: &PeerFailure) {
+        self.shared.stop(failure.clone(), None);
     }
 
     /// A world of one: the job's failure (after `abort_job`), if any.
@@ -386,10 +387,10 @@ impl collbench_core::Bootstrap for Control {
     fn root_progress(&self) -> Option<RankProgress> {
         Control::root_progress(self)
     }
-    fn abort_job(&self, reason: &str) {
-        Control::abort_job(self, reason)
+    fn abort_job(&self, failure: &PeerFailure) {
+        Control::abort_job(self, failure)
     }
     fn failure(&self) -> Option<PeerFailure> {
-        Control::failure(self).map(PeerFailure::new)
+        self.shared.first_failure()
     }
 }

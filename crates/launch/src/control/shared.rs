@@ -7,6 +7,7 @@ use super::progress::Board;
 use super::PeerHello;
 use crate::wire::{self, Msg, Op};
 use crate::{LaunchError, World};
+use collbench_core::PeerFailure;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::net::{Shutdown, TcpStream};
@@ -62,7 +63,7 @@ pub(super) struct Shared {
     pub(super) token: String,
     /// How this process reaches its peers.
     pub(super) out: Outbox,
-    pub(super) failure: Mutex<Option<String>>,
+    pub(super) failure: Mutex<Option<PeerFailure>>,
     pub(super) hook: Mutex<Option<FailureHook>>,
     pub(super) events: Mutex<Sender<Event>>,
     /// Set when this process closes: background threads stop, quietly.
@@ -173,7 +174,13 @@ impl Shared {
         let _ = lock(&self.events).send(event);
     }
 
+    /// The job's first failure's message, if any.
     pub(super) fn failure(&self) -> Option<String> {
+        lock(&self.failure).as_ref().map(|f| f.message.clone())
+    }
+
+    /// The job's first failure, kind and message, if any.
+    pub(super) fn first_failure(&self) -> Option<PeerFailure> {
         lock(&self.failure).clone()
     }
 
@@ -181,33 +188,39 @@ impl Shared {
     /// (rank 0 fans out to all; others tell rank 0), and wakes the caller.
     /// Returns the recorded (first) failure as an error.
     pub(super) fn fail(&self, reason: String, culprit: Option<usize>) -> LaunchError {
-        self.fail_with(reason, culprit, |reason| Msg::Abort { reason })
+        let failure = PeerFailure::new(reason);
+        self.fail_with(failure, culprit, |f| Msg::Abort { reason: f.message })
     }
 
-    /// [`Shared::fail`], but every rank fails with `reason` verbatim
-    /// (`abort_job`: the reason already names who is at fault).
-    pub(super) fn stop(&self, reason: String, culprit: Option<usize>) -> LaunchError {
-        self.fail_with(reason, culprit, |reason| Msg::Stop { reason })
+    /// [`Shared::fail`], but every rank fails with `failure` verbatim, its
+    /// kind included (`abort_job`: the reason already names who is at
+    /// fault).
+    pub(super) fn stop(&self, failure: PeerFailure, culprit: Option<usize>) -> LaunchError {
+        self.fail_with(failure, culprit, |f| Msg::Stop {
+            reason: f.message,
+            kind: f.kind,
+        })
     }
 
     fn fail_with(
         &self,
-        reason: String,
+        failure: PeerFailure,
         culprit: Option<usize>,
-        notice: fn(String) -> Msg,
+        notice: fn(PeerFailure) -> Msg,
     ) -> LaunchError {
-        if let Err(first) = self.record(&reason) {
+        let reason = failure.message.clone();
+        if let Err(first) = self.record(failure.clone()) {
             return first;
         }
         match &self.out {
             Outbox::Hub(hub) => {
-                if let Ok(frame) = wire::encode(&notice(reason.clone()), &[]) {
+                if let Ok(frame) = wire::encode(&notice(failure), &[]) {
                     hub.send_all_now(frame.into(), culprit);
                 }
             }
             Outbox::Root(peer) => {
                 if culprit != Some(0) && !peer.left.load(Ordering::SeqCst) {
-                    let _ = peer.send(&notice(reason.clone()), &[]);
+                    let _ = peer.send(&notice(failure), &[]);
                 }
             }
             Outbox::Alone => {}
@@ -216,14 +229,14 @@ impl Shared {
         LaunchError::Control(reason)
     }
 
-    /// Records `reason` as the job's failure unless one came first (then
+    /// Records `failure` as the job's failure unless one came first (then
     /// that one is the error).
-    pub(super) fn record(&self, reason: &str) -> Result<(), LaunchError> {
-        let mut failure = lock(&self.failure);
-        match failure.as_ref() {
-            Some(first) => Err(LaunchError::Control(first.clone())),
+    pub(super) fn record(&self, failure: PeerFailure) -> Result<(), LaunchError> {
+        let mut first = lock(&self.failure);
+        match first.as_ref() {
+            Some(first) => Err(LaunchError::Control(first.message.clone())),
             None => {
-                *failure = Some(reason.to_string());
+                *first = Some(failure);
                 Ok(())
             }
         }

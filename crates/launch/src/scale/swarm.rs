@@ -409,7 +409,7 @@ fn answer(c: &mut Client, msg: Msg) -> Result<(), String> {
             flush(c)?;
         }
         Msg::Refused { reason } => return Err(format!("rank {rank} refused: {reason}")),
-        Msg::Abort { reason } | Msg::Stop { reason } => {
+        Msg::Abort { reason } | Msg::Stop { reason, .. } => {
             return Err(format!("rank {rank} told to stop: {reason}"))
         }
         other => return Err(format!("rank {rank} got an unexpected {other:?}")),

@@ -280,8 +280,12 @@ impl Hub {
             }
             // A rank's own abort reason already names it (see `abort`).
             Msg::Abort { reason } => return Outcome::Fail(reason),
-            Msg::Stop { reason } => {
-                self.stop(reason, rank);
+            Msg::Stop { reason, kind } => {
+                let failure = collbench_core::PeerFailure {
+                    kind,
+                    message: reason,
+                };
+                self.stop(failure, rank);
                 return Outcome::Open;
             }
             // Named only here: a name per frame is an allocation per part.
@@ -518,7 +522,8 @@ impl Hub {
     fn fail(&mut self, reason: String, culprit: Option<usize>) {
         // What arrived before the failure still counts (see `call::wait`).
         self.deliver();
-        if self.ending.is_some() || self.shared.record(&reason).is_err() {
+        let failure = collbench_core::PeerFailure::new(reason.clone());
+        if self.ending.is_some() || self.shared.record(failure).is_err() {
             return;
         }
         if let Ok(frame) = wire::encode(
@@ -532,15 +537,19 @@ impl Hub {
         self.shared.after_failure(&reason);
     }
 
-    /// `abort_job` from rank `from`: everyone stops with `reason` verbatim.
-    fn stop(&mut self, reason: String, from: usize) {
+    /// `abort_job` from rank `from`: everyone stops with `failure`
+    /// verbatim, its kind included.
+    fn stop(&mut self, failure: collbench_core::PeerFailure, from: usize) {
         self.deliver();
-        if self.shared.record(&reason).is_err() {
+        let reason = failure.message.clone();
+        let kind = failure.kind;
+        if self.shared.record(failure).is_err() {
             return;
         }
         if let Ok(frame) = wire::encode(
             &Msg::Stop {
                 reason: reason.clone(),
+                kind,
             },
             &[],
         ) {
