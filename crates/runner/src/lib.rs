@@ -13,6 +13,7 @@
 
 mod auto_iters;
 pub mod backend;
+mod combine;
 pub mod cpu;
 pub mod host_buffers;
 pub mod memory;

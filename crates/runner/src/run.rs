@@ -7,16 +7,16 @@
 
 use crate::auto_iters;
 use crate::backend::{Backend, BackendError, CaseSpec, Measurement, MemoryUsage, Timing};
+use crate::combine::{combine, Combine, RankReport};
 use crate::plan::Plan;
 use crate::watch::{Stop, Watch};
 use crate::watchdog::{watch_over, Done, Watchdog, Watched};
 use collbench_core::size::{format_bytes, ByteStyle};
-use collbench_core::stats::StreamingStats;
 use collbench_core::{
-    record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, Explanation,
-    FailureKind, PeerFailure, Placement, Record, TimeStats,
+    record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, FailureKind,
+    PeerFailure, Placement, Record,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::sync::{Arc, Mutex};
 
 /// Receives results as they are measured (printers, progress bars).
@@ -89,20 +89,6 @@ impl From<&Stop> for RunError {
             Stop::Failed(m) => RunError::Control(m.clone()),
         }
     }
-}
-
-/// What each process reports to rank 0 for one placement.
-#[derive(Debug, Serialize, Deserialize)]
-struct RankReport {
-    rank_time_s: Vec<f64>,
-    rank_cputime_s: Vec<f64>,
-    iter_times_us: Vec<f64>,
-    #[serde(default)]
-    iter_stats: Option<StreamingStats>,
-    wrong: Option<u64>,
-    /// What the library ran on this process's ranks (`--explain`).
-    #[serde(default)]
-    explain: Option<Explanation>,
 }
 
 /// Drives a [`Plan`] through a [`Backend`].
@@ -216,17 +202,7 @@ impl<'a> Runner<'a> {
         if root {
             obs.begin(&record);
         }
-        let timing = Timing {
-            warmup_iters: self.plan.warmup_iters,
-            iters: self.plan.iters.max(1),
-            agg_iters: self.plan.agg_iters.max(1),
-            graph: self.plan.graph,
-            blocking: self.plan.blocking,
-            max_bytes: self.plan.max_bytes,
-            keep_iter_times: self.plan.per_iter_timing,
-            iteration_pass: self.plan.auto_iters.is_none() || self.plan.per_iter_timing,
-            first_op: 0,
-        };
+        let timing = self.timing();
         let collectives = self.plan.collectives.clone();
         // alltoallv's traffic must fit the job; a backend without alltoallv
         // skips it (with a note) rather than failing the whole run.
@@ -239,35 +215,16 @@ impl<'a> Runner<'a> {
             no_alltoallv = self.backend.set_traffic(&self.plan.traffic).err();
         }
         for coll in collectives {
-            if let (Collective::AllToAllV, Some(e)) = (coll, &no_alltoallv) {
+            if let Some(why) = skip_reason(coll, world_size, no_alltoallv.as_ref()) {
                 if root {
-                    obs.note(&format!("skipping {coll}: {e}"));
-                }
-                continue;
-            }
-            if coll.spec().needs_power_of_two && !world_size.is_power_of_two() {
-                if root {
-                    obs.note(&format!(
-                        "{coll}: nRanks {world_size} is not a power of 2, skipping"
-                    ));
+                    obs.note(&why);
                 }
                 continue;
             }
             if root {
                 obs.begin_collective(coll, &record);
             }
-            let mut rows = Vec::new();
-            // -N 0 runs until stopped (nccl-tests' way to hunt a hang):
-            // each cycle's rows replace the last's, so memory stays flat.
-            let forever = self.plan.cycles == 0;
-            let mut cycle = 0;
-            while forever || cycle < self.plan.cycles {
-                if forever {
-                    rows.clear();
-                }
-                self.sweep_once(coll, &sizes, &timing, obs, &mut rows)?;
-                cycle += 1;
-            }
+            let rows = self.cycles(coll, &sizes, &timing, obs)?;
             if self.plan.memory_report {
                 if let Some(usage) = self.gather_memory()? {
                     obs.memory(&usage);
@@ -279,6 +236,44 @@ impl<'a> Runner<'a> {
             record.results.extend(rows);
         }
         Ok(root.then_some(record))
+    }
+
+    /// How every case is timed, from the plan.
+    fn timing(&self) -> Timing {
+        Timing {
+            warmup_iters: self.plan.warmup_iters,
+            iters: self.plan.iters.max(1),
+            agg_iters: self.plan.agg_iters.max(1),
+            graph: self.plan.graph,
+            blocking: self.plan.blocking,
+            max_bytes: self.plan.max_bytes,
+            keep_iter_times: self.plan.per_iter_timing,
+            iteration_pass: self.plan.auto_iters.is_none() || self.plan.per_iter_timing,
+            first_op: 0,
+        }
+    }
+
+    /// `-N` cycles of `coll`'s sweep; its rows. `-N 0` runs until stopped
+    /// (nccl-tests' way to hunt a hang): each cycle's rows replace the
+    /// last's, so memory stays flat.
+    fn cycles(
+        &mut self,
+        coll: Collective,
+        sizes: &[u64],
+        timing: &Timing,
+        obs: &mut dyn RunObserver,
+    ) -> Result<Vec<CaseResult>, RunError> {
+        let mut rows = Vec::new();
+        let forever = self.plan.cycles == 0;
+        let mut cycle = 0;
+        while forever || cycle < self.plan.cycles {
+            if forever {
+                rows.clear();
+            }
+            self.sweep_once(coll, sizes, timing, obs, &mut rows)?;
+            cycle += 1;
+        }
+        Ok(rows)
     }
 
     /// One cycle of `coll`: every variant (type, operator, root) at every
@@ -397,6 +392,9 @@ impl<'a> Runner<'a> {
     }
 
     /// Times and checks one placement; returns the row half on rank 0.
+    /// One placement of a case: measured and checked on this process's
+    /// ranks, the reports gathered, and on rank 0 combined into the row's
+    /// placement (`None` on the other ranks).
     fn placement(
         &mut self,
         case: &CaseSpec,
@@ -409,34 +407,36 @@ impl<'a> Runner<'a> {
         };
         self.watch.begin_case(index);
         self.watch.entering();
+        let (report, iters) = self.measure(case, timing)?;
+        // Done with its collectives: exchanging results, then the next.
+        self.watch.begin_case(index + 1);
+        let Some(reports) = gather_json(self.control, "measurement", &report)? else {
+            return Ok(None);
+        };
+        let how = Combine {
+            average: self.plan.average,
+            cputime: self.plan.cputime,
+            per_iter_timing: self.plan.per_iter_timing,
+            per_iter_skip: self.plan.per_iter_skip,
+            iterations: iters * timing.agg_iters as u64,
+        };
+        Ok(Some(combine(reports, case, &how)))
+    }
+
+    /// This process's report of one placement (timed, checked, explained)
+    /// and the iterations timed.
+    fn measure(&mut self, case: &CaseSpec, timing: &Timing) -> Result<(RankReport, u64), RunError> {
         let (m, iters): (Measurement, u64) = match self.plan.auto_iters {
             Some(rule) => auto_iters::measure(self.backend, self.control, case, timing, rule)?,
             None => (self.backend.time(case, timing)?, timing.iters as u64),
         };
-        let checked =
-            self.plan.check > 0 && (!case.in_place || case.collective.spec().in_place_checked);
-        let wrong = if checked {
-            self.watch.checking();
-            let mut wrong = 0;
-            for pass in 0..self.plan.check {
-                let seed = case_seed(case, pass);
-                wrong = self.backend.check(case, seed, self.plan.test_corrupt)?;
-                if wrong > 0 {
-                    break;
-                }
-            }
-            Some(wrong)
-        } else {
-            None
-        };
+        let wrong = self.check(case)?;
         // Its own pass, like the check: the timed loop never records.
         let explain = if self.plan.explain {
             self.backend.explain(case)?
         } else {
             None
         };
-        // Done with its collectives: exchanging results, then the next.
-        self.watch.begin_case(index + 1);
         let report = RankReport {
             rank_time_s: m.rank_time_s,
             rank_cputime_s: m.rank_cputime_s,
@@ -445,73 +445,44 @@ impl<'a> Runner<'a> {
             wrong,
             explain,
         };
-        let bytes = serde_json::to_vec(&report).expect("report serialises");
-        let Some(all) = self.control.gather(bytes)? else {
-            return Ok(None);
-        };
-        let mut times = Vec::new();
-        let mut cputimes = Vec::new();
-        let mut iter_us: Vec<f64> = Vec::new();
-        let mut process_iter_us = Vec::new();
-        let mut summarised: Option<StreamingStats> = None;
-        let mut total_wrong: Option<u64> = None;
-        let mut explains = Vec::new();
-        for (proc_rank, b) in all.iter().enumerate() {
-            let r: RankReport = serde_json::from_slice(b).map_err(|e| {
-                RunError::Control(format!("bad measurement from process {proc_rank}: {e}"))
-            })?;
-            times.extend(r.rank_time_s);
-            cputimes.extend(r.rank_cputime_s);
-            // Per iteration, the slowest process decides.
-            if iter_us.len() < r.iter_times_us.len() {
-                iter_us.resize(r.iter_times_us.len(), 0.0);
-            }
-            for (a, b) in iter_us.iter_mut().zip(&r.iter_times_us) {
-                *a = a.max(*b);
-            }
-            process_iter_us.push(r.iter_times_us);
-            // Summaries cannot be matched per iteration: pooled instead.
-            if let Some(s) = &r.iter_stats {
-                summarised.get_or_insert_with(StreamingStats::new).merge(s);
-            }
-            if let Some(w) = r.wrong {
-                total_wrong = Some(total_wrong.unwrap_or(0) + w);
-            }
-            explains.extend(r.explain);
-        }
-        let time_s = self.plan.average.combine(&times);
-        let coll = case.collective;
-        let elt = case.dtype.size_bytes();
-        let algbw = coll.algbw_gbps(&case.counts, elt, case.world_size, time_s);
-        let shown_s = if self.plan.cputime && !cputimes.is_empty() {
-            cputimes[0]
-        } else {
-            time_s
-        };
-        let per_iter = self.plan.per_iter_timing;
-        if !per_iter || process_iter_us.len() < 2 {
-            process_iter_us.clear();
-        }
-        // -K: the summary leaves out leading iterations (never all of them).
-        let skip = (self.plan.per_iter_skip as usize).min(iter_us.len().saturating_sub(1));
-        Ok(Some(Placement {
-            time_us: shown_s * 1e6,
-            algbw_gbps: algbw,
-            busbw_gbps: algbw * coll.busbw_factor(case.world_size),
-            wrong: total_wrong,
-            iterations: iters * timing.agg_iters as u64,
-            // With the whole list kept (-I 1) the summary honours -K;
-            // otherwise a backend's streaming summary stands for it.
-            stats: match summarised {
-                Some(s) if !per_iter || iter_us.is_empty() => s.summary(),
-                _ => TimeStats::from_samples(&iter_us[skip..]),
-            },
-            rank_time_us: times.iter().map(|t| t * 1e6).collect(),
-            explain: (!explains.is_empty()).then(|| Explanation::merge(explains)),
-            iter_times_us: if per_iter { iter_us } else { Vec::new() },
-            process_iter_times_us: process_iter_us,
-        }))
+        Ok((report, iters))
     }
+
+    /// `-c` passes of the case (stopping at the first that finds wrong
+    /// elements); `None` where the placement is not checked (`-c 0`, or an
+    /// in-place run whose result is not defined).
+    fn check(&mut self, case: &CaseSpec) -> Result<Option<u64>, RunError> {
+        let checked =
+            self.plan.check > 0 && (!case.in_place || case.collective.spec().in_place_checked);
+        if !checked {
+            return Ok(None);
+        }
+        self.watch.checking();
+        let mut wrong = 0;
+        for pass in 0..self.plan.check {
+            let seed = case_seed(case, pass);
+            wrong = self.backend.check(case, seed, self.plan.test_corrupt)?;
+            if wrong > 0 {
+                break;
+            }
+        }
+        Ok(Some(wrong))
+    }
+}
+
+/// Why `coll` is skipped in a job of `world_size` ranks, as the note says
+/// it: alltoallv on a backend that refused its traffic (`no_alltoallv`),
+/// or a collective that needs a power-of-two world. `None`: it runs.
+fn skip_reason(
+    coll: Collective,
+    world_size: usize,
+    no_alltoallv: Option<&BackendError>,
+) -> Option<String> {
+    if let (Collective::AllToAllV, Some(e)) = (coll, no_alltoallv) {
+        return Some(format!("skipping {coll}: {e}"));
+    }
+    (coll.spec().needs_power_of_two && !world_size.is_power_of_two())
+        .then(|| format!("{coll}: nRanks {world_size} is not a power of 2, skipping"))
 }
 
 /// Every process's `mine` on rank 0 (`None` elsewhere), as JSON through
@@ -589,6 +560,22 @@ mod tests {
             iters: 1,
             ..Plan::default()
         }
+    }
+
+    #[test]
+    fn collectives_are_skipped_for_a_refused_traffic_or_a_world_not_a_power_of_two() {
+        let refused = BackendError::Unsupported("no alltoallv here".into());
+        assert_eq!(
+            skip_reason(Collective::AllToAllV, 4, Some(&refused)).as_deref(),
+            Some("skipping alltoallv: no alltoallv here")
+        );
+        assert_eq!(skip_reason(Collective::AllToAllV, 4, None), None);
+        assert_eq!(
+            skip_reason(Collective::HyperCube, 6, None).as_deref(),
+            Some("hypercube: nRanks 6 is not a power of 2, skipping")
+        );
+        assert_eq!(skip_reason(Collective::HyperCube, 8, None), None);
+        assert_eq!(skip_reason(Collective::AllReduce, 6, Some(&refused)), None);
     }
 
     #[test]
