@@ -31,7 +31,7 @@
 #          of CPU (one CPU shared with two busy loops), $TRIALS runs each.
 #
 # CB=dist/collbench, NTSRC=dist/nccl-tests (source), NT=/tmp/nt/build.
-# Measured stage times (bench/results/emu/README.md) add up to about 9.8
+# Measured stage times (bench/results/emu/README.md) add up to about 9.5
 # minutes for every stage with these defaults (ROUNDS=3, TRIALS=5).
 # Results under $OUT/emu/<stage>/, all tarred to $OUT/emu.tgz after each
 # stage (only 8 files come back from a device call). A dry run without a GPU
@@ -223,17 +223,25 @@ EOF
   log "tuner nccl-tests + exported plugin: rc=$? $(tail -n 1 "$d/check_nt.txt")"
 }
 
-# fault_trial DIR NAME W STOPPED CMD...: W processes of a long run; after
-# $STOP_AFTER s (8: inside NCCL calls; at 4 s, on a cold machine, one trial
-# in five stopped a rank still in NCCL's setup, where only --timeout-s names
-# it) rank STOPPED gets SIGSTOP; the others' exit codes
+# fault_trial DIR NAME W STOPPED CMD...: W processes of a long run; once
+# rank 0 has started its first case (its table header, or check's first
+# progress line) and $STOP_AFTER s more (default 3) have passed, so the
+# stop lands inside NCCL calls (a fixed 4 s after the start, on a machine
+# just started, stopped one trial in five still in NCCL's setup, where only
+# --timeout-s names it), rank STOPPED gets SIGSTOP; the others' exit codes
 # and times are logged; 8 s after they are done the stopped one gets
 # SIGCONT, and the time until it ends is logged too. STOPPED=k9 kills rank 1
 # instead. One line per trial in DIR/trials.tsv.
 fault_trial() {
   local dir=$1 name=$2 w=$3 who=$4; shift 4
   cb_start "$dir" "$name" "$w" -- "$@"
-  sleep "${STOP_AFTER:-8}"
+  local until=$(( $(date +%s) + 60 ))
+  while [ "$(date +%s)" -lt $until ] \
+    && ! grep -q '(elements)' "$dir/$name.r0.txt" 2>/dev/null \
+    && ! grep -q '^collbench check: ' "$dir/$name.r0.err" 2>/dev/null; do
+    sleep 0.1
+  done
+  sleep "${STOP_AFTER:-3}"
   local victim=${who#k9}; [ "$who" = k9 ] && victim=1
   local vp=${PIDS[$victim]} s; s=$(now)
   if [ "$who" = k9 ]; then kill -9 "$vp" 2>/dev/null; else kill -STOP "$vp"; fi
