@@ -64,12 +64,37 @@ pub fn open(
     }
     let world = World::discover(&launch)?;
     let control = Arc::new(Control::connect(&world, &launch)?);
-    let backend = open_backend(b, tuning, mode, &world, &control)?;
+    // A peer stopped or gone while the backend sets up (NCCL's
+    // communicators) is named within the watchdog's deadline, not at
+    // --timeout-s, and a setup held by it cannot hang the process.
+    let guard = collbench_runner::setup_guard::SetupGuard::start(control.clone(), watchdog);
+    let backend = open_backend(b, tuning, mode, &world, &control);
+    drop(guard);
+    let backend = backend.map_err(|f| peer_failure_first(f, control.as_ref()))?;
     Ok(Opened {
         backend,
         control,
         _mpi: mpi,
     })
+}
+
+/// A setup that failed because the job had (a peer stopped, died or
+/// aborted): the job's failure and its code (3), not the backend's
+/// consequence of it (4).
+fn peer_failure_first(backend_failure: Failure, control: &Control) -> Failure {
+    if backend_failure.outcome != Outcome::Backend {
+        return backend_failure;
+    }
+    match collbench_core::Bootstrap::failure(control) {
+        Some(f) => {
+            let outcome = match f.kind {
+                collbench_core::FailureKind::Stuck => Outcome::Timeout,
+                collbench_core::FailureKind::Peer => Outcome::Launch,
+            };
+            Failure::new(outcome, f.message)
+        }
+        None => backend_failure,
+    }
 }
 
 /// Whether the flags pick the CPU backend (`auto` on a host without GPUs).

@@ -33,6 +33,7 @@ pub mod pairs;
 pub mod progress;
 pub mod record;
 pub mod redop;
+pub mod silent_setup;
 pub mod size;
 pub mod stats;
 pub mod stdout;

@@ -19,6 +19,7 @@ pub mod host_buffers;
 pub mod memory;
 pub mod plan;
 pub mod run;
+pub mod setup_guard;
 pub mod watch;
 pub mod watchdog;
 

@@ -73,7 +73,7 @@ impl std::fmt::Debug for Watchdog {
 /// does, and a process whose job has ended must leave within 5 s of
 /// learning it (two emulated hosts on one H200: with 10 s here the
 /// survivor of a SIGSTOPped peer ended 15.5 s after the stop, -T 5).
-const GRACE: Duration = Duration::from_secs(3);
+pub(crate) const GRACE: Duration = Duration::from_secs(3);
 
 /// Ends the process with `code` at once: stdout and stderr flushed, no
 /// exit handlers, no destructors. For a process whose job has failed or
@@ -111,7 +111,7 @@ pub(crate) fn arm_after_failure(config: &Watchdog, why: Stop) {
 impl Watchdog {
     /// How often the watchdog looks: a twentieth of the deadline, between
     /// 20 ms and 250 ms.
-    fn tick(&self) -> Duration {
+    pub(crate) fn tick(&self) -> Duration {
         let d = self.deadline.unwrap_or(Duration::from_secs(5)) / 20;
         d.clamp(Duration::from_millis(20), Duration::from_millis(250))
     }
