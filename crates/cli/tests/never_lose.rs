@@ -15,27 +15,25 @@ fn collbench(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `collbench run all_reduce` on two CPU ranks from 8 B to `max_bytes`,
+/// `iters` iterations, writing `--output output`, then `extra`.
+fn cpu_sweep<'a>(
+    max_bytes: &'a str,
+    iters: &'a str,
+    output: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args: Vec<&str> = "run all_reduce --backend cpu --ranks 2 -b 8"
+        .split(' ')
+        .collect();
+    args.extend(["-e", max_bytes, "-n", iters, "--output", output]);
+    args.extend_from_slice(extra);
+    args
+}
+
 /// A CPU run's text log in `dir`.
 fn log(dir: &std::path::Path, name: &str) {
-    let out = collbench(
-        dir,
-        &[
-            "run",
-            "all_reduce",
-            "--backend",
-            "cpu",
-            "--ranks",
-            "2",
-            "-b",
-            "8",
-            "-e",
-            "64",
-            "-n",
-            "2",
-            "--output",
-            name,
-        ],
-    );
+    let out = collbench(dir, &cpu_sweep("64", "2", name, &[]));
     assert!(out.status.success(), "{out:?}");
 }
 
@@ -157,24 +155,7 @@ fn interrupt_a_sweep(signal: &str, extra: &[&str]) -> (Option<i32>, String, temp
     use std::io::{BufRead, Read};
     let dir = tempfile::tempdir().unwrap();
     // -n 200 at up to 128M: minutes in all, the first rows at once.
-    let mut args = vec![
-        "run",
-        "all_reduce",
-        "--backend",
-        "cpu",
-        "--ranks",
-        "2",
-        "-b",
-        "8",
-        "-e",
-        "128M",
-        "-n",
-        "200",
-        "--output",
-        "x.json",
-        "-J",
-        "y.json",
-    ];
+    let mut args = cpu_sweep("128M", "200", "x.json", &["-J", "y.json"]);
     args.extend_from_slice(extra);
     let mut child = Command::new(BIN)
         .args(&args)
