@@ -35,6 +35,14 @@ fn iters_arg(s: &str) -> Result<Iters, String> {
     }
 }
 
+/// `-R`: nccl-tests' integer, read once here into what it means.
+fn registration_arg(s: &str) -> Result<collbench_core::Registration, String> {
+    s.parse::<u32>()
+        .ok()
+        .and_then(collbench_core::Registration::from_flag)
+        .ok_or_else(|| "use 0 (off), 1 (ncclCommRegister) or 2 (symmetric windows)".into())
+}
+
 /// A count flag (`-w`, `-m`, `-N`): clap's own words ("number too large
 /// to fit in target type") named neither the flag's range nor its form.
 fn count_arg(s: &str) -> Result<u32, String> {
@@ -142,8 +150,8 @@ pub struct RunArgs {
     #[arg(short = 'a', long = "average", default_value_t = 1)]
     pub average: u32,
     /// Buffer registration: 0 off, 1 ncclCommRegister, 2 symmetric window.
-    #[arg(short = 'R', long = "local_register", default_value_t = 0)]
-    pub local_register: u32,
+    #[arg(short = 'R', long = "local_register", default_value = "0", value_parser = registration_arg)]
+    pub local_register: collbench_core::Registration,
     /// Append a timestamp to every row.
     #[arg(short = 'S', long = "report_timestamps", default_value_t = 0)]
     pub report_timestamps: u32,

@@ -22,7 +22,7 @@ pub enum Mode {
 /// NCCL tuning flags that live among the run flags.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tuning {
-    pub local_register: u32,
+    pub local_register: collbench_core::Registration,
     pub timeout: u64,
     pub stream_null: u32,
     /// Install NCCL's profiler plugin for the explanation pass.

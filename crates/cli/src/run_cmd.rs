@@ -42,12 +42,6 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
             a.average
         ))
     })?;
-    if a.local_register > 2 {
-        return Err(u(format!(
-            "-R/--local_register must be 0 (off), 1 (ncclCommRegister) or 2 (symmetric windows) (got {})",
-            a.local_register
-        )));
-    }
     let (iters, auto_iters) = match a.iters {
         Iters::Fixed(n) => (n, None),
         Iters::Auto => (20, Some(AutoIters::default())),
@@ -251,7 +245,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     if opened.backend.info().name == "cpu" {
         let given: Vec<&str> = [
             (a.cudagraph > 0, "-G/--cudagraph"),
-            (a.local_register > 0, "-R/--local_register"),
+            (a.local_register.is_on(), "-R/--local_register"),
         ]
         .iter()
         .filter_map(|(on, flag)| on.then_some(*flag))

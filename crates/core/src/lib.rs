@@ -33,6 +33,7 @@ pub mod pairs;
 pub mod progress;
 pub mod record;
 pub mod redop;
+pub mod registration;
 pub mod silent_setup;
 pub mod size;
 pub mod stats;
@@ -47,6 +48,7 @@ pub use explain::{Explanation, KernelChoice};
 pub use progress::{Heard, Phase, Progress, RankProgress};
 pub use record::{CaseResult, DeviceInfo, Placement, Record, RunSettings};
 pub use redop::ReduceOp;
+pub use registration::Registration;
 pub use stats::TimeStats;
 
 /// Errors from parsing user-supplied names and sizes.

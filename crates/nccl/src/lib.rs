@@ -43,8 +43,8 @@ pub struct NcclOptions {
     pub gpus_per_process: Option<usize>,
     /// Local rank of this process on its host.
     pub local_rank: usize,
-    /// Buffer registration mode (`-R`).
-    pub register: u32,
+    /// Buffer registration (`-R`).
+    pub register: collbench_core::Registration,
     /// Seconds before a stuck operation aborts the communicator (`-T`); 0 = never.
     pub timeout_s: u64,
     /// Use the default (null) stream (`-y`).

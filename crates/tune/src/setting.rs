@@ -115,18 +115,9 @@ impl Protocol {
     }
 }
 
-/// How the user buffers are registered with NCCL (nccl-tests `-R`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Registration {
-    /// Buffers are not registered (nccl-tests `-R 0`, NCCL's default).
-    #[default]
-    None,
-    /// `ncclCommRegister` on the buffers (`-R 1`).
-    Local,
-    /// `ncclCommWindowRegister` with `NCCL_WIN_COLL_SYMMETRIC` (`-R 2`).
-    Symmetric,
-}
+/// How the user buffers are registered with NCCL (nccl-tests `-R`): one
+/// type with the command line's and the backend's.
+pub use collbench_core::Registration;
 
 /// `ncclConfig_t.CTAPolicy` (NCCL 2.27+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

@@ -6,6 +6,7 @@
 use super::NcclBackend;
 use crate::cuda::{DeviceBuffer, DevicePtr};
 use crate::group::Group;
+use collbench_core::Registration;
 use collbench_runner::{BackendError, CaseSpec};
 
 /// Bytes each buffer needs for sizes up to `largest`: exactly what the
@@ -97,9 +98,9 @@ impl NcclBackend {
             (self.gpus[i].send, self.gpus[i].recv) = (Some(send), Some(recv));
         }
         match self.opts.register {
-            1 => self.register_buffers()?,
-            2 => self.register_windows()?,
-            _ => {}
+            Registration::Local => self.register_buffers()?,
+            Registration::Symmetric => self.register_windows()?,
+            Registration::None => {}
         }
         let free_after = self.free_memory();
         self.memory.buffers(&free_before, &free_after);
@@ -114,7 +115,7 @@ impl NcclBackend {
             let (free, total) = gpu.dev.mem_info();
             BackendError::OutOfMemory(oom_message(e, bytes, gpu.dev.ordinal, free, total))
         };
-        if self.opts.register != 2 {
+        if self.opts.register != Registration::Symmetric {
             return DeviceBuffer::alloc(bytes).map_err(|e| oom(&e));
         }
         if !self.nccl.has_mem_alloc() {

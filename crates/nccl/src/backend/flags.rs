@@ -51,7 +51,7 @@ pub(crate) fn device_api(version: i32, opts: &NcclOptions) -> Result<Vec<String>
         }
     }
     let d = opts.device_implementation.unwrap_or(0);
-    if d > 0 && opts.register != 2 {
+    if d > 0 && opts.register != collbench_core::Registration::Symmetric {
         return Err(
             "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)"
                 .into(),
@@ -110,7 +110,7 @@ mod tests {
         NcclOptions {
             device_implementation: d,
             device_cta_count: v,
-            register,
+            register: collbench_core::Registration::from_flag(register).unwrap(),
             ..NcclOptions::default()
         }
     }

@@ -199,7 +199,9 @@ impl Backend for NcclBackend {
 
     fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
         self.device_supports(case)?;
-        if self.opts.register == 2 && !runs_with_windows(case.collective) {
+        if self.opts.register == collbench_core::Registration::Symmetric
+            && !runs_with_windows(case.collective)
+        {
             return Err(BackendError::Unsupported(
                 "-R 2 runs all_reduce, all_gather, reduce_scatter and alltoall only (broadcast hung at 2 MiB with symmetric windows on NCCL 2.28.3): use -R 1 for this collective".into(),
             ));

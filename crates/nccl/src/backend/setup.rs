@@ -125,12 +125,6 @@ impl NcclBackend {
             .unwrap_or(if procs == 1 { count } else { 1 });
         let devices = pick_devices(procs, g, opts.local_rank);
         check_devices(&devices, g, count, procs, opts.local_rank)?;
-        if opts.register > 2 {
-            return Err(BackendError::Unsupported(format!(
-                "-R {} is not a registration mode: use 0 (none), 1 (ncclCommRegister) or 2 (symmetric windows)",
-                opts.register
-            )));
-        }
         // NCCL_TESTS_SPLIT(_MASK) splits the processes into groups that run
         // side by side, each with its own communicator (as nccl-tests does).
         let color = if procs > 1 {

@@ -55,8 +55,8 @@ fn span_of(case_bytes: u64) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CommKey {
     pub config: CommConfig,
-    /// Backend registration mode (`-R 0/1/2`).
-    pub register: u32,
+    /// Backend registration (`-R 0/1/2`).
+    pub register: Registration,
 }
 
 impl CommKey {
@@ -68,11 +68,7 @@ impl CommKey {
                 cta_policy: (setting.cta_policy != CtaPolicy::Default)
                     .then(|| setting.cta_policy.nccl_value()),
             },
-            register: match setting.registration {
-                Registration::None => 0,
-                Registration::Local => 1,
-                Registration::Symmetric => 2,
-            },
+            register: setting.registration,
         }
     }
 }
@@ -142,7 +138,7 @@ impl<'a> NcclMeasurer<'a> {
         plugin: TunerPlugin,
     ) -> Result<NcclMeasurer<'a>, BackendError> {
         let mut opts = opts.clone();
-        opts.register = 0;
+        opts.register = Registration::None;
         opts.explain = false;
         // No rules: otherwise the plugin would read COLLBENCH_TUNER_CONFIG
         // or NCCL_TUNER_CONFIG_FILE at the first communicator, and "the
@@ -311,7 +307,7 @@ mod tests {
     fn each_knob_lands_on_its_communicator() {
         let d = CommKey::of(&Setting::default());
         assert!(d.config.is_default());
-        assert_eq!(d.register, 0);
+        assert_eq!(d.register, Registration::None);
         let ch = CommKey::of(&Setting {
             channels: Some(64),
             ..Setting::default()
@@ -329,7 +325,10 @@ mod tests {
             registration: Registration::Symmetric,
             ..Setting::default()
         });
-        assert_eq!((r2.config, r2.register), (CommConfig::default(), 2));
+        assert_eq!(
+            (r2.config, r2.register),
+            (CommConfig::default(), Registration::Symmetric)
+        );
         let cta = CommKey::of(&Setting {
             cta_policy: CtaPolicy::Zero,
             ..Setting::default()
