@@ -3,6 +3,8 @@
 
 use crate::baseline::{self, Baseline};
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use crate::host_tests::{self, HostReport};
+use crate::hosts;
 use crate::localize::{self, Localization};
 use crate::prometheus;
 use crate::verdict::{self, Fractions, Line, Metric, Status};
@@ -51,6 +53,9 @@ pub struct CheckReport {
     pub lines: Vec<Line>,
     /// Pairwise tests, when they ran; `matrix` draws the heatmap.
     pub localization: Option<Localization>,
+    /// Host-pair tests of a job of several processes, when they ran
+    /// (`verdict.matrix` is the host-pair matrix).
+    pub hosts: Option<HostReport>,
     pub notes: Vec<String>,
 }
 
@@ -238,24 +243,50 @@ pub fn check_main(
     let short = verdict::overall(&lines) >= Status::Warn;
     let want = args.localize || baseline.is_none() || short;
     let mut localization = None;
-    if want && world_size >= 2 {
+    let mut host_report = None;
+    if want && (world_size >= 2 || processes > 1) {
+        let size = lines
+            .iter()
+            .filter(|l| l.metric == Metric::BusbwGbps)
+            .map(|l| l.size_bytes)
+            .max()
+            .unwrap_or(DEFAULT_SIZE_CPU)
+            .min(MAX_PAIR_SIZE);
+        // Pairs need only their bandwidth: no explanation pass.
+        let it = Iterations {
+            explain: false,
+            ..iterations(args, Metric::BusbwGbps)
+        };
         if processes > 1 {
-            notes.push(format!(
-                "pairwise tests skipped: they need every rank in one process, this job has {processes} processes (run collbench check with -g N on one node to test its GPUs pairwise)"
-            ));
-        } else {
-            let size = lines
-                .iter()
-                .filter(|l| l.metric == Metric::BusbwGbps)
-                .map(|l| l.size_bytes)
-                .max()
-                .unwrap_or(DEFAULT_SIZE_CPU)
-                .min(MAX_PAIR_SIZE);
-            // Pairs need only their bandwidth: no explanation pass.
-            let it = Iterations {
-                explain: false,
-                ..iterations(args, Metric::BusbwGbps)
+            if root {
+                eprintln!(
+                    "collbench check: host pairs (sendrecv and all_reduce) between the hosts of {processes} processes at {} ...",
+                    format_size(size)
+                );
+            }
+            let mut progress = |s: &str| {
+                if root {
+                    eprintln!("collbench check:   {s}")
+                }
             };
+            match host_tests::run_host_tests(
+                backend,
+                control,
+                watchdog,
+                size,
+                it,
+                fractions,
+                &mut progress,
+            ) {
+                Ok(h) => {
+                    lines.push(hosts_line(&h, fractions));
+                    host_report = Some(h);
+                }
+                // The job's failure ends the check as any case's does.
+                Err(e) if control.failure().is_some() => return Err(e),
+                Err(e) => notes.push(format!("host tests skipped: {e:#}")),
+            }
+        } else {
             eprintln!(
                 "collbench check: pairwise sendrecv between {world_size} ranks at {} ...",
                 format_size(size)
@@ -287,6 +318,7 @@ pub fn check_main(
         printed = collbench_core::stdout::print(&summary(
             &lines,
             localization.as_ref(),
+            host_report.as_ref(),
             &notes,
             baseline.as_ref(),
             status,
@@ -303,6 +335,7 @@ pub fn check_main(
             processes,
             lines: lines.clone(),
             localization,
+            hosts: host_report,
             notes,
         };
         if let Some(path) = &args.json {
@@ -319,7 +352,11 @@ pub fn check_main(
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0);
-            prometheus::write_atomic(path, &prometheus::render(&lines, status, now))?;
+            let mut text = prometheus::render(&lines, status, now);
+            if let Some(h) = &report.hosts {
+                text += &prometheus::render_hosts(h, fractions);
+            }
+            prometheus::write_atomic(path, &text)?;
         }
     }
     // Every process exits with rank 0's verdict, so a launcher that looks
@@ -386,10 +423,37 @@ fn pairs_line(loc: &Localization) -> Line {
     }
 }
 
+/// The line of the host tests: the hosts and links named, and the
+/// verdict's status (a confirmed slow host below the FAIL fraction of the
+/// job median fails; suspects and a job too noisy to judge warn).
+fn hosts_line(h: &HostReport, fractions: Fractions) -> Line {
+    let named: Vec<String> = h
+        .verdict
+        .findings
+        .iter()
+        .filter(|f| f.status(fractions) >= Status::Warn)
+        .map(|f| hosts::finding_line(f, &h.hosts))
+        .collect();
+    Line {
+        op: "host pairs".into(),
+        dtype: "float".into(),
+        size_bytes: h.size_bytes,
+        metric: Metric::SlowPairs,
+        measured: Some(named.len() as f64),
+        expected: Some(0.0),
+        ratio: None,
+        wrong: 0,
+        status: h.verdict.status,
+        note: (!named.is_empty()).then(|| named.join("; ")),
+        explain: None,
+    }
+}
+
 /// The table and verdict lines `check` prints on stdout.
 fn summary(
     lines: &[Line],
     loc: Option<&Localization>,
+    host_report: Option<&HostReport>,
     notes: &[String],
     baseline: Option<&Baseline>,
     status: Status,
@@ -428,6 +492,18 @@ fn summary(
         out += &localize::heatmap_text(loc);
         for f in localize::findings(loc) {
             let _ = writeln!(out, "# {f}");
+        }
+    }
+    if let Some(h) = host_report {
+        out += "#\n";
+        for l in h.verdict.matrix.text(&h.hosts).lines() {
+            let _ = writeln!(out, "# {l}");
+        }
+        for f in hosts::finding_lines(&h.verdict, &h.hosts) {
+            let _ = writeln!(out, "# {f}");
+        }
+        for f in &h.failures {
+            let _ = writeln!(out, "# failed pair test {f}");
         }
     }
     for n in notes {

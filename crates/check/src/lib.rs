@@ -15,6 +15,7 @@
 pub mod baseline;
 pub mod battery;
 mod check;
+pub mod host_tests;
 pub mod hosts;
 pub mod localize;
 pub mod prometheus;

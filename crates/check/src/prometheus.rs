@@ -2,7 +2,8 @@
 //! atomically: node_exporter may read the folder at any moment and must
 //! never see half a file.
 
-use crate::verdict::{Line, Metric, Status};
+use crate::host_tests::HostReport;
+use crate::verdict::{Fractions, Line, Metric, Status};
 use std::io::Write;
 use std::path::Path;
 
@@ -58,6 +59,48 @@ pub fn render(lines: &[Line], overall: Status, timestamp_s: u64) -> String {
     out
 }
 
+/// Per-host metrics of the host tests (a multi-process check): each
+/// host's score (its fastest pair over the job median) and its verdict,
+/// labelled with its name and ranks, so an alert can name the node.
+pub fn render_hosts(h: &HostReport, f: Fractions) -> String {
+    let mut out = String::new();
+    out += "# HELP collbench_host_score Host's fastest host-pair busbw over the job median (1 = typical).\n";
+    out += "# TYPE collbench_host_score gauge\n";
+    let label = |host: usize| {
+        let info = &h.hosts[host];
+        format!(
+            "host=\"{}\",ranks=\"{}-{}\"",
+            info.name,
+            info.ranks.start,
+            info.ranks.end.saturating_sub(1)
+        )
+    };
+    for s in &h.verdict.matrix.hosts {
+        if let (Some(score), true) = (s.score, s.host < h.hosts.len()) {
+            out += &format!("collbench_host_score{{{}}} {score}\n", label(s.host));
+        }
+    }
+    out += "# HELP collbench_host_verdict Host verdict of the host tests: 0 pass, 1 warn (suspect), 2 fail.\n";
+    out += "# TYPE collbench_host_verdict gauge\n";
+    for host in 0..h.hosts.len() {
+        let worst = h
+            .verdict
+            .findings
+            .iter()
+            .filter(|x| x.host() == Some(host))
+            .map(|x| x.status(f))
+            .max()
+            .unwrap_or(Status::Pass)
+            .max(Status::Pass);
+        out += &format!(
+            "collbench_host_verdict{{{}}} {}\n",
+            label(host),
+            worst.exit_code()
+        );
+    }
+    out
+}
+
 /// Writes `text` to `path` through a temporary file in the same folder
 /// and a rename (atomic on one file system). The rename replaces whatever
 /// the name is, so only a regular file (or none) is replaced: a symlink, a
@@ -106,7 +149,7 @@ pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use crate::battery::Measured;
-    use crate::verdict::{judge_busbw, Fractions};
+    use crate::verdict::judge_busbw;
 
     #[test]
     fn metrics_have_help_type_and_labels() {

@@ -59,6 +59,62 @@ pub struct CheckMatrixFile {
     /// Absent when the check made no pairwise tests.
     #[serde(default)]
     pub localization: Option<LocalizationMatrix>,
+    /// Absent when the check made no host tests (one process).
+    #[serde(default)]
+    pub hosts: Option<HostMatrixFile>,
+}
+
+/// `hosts` in `collbench check --json` (host tests of a job of several
+/// processes), as far as readers need it: the hosts' names and the
+/// host-pair matrix's measured cells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostMatrixFile {
+    pub hosts: Vec<HostName>,
+    pub verdict: HostVerdictMatrix,
+}
+
+/// A host of [`HostMatrixFile`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostName {
+    pub name: String,
+}
+
+/// `hosts.verdict` as far as the matrix goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostVerdictMatrix {
+    pub matrix: HostPairs,
+}
+
+/// `hosts.verdict.matrix`: the measured host pairs (sparse).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostPairs {
+    pub pairs: Vec<HostPairCell>,
+}
+
+/// One measured host pair: its best busbw, GB/s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostPairCell {
+    pub a: usize,
+    pub b: usize,
+    pub busbw_gbps: f64,
+}
+
+impl HostMatrixFile {
+    /// The host x host matrix (symmetric; untested pairs `None`).
+    pub fn to_matrix(&self) -> PairMatrix {
+        let mut m = PairMatrix::new(self.hosts.iter().map(|h| h.name.clone()).collect());
+        let n = self.hosts.len();
+        for c in self
+            .verdict
+            .matrix
+            .pairs
+            .iter()
+            .filter(|c| c.a < n && c.b < n)
+        {
+            m.set(c.a, c.b, c.busbw_gbps);
+        }
+        m
+    }
 }
 
 /// `localization` in `collbench check --json`, as far as readers need it.
@@ -82,6 +138,19 @@ mod tests {
         let back: CheckMatrixFile = serde_json::from_value(json).unwrap();
         assert_eq!(back.localization.unwrap().matrix, m);
         assert!(m.is_square());
+    }
+
+    #[test]
+    fn host_pairs_make_a_symmetric_host_matrix() {
+        let json = serde_json::json!({"hosts": {
+            "hosts": [{"name": "n0", "ranks": {"start": 0, "end": 1}}, {"name": "n1"}, {"name": "n2"}],
+            "verdict": {"status": "FAIL", "matrix": {"reference_gbps": 2.0,
+                "pairs": [{"a": 0, "b": 2, "busbw_gbps": 0.2, "ratio": 0.1}]}}}});
+        let back: CheckMatrixFile = serde_json::from_value(json).unwrap();
+        let m = back.hosts.unwrap().to_matrix();
+        assert_eq!(m.labels, ["n0", "n1", "n2"]);
+        assert_eq!(m.gbps[2][0], Some(0.2));
+        assert_eq!(m.gbps[0][1], None);
     }
 
     #[test]

@@ -77,18 +77,22 @@ pub enum ReportOutcome {
 }
 
 /// Reads the pairwise matrix of a `collbench check --json` file
-/// (`localization.matrix`, a [`collbench_core::pairs::PairMatrix`];
-/// untested pairs become NaN, which the heatmap leaves blank).
+/// (`localization.matrix`, a [`collbench_core::pairs::PairMatrix`]), or
+/// its host-pair matrix (`hosts`, a job of several processes); untested
+/// pairs become NaN, which the heatmap leaves blank.
 pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html::Matrix> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
     let file: collbench_core::pairs::CheckMatrixFile = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: not check JSON: {e}", path.display()))?;
-    let Some(m) = file.localization.map(|l| l.matrix) else {
-        anyhow::bail!(
-            "{}: no localization.matrix: pass the JSON of a `collbench check --json FILE` run that made pairwise tests",
+    // One process: rank pairs; several: host pairs.
+    let (m, what) = match (file.localization, file.hosts) {
+        (Some(l), _) => (l.matrix, "Pairwise sendrecv bandwidth"),
+        (None, Some(h)) => (h.to_matrix(), "Host-pair sendrecv bandwidth"),
+        (None, None) => anyhow::bail!(
+            "{}: no localization.matrix or hosts.verdict.matrix: pass the JSON of a `collbench check --json FILE` run that made pairwise or host tests",
             path.display()
-        );
+        ),
     };
     if !m.is_square() {
         anyhow::bail!(
@@ -98,7 +102,7 @@ pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html:
         );
     }
     Ok(render::html::Matrix {
-        title: format!("Pairwise sendrecv bandwidth ({})", path.display()),
+        title: format!("{what} ({})", path.display()),
         labels: m.labels,
         gbps: m
             .gbps

@@ -180,6 +180,22 @@ pub trait Backend {
     fn set_watch(&mut self, watch: Arc<crate::watch::Watch>) {
         let _ = watch;
     }
+    /// A backend over this job's processes that share `group` (host
+    /// tests: each host pair of a round is a group), for cases that run on
+    /// those processes alone, side by side with the other groups. Every
+    /// process of the job calls it at the same step (it may talk over
+    /// `control`); `None`: this process sits the round out and gets
+    /// `Ok(None)`. Backends that cannot say so (the default).
+    fn group(
+        &mut self,
+        control: &dyn collbench_core::Bootstrap,
+        group: Option<u32>,
+    ) -> Result<Option<Box<dyn Backend>>, BackendError> {
+        let _ = (control, group);
+        Err(BackendError::Unsupported(
+            "this backend cannot run tests on a group of the job's processes".into(),
+        ))
+    }
     /// A backend over some of this process's ranks (global rank numbers),
     /// renumbered 0.., for localisation tests such as pairwise sendrecv.
     /// Backends that cannot split say so.

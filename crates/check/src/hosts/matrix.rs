@@ -223,8 +223,8 @@ pub fn finding_line(f: &Finding, hosts: &[HostInfo]) -> String {
             name(*a),
             name(*b)
         ),
-        Finding::Unjudgeable { spread } => format!(
-            "host pairs spread by +-{:.0}% (4 x their robust sigma): too noisy to name a host; run again on a quiet job",
+        Finding::Unjudgeable { spread, cut } => format!(
+            "host pairs spread by +-{:.0}% (4 x their robust sigma): too noisy to judge hosts or links above {cut:.2}x the job median; run again on a quiet job",
             spread * 100.0
         ),
         Finding::TooFewHosts { hosts } => format!(

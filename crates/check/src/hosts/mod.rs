@@ -23,15 +23,19 @@ pub use verdict::{judge, Finding, HostVerdict, JudgeConfig, PairResult};
 /// rounds and a new verdict while anything is suspect (a suspect cleared
 /// by a retest can leave new ones), at most
 /// [`schedule::MAX_CONFIRMATION_ROUNDS`] in all. `measure` runs one round
-/// (all its pairs at once) and returns its figures. Returns the verdict
-/// and the number of rounds run.
-pub fn run(
+/// (all its pairs at once) and returns its figures; its error (the job
+/// failed) ends the procedure. Returns the verdict and the number of
+/// rounds run.
+pub fn run<E>(
     cfg: &JudgeConfig,
     seed: u64,
-    mut measure: impl FnMut(&Round) -> Vec<PairResult>,
-) -> (HostVerdict, usize) {
+    mut measure: impl FnMut(&Round) -> Result<Vec<PairResult>, E>,
+) -> Result<(HostVerdict, usize), E> {
     let main = schedule(cfg.hosts, seed);
-    let mut results: Vec<PairResult> = main.rounds.iter().flat_map(&mut measure).collect();
+    let mut results: Vec<PairResult> = Vec::new();
+    for round in &main.rounds {
+        results.extend(measure(round)?);
+    }
     let mut rounds = main.rounds.len();
     let mut verdict = judge(&results, cfg);
     let last = rounds + schedule::MAX_CONFIRMATION_ROUNDS;
@@ -41,10 +45,10 @@ pub fn run(
             break;
         }
         for round in confirm.iter().take(last - rounds) {
-            results.extend(measure(round));
+            results.extend(measure(round)?);
             rounds += 1;
         }
         verdict = judge(&results, cfg);
     }
-    (verdict, rounds)
+    Ok((verdict, rounds))
 }

@@ -99,9 +99,10 @@ pub enum Finding {
         ratio: f64,
         tests: usize,
     },
-    /// The figures spread so much (`spread`, a fraction) that nobody can
-    /// be named.
-    Unjudgeable { spread: f64 },
+    /// The figures spread so much (`spread`, a fraction) that only a host
+    /// below `cut` (a ratio to the median, beyond the noise) can be named;
+    /// smaller slowdowns and slow links hide in it.
+    Unjudgeable { spread: f64, cut: f64 },
     /// Fewer than three hosts measured and no baseline: a lone pair cannot
     /// say which of its hosts is slow.
     TooFewHosts { hosts: usize },
@@ -159,8 +160,9 @@ pub struct HostVerdict {
 impl HostVerdict {
     /// Hosts with a score at or above the cut: partners for confirmation.
     pub fn good_hosts(&self) -> Vec<usize> {
-        let Some(Threshold::Judgeable { cut, .. }) = self.threshold else {
-            return Vec::new();
+        let cut = match self.threshold {
+            Some(Threshold::Judgeable { cut, .. } | Threshold::TooNoisy { cut, .. }) => cut,
+            None => return Vec::new(),
         };
         self.matrix
             .hosts
@@ -202,7 +204,13 @@ pub fn judge(results: &[PairResult], cfg: &JudgeConfig) -> HostVerdict {
         let sigma = noise_sigma(results, &matrix, cfg.rule);
         let t = cfg.rule.threshold(sigma);
         match t {
-            Threshold::TooNoisy { spread, .. } => findings.push(Finding::Unjudgeable { spread }),
+            Threshold::TooNoisy { spread, cut } => {
+                findings.push(Finding::Unjudgeable { spread, cut });
+                // A host far below the noise still stands out from it
+                // (a starved host at 0.1x in a job spread by +-60%); it
+                // is named only once confirmed, as in a quiet job.
+                findings.extend(slow_hosts(&matrix, cut, cfg));
+            }
             Threshold::Judgeable { cut, .. } => {
                 findings.extend(slow_hosts(&matrix, cut, cfg));
                 findings.extend(slow_links(&matrix, cut, cfg));

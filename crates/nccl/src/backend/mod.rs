@@ -18,6 +18,7 @@ mod cpu_slot;
 mod device;
 mod exchange;
 mod flags;
+mod host_group;
 mod issue;
 mod memory;
 mod setup;
@@ -241,6 +242,16 @@ impl Backend for NcclBackend {
 
     fn set_watch(&mut self, watch: std::sync::Arc<collbench_runner::Watch>) {
         self.watch = Some(watch);
+    }
+
+    fn group(
+        &mut self,
+        control: &dyn collbench_core::Bootstrap,
+        group: Option<u32>,
+    ) -> Result<Option<Box<dyn Backend>>, BackendError> {
+        Ok(self
+            .for_group(control, group)?
+            .map(|b| Box::new(b) as Box<dyn Backend>))
     }
 
     fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {

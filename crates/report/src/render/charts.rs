@@ -175,8 +175,12 @@ pub fn heatmap_svg(labels: &[String], matrix: &[Vec<f64>]) -> String {
     let side = cell * n as u32;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (side + 150, side + 110)).into_drawing_area();
-        let _ = draw_heatmap(&root, labels, matrix, n, (lo, hi), cell);
+        let root = SVGBackend::with_string(&mut svg, (side + 240, side + 110)).into_drawing_area();
+        let (grid, scale) = root.split_horizontally(side + 150);
+        let _ = draw_heatmap(&grid, labels, matrix, n, (lo, hi), cell);
+        if lo <= hi {
+            let _ = draw_scale(&scale, (lo, hi), side);
+        }
         let _ = root.present();
     }
     svg
@@ -201,8 +205,8 @@ fn draw_heatmap(
     chart
         .configure_mesh()
         .disable_mesh()
-        .x_desc("to rank")
-        .y_desc("from rank")
+        .x_desc("to (rank or host)")
+        .y_desc("from (rank or host)")
         .x_labels(n)
         .y_labels(n)
         .x_label_offset(cell as i32 / 2)
@@ -248,6 +252,41 @@ fn draw_heatmap(
             }
         }
     }
+    Ok(())
+}
+
+/// The colour scale beside the heatmap: the ramp from the slowest cell
+/// (bottom) to the fastest (top), with both ends and the middle in GB/s.
+fn draw_scale(
+    area: &DrawingArea<SVGBackend, Shift>,
+    (lo, hi): (f64, f64),
+    height: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    const STEPS: i32 = 32;
+    let (top, left, width) = (40i32, 10i32, 18i32);
+    let h = height.max(64) as i32;
+    for i in 0..STEPS {
+        let t = 1.0 - (i as f64 + 0.5) / STEPS as f64;
+        let (y0, y1) = (top + h * i / STEPS, top + h * (i + 1) / STEPS);
+        area.draw(&Rectangle::new(
+            [(left, y0), (left + width, y1)],
+            ramp(t).filled(),
+        ))?;
+    }
+    area.draw(&Rectangle::new(
+        [(left, top), (left + width, top + h)],
+        BLACK.mix(0.4),
+    ))?;
+    let font = ("sans-serif", 12).into_font();
+    for (t, v) in [(0.0, hi), (0.5, (lo + hi) / 2.0), (1.0, lo)] {
+        let y = top + (h as f64 * t) as i32 - 6;
+        area.draw(&Text::new(
+            units::gbps(v),
+            (left + width + 4, y),
+            font.clone(),
+        ))?;
+    }
+    area.draw(&Text::new("GB/s", (left, top - 18), font))?;
     Ok(())
 }
 
@@ -298,5 +337,7 @@ mod tests {
         let labels: Vec<String> = (0..2).map(|i| format!("r{i}")).collect();
         let svg = heatmap_svg(&labels, &[vec![0.0, 350.5], vec![349.0, f64::NAN]]);
         assert!(svg.contains("350.50") && svg.contains("r1") && svg.contains("<rect"));
+        // The colour scale names its ends and unit.
+        assert!(svg.contains("GB/s") && svg.contains("0.00"), "{svg}");
     }
 }

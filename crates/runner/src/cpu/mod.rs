@@ -343,6 +343,22 @@ impl Backend for CpuBackend {
         self.watch = Some(watch);
     }
 
+    /// Under the multi-process test hook a group is this process's own
+    /// rank threads again (with its slow-rank hook, without the barrier
+    /// with the other processes): the figures are this process's alone,
+    /// which is what tests of the host-pair procedure need.
+    fn group(
+        &mut self,
+        _control: &dyn collbench_core::Bootstrap,
+        group: Option<u32>,
+    ) -> Result<Option<Box<dyn Backend>>, BackendError> {
+        Ok(group.map(|_| {
+            let mut b = CpuBackend::new(self.world_size, &self.host).with_slow_rank(self.slow_rank);
+            b.traffic = self.traffic.clone();
+            Box::new(b) as Box<dyn Backend>
+        }))
+    }
+
     fn subset(&self, ranks: &[usize]) -> Result<Box<dyn Backend>, BackendError> {
         if ranks.is_empty() || ranks.iter().any(|&r| r >= self.world_size) {
             return Err(BackendError::Unsupported(format!(

@@ -1,0 +1,398 @@
+//! `check`'s host tests in a job of several processes: which processes
+//! share a host, then [`hosts::run`]'s rounds, each host pair of a round
+//! on a communicator of its own ([`Backend::group`]) while the other
+//! pairs run theirs, and the verdict that names a slow host or link
+//! (docs/hosts.md).
+//!
+//! Every process takes every step, so the control plane's calls stay
+//! matched: each process measures its pair, rank 0 gathers the figures,
+//! combines them per pair and broadcasts the round's results, and every
+//! process judges the same figures, so all of them choose the same
+//! confirmation rounds.
+
+use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use crate::hosts::{self, HostInfo, HostVerdict, JudgeConfig, PairResult, Round};
+use crate::verdict::Fractions;
+use collbench_core::{Bootstrap, Collective, DataType, PeerFailure, Progress, RankProgress};
+use collbench_runner::{Backend, Watchdog};
+use serde::{Deserialize, Serialize};
+
+/// Seed of the schedule: the same on every process, and from run to run.
+const SEED: u64 = 1;
+
+/// The op the verdict judges: a pair's link as point-to-point traffic.
+const JUDGED: Collective = Collective::SendRecv;
+
+/// What the host tests found, for the text, the JSON and `report`.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    /// The hosts, in the order of their first rank.
+    pub hosts: Vec<HostInfo>,
+    /// Size of each pair test, bytes.
+    pub size_bytes: u64,
+    /// Op the verdict judges (`sendrecv`); all_reduce is measured beside.
+    pub judged_op: &'static str,
+    /// Rounds run (main and confirmation).
+    pub rounds: usize,
+    /// Findings and the host-pair matrix (sendrecv busbw).
+    pub verdict: HostVerdict,
+    /// Every pair test's sendrecv busbw, round by round.
+    pub sendrecv: Vec<PairResult>,
+    /// Every pair test's all_reduce busbw, round by round.
+    pub all_reduce: Vec<PairResult>,
+    /// Pair tests that failed, in words (their busbw counts as 0).
+    pub failures: Vec<String>,
+}
+
+/// One process's part of a round.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct ProcessFigures {
+    /// Index of its pair in the round; `None`: it sat the round out.
+    pair: Option<usize>,
+    sendrecv_gbps: f64,
+    all_reduce_gbps: f64,
+    /// Why its test failed, if it did.
+    error: Option<String>,
+}
+
+/// One pair's figures in a round, as every process learns them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct PairFigures {
+    sendrecv_gbps: f64,
+    all_reduce_gbps: f64,
+    error: Option<String>,
+}
+
+/// The name of this process's host: NCCL_HOSTID where set (NCCL's own
+/// notion of a host, and how emulated hosts are told apart), else the
+/// host name the backend reports.
+pub fn host_key(env: impl Fn(&str) -> Option<String>, hostname: &str) -> String {
+    env("NCCL_HOSTID")
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| hostname.to_string())
+}
+
+/// Hosts from every process's host key and rank count (indexed by
+/// process): hosts in the order of their first process, each with the
+/// span of its global ranks, and each process's host.
+pub fn group_hosts(keys: &[String], local_ranks: &[usize]) -> (Vec<HostInfo>, Vec<usize>) {
+    let mut hosts: Vec<HostInfo> = Vec::new();
+    let mut host_of = Vec::with_capacity(keys.len());
+    let mut first_rank = 0;
+    for (key, &g) in keys.iter().zip(local_ranks) {
+        let ranks = first_rank..first_rank + g;
+        first_rank += g;
+        match hosts.iter().position(|h| &h.name == key) {
+            Some(h) => {
+                // Ranks of a host need not be contiguous; the label
+                // shows the span from its first to its last.
+                let r = &mut hosts[h].ranks;
+                *r = r.start.min(ranks.start)..r.end.max(ranks.end);
+                host_of.push(h);
+            }
+            None => {
+                host_of.push(hosts.len());
+                hosts.push(HostInfo {
+                    name: key.clone(),
+                    ranks,
+                });
+            }
+        }
+    }
+    (hosts, host_of)
+}
+
+/// Each pair's figures from the processes' parts: a pair is as fast as
+/// its slowest process saw it (as nccl-tests reports the slowest rank),
+/// and fails when any of its processes failed.
+fn combine(pairs: usize, parts: &[ProcessFigures]) -> Vec<PairFigures> {
+    let mut out: Vec<Option<PairFigures>> = vec![None; pairs];
+    for p in parts {
+        let Some(slot) = p.pair.and_then(|i| out.get_mut(i)) else {
+            continue;
+        };
+        let f = slot.get_or_insert(PairFigures {
+            sendrecv_gbps: f64::INFINITY,
+            all_reduce_gbps: f64::INFINITY,
+            error: None,
+        });
+        f.sendrecv_gbps = f.sendrecv_gbps.min(p.sendrecv_gbps);
+        f.all_reduce_gbps = f.all_reduce_gbps.min(p.all_reduce_gbps);
+        if f.error.is_none() {
+            f.error = p.error.clone();
+        }
+    }
+    out.into_iter()
+        .map(|f| {
+            let mut f = f.unwrap_or_else(|| PairFigures {
+                error: Some("no process reported for this pair".into()),
+                ..Default::default()
+            });
+            if f.error.is_some() {
+                f.sendrecv_gbps = 0.0;
+                f.all_reduce_gbps = 0.0;
+            }
+            f
+        })
+        .collect()
+}
+
+/// The job's control plane as a world of one, for a pair test measured by
+/// this process alone on its group's backend: the runner's data stays
+/// here, while the job's failure and an abort still travel (a peer lost
+/// during the test stops it; a stuck test stops the job).
+struct ThisProcess<'a>(&'a dyn Bootstrap);
+
+impl Bootstrap for ThisProcess<'_> {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn world_size(&self) -> usize {
+        1
+    }
+    fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
+        collbench_core::SingleProcess.broadcast(data)
+    }
+    fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
+        Ok(Some(vec![data]))
+    }
+    fn all_gather(&self, data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
+        Ok(vec![data])
+    }
+    fn publish_progress(&self, progress: Progress) {
+        self.0.publish_progress(progress)
+    }
+    fn progress_of_all(&self) -> Option<Vec<RankProgress>> {
+        None
+    }
+    fn abort_job(&self, failure: &PeerFailure) {
+        self.0.abort_job(failure)
+    }
+    fn failure(&self) -> Option<PeerFailure> {
+        self.0.failure()
+    }
+}
+
+/// What one process does in a round: joins its pair's group, measures
+/// sendrecv and all_reduce there, and says how it went.
+struct PairTest<'a> {
+    backend: &'a mut dyn Backend,
+    control: &'a dyn Bootstrap,
+    watchdog: &'a Watchdog,
+    /// This process's host.
+    host: usize,
+    size_bytes: u64,
+    iters: Iterations,
+}
+
+impl PairTest<'_> {
+    fn round(&mut self, round: &Round) -> anyhow::Result<Vec<PairFigures>> {
+        let pair = round
+            .pairs
+            .iter()
+            .position(|&(a, b)| a == self.host || b == self.host);
+        let mut mine = ProcessFigures {
+            pair,
+            ..Default::default()
+        };
+        // Joining is collective over the whole job: its failure is the
+        // job's (the control plane), or this process's NCCL, which the
+        // pair reports.
+        match self.backend.group(self.control, pair.map(|p| p as u32)) {
+            Ok(Some(mut sub)) => {
+                if let Err(e) = self.measure(sub.as_mut(), &mut mine) {
+                    mine.error = Some(format!("{e:#}"));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                if let Some(f) = self.control.failure() {
+                    return Err(f.into());
+                }
+                mine.error = Some(e.to_string());
+            }
+        }
+        let parts = self.control.gather(serde_json::to_vec(&mine)?)?;
+        let answer = match parts {
+            Some(parts) => {
+                let parts: Vec<ProcessFigures> = parts
+                    .iter()
+                    .map(|p| serde_json::from_slice(p))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| anyhow::anyhow!("malformed pair figures from a process: {e}"))?;
+                Some(serde_json::to_vec(&combine(round.pairs.len(), &parts))?)
+            }
+            None => None,
+        };
+        let figures = self.control.broadcast(answer)?;
+        Ok(serde_json::from_slice(&figures)?)
+    }
+
+    fn measure(&self, sub: &mut dyn Backend, mine: &mut ProcessFigures) -> anyhow::Result<()> {
+        let here = ThisProcess(self.control);
+        for (op, out) in [
+            (JUDGED, &mut mine.sendrecv_gbps),
+            (Collective::AllReduce, &mut mine.all_reduce_gbps),
+        ] {
+            let req = CaseRequest {
+                collective: op,
+                dtype: DataType::Float,
+                size_bytes: self.size_bytes,
+            };
+            match run_case(sub, &here, req, self.iters, self.watchdog)? {
+                Some(CaseOutcome::Measured(m)) if m.wrong > 0 => {
+                    anyhow::bail!("{op}: {} wrong elements", m.wrong)
+                }
+                Some(CaseOutcome::Measured(m)) => *out = m.best_busbw_gbps(),
+                Some(CaseOutcome::Skipped(why)) => anyhow::bail!("{op}: {why}"),
+                None => anyhow::bail!("{op}: not measured"),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs the host tests of a job of several processes and judges them.
+/// `progress` hears one line per round (rank 0 passes a printer, the
+/// others nothing). Errors are the job's (a lost peer): pair tests that
+/// fail count as 0 GB/s and are listed.
+pub fn run_host_tests(
+    backend: &mut dyn Backend,
+    control: &dyn Bootstrap,
+    watchdog: &Watchdog,
+    size_bytes: u64,
+    iters: Iterations,
+    fractions: Fractions,
+    progress: &mut dyn FnMut(&str),
+) -> anyhow::Result<HostReport> {
+    let hostname = backend
+        .info()
+        .devices
+        .first()
+        .map(|d| d.host.clone())
+        .unwrap_or_default();
+    let key = host_key(|k| std::env::var(k).ok(), &hostname);
+    let mine = serde_json::to_vec(&(key, backend.local_ranks()))?;
+    let parts = control.all_gather(mine)?;
+    let (keys, counts): (Vec<String>, Vec<usize>) = parts
+        .iter()
+        .map(|p| serde_json::from_slice::<(String, usize)>(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("malformed host name from a process: {e}"))?
+        .into_iter()
+        .unzip();
+    let (host_list, host_of) = group_hosts(&keys, &counts);
+    if host_list.len() < 2 {
+        anyhow::bail!(
+            "all {} processes are on one host ({}): nothing to test between hosts",
+            keys.len(),
+            host_list.first().map_or("?", |h| h.name.as_str())
+        );
+    }
+    let cfg = JudgeConfig {
+        fractions,
+        ..JudgeConfig::new(host_list.len())
+    };
+    let mut test = PairTest {
+        backend,
+        control,
+        watchdog,
+        host: host_of[control.rank()],
+        size_bytes,
+        iters,
+    };
+    let (mut sendrecv, mut all_reduce, mut failures) = (Vec::new(), Vec::new(), Vec::new());
+    let name = |h: usize| host_list[h].name.as_str();
+    let (verdict, rounds) = hosts::run(&cfg, SEED, |round: &Round| -> anyhow::Result<_> {
+        let figures = test.round(round)?;
+        let mut line = format!("round {}:", round.index + 1);
+        let mut judged = Vec::new();
+        for (&(a, b), f) in round.pairs.iter().zip(&figures) {
+            let result = |busbw_gbps| PairResult {
+                a,
+                b,
+                round: round.index,
+                busbw_gbps,
+            };
+            line += &format!(
+                " {}<->{} {:.2}/{:.2} GB/s",
+                name(a),
+                name(b),
+                f.sendrecv_gbps,
+                f.all_reduce_gbps
+            );
+            if let Some(e) = &f.error {
+                failures.push(format!("{} <-> {}: {e}", name(a), name(b)));
+            }
+            judged.push(result(f.sendrecv_gbps));
+            all_reduce.push(result(f.all_reduce_gbps));
+        }
+        progress(&format!("{line} (sendrecv/all_reduce)"));
+        sendrecv.extend(judged.iter().copied());
+        Ok(judged)
+    })?;
+    Ok(HostReport {
+        hosts: host_list,
+        size_bytes,
+        judged_op: JUDGED.name(),
+        rounds,
+        verdict,
+        sendrecv,
+        all_reduce,
+        failures,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nccl_hostid_names_the_host_before_the_hostname() {
+        let env = |k: &str| (k == "NCCL_HOSTID").then(|| "emu1-2".to_string());
+        assert_eq!(host_key(env, "node7"), "emu1-2");
+        assert_eq!(host_key(|_| None, "node7"), "node7");
+        assert_eq!(host_key(|_| Some(String::new()), "node7"), "node7");
+    }
+
+    #[test]
+    fn processes_on_one_host_share_it_and_its_ranks() {
+        let keys: Vec<String> = ["a", "a", "b", "b", "a"].map(String::from).to_vec();
+        let (hosts, of) = group_hosts(&keys, &[2, 2, 2, 2, 2]);
+        assert_eq!(of, [0, 0, 1, 1, 0]);
+        assert_eq!(hosts[0].name, "a");
+        // Ranks 0-3 and 8-9: the label spans them.
+        assert_eq!(hosts[0].ranks, 0..10);
+        assert_eq!(hosts[1].ranks, 4..8);
+        assert_eq!(hosts[1].label(), "b (ranks 4-7)");
+    }
+
+    #[test]
+    fn a_pair_is_as_fast_as_its_slowest_process_and_fails_with_any() {
+        let part = |pair: Option<usize>, s: f64, error: Option<&str>| ProcessFigures {
+            pair,
+            sendrecv_gbps: s,
+            all_reduce_gbps: 2.0 * s,
+            error: error.map(String::from),
+        };
+        let parts = [
+            part(Some(0), 2.0, None),
+            part(Some(0), 1.5, None),
+            part(Some(1), 2.0, None),
+            part(Some(1), 2.1, Some("ncclCommInitRank: remote error")),
+            part(None, 0.0, None),
+        ];
+        let f = combine(3, &parts);
+        assert_eq!(f[0].sendrecv_gbps, 1.5);
+        assert_eq!(f[0].all_reduce_gbps, 3.0);
+        assert_eq!(f[0].error, None);
+        assert_eq!(f[1].sendrecv_gbps, 0.0);
+        assert_eq!(
+            f[1].error.as_deref(),
+            Some("ncclCommInitRank: remote error")
+        );
+        // A pair nobody reported (cannot happen in a healthy job).
+        assert_eq!(f[2].sendrecv_gbps, 0.0);
+        assert!(f[2].error.is_some());
+    }
+}
