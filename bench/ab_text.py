@@ -12,7 +12,8 @@ file of one nccl-tests binary is named after its op). Rows of the same
 (op, size, placement) from the A files and from the B files are each
 averaged (rounds of an interleaved A B A B run), then A/B is taken. Prints,
 per op: rows, #wrong in A and B, median and lowest busbw ratio at >= 64 MiB
-(algbw where busbw is 0, as with one rank), median time ratio at <= 64 KiB.
+(algbw where busbw is 0, as with one rank), median time ratio at <= 64 KiB;
+a last row "all" over every op's rows.
 Exit 0 always: the numbers are the result.
 """
 import os
@@ -61,10 +62,12 @@ def main():
         a = {k: v for k, v in a.items() if k[2] == "oop"}
         b = {k: v for k, v in b.items() if k[2] == "oop"}
     ops = sorted({k[0] for k in a} & {k[0] for k in b})
+    # The last row, "all", takes every op's rows together.
+    ops.append(None)
     print("| op | rows | #wrong A | #wrong B | median bw ratio >= 64 MiB | lowest (size) | median time ratio <= 64 KiB |")
     print("|---|---|---|---|---|---|---|")
     for op in ops:
-        keys = sorted(k for k in a if k[0] == op and k in b)
+        keys = sorted(k for k in a if (op is None or k[0] == op) and k in b)
         wa = sum(int(x[3]) for k in keys for x in a[k] if x[3].isdigit())
         wb = sum(int(x[3]) for k in keys for x in b[k] if x[3].isdigit())
         bw, tm = [], []
@@ -79,7 +82,7 @@ def main():
         lo = min(bw) if bw else None
         lo_s = f"{lo[0]:.3f} ({lo[1] >> 20} MiB {lo[2]})" if lo else "-"
         med_t = f"{statistics.median(tm):.3f}" if tm else "-"
-        print(f"| {op} | {len(keys)} | {wa} | {wb} | {med_bw} | {lo_s} | {med_t} |")
+        print(f"| {op or 'all'} | {len(keys)} | {wa} | {wb} | {med_bw} | {lo_s} | {med_t} |")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@
 # MPS; the real nccl-tests (MPI build) runs the same way in the same call.
 #
 #   bench/emu.sh [STAGE ...]
-#     stages: ntbuild pinning explain tuner faults parity2 parity4 zmodes
-#     check (default: all of them, in that order)
+#     stages: ntbuild pinning explain tuner faults check zmodes parity2
+#     parity4 (default: all of them, in that order)
 #
 # ntbuild  builds nccl-tests 2.19.6 with MPI=1 from $NTSRC into $NT (skipped
 #          when $NT/all_reduce_perf exists).
@@ -28,7 +28,9 @@
 # pinning  every process at LOCAL_RANK=0 (one-GPU pods) against
 #          nccl-tests, small sizes.
 # check    `check` on 4 hosts, quiet and with one host's process starved
-#          of CPU (one CPU shared with two busy loops), $TRIALS runs each.
+#          of CPU (one CPU shared with two busy loops), $CHECK_TRIALS runs
+#          each: the host-pair tests must name host 2 (ranks 2) and exit
+#          non-zero when it is starved, and name nobody when it is not.
 #
 # CB=dist/collbench, NTSRC=dist/nccl-tests (source), NT=/tmp/nt/build.
 # Measured stage times (bench/results/emu/README.md) add up to about 9.5
@@ -41,12 +43,12 @@ set -u
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 CB=$(realpath "${CB:-dist/collbench}"); NTSRC=${NTSRC:-dist/nccl-tests}; NT=${NT:-/tmp/nt/build}
-ROUNDS=${ROUNDS:-3}; TRIALS=${TRIALS:-5}; T=${T:-5}; CHECK_TRIALS=${CHECK_TRIALS:-$TRIALS}
+ROUNDS=${ROUNDS:-2}; TRIALS=${TRIALS:-5}; T=${T:-5}; CHECK_TRIALS=${CHECK_TRIALS:-$TRIALS}
 ROOT=${OUT:-bench-out}; O=$ROOT/emu; mkdir -p "$O"
 DRY=${EMU_DRY:-0}
 OPS="all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv alltoallv"
 SWEEP="-b 64 -e 64M -f 16 -w 5 -n 20"
-CHECK="--size 16M -n 5"
+CHECK="--quick --size 4M"
 DRYFLAGS=""
 [ "$DRY" = 1 ] && { DRYFLAGS="--backend cpu --ranks 1"; export COLLBENCH_TEST_CPU_PER_PROCESS=1; }
 
@@ -236,12 +238,13 @@ fault_trial() {
   local dir=$1 name=$2 w=$3 who=$4; shift 4
   cb_start "$dir" "$name" "$w" -- "$@"
   local until=$(( $(date +%s) + 60 ))
+  [ -n "${STOP_AT_START:-}" ] && { sleep "$STOP_AT_START"; until=0; }
   while [ "$(date +%s)" -lt $until ] \
     && ! grep -q '(elements)' "$dir/$name.r0.txt" 2>/dev/null \
     && ! grep -q '^collbench check: ' "$dir/$name.r0.err" 2>/dev/null; do
     sleep 0.1
   done
-  sleep "${STOP_AFTER:-3}"
+  [ -z "${STOP_AT_START:-}" ] && sleep "${STOP_AFTER:-3}"
   local victim=${who#k9}; [ "$who" = k9 ] && victim=1
   local vp=${PIDS[$victim]} s; s=$(now)
   if [ "$who" = k9 ]; then kill -9 "$vp" 2>/dev/null; else kill -STOP "$vp"; fi
@@ -280,13 +283,21 @@ stage_faults() {
   printf 'trial\tprocesses\tstopped\tsurvivors_rc\tline_s\tsurvivors_s\tstopped_rc\tcontinued_s\tline\n' > "$d/trials.tsv"
   local long="run all_reduce -b 8 -e 8 -w 1 -n 100000000 -T $T"
   local chk="check --quick --size 1M --watchdog $T"
+  # Two trials of each of the four configurations at a time (24
+  # processes on the machine's 16 cores and one GPU).
   for t in $(seq "$TRIALS"); do
     for w in 2 4; do
       fault_trial "$d" "stop1_w${w}_$t" "$w" 1 $long &
       fault_trial "$d" "stop0_w${w}_$t" "$w" 0 $long &
     done
-    wait
+    [ $((t % 2)) = 0 ] || [ "$t" = "$TRIALS" ] && wait
   done
+  # A rank stopped while NCCL creates the communicators (0.5 s after the
+  # start, before any case): named by the setup guard within the
+  # watchdog's deadline, exit 3.
+  STOP_AT_START=0.5 fault_trial "$d" "setup_stop1_w2" 2 1 $long &
+  STOP_AT_START=0.5 fault_trial "$d" "setup_stop1_w4" 4 1 $long &
+  wait
   fault_trial "$d" "k9_w2" 2 k9 $long & fault_trial "$d" "k9_w4" 4 k9 $long &
   wait
   # check: a stopped rank in its first test (long enough at 1M on sockets).
@@ -331,7 +342,7 @@ stage_check() {
   done | tee "$d/verdicts.txt" >> "$O/log.txt"
 }
 
-for st in ${*:-ntbuild pinning explain tuner faults parity2 parity4 zmodes check}; do
+for st in ${*:-ntbuild pinning explain tuner faults check zmodes parity2 parity4}; do
   mkdir -p "$O/$st"; s=$(now)
   "stage_$st"
   log "stage $st: $(secs "$s" "$(now)") s"

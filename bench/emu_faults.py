@@ -9,8 +9,9 @@ the first survivor's line on stderr (line_s, polled every 0.1 s) and to the
 last survivor's exit, the stopped process's exit code and seconds from its
 SIGCONT to its exit, and the first "collbench: " line on any stderr.
 A SIGSTOP trial passes when the line came within T + 5 s, every survivor
-exits 5, and the continued process ends within 5 s; a SIGKILL trial when
-the line came within T + 5 s and every survivor exits 3. Older files
+exits 5, and the continued process ends within 5 s; a SIGKILL trial, and a
+SIGSTOP during NCCL's setup (trials named setup*), when the line came within
+T + 5 s and every survivor exits 3 (and a stopped one ends within 5 s). Older files
 without line_s are judged on the exit time. Prints one table row per
 (command, processes, stopped).
 """
@@ -27,12 +28,15 @@ def main(argv):
     groups = defaultdict(list)
     with open(argv[1]) as f:
         for r in csv.DictReader(f, delimiter="\t"):
-            kind = "check" if r["trial"].startswith("check") else "run"
+            kind = "check" if r["trial"].startswith("check") else "setup" if r["trial"].startswith("setup") else "run"
             groups[(kind, r["processes"], r["stopped"])].append(r)
     print("| command | processes | stopped | trials passed | line after, s (max) | survivors' exit | exited after, s (max) | continued: exit, s (max) | line (first trial) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for (kind, w, who), trials in sorted(groups.items()):
-        want = "3" if who == "k9" else "5"
+        # A rank lost (killed, or stopped before any case, while NCCL sets
+        # up: the setup guard) ends the job with exit 3; a rank stuck in a
+        # collective with exit 5.
+        want = "3" if who == "k9" or kind == "setup" else "5"
         ok = 0
         for r in trials:
             rcs = r["survivors_rc"].split()
