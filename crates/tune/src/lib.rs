@@ -40,6 +40,7 @@
 pub mod child;
 pub mod fake;
 pub mod measure;
+pub mod plan;
 pub mod render;
 pub mod report;
 pub mod search;
