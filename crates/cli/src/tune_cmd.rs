@@ -6,7 +6,9 @@
 
 use crate::args::{BackendArgs, BackendName};
 use crate::exit::{Failure, Outcome};
+use crate::launch_args::LaunchArgs;
 use crate::tune_child;
+use crate::tune_job;
 use crate::tune_plan::{self, TransportArg};
 use collbench_core::size::{parse_size, sweep, Step};
 use collbench_core::{Collective, SingleProcess};
@@ -81,6 +83,8 @@ pub struct TuneArgs {
     pub transport: TransportArg,
     #[command(flatten)]
     pub backend: BackendArgs,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
     /// Run as a child process of `tune` (see `tune_child`): answer measure
     /// requests on stdin.
     #[arg(long, hide = true)]
@@ -89,6 +93,10 @@ pub struct TuneArgs {
     /// flat).
     #[arg(long, hide = true)]
     pub test_fake: Option<String>,
+    /// Test hook: milliseconds the fake takes per repeat (several
+    /// processes), so a test can kill one mid-search.
+    #[arg(long, hide = true)]
+    pub test_repeat_ms: Option<u64>,
     /// Test hook: seconds a child process may take per answer.
     #[arg(long, hide = true)]
     pub test_child_timeout_s: Option<u64>,
@@ -251,8 +259,14 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     if a.max_channels == Some(0) {
         return Err(refused("--max-channels must be at least 1".into()));
     }
-    if a.list_candidates {
-        return tune_plan::list_candidates(a);
+    let launch = a.launch.options();
+    let world = collbench_launch::World::discover(&launch)
+        .map_err(|e| Failure::new(Outcome::TuneRefused, e.to_string()))?;
+    let across = world.world_size > 1;
+    match (a.list_candidates, across) {
+        (true, true) => return tune_job::list_across(a, &world, &launch),
+        (true, false) => return tune_plan::list_candidates(a),
+        (false, _) => {}
     }
     if a.test_fake.is_none() {
         if let Some(line) = not_nccl("collbench tune tunes NCCL", &a.backend) {
@@ -269,6 +283,9 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     if let Some(p) = &a.csv {
         writable(p).map_err(|f| refused(f.message))?;
     }
+    if across {
+        return tune_job::tune_across(a, &world, &launch);
+    }
     if let Some(mode) = &a.test_fake {
         let mut fake = tune_child::fake_parent(mode)?;
         let cfg = tune_config(a, 2, 1).map_err(refused)?;
@@ -276,14 +293,6 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
         let children = start_children(a, &cfg)?;
         let children = children_ready(children, started)?;
         return search(a, &mut fake, children, cfg, stop_on_ctrl_c());
-    }
-    let world = collbench_launch::World::discover(&Default::default())
-        .map_err(|e| Failure::new(Outcome::TuneRefused, e.to_string()))?;
-    if world.world_size > 1 {
-        return Err(refused(format!(
-            "collbench tune runs as one process driving every local GPU, but this is rank {} of {}: start it once, without a launcher",
-            world.rank, world.world_size
-        )));
     }
     let plugin = TunerPlugin::install().map_err(|e| match e {
         TunerError::UserPlugin(_) => refused(e.to_string()),

@@ -39,6 +39,7 @@
 
 pub mod child;
 pub mod fake;
+pub mod lockstep;
 pub mod measure;
 pub mod plan;
 pub mod render;
