@@ -58,7 +58,7 @@ pub enum Outcome {
     /// `tune`: every band searched.
     TuneComplete,
     /// `tune`: a usage error, or nothing to tune with NCCL (CPU backend,
-    /// several processes, the user's own NCCL_TUNER_PLUGIN): nothing ran.
+    /// the user's own NCCL_TUNER_PLUGIN): nothing ran.
     TuneRefused,
     /// `tune`: NCCL failed, or a measurement did; the measured bands are
     /// printed.
@@ -128,6 +128,7 @@ const OTHERS: [(&str, &[Outcome]); 6] = [
         &[
             Outcome::TuneComplete,
             Outcome::TuneRefused,
+            Outcome::Launch,
             Outcome::TuneFailed,
             Outcome::TuneInterrupted,
         ],
@@ -185,7 +186,7 @@ impl Outcome {
             Outcome::DoctorWarn => "a check warns",
             Outcome::DoctorFail => "a check fails",
             Outcome::TuneComplete => "every band searched",
-            Outcome::TuneRefused => "usage error, or not NCCL (CPU backend, several processes, the user's own `NCCL_TUNER_PLUGIN`): nothing ran",
+            Outcome::TuneRefused => "usage error, or not NCCL (CPU backend, the user's own `NCCL_TUNER_PLUGIN`): nothing ran",
             Outcome::TuneFailed => "NCCL or a measurement failed; the bands measured so far are printed",
             Outcome::TuneInterrupted => "stopped by Ctrl-C; the bands measured so far are printed",
             Outcome::Interrupted => "stopped by Ctrl-C, SIGTERM or SIGHUP: the rows measured so far are written to `--output` and `-J` (and a JSON/CSV/Markdown stdout), marked partial",

@@ -22,6 +22,8 @@ mod preflight;
 mod run_cmd;
 mod tune_child;
 mod tune_cmd;
+mod tune_job;
+mod tune_plan;
 mod tuner_plugin_cmd;
 
 use args::RunArgs;

@@ -11,7 +11,7 @@
 //! slower with every repeat it has answered (a stand-in for state a
 //! process gathers, such as what it has allocated and touched: both
 //! members of a pair must be measured in processes with the same
-//! history).
+//! history); MODE `flat` makes no candidate faster (the defaults win).
 
 use crate::exit::{Failure, Outcome};
 use crate::tune_cmd::TuneArgs;
@@ -89,9 +89,9 @@ pub fn fake_parent(mode: &str) -> Result<FakeMeasurer, Failure> {
 
 fn check_mode(mode: &str) -> Result<(), Failure> {
     match mode {
-        "ok" | "die" | "hang" | "aging" => Ok(()),
+        "ok" | "die" | "hang" | "aging" | "flat" => Ok(()),
         other => Err(Failure::usage(format!(
-            "--test-fake must be ok, die, hang or aging (got {other})"
+            "--test-fake must be ok, die, hang, aging or flat (got {other})"
         ))),
     }
 }
@@ -109,7 +109,10 @@ struct FakeChild {
 impl FakeChild {
     fn new(mode: &str) -> Result<FakeChild, Failure> {
         check_mode(mode)?;
-        let buffsize = std::env::var("NCCL_BUFFSIZE").ok();
+        // `flat`: no candidate is faster, the defaults win everywhere.
+        let buffsize = std::env::var("NCCL_BUFFSIZE")
+            .ok()
+            .filter(|_| mode != "flat");
         let faulty = buffsize.as_deref() == Some("8388608") && matches!(mode, "die" | "hang");
         Ok(FakeChild {
             // No drift: the fake's drift is per process, while a real

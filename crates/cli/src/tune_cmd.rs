@@ -6,7 +6,10 @@
 
 use crate::args::{BackendArgs, BackendName};
 use crate::exit::{Failure, Outcome};
+use crate::launch_args::LaunchArgs;
 use crate::tune_child;
+use crate::tune_job;
+use crate::tune_plan::{self, TransportArg};
 use collbench_core::size::{parse_size, sweep, Step};
 use collbench_core::{Collective, SingleProcess};
 use collbench_nccl::tune::NcclMeasurer;
@@ -42,11 +45,11 @@ pub struct TuneArgs {
     #[arg(value_name = "OP")]
     pub ops: Vec<String>,
     /// Smallest size (nccl-tests' size column).
-    #[arg(short = 'b', long = "minbytes", value_parser = size_arg)]
-    pub minbytes: u64,
+    #[arg(short = 'b', long = "minbytes", value_parser = size_arg, required_unless_present = "list_candidates")]
+    pub minbytes: Option<u64>,
     /// Largest size.
-    #[arg(short = 'e', long = "maxbytes", value_parser = size_arg)]
-    pub maxbytes: u64,
+    #[arg(short = 'e', long = "maxbytes", value_parser = size_arg, required_unless_present = "list_candidates")]
+    pub maxbytes: Option<u64>,
     /// Size factor between probes; one band per probe size.
     #[arg(short = 'f', long = "stepfactor", default_value_t = 4)]
     pub stepfactor: u64,
@@ -63,18 +66,37 @@ pub struct TuneArgs {
     /// NCCL's example tuner; `run --tuner-config` loads it).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Also print shell lines for the best uniform setting.
+    /// Also print `export NAME=VALUE` lines for the best setting that
+    /// environment variables can set (a comment when the defaults win).
     #[arg(long)]
     pub shell: bool,
+    /// Print the candidates for this job (knob, values, ops, why) and exit
+    /// without measuring.
+    #[arg(long)]
+    pub list_candidates: bool,
+    /// Also try these values of an NCCL environment variable, each as a
+    /// candidate measured in child processes (repeatable).
+    #[arg(long, value_name = "NAME=A,B,..", value_parser = tune_plan::env_arg)]
+    pub env: Vec<collbench_tune::plan::UserEnv>,
+    /// How the hosts talk (picks the network knobs to try).
+    #[arg(long, value_enum, default_value_t = TransportArg::Auto)]
+    pub transport: TransportArg,
     #[command(flatten)]
     pub backend: BackendArgs,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
     /// Run as a child process of `tune` (see `tune_child`): answer measure
     /// requests on stdin.
     #[arg(long, hide = true)]
     pub serve_measure: bool,
-    /// Test hook: the scripted fake instead of NCCL (ok, die, hang, aging).
+    /// Test hook: the scripted fake instead of NCCL (ok, die, hang, aging,
+    /// flat).
     #[arg(long, hide = true)]
     pub test_fake: Option<String>,
+    /// Test hook: milliseconds the fake takes per repeat (several
+    /// processes), so a test can kill one mid-search.
+    #[arg(long, hide = true)]
+    pub test_repeat_ms: Option<u64>,
     /// Test hook: seconds a child process may take per answer.
     #[arg(long, hide = true)]
     pub test_child_timeout_s: Option<u64>,
@@ -98,7 +120,7 @@ fn not_nccl(what: &str, b: &BackendArgs) -> Option<String> {
 }
 
 /// Ops named on the command line, each one NCCL's tuner covers.
-fn tune_ops(names: &[String]) -> Result<Vec<Collective>, String> {
+pub fn tune_ops(names: &[String]) -> Result<Vec<Collective>, String> {
     if names.is_empty() {
         return Ok(vec![
             Collective::AllReduce,
@@ -125,28 +147,34 @@ fn tune_ops(names: &[String]) -> Result<Vec<Collective>, String> {
     Ok(out)
 }
 
-/// The search's configuration from the flags (world size from the
-/// backend).
-fn tune_config(a: &TuneArgs, world_size: usize) -> Result<TuneConfig, String> {
+/// The search's configuration from the flags, for a job of `hosts` hosts
+/// and `world_size` ranks (from the backend): the candidates are the
+/// plan's for that job.
+pub fn tune_config(a: &TuneArgs, world_size: usize, hosts: usize) -> Result<TuneConfig, String> {
     let ops = tune_ops(&a.ops)?;
-    let sizes =
-        sweep(a.minbytes, a.maxbytes, Step::Factor(a.stepfactor)).map_err(|e| e.to_string())?;
+    let (Some(min), Some(max)) = (a.minbytes, a.maxbytes) else {
+        return Err("tune needs -b MIN and -e MAX (or --list-candidates)".into());
+    };
+    let sizes = sweep(min, max, Step::Factor(a.stepfactor)).map_err(|e| e.to_string())?;
     let budget = parse_budget(&a.budget).map_err(|e| e.to_string())?;
     if a.max_channels == Some(0) {
         return Err("--max-channels must be at least 1".into());
     }
-    let mut cfg = TuneConfig::new(ops, sizes, world_size, 1, budget);
+    let mut cfg = TuneConfig::new(ops, sizes, world_size, hosts, budget);
     cfg.max_channels = a.max_channels;
+    cfg.space = tune_plan::plan(a, hosts, world_size).space;
     Ok(cfg)
 }
 
 /// A progress line when the band, candidate or phase changes.
-struct ProgressLines {
+#[derive(Default)]
+pub struct ProgressLines {
     last: Option<(usize, String, Phase)>,
 }
 
 impl ProgressLines {
-    fn hear(&mut self, p: &Progress) {
+    /// Prints a line on stderr if `p` starts something new.
+    pub fn hear(&mut self, p: &Progress) {
         // The default's repeats come between every candidate's: a line for
         // each would say nothing new.
         if p.setting.is_default() && p.phase != Phase::Calibrate {
@@ -175,7 +203,7 @@ impl ProgressLines {
 }
 
 /// Sets `stop` on Ctrl-C; a second Ctrl-C ends the process at once.
-fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+pub fn stop_on_ctrl_c() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let installed = ctrlc::set_handler(move || {
@@ -210,7 +238,7 @@ fn writable(path: &Path) -> Result<(), Failure> {
 static CONTROL: SingleProcess = SingleProcess;
 
 /// NCCL options of `tune`'s measurers, parent and children alike.
-fn nccl_options(a: &TuneArgs, host: String) -> collbench_nccl::NcclOptions {
+pub fn nccl_options(a: &TuneArgs, host: String) -> collbench_nccl::NcclOptions {
     collbench_nccl::NcclOptions {
         lib_path: a.backend.nccl_lib.clone(),
         gpus_per_process: a.backend.ngpus.map(|g| g * a.backend.nthreads.max(1)),
@@ -228,13 +256,25 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
         return tune_child::serve_measure(a);
     }
     let refused = |m: String| Failure::new(Outcome::TuneRefused, m);
+    if a.max_channels == Some(0) {
+        return Err(refused("--max-channels must be at least 1".into()));
+    }
+    let launch = a.launch.options();
+    let world = collbench_launch::World::discover(&launch)
+        .map_err(|e| Failure::new(Outcome::TuneRefused, e.to_string()))?;
+    let across = world.world_size > 1;
+    match (a.list_candidates, across) {
+        (true, true) => return tune_job::list_across(a, &world, &launch),
+        (true, false) => return tune_plan::list_candidates(a),
+        (false, _) => {}
+    }
     if a.test_fake.is_none() {
         if let Some(line) = not_nccl("collbench tune tunes NCCL", &a.backend) {
             return Err(refused(line));
         }
     }
     // Flags first: a mistake must not cost communicator setup.
-    tune_config(a, 2).map_err(refused)?;
+    tune_config(a, 2, 1).map_err(refused)?;
     if a.shell && a.format == TuneFormat::Json {
         return Err(refused(
             "--shell prints shell lines, which would break --format json: drop one".into(),
@@ -243,21 +283,16 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     if let Some(p) = &a.csv {
         writable(p).map_err(|f| refused(f.message))?;
     }
+    if across {
+        return tune_job::tune_across(a, &world, &launch);
+    }
     if let Some(mode) = &a.test_fake {
         let mut fake = tune_child::fake_parent(mode)?;
-        let cfg = tune_config(a, 2).map_err(refused)?;
+        let cfg = tune_config(a, 2, 1).map_err(refused)?;
         let started = Instant::now();
         let children = start_children(a, &cfg)?;
         let children = children_ready(children, started)?;
         return search(a, &mut fake, children, cfg, stop_on_ctrl_c());
-    }
-    let world = collbench_launch::World::discover(&Default::default())
-        .map_err(|e| Failure::new(Outcome::TuneRefused, e.to_string()))?;
-    if world.world_size > 1 {
-        return Err(refused(format!(
-            "collbench tune runs as one process driving every local GPU, but this is rank {} of {}: start it once, without a launcher",
-            world.rank, world.world_size
-        )));
     }
     let plugin = TunerPlugin::install().map_err(|e| match e {
         TunerError::UserPlugin(_) => refused(e.to_string()),
@@ -270,11 +305,11 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     // inherit that one-CPU mask for all its threads, NCCL's included,
     // unlike this process. Their setup overlaps with ours.
     let started = Instant::now();
-    let children = start_children(a, &tune_config(a, 2).map_err(refused)?)?;
+    let children = start_children(a, &tune_config(a, 2, 1).map_err(refused)?)?;
     let opts = nccl_options(a, world.hostname.clone());
     let mut measurer = NcclMeasurer::new(&opts, &CONTROL, plugin)
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
-    let cfg = tune_config(a, measurer.world_size()).map_err(refused)?;
+    let cfg = tune_config(a, measurer.world_size(), 1).map_err(refused)?;
     // Every communicator up front, charged to the budget (see `prepare`).
     eprintln!("collbench tune: creating the candidates' communicators");
     measurer.prepare(&all_candidates(&cfg));
@@ -325,7 +360,7 @@ fn children_ready(mut children: Children, started: Instant) -> Result<Prepared, 
 }
 
 /// Every candidate of every op (forbidden ones left out).
-fn all_candidates(cfg: &TuneConfig) -> Vec<collbench_tune::Setting> {
+pub fn all_candidates(cfg: &TuneConfig) -> Vec<collbench_tune::Setting> {
     cfg.ops
         .iter()
         .flat_map(|op| collbench_tune::space::candidates(&cfg.space, *op, cfg.max_channels).0)
@@ -341,20 +376,34 @@ fn search(
     mut cfg: TuneConfig,
     stop: Arc<AtomicBool>,
 ) -> Result<Outcome, Failure> {
-    let failed = |m: String| Failure::new(Outcome::TuneFailed, m);
     let Prepared { children, setup_us } = prepared;
     let mut measurer = EnvFallback::new(inner, children);
-    if setup_us >= cfg.budget_us {
-        return Err(failed(format!(
-            "creating the communicators took {:.0} s, the whole --budget: raise --budget",
-            setup_us / 1e6
-        )));
-    }
-    cfg.budget_us -= setup_us;
-    let mut lines = ProgressLines { last: None };
+    charge_setup(&mut cfg, setup_us)?;
+    let mut lines = ProgressLines::default();
     let report = collbench_tune::tune(&mut measurer, &cfg, &stop, &mut |p| lines.hear(p));
     drop(measurer);
-    print_report(a, &report)?;
+    report_outcome(a, &report)
+}
+
+/// Takes the setup's wall time (us) from the budget; a setup that took
+/// all of it ends the command.
+pub fn charge_setup(cfg: &mut TuneConfig, setup_us: f64) -> Result<(), Failure> {
+    if setup_us >= cfg.budget_us {
+        return Err(Failure::new(
+            Outcome::TuneFailed,
+            format!(
+                "creating the communicators took {:.0} s, the whole --budget: raise --budget",
+                setup_us / 1e6
+            ),
+        ));
+    }
+    cfg.budget_us -= setup_us;
+    Ok(())
+}
+
+/// Prints the report and its files; the outcome from how the search ended.
+pub fn report_outcome(a: &TuneArgs, report: &TuneReport) -> Result<Outcome, Failure> {
+    print_report(a, report)?;
     Ok(match &report.end {
         End::Complete => Outcome::TuneComplete,
         End::Interrupted => Outcome::TuneInterrupted,

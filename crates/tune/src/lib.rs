@@ -39,7 +39,9 @@
 
 pub mod child;
 pub mod fake;
+pub mod lockstep;
 pub mod measure;
+pub mod plan;
 pub mod render;
 pub mod report;
 pub mod search;

@@ -6,6 +6,7 @@
 //! `default time / candidate time - 1`, with its 95% interval from the
 //! confirmation pairs, so the numbers read like nccl-tests' busbw columns.
 
+use crate::plan::{Plan, PlanRow};
 use crate::report::{BandReport, CandidateStatus, End, Outcome, TuneReport};
 use crate::setting::{CtaPolicy, Registration, Setting};
 use crate::stats::Interval;
@@ -150,19 +151,34 @@ fn env_in_children(r: &TuneReport) -> bool {
 
 /// The aligned text table (columns padded to their widest cell).
 pub fn text(r: &TuneReport) -> String {
-    let rows: Vec<[String; 8]> = std::iter::once(HEADER.map(String::from))
+    let rows: Vec<Vec<String>> = std::iter::once(HEADER.map(String::from))
         .chain(
             r.bands
                 .iter()
                 .enumerate()
                 .map(|(i, b)| row(b, is_last(r, i))),
         )
+        .map(Vec::from)
         .collect();
-    let widths: Vec<usize> = (0..8)
-        .map(|c| rows.iter().map(|x| x[c].chars().count()).max().unwrap_or(0))
+    let mut out = aligned(&rows);
+    out.push_str(&footer(r));
+    out.push('\n');
+    out
+}
+
+/// Rows with each column padded to its widest cell, two spaces apart.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .map(|x| x.get(c).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
-    for x in &rows {
+    for x in rows {
         let cells: Vec<String> = x
             .iter()
             .zip(&widths)
@@ -171,9 +187,58 @@ pub fn text(r: &TuneReport) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    out.push_str(&footer(r));
-    out.push('\n');
     out
+}
+
+/// `--list-candidates`: the job, then one row per candidate (knob, values,
+/// ops, where it is measured, why it applies), then the counts.
+pub fn plan(p: &Plan, rows: &[PlanRow]) -> String {
+    let job = &p.job;
+    let mut out = format!(
+        "# collbench tune: {} host(s), {} ranks; between hosts: {} ({})\n",
+        job.hosts, job.ranks, job.transport.transport, job.transport.why
+    );
+    let header = ["knob", "values", "ops", "measured", "why"].map(String::from);
+    let table: Vec<Vec<String>> = std::iter::once(Vec::from(header))
+        .chain(rows.iter().map(plan_row))
+        .collect();
+    out.push_str(&aligned(&table));
+    let count = |f: &dyn Fn(&PlanRow) -> bool| rows.iter().filter(|r| f(r)).count();
+    out.push_str(&format!(
+        "# {} candidates: {} in process, {} in child processes (NCCL reads them from its environment), {} not measured\n",
+        rows.len(),
+        count(&|r| r.measured && !r.in_child),
+        count(&|r| r.measured && r.in_child),
+        count(&|r| !r.measured),
+    ));
+    out
+}
+
+fn plan_row(r: &PlanRow) -> Vec<String> {
+    let values = if r.setting.env.is_empty() {
+        r.setting.to_string()
+    } else {
+        let vars: Vec<String> = r
+            .setting
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        vars.join(" ")
+    };
+    let ops: Vec<&str> = r.ops.iter().map(|o| o.name()).collect();
+    let measured = match (r.measured, r.in_child) {
+        (false, _) => "no",
+        (true, false) => "in process",
+        (true, true) => "in children",
+    };
+    vec![
+        r.knob.name().to_string(),
+        values,
+        ops.join(","),
+        measured.to_string(),
+        r.why.clone(),
+    ]
 }
 
 /// The table as Markdown.
@@ -198,22 +263,24 @@ pub fn json(r: &TuneReport) -> String {
 /// The environment lines that set `s` for a whole process (comments for
 /// what no variable can set).
 pub fn env_lines(s: &Setting) -> Vec<String> {
-    let mut vars = Vec::new();
+    let mut vars: Vec<(String, String)> = Vec::new();
     let mut notes = Vec::new();
+    let mut var = |k: &str, v: String| vars.push((k.to_string(), v));
     if let Some(n) = s.channels {
-        vars.push(format!("NCCL_MIN_NCHANNELS={n} NCCL_MAX_NCHANNELS={n}"));
+        var("NCCL_MIN_NCHANNELS", n.to_string());
+        var("NCCL_MAX_NCHANNELS", n.to_string());
     }
     if let Some(a) = s.algorithm {
-        vars.push(format!("NCCL_ALGO={}", a.env_name()));
+        var("NCCL_ALGO", a.env_name().to_string());
     }
     if let Some(p) = s.protocol {
-        vars.push(format!("NCCL_PROTO={}", p.env_name()));
+        var("NCCL_PROTO", p.env_name().to_string());
     }
     for (k, v) in &s.env {
-        vars.push(format!("{k}={v}"));
+        var(k, v.clone());
     }
     if s.cta_policy != CtaPolicy::Default {
-        vars.push(format!("NCCL_CTA_POLICY={}", s.cta_policy.nccl_value()));
+        var("NCCL_CTA_POLICY", s.cta_policy.nccl_value().to_string());
         notes.push("# or ncclConfig_t.CTAPolicy in the application".to_string());
     }
     match s.registration {
@@ -225,11 +292,22 @@ pub fn env_lines(s: &Setting) -> Vec<String> {
             "# needs symmetric windows (ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC; nccl-tests -R 2)".into(),
         ),
     }
-    let mut out = notes;
-    if !vars.is_empty() {
-        out.insert(0, format!("export {}", vars.join(" ")));
+    // One `export NAME=VALUE` per variable: each line can be pasted,
+    // dropped or diffed on its own.
+    let exports = vars
+        .iter()
+        .map(|(k, v)| format!("export {k}={}", shell_word(v)));
+    exports.chain(notes).collect()
+}
+
+/// `v` as one shell word: as is when it holds only characters no shell
+/// reads specially, else single-quoted.
+fn shell_word(v: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:,=+%@".contains(c);
+    if !v.is_empty() && v.chars().all(plain) {
+        return v.to_string();
     }
-    out
+    format!("'{}'", v.replace('\'', "'\\''"))
 }
 
 /// Shell lines for one uniform setting: of the settings that won bands

@@ -72,6 +72,26 @@ fn json_round_trips() {
 }
 
 #[test]
+fn env_values_a_shell_would_split_are_quoted() {
+    let s = Setting {
+        env: vec![
+            ("NCCL_NET".into(), "AWS Libfabric".into()),
+            ("NCCL_SOCKET_IFNAME".into(), "=eth0".into()),
+            ("X".into(), "it's".into()),
+        ],
+        ..Setting::default()
+    };
+    assert_eq!(
+        render::env_lines(&s),
+        [
+            "export NCCL_NET='AWS Libfabric'",
+            "export NCCL_SOCKET_IFNAME==eth0",
+            "export X='it'\\''s'",
+        ]
+    );
+}
+
+#[test]
 fn env_lines_per_knob() {
     let s = Setting {
         channels: Some(64),
@@ -81,7 +101,8 @@ fn env_lines_per_knob() {
     assert_eq!(
         render::env_lines(&s),
         vec![
-            "export NCCL_MIN_NCHANNELS=64 NCCL_MAX_NCHANNELS=64".to_string(),
+            "export NCCL_MIN_NCHANNELS=64".to_string(),
+            "export NCCL_MAX_NCHANNELS=64".to_string(),
             "# needs symmetric windows (ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC; nccl-tests -R 2)".to_string(),
         ]
     );

@@ -1,5 +1,7 @@
 //! [`NcclMeasurer`]: `collbench_tune::Measurer` on the NCCL backend, one
-//! process driving all local GPUs.
+//! process driving all its local GPUs; under a launcher every process
+//! runs one, in lock step (`collbench_tune::lockstep`), each communicator
+//! spanning every process's GPUs.
 //!
 //! Each candidate maps to the communicator it needs ([`CommKey`]: channel
 //! count and CTA policy through `ncclConfig_t`, registration mode through
@@ -114,7 +116,7 @@ pub fn check_forced(
     Ok(())
 }
 
-/// The NCCL measurer: one process, every local GPU one rank.
+/// The NCCL measurer: every local GPU of this process one rank.
 pub struct NcclMeasurer<'a> {
     opts: NcclOptions,
     control: &'a dyn Bootstrap,
