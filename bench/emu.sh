@@ -322,16 +322,17 @@ stage_pinning() {
 }
 
 stage_check() {
-  local d=$O/check t f
+  local d=$O/check t f h=${CHECK_HOSTS:-4}
   for t in $(seq "$CHECK_TRIALS"); do
-    cb "$d" "quiet$t" 4 -- check $CHECK --json "$d/quiet$t.json"
+    cb "$d" "quiet$t" "$h" -- check $CHECK --json "$d/quiet$t.json"
   done
+  [ "${CHECK_SLOW:-1}" = 1 ] || return 0
   # Host 2's process: one CPU, shared with two busy loops.
   local cpu=$(($(nproc) - 1))
   taskset -c $cpu sh -c 'while :; do :; done' & local b1=$!
   taskset -c $cpu sh -c 'while :; do :; done' & local b2=$!
   for t in $(seq "$CHECK_TRIALS"); do
-    cb_start "$d" "slow$t" 4 -- check $CHECK --json "$d/slow$t.json"
+    cb_start "$d" "slow$t" "$h" -- check $CHECK --json "$d/slow$t.json"
     taskset -a -p -c $cpu "${PIDS[2]}" > /dev/null 2>&1
     cb_wait "$d" "slow$t" 180
   done

@@ -228,8 +228,12 @@ impl PairTest<'_> {
         Ok(serde_json::from_slice(&figures)?)
     }
 
+    /// Both ops on the group's backend; each failure (an error, wrong
+    /// results) is said with this process's rank, and the other op still
+    /// runs, so that the pair's figures say what went wrong where.
     fn measure(&self, sub: &mut dyn Backend, mine: &mut ProcessFigures) -> anyhow::Result<()> {
         let here = ThisProcess(self.control);
+        let mut errors = Vec::new();
         for (op, out) in [
             (JUDGED, &mut mine.sendrecv_gbps),
             (Collective::AllReduce, &mut mine.all_reduce_gbps),
@@ -239,16 +243,22 @@ impl PairTest<'_> {
                 dtype: DataType::Float,
                 size_bytes: self.size_bytes,
             };
-            match run_case(sub, &here, req, self.iters, self.watchdog)? {
-                Some(CaseOutcome::Measured(m)) if m.wrong > 0 => {
-                    anyhow::bail!("{op}: {} wrong elements", m.wrong)
+            match run_case(sub, &here, req, self.iters, self.watchdog) {
+                Ok(Some(CaseOutcome::Measured(m))) => {
+                    *out = m.best_busbw_gbps();
+                    if m.wrong > 0 {
+                        errors.push(format!("{op} {} wrong elements", m.wrong));
+                    }
                 }
-                Some(CaseOutcome::Measured(m)) => *out = m.best_busbw_gbps(),
-                Some(CaseOutcome::Skipped(why)) => anyhow::bail!("{op}: {why}"),
-                None => anyhow::bail!("{op}: not measured"),
+                Ok(Some(CaseOutcome::Skipped(why))) => errors.push(format!("{op}: {why}")),
+                Ok(None) => errors.push(format!("{op}: not measured")),
+                Err(e) => errors.push(format!("{op}: {e:#}")),
             }
         }
-        Ok(())
+        if errors.is_empty() {
+            return Ok(());
+        }
+        anyhow::bail!("process {}: {}", self.control.rank(), errors.join(", "))
     }
 }
 

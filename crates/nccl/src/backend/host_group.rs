@@ -73,7 +73,9 @@ impl NcclBackend {
         }
         let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
         let bind = |i: usize| -> Result<(), BackendError> { Ok(gpus[i].dev.bind()?) };
-        let comms = nccl.comm_init_ranks(members.len() * g, id, &ranks, None, bind)?;
+        let comms = crate::affinity::unpinned(|| {
+            nccl.comm_init_ranks(members.len() * g, id, &ranks, None, bind)
+        })?;
         for (gpu, c) in gpus.iter_mut().zip(comms) {
             gpu.comm = c;
             gpu.dev.bind()?;
