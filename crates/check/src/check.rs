@@ -6,7 +6,7 @@ use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
 use crate::localize::{self, Localization};
 use crate::prometheus;
 use crate::verdict::{self, Fractions, Line, Metric, Status};
-use crate::CheckArgs;
+use crate::CheckOptions;
 use collbench_core::Bootstrap;
 use collbench_core::{size::format_size, Collective, DataType};
 use collbench_runner::Backend;
@@ -62,7 +62,7 @@ struct Planned {
 }
 
 fn plan_cases(
-    args: &CheckArgs,
+    args: &CheckOptions,
     baseline: Option<&Baseline>,
     is_cpu: bool,
 ) -> anyhow::Result<Vec<Planned>> {
@@ -129,7 +129,7 @@ fn plan_cases(
     Ok(out)
 }
 
-fn iterations(args: &CheckArgs, metric: Metric) -> Iterations {
+fn iterations(args: &CheckOptions, metric: Metric) -> Iterations {
     let (warmup, timed) = match (args.quick, metric) {
         (true, Metric::TimeUs) => (2, 20),
         (true, _) => (1, 3),
@@ -156,7 +156,7 @@ fn is_gpu_built_in(b: &Baseline) -> bool {
 /// Runs the check; returns rank 0's verdict (Pass, Warn or Fail) on
 /// every rank.
 pub fn check_main(
-    args: &CheckArgs,
+    args: &CheckOptions,
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
     watchdog: &collbench_runner::Watchdog,

@@ -9,6 +9,7 @@
 mod aliases;
 mod args;
 mod backend_open;
+mod cmd;
 mod exit;
 #[cfg(test)]
 mod help_readme;
@@ -58,21 +59,21 @@ enum Command {
     /// (exit 0 pass, 3 missing ranks or mismatched versions).
     Preflight(preflight::PreflightArgs),
     /// Write Slurm, Kubernetes or mpirun launch files.
-    Gen(collbench_gen::GenArgs),
+    Gen(cmd::gen::GenArgs),
     /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench) into a report.
     Report {
         #[command(flatten)]
-        report: collbench_report::ReportArgs,
+        report: cmd::report::ReportArgs,
         /// Replace an existing -o file (never an input).
         #[arg(long)]
         force: bool,
     },
     /// Compare two runs; exit 1 on regression.
-    Compare(collbench_report::CompareArgs),
+    Compare(cmd::report::CompareArgs),
     /// Short health battery with a PASS/WARN/FAIL verdict (exit 0/1/2).
     Check {
         #[command(flatten)]
-        check: collbench_check::CheckArgs,
+        check: cmd::check::CheckArgs,
         #[command(flatten)]
         backend: args::BackendArgs,
         #[command(flatten)]
@@ -85,9 +86,9 @@ enum Command {
     },
     /// Local checks of drivers, GPUs, NCCL, network and limits (exit 0
     /// pass or skipped, 1 warn, 2 fail).
-    Doctor(collbench_doctor::DoctorArgs),
+    Doctor(cmd::doctor::DoctorArgs),
     /// List or show built-in baselines.
-    Baselines(collbench_check::BaselinesArgs),
+    Baselines(cmd::check::BaselinesArgs),
     /// Create `<op>_perf` symlinks to this binary in DIR (drop-in for nccl-tests).
     InstallAliases {
         /// Folder for the symlinks.
@@ -252,7 +253,9 @@ fn real_main() -> Result<Outcome, Failure> {
             if let Some(path) = &a.output {
                 outputs::claim("-o", path, a.force, &[])?;
             }
-            collbench_gen::run(&a).map(|_| Outcome::Ok).map_err(usage)
+            collbench_gen::run(&(&a).into())
+                .map(|_| Outcome::Ok)
+                .map_err(usage)
         }
         Command::Report { report, force } => {
             if let Some(path) = &report.output {
@@ -264,11 +267,11 @@ fn real_main() -> Result<Outcome, Failure> {
                     .collect();
                 outputs::claim("-o", path, force, &inputs)?;
             }
-            collbench_report::report_main(&report)
+            collbench_report::report_main(&(&report).into())
                 .map(Outcome::report)
                 .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))
         }
-        Command::Compare(a) => collbench_report::compare_main(&a)
+        Command::Compare(a) => collbench_report::compare_main(&(&a).into())
             .map(Outcome::compare)
             .map_err(usage),
         Command::Check {
@@ -288,7 +291,7 @@ fn real_main() -> Result<Outcome, Failure> {
                 &watchdog,
             )?;
             collbench_check::check_main(
-                &check,
+                &(&check).into(),
                 opened.backend.as_mut(),
                 opened.control.as_ref(),
                 &watchdog,
@@ -297,10 +300,10 @@ fn real_main() -> Result<Outcome, Failure> {
             .map(Outcome::check)
             .map_err(|e| exit::check_failure(&e))
         }
-        Command::Doctor(a) => collbench_doctor::doctor_main(&a)
+        Command::Doctor(a) => collbench_doctor::doctor_main(a.format())
             .map(Outcome::doctor)
             .map_err(usage),
-        Command::Baselines(a) => collbench_check::baselines_main(&a)
+        Command::Baselines(a) => collbench_check::baselines_main(&(&a).into())
             .map(|_| Outcome::Ok)
             .map_err(usage),
         Command::InstallAliases { dir, force } => {
@@ -310,7 +313,7 @@ fn real_main() -> Result<Outcome, Failure> {
 }
 
 /// `check`'s own flags, before any work: the output paths and the size.
-fn check_args(a: &collbench_check::CheckArgs, force: bool) -> Result<(), Failure> {
+fn check_args(a: &cmd::check::CheckArgs, force: bool) -> Result<(), Failure> {
     if a.size == Some(0) {
         return Err(Failure::usage(
             "--size 0 measures nothing: give a size of at least 1 byte, e.g. --size 64M",
@@ -340,7 +343,8 @@ fn check_args(a: &collbench_check::CheckArgs, force: bool) -> Result<(), Failure
 
 /// The collbench arguments a launch file will run, parsed by the same
 /// parser (and, for `run`, the same sweep rules) now, not on the cluster.
-fn check_embedded_args(a: &collbench_gen::GenArgs) -> Result<(), Failure> {
+fn check_embedded_args(a: &cmd::gen::GenArgs) -> Result<(), Failure> {
+    let a = collbench_gen::GenOptions::from(a);
     let bad =
         |m: String| Failure::usage(format!("the collbench arguments after -- are wrong: {m}"));
     let program = std::path::Path::new(a.target.collbench_program())

@@ -190,7 +190,7 @@ fn stdout_failure(e: std::io::Error) -> Failure {
 pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure> {
     let mut plan = plan_from_args(a, mode)?;
     let sizes = plan.sizes().map_err(|e| Failure::usage(e.to_string()))?;
-    let stdout_format = a.format;
+    let stdout_format = Format::from(a.format);
     let mut files = Vec::new();
     if let (Some(o), Some(j)) = (&a.output, &a.output_file) {
         crate::outputs::distinct(("--output", o), ("-J", j))?;

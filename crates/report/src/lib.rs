@@ -37,32 +37,22 @@ use collbench_core::stdout::print;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// `collbench report` arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct ReportArgs {
-    /// Logs or directories of logs (nccl-tests/rccl-tests text or JSON,
-    /// nccom-test, OSU, NVSHMEM perftest, collbench JSON).
-    #[arg(required = true, value_name = "FILES|DIRS")]
+/// What `collbench report` reads and writes (the CLI fills it from its
+/// flags).
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// Logs or directories of logs.
     pub inputs: Vec<PathBuf>,
     /// Output file: `.md` for Markdown, `.html` for a self-contained page
     /// with charts. Markdown on stdout when absent.
-    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Read every input as this format instead of detecting it.
-    #[arg(
-        long = "input-format",
-        alias = "format",
-        value_enum,
-        value_name = "FORMAT"
-    )]
     pub format: Option<Format>,
-    /// `collbench check --json` output whose pairwise bandwidth matrix the
-    /// HTML report draws as a heatmap (repeatable).
-    #[arg(long, value_name = "CHECK_JSON")]
+    /// `collbench check --json` outputs whose pairwise matrices the HTML
+    /// report draws as heatmaps.
     pub matrix: Vec<PathBuf>,
-    /// Fail (exit 2) when a file in a folder cannot be read as a log,
-    /// instead of listing it and going on.
-    #[arg(long)]
+    /// Fail when a file in a folder cannot be read as a log, instead of
+    /// listing it and going on.
     pub strict: bool,
 }
 
@@ -108,33 +98,26 @@ pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html:
     })
 }
 
-/// `collbench compare` arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct CompareArgs {
+/// What `collbench compare` compares and how (the CLI fills it from its
+/// flags).
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
     /// The reference log (or directory of logs).
     pub base: PathBuf,
-    /// The log to judge against BASE.
+    /// The log to judge against `base`.
     pub new: PathBuf,
-    /// Percent change that counts as a regression. Sizes >= 1 MiB are judged
-    /// on busbw, or algbw where the op has no known bus factor (NEW below
-    /// BASE by more than PCT). Below 1 MiB timing noise
-    /// dominates, so time is judged instead, and a case regresses only when it
-    /// is slower by more than 2 x PCT and by more than 5 µs. Exit status: 1 on
-    /// regression, 0 otherwise, 2 when an input cannot be read.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    /// Percent change that counts as a regression (the rule is
+    /// [`compare::compare`]'s).
     pub threshold: f64,
-    /// What stdout carries: the tables and verdict line, or the same
-    /// findings as JSON.
-    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    /// What stdout carries.
     pub format: CompareFormat,
     /// Read both inputs as this format instead of detecting it.
-    #[arg(long = "input-format", value_enum, value_name = "FORMAT")]
     pub input_format: Option<Format>,
 }
 
 /// Runs `collbench report`. Skipped files and data-quality warnings go to
 /// stderr, one line each, and into the report's "Data quality" section.
-pub fn report_main(args: &ReportArgs) -> anyhow::Result<ReportOutcome> {
+pub fn report_main(args: &ReportOptions) -> anyhow::Result<ReportOutcome> {
     let inputs = read_paths(&args.inputs, args.format, args.strict)?;
     let mut err = std::io::stderr().lock();
     for s in &inputs.skipped {
@@ -206,7 +189,7 @@ pub enum CompareOutcome {
 /// Runs `collbench compare`: prints the table and verdict line (or their
 /// JSON), and says whether a case regressed. A failed write to stdout is a
 /// [`collbench_core::stdout::StdoutError`].
-pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
+pub fn compare_main(args: &CompareOptions) -> anyhow::Result<CompareOutcome> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
         anyhow::bail!("--threshold must be a non-negative percentage");
     }
