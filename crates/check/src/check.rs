@@ -7,7 +7,7 @@ use crate::localize::{self, Localization};
 use crate::prometheus;
 use crate::verdict::{self, Fractions, Line, Metric, Status};
 use crate::CheckOptions;
-use collbench_core::Bootstrap;
+use collbench_core::{diag, Bootstrap};
 use collbench_core::{size::format_size, Collective, DataType};
 use collbench_runner::Backend;
 use serde::Serialize;
@@ -160,7 +160,7 @@ pub fn check_main(
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
     watchdog: &collbench_runner::Watchdog,
-    _argv: &[String],
+    out: &mut dyn std::io::Write,
 ) -> anyhow::Result<Status> {
     if !(0.0 < args.pair_fraction && args.pair_fraction < 1.0) {
         anyhow::bail!(
@@ -208,11 +208,11 @@ pub fn check_main(
     for p in plan_cases(args, baseline.as_ref(), is_cpu)? {
         let it = iterations(args, p.metric);
         if root {
-            eprintln!(
+            diag::line(&format!(
                 "collbench check: {} {} ...",
                 p.req.collective,
                 format_size(p.req.size_bytes)
-            );
+            ));
         }
         let outcome = run_case(backend, control, p.req, it, watchdog)?;
         let line = match outcome {
@@ -256,11 +256,11 @@ pub fn check_main(
                 explain: false,
                 ..iterations(args, Metric::BusbwGbps)
             };
-            eprintln!(
+            diag::line(&format!(
                 "collbench check: pairwise sendrecv between {world_size} ranks at {} ...",
                 format_size(size)
-            );
-            let mut progress = |s: &str| eprintln!("collbench check:   {s}");
+            ));
+            let mut progress = |s: &str| diag::line(&format!("collbench check:   {s}"));
             match localize::localize(
                 backend,
                 control,
@@ -284,13 +284,16 @@ pub fn check_main(
     // verdict (so no rank waits for it).
     let mut printed = Ok(());
     if root {
-        printed = collbench_core::stdout::print(&summary(
-            &lines,
-            localization.as_ref(),
-            &notes,
-            baseline.as_ref(),
-            status,
-        ));
+        printed = collbench_core::stdout::write(
+            out,
+            &summary(
+                &lines,
+                localization.as_ref(),
+                &notes,
+                baseline.as_ref(),
+                status,
+            ),
+        );
         let report = CheckReport {
             schema: "collbench-check/1",
             status,

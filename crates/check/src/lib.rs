@@ -22,7 +22,6 @@ pub mod verdict;
 
 pub use check::CheckReport;
 
-use collbench_core::stdout::print;
 use collbench_core::Bootstrap;
 use collbench_runner::Backend;
 use std::path::PathBuf;
@@ -64,29 +63,26 @@ pub enum BaselinesAction {
     },
 }
 
-/// Runs the battery and prints the verdict; returns it (Pass, Warn or
-/// Fail: the CLI maps it to the exit code).
+/// Runs the battery and writes the verdict table to `out` (the CLI's
+/// stdout; a failed write is a [`collbench_core::stdout::StdoutError`]);
+/// progress lines go to [`collbench_core::diag`]. Returns the verdict
+/// (Pass, Warn or Fail: the CLI maps it to the exit code).
 pub fn check_main(
     args: &CheckOptions,
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
     watchdog: &collbench_runner::Watchdog,
-    argv: &[String],
+    out: &mut dyn std::io::Write,
 ) -> anyhow::Result<verdict::Status> {
-    check::check_main(args, backend, control, watchdog, argv)
+    check::check_main(args, backend, control, watchdog, out)
 }
 
-/// Lists or shows built-in baselines (a failed write to stdout is a
-/// [`collbench_core::stdout::StdoutError`]).
-pub fn baselines_main(action: &BaselinesAction) -> anyhow::Result<()> {
-    match action {
-        BaselinesAction::List => print(&baselines_table())?,
-        BaselinesAction::Show { name } => {
-            let (_, text) = baseline::find_built_in(name)?;
-            print(text)?;
-        }
-    }
-    Ok(())
+/// The built-in baselines' table, or one baseline's TOML, for stdout.
+pub fn baselines_main(action: &BaselinesAction) -> anyhow::Result<String> {
+    Ok(match action {
+        BaselinesAction::List => baselines_table(),
+        BaselinesAction::Show { name } => baseline::find_built_in(name)?.1.to_string(),
+    })
 }
 
 /// The `baselines list` table.

@@ -57,7 +57,14 @@ fn args(json: &std::path::Path) -> CheckOptions {
 
 /// `check --json json` in one process, unwatched.
 fn check(json: &std::path::Path, b: &mut dyn Backend) {
-    check_main(&args(json), b, &SingleProcess, &Default::default(), &[]).unwrap();
+    check_main(
+        &args(json),
+        b,
+        &SingleProcess,
+        &Default::default(),
+        &mut std::io::sink(),
+    )
+    .unwrap();
 }
 
 fn lines(json: &std::path::Path) -> Vec<serde_json::Value> {

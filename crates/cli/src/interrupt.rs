@@ -140,7 +140,7 @@ impl Keeper {
         }
         if let Some(format) = self.0.stdout {
             let text = String::from_utf8_lossy(&format.exporter().serialize(record)).into_owned();
-            if let Err(e) = collbench_core::stdout::print(&text) {
+            if let Err(e) = crate::stdout::print(&text) {
                 failed.push(e.to_string());
             }
         }

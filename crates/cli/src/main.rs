@@ -21,6 +21,7 @@ mod observer;
 mod outputs;
 mod preflight;
 mod run_cmd;
+mod stdout;
 mod tune_child;
 mod tune_cmd;
 mod tuner_plugin_cmd;
@@ -253,9 +254,10 @@ fn real_main() -> Result<Outcome, Failure> {
             if let Some(path) = &a.output {
                 outputs::claim("-o", path, a.force, &[])?;
             }
-            collbench_gen::run(&(&a).into())
-                .map(|_| Outcome::Ok)
-                .map_err(usage)
+            if let Some(text) = collbench_gen::run(&(&a).into()).map_err(usage)? {
+                stdout::print(&text)?;
+            }
+            Ok(Outcome::Ok)
         }
         Command::Report { report, force } => {
             if let Some(path) = &report.output {
@@ -267,13 +269,18 @@ fn real_main() -> Result<Outcome, Failure> {
                     .collect();
                 outputs::claim("-o", path, force, &inputs)?;
             }
-            collbench_report::report_main(&(&report).into())
-                .map(Outcome::report)
-                .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))
+            let (outcome, markdown) = collbench_report::report_main(&(&report).into())
+                .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))?;
+            if let Some(markdown) = markdown {
+                stdout::print(&markdown)?;
+            }
+            Ok(Outcome::report(outcome))
         }
-        Command::Compare(a) => collbench_report::compare_main(&(&a).into())
-            .map(Outcome::compare)
-            .map_err(usage),
+        Command::Compare(a) => {
+            let (outcome, text) = collbench_report::compare_main(&(&a).into()).map_err(usage)?;
+            stdout::print(&text)?;
+            Ok(Outcome::compare(outcome))
+        }
         Command::Check {
             check,
             backend,
@@ -295,17 +302,20 @@ fn real_main() -> Result<Outcome, Failure> {
                 opened.backend.as_mut(),
                 opened.control.as_ref(),
                 &watchdog,
-                &argv,
+                &mut std::io::stdout().lock(),
             )
             .map(Outcome::check)
             .map_err(|e| exit::check_failure(&e))
         }
-        Command::Doctor(a) => collbench_doctor::doctor_main(a.format())
-            .map(Outcome::doctor)
-            .map_err(usage),
-        Command::Baselines(a) => collbench_check::baselines_main(&(&a).into())
-            .map(|_| Outcome::Ok)
-            .map_err(usage),
+        Command::Doctor(a) => {
+            let (text, code) = collbench_doctor::doctor_main(a.format()).map_err(usage)?;
+            stdout::print(&text)?;
+            Ok(Outcome::doctor(code))
+        }
+        Command::Baselines(a) => {
+            stdout::print(&collbench_check::baselines_main(&(&a).into()).map_err(usage)?)?;
+            Ok(Outcome::Ok)
+        }
         Command::InstallAliases { dir, force } => {
             aliases::install(&dir, force).map(|_| Outcome::Ok)
         }
@@ -386,6 +396,7 @@ fn check_embedded_args(a: &cmd::gen::GenArgs) -> Result<(), Failure> {
 }
 
 fn main() {
+    stdout::install_console();
     let outcome = match real_main() {
         Ok(o) => o,
         Err(f) => {

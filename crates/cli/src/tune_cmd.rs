@@ -398,7 +398,7 @@ fn print_report(a: &TuneArgs, report: &TuneReport) -> Result<(), Failure> {
     }
     // The CSV file is written even when stdout fails; the failure is the
     // command's end (exit 2) once it is.
-    let printed = collbench_core::stdout::print(&text).map_err(Failure::from);
+    let printed = crate::stdout::print(&text).map_err(Failure::from);
     if let Some(path) = &a.csv {
         let (csv, notes) = TunerConfig::from_report(report);
         std::fs::write(path, csv.to_csv(&notes)).map_err(|e| {

@@ -22,7 +22,6 @@ pub mod limits;
 pub mod nccl;
 pub mod net;
 
-use collbench_core::stdout::print;
 use serde::Serialize;
 
 /// What `doctor` prints on stdout.
@@ -34,17 +33,17 @@ pub enum DoctorFormat {
     Json,
 }
 
-/// Runs the local checks and prints them in `format`; returns the exit
-/// code (0 when every check passes or is skipped, 1 warn, 2 fail). A failed
-/// write to stdout is a [`collbench_core::stdout::StdoutError`].
-pub fn doctor_main(format: DoctorFormat) -> anyhow::Result<i32> {
+/// Runs the local checks; returns them rendered in `format` for stdout,
+/// and the exit code (0 when every check passes or is skipped, 1 warn, 2
+/// fail).
+pub fn doctor_main(format: DoctorFormat) -> anyhow::Result<(String, i32)> {
     let checks = run_all();
-    if format == DoctorFormat::Json {
-        print(&(serde_json::to_string_pretty(&checks)? + "\n"))?;
+    let text = if format == DoctorFormat::Json {
+        serde_json::to_string_pretty(&checks)? + "\n"
     } else {
-        print(&render(&checks))?;
-    }
-    Ok(exit_code(&checks))
+        render(&checks)
+    };
+    Ok((text, exit_code(&checks)))
 }
 
 /// Outcome of one check, ordered from best to worst (SKIP is neutral).

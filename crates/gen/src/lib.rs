@@ -108,12 +108,11 @@ pub fn render(args: &GenOptions) -> anyhow::Result<String> {
 }
 
 /// Writes the requested launch file to `--output` (a Slurm script there is
-/// made executable) or to standard output (a failed write there is a
-/// [`collbench_core::stdout::StdoutError`]).
-pub fn run(args: &GenOptions) -> anyhow::Result<()> {
+/// made executable), or returns it for standard output when there is none.
+pub fn run(args: &GenOptions) -> anyhow::Result<Option<String>> {
     let text = render(args)?;
     match &args.output {
-        None => collbench_core::stdout::print(&text)?,
+        None => return Ok(Some(text)),
         Some(path) => {
             std::fs::write(path, &text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
@@ -122,7 +121,7 @@ pub fn run(args: &GenOptions) -> anyhow::Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(unix)]

@@ -33,8 +33,7 @@ pub use input::{read_paths, Inputs, Parsed, Warning};
 pub use parse::{parse_file, parse_paths, parse_str, FileError, Format, ParseError};
 pub use render::charts::heatmap_svg;
 
-use collbench_core::stdout::print;
-use std::io::Write;
+use collbench_core::diag;
 use std::path::PathBuf;
 
 /// What `collbench report` reads and writes (the CLI fills it from its
@@ -116,15 +115,16 @@ pub struct CompareOptions {
 }
 
 /// Runs `collbench report`. Skipped files and data-quality warnings go to
-/// stderr, one line each, and into the report's "Data quality" section.
-pub fn report_main(args: &ReportOptions) -> anyhow::Result<ReportOutcome> {
+/// [`collbench_core::diag`] (stderr), one line each, and into the report's
+/// "Data quality" section. Returns the Markdown for stdout when there is no
+/// `output` file.
+pub fn report_main(args: &ReportOptions) -> anyhow::Result<(ReportOutcome, Option<String>)> {
     let inputs = read_paths(&args.inputs, args.format, args.strict)?;
-    let mut err = std::io::stderr().lock();
     for s in &inputs.skipped {
-        writeln!(err, "collbench report: skipped {s}")?;
+        diag::line(&format!("collbench report: skipped {s}"));
     }
     for w in &inputs.parsed.warnings {
-        writeln!(err, "collbench report: warning: {w}")?;
+        diag::line(&format!("collbench report: warning: {w}"));
     }
     let outcome = if inputs.skipped.is_empty() {
         ReportOutcome::Complete
@@ -137,8 +137,7 @@ pub fn report_main(args: &ReportOptions) -> anyhow::Result<ReportOutcome> {
     }
     let quality = inputs.quality_markdown();
     let Some(path) = &args.output else {
-        print(&(render::markdown::render(records) + &quality))?;
-        return Ok(outcome);
+        return Ok((outcome, Some(render::markdown::render(records) + &quality)));
     };
     let ext = path
         .extension()
@@ -171,7 +170,7 @@ pub fn report_main(args: &ReportOptions) -> anyhow::Result<ReportOutcome> {
     };
     std::fs::write(path, text)
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
-    Ok(outcome)
+    Ok((outcome, None))
 }
 
 /// What `collbench compare` found (the CLI turns it into the exit code).
@@ -186,10 +185,10 @@ pub enum CompareOutcome {
     Unusable,
 }
 
-/// Runs `collbench compare`: prints the table and verdict line (or their
-/// JSON), and says whether a case regressed. A failed write to stdout is a
-/// [`collbench_core::stdout::StdoutError`].
-pub fn compare_main(args: &CompareOptions) -> anyhow::Result<CompareOutcome> {
+/// Runs `collbench compare`: returns the table and verdict line (or their
+/// JSON) for stdout (empty when unusable), and whether a case regressed.
+/// Lines about the inputs go to [`collbench_core::diag`] (stderr).
+pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, String)> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
         anyhow::bail!("--threshold must be a non-negative percentage");
     }
@@ -197,28 +196,25 @@ pub fn compare_main(args: &CompareOptions) -> anyhow::Result<CompareOutcome> {
     let (base, new) = match (read(&args.base), read(&args.new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("collbench compare: {e}");
-            return Ok(CompareOutcome::Unusable);
+            diag::line(&format!("collbench compare: {e}"));
+            return Ok((CompareOutcome::Unusable, String::new()));
         }
     };
-    {
-        let mut err = std::io::stderr().lock();
-        for s in base.skipped.iter().chain(&new.skipped) {
-            writeln!(err, "collbench compare: skipped {s}")?;
-        }
-        for w in base.parsed.warnings.iter().chain(&new.parsed.warnings) {
-            writeln!(err, "collbench compare: warning: {w}")?;
-        }
+    for s in base.skipped.iter().chain(&new.skipped) {
+        diag::line(&format!("collbench compare: skipped {s}"));
+    }
+    for w in base.parsed.warnings.iter().chain(&new.parsed.warnings) {
+        diag::line(&format!("collbench compare: warning: {w}"));
     }
     let (base_recs, new_recs) = (&base.parsed.records, &new.parsed.records);
     let cmp = compare::compare(base_recs, new_recs, args.threshold);
     if cmp.rows.is_empty() {
-        eprintln!(
+        diag::line(&format!(
             "collbench compare: {} and {} have no case (op, type, size) in common",
             args.base.display(),
             args.new.display()
-        );
-        return Ok(CompareOutcome::Unusable);
+        ));
+        return Ok((CompareOutcome::Unusable, String::new()));
     }
     let (bs, ns) = (
         compare_sides::side(base_recs),
@@ -234,13 +230,14 @@ pub fn compare_main(args: &CompareOptions) -> anyhow::Result<CompareOutcome> {
         base: &bs,
         new: &ns,
     };
-    print(&match args.format {
+    let text = match args.format {
         CompareFormat::Text => compare_out::text(&sides, &cmp),
         CompareFormat::Json => compare_out::json(&sides, &cmp),
-    })?;
-    Ok(if cmp.regressions().next().is_some() {
+    };
+    let outcome = if cmp.regressions().next().is_some() {
         CompareOutcome::Regression
     } else {
         CompareOutcome::NoRegression
-    })
+    };
+    Ok((outcome, text))
 }

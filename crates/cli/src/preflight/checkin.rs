@@ -4,7 +4,8 @@
 
 use super::report::Report;
 use super::{Outcome, PreflightFormat, RankInfo};
-use collbench_core::stdout::{print, StdoutError};
+use crate::stdout::print;
+use collbench_core::stdout::StdoutError;
 use collbench_launch::{Control, LaunchError, LaunchOptions, World};
 
 /// Test-only: the rank named here exits abruptly right after joining, to
