@@ -161,7 +161,7 @@ impl ProgressLines {
             Phase::Screen => "screen",
             Phase::Confirm => "confirm",
         };
-        eprintln!(
+        crate::stdout::say(&format!(
             "collbench tune: band {}/{} {} {} B: {} ({phase}), {:.0} s of budget left",
             p.band_index + 1,
             p.bands_total,
@@ -169,7 +169,7 @@ impl ProgressLines {
             p.band.probe_bytes,
             p.setting,
             p.budget_left_us / 1e6
-        );
+        ));
         self.last = Some(key);
     }
 }
@@ -182,10 +182,14 @@ fn stop_on_ctrl_c() -> Arc<AtomicBool> {
         if flag.swap(true, Ordering::SeqCst) {
             std::process::exit(Outcome::TuneInterrupted.code());
         }
-        eprintln!("collbench tune: stopping after this repeat (Ctrl-C again to quit at once)");
+        crate::stdout::say(&format!(
+            "collbench tune: stopping after this repeat (Ctrl-C again to quit at once)"
+        ));
     });
     if let Err(e) = installed {
-        eprintln!("collbench tune: Ctrl-C will end the process without a report ({e})");
+        crate::stdout::say(&format!(
+            "collbench tune: Ctrl-C will end the process without a report ({e})"
+        ));
     }
     stop
 }
@@ -276,7 +280,9 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
     let cfg = tune_config(a, measurer.world_size()).map_err(refused)?;
     // Every communicator up front, charged to the budget (see `prepare`).
-    eprintln!("collbench tune: creating the candidates' communicators");
+    crate::stdout::say(&format!(
+        "collbench tune: creating the candidates' communicators"
+    ));
     measurer.prepare(&all_candidates(&cfg));
     let children = children_ready(children, started)?;
     search(a, &mut measurer, children, cfg, stop)
@@ -305,10 +311,10 @@ fn start_children(a: &TuneArgs, cfg: &TuneConfig) -> Result<Children, Failure> {
         .start(&in_children)
         .map_err(|e| Failure::new(Outcome::TuneFailed, format!("collbench tune: {e}")))?;
     if !children.is_empty() {
-        eprintln!(
+        crate::stdout::say(&format!(
             "collbench tune: starting {} child processes for candidates NCCL reads only from its environment (each with a default-environment partner)",
             children.len()
-        );
+        ));
     }
     Ok(children)
 }
@@ -359,7 +365,7 @@ fn search(
         End::Complete => Outcome::TuneComplete,
         End::Interrupted => Outcome::TuneInterrupted,
         End::Failed(why) => {
-            eprintln!("collbench tune: stopped: {why}");
+            crate::stdout::say(&format!("collbench tune: stopped: {why}"));
             Outcome::TuneFailed
         }
     })
@@ -407,12 +413,12 @@ fn print_report(a: &TuneArgs, report: &TuneReport) -> Result<(), Failure> {
                 format!("cannot write {}: {e}", path.display()),
             )
         })?;
-        eprintln!(
+        crate::stdout::say(&format!(
             "collbench tune: wrote {} ({} rules); check it with: collbench run --tuner-config {} ...",
             path.display(),
             csv.rows.len(),
             path.display()
-        );
+        ));
     }
     printed
 }

@@ -28,17 +28,17 @@ pub fn run(
     let world = match World::discover(launch) {
         Ok(world) => world,
         Err(e) => {
-            eprintln!("collbench preflight: {e}");
+            crate::stdout::say(&format!("collbench preflight: {e}"));
             return Ok(Outcome::Fail);
         }
     };
     info.host = world.hostname.clone();
     info.pid = std::process::id();
     let said = |e: &LaunchError| {
-        eprintln!(
+        crate::stdout::say(&format!(
             "collbench preflight: rank {} on host {}: {e}",
             world.rank, world.hostname
-        )
+        ))
     };
 
     let attached = serde_json::to_vec(&info).expect("rank info serialises");
