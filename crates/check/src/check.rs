@@ -153,8 +153,10 @@ fn is_gpu_built_in(b: &Baseline) -> bool {
         && baseline::find_built_in(&b.name).is_ok_and(|(built_in, _)| built_in == *b)
 }
 
-/// Runs the check; returns rank 0's verdict (Pass, Warn or Fail) on
-/// every rank.
+/// Runs the battery and writes the verdict table to `out` (the CLI's
+/// stdout; a failed write is a [`collbench_core::stdout::StdoutError`]);
+/// progress lines go to [`collbench_core::diag`]. Returns rank 0's verdict
+/// (Pass, Warn or Fail: the CLI maps it to the exit code) on every rank.
 pub fn check_main(
     args: &CheckOptions,
     backend: &mut dyn Backend,

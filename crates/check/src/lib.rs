@@ -20,10 +20,8 @@ pub mod localize;
 pub mod prometheus;
 pub mod verdict;
 
-pub use check::CheckReport;
+pub use check::{check_main, CheckReport};
 
-use collbench_core::Bootstrap;
-use collbench_runner::Backend;
 use std::path::PathBuf;
 
 /// What `collbench check` does (the CLI fills it from its flags; backend
@@ -61,20 +59,6 @@ pub enum BaselinesAction {
         /// Built-in baseline name.
         name: String,
     },
-}
-
-/// Runs the battery and writes the verdict table to `out` (the CLI's
-/// stdout; a failed write is a [`collbench_core::stdout::StdoutError`]);
-/// progress lines go to [`collbench_core::diag`]. Returns the verdict
-/// (Pass, Warn or Fail: the CLI maps it to the exit code).
-pub fn check_main(
-    args: &CheckOptions,
-    backend: &mut dyn Backend,
-    control: &dyn Bootstrap,
-    watchdog: &collbench_runner::Watchdog,
-    out: &mut dyn std::io::Write,
-) -> anyhow::Result<verdict::Status> {
-    check::check_main(args, backend, control, watchdog, out)
 }
 
 /// The built-in baselines' table, or one baseline's TOML, for stdout.

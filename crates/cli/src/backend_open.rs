@@ -189,7 +189,7 @@ fn open_backend(
         collbench_runner::cpu::ranks::check_ranks(ranks).map_err(Failure::usage)?;
         if let Some(n) = note {
             let threads = if ranks == 1 { "thread" } else { "threads" };
-            crate::stdout::say(&format!(
+            crate::stdout::say(format!(
                 "collbench: {n}: using the built-in CPU backend with {ranks} rank {threads}"
             ));
         }

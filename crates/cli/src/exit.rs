@@ -325,7 +325,7 @@ pub fn announce() -> collbench_runner::watchdog::Announce {
     std::sync::Arc::new(|stop: &collbench_runner::Stop| {
         use std::sync::atomic::Ordering;
         if !STOP_SAID.swap(true, Ordering::SeqCst) {
-            crate::stdout::say(&format!("collbench: {}", stop.message()));
+            crate::stdout::say(format!("collbench: {}", stop.message()));
         }
     })
 }

@@ -63,7 +63,7 @@ impl Keeper {
         }));
         let handler = keeper.clone();
         if let Err(e) = ctrlc::set_handler(move || handler.interrupted()) {
-            crate::stdout::say(&format!(
+            crate::stdout::say(format!(
                 "collbench: Ctrl-C will end the run without writing its files ({e})"
             ));
         }
@@ -119,7 +119,7 @@ impl Keeper {
                 self.write_partial(&record, &when)
             }
         };
-        crate::stdout::say(&format!("collbench: {line} (exit {INTERRUPTED})"));
+        crate::stdout::say(format!("collbench: {line} (exit {INTERRUPTED})"));
         collbench_runner::watchdog::end_process_now(INTERRUPTED)
     }
 

@@ -124,7 +124,7 @@ fn clap_failure(e: clap::Error, prog: &str) -> Failure {
         // failed write: exit 2, one line.
         if let Err(io) = e.print() {
             let f = Failure::from(collbench_core::stdout::StdoutError::from(io));
-            stdout::say(&format!("collbench: {}", f.message));
+            stdout::say(format!("collbench: {}", f.message));
             std::process::exit(f.outcome.code());
         }
         std::process::exit(
@@ -401,7 +401,7 @@ fn main() {
         Ok(o) => o,
         Err(f) => {
             if !exit::already_said(f.outcome) {
-                stdout::say(&format!("collbench: {}", f.message.trim_end()));
+                stdout::say(format!("collbench: {}", f.message.trim_end()));
             }
             f.outcome
         }

@@ -58,9 +58,9 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
     // nccl-tests' own rule and line: -z 3 waits between iterations, which
     // a captured graph cannot.
     let blocking = if a.blocking == 3 && a.cudagraph >= 1 {
-        crate::stdout::say(&format!(
-            "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling."
-        ));
+        crate::stdout::say(
+            "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.",
+        );
         0
     } else {
         a.blocking
@@ -122,7 +122,7 @@ fn per_iter(a: &RunArgs) -> (bool, u32) {
     let (timing, skip, warnings) =
         per_iter_settings(a.per_iter_timing, a.per_iter_skip, iters, a.cudagraph);
     for w in warnings {
-        crate::stdout::say(&format!("{w}"));
+        crate::stdout::say(&w);
     }
     (timing, skip)
 }
@@ -254,7 +254,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         .collect();
         if !given.is_empty() {
             let verb = if given.len() == 1 { "is" } else { "are" };
-            crate::stdout::say(&format!(
+            crate::stdout::say(format!(
                 "collbench: {} {verb} ignored on the CPU backend (CUDA graphs and NCCL buffer registration are GPU features)",
                 given.join(" and ")
             ));
@@ -262,9 +262,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         // The columns come from NCCL's profiler: the CPU backend has none
         // to ask, and an explain that adds nothing should say so.
         if a.explain {
-            crate::stdout::say(&format!(
-                "collbench: --explain adds nothing on the CPU backend (it shows the algorithm, protocol and channels NCCL reports; use --backend nccl on GPUs)"
-            ));
+            crate::stdout::say("collbench: --explain adds nothing on the CPU backend (it shows the algorithm, protocol and channels NCCL reports; use --backend nccl on GPUs)");
         }
     }
 
@@ -303,10 +301,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Err(stdout_failure(e));
     }
     if let Some((path, plugin)) = &tuner {
-        crate::stdout::say(&format!(
-            "{}",
-            crate::tune_cmd::tuner_config_note(path, plugin)
-        ));
+        crate::stdout::say(crate::tune_cmd::tuner_config_note(path, plugin));
     }
     if !a.quiet && stdout_format != Format::Text {
         let bytes = stdout_format.exporter().serialize(&record);
@@ -329,7 +324,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     }
     let wrong = record.total_wrong();
     if wrong > 0 {
-        crate::stdout::say(&format!(
+        crate::stdout::say(format!(
             "collbench: {wrong} wrong elements: results are NOT correct (exit {})",
             Outcome::Wrong.code()
         ));

@@ -29,13 +29,13 @@ fn reword(line: &str, prefix: Option<&str>) -> String {
 
 /// Writes one line for people to stderr, whole: the libraries' lines
 /// (through the console) and the CLI's final error and stop lines.
-pub fn say(line: &str) {
+pub fn say(line: impl std::fmt::Display) {
     static PREFIX: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let prefix = PREFIX.get_or_init(|| std::env::var(TEST_PREFIX_ENV).ok());
     let _ = writeln!(
         std::io::stderr().lock(),
         "{}",
-        reword(line, prefix.as_deref())
+        reword(&line.to_string(), prefix.as_deref())
     );
 }
 

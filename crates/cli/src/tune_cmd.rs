@@ -161,7 +161,7 @@ impl ProgressLines {
             Phase::Screen => "screen",
             Phase::Confirm => "confirm",
         };
-        crate::stdout::say(&format!(
+        crate::stdout::say(format!(
             "collbench tune: band {}/{} {} {} B: {} ({phase}), {:.0} s of budget left",
             p.band_index + 1,
             p.bands_total,
@@ -182,12 +182,12 @@ fn stop_on_ctrl_c() -> Arc<AtomicBool> {
         if flag.swap(true, Ordering::SeqCst) {
             std::process::exit(Outcome::TuneInterrupted.code());
         }
-        crate::stdout::say(&format!(
-            "collbench tune: stopping after this repeat (Ctrl-C again to quit at once)"
-        ));
+        crate::stdout::say(
+            "collbench tune: stopping after this repeat (Ctrl-C again to quit at once)",
+        );
     });
     if let Err(e) = installed {
-        crate::stdout::say(&format!(
+        crate::stdout::say(format!(
             "collbench tune: Ctrl-C will end the process without a report ({e})"
         ));
     }
@@ -280,9 +280,7 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
     let cfg = tune_config(a, measurer.world_size()).map_err(refused)?;
     // Every communicator up front, charged to the budget (see `prepare`).
-    crate::stdout::say(&format!(
-        "collbench tune: creating the candidates' communicators"
-    ));
+    crate::stdout::say("collbench tune: creating the candidates' communicators");
     measurer.prepare(&all_candidates(&cfg));
     let children = children_ready(children, started)?;
     search(a, &mut measurer, children, cfg, stop)
@@ -311,7 +309,7 @@ fn start_children(a: &TuneArgs, cfg: &TuneConfig) -> Result<Children, Failure> {
         .start(&in_children)
         .map_err(|e| Failure::new(Outcome::TuneFailed, format!("collbench tune: {e}")))?;
     if !children.is_empty() {
-        crate::stdout::say(&format!(
+        crate::stdout::say(format!(
             "collbench tune: starting {} child processes for candidates NCCL reads only from its environment (each with a default-environment partner)",
             children.len()
         ));
@@ -365,7 +363,7 @@ fn search(
         End::Complete => Outcome::TuneComplete,
         End::Interrupted => Outcome::TuneInterrupted,
         End::Failed(why) => {
-            crate::stdout::say(&format!("collbench tune: stopped: {why}"));
+            crate::stdout::say(format!("collbench tune: stopped: {why}"));
             Outcome::TuneFailed
         }
     })
@@ -413,7 +411,7 @@ fn print_report(a: &TuneArgs, report: &TuneReport) -> Result<(), Failure> {
                 format!("cannot write {}: {e}", path.display()),
             )
         })?;
-        crate::stdout::say(&format!(
+        crate::stdout::say(format!(
             "collbench tune: wrote {} ({} rules); check it with: collbench run --tuner-config {} ...",
             path.display(),
             csv.rows.len(),

@@ -28,14 +28,14 @@ pub fn run(
     let world = match World::discover(launch) {
         Ok(world) => world,
         Err(e) => {
-            crate::stdout::say(&format!("collbench preflight: {e}"));
+            crate::stdout::say(format!("collbench preflight: {e}"));
             return Ok(Outcome::Fail);
         }
     };
     info.host = world.hostname.clone();
     info.pid = std::process::id();
     let said = |e: &LaunchError| {
-        crate::stdout::say(&format!(
+        crate::stdout::say(format!(
             "collbench preflight: rank {} on host {}: {e}",
             world.rank, world.hostname
         ))
