@@ -8,8 +8,8 @@ use crate::hosts;
 use crate::localize::{self, Localization};
 use crate::prometheus;
 use crate::verdict::{self, Fractions, Line, Metric, Status};
-use crate::CheckArgs;
-use collbench_core::Bootstrap;
+use crate::CheckOptions;
+use collbench_core::{diag, Bootstrap};
 use collbench_core::{size::format_size, Collective, DataType};
 use collbench_runner::Backend;
 use serde::Serialize;
@@ -67,7 +67,7 @@ struct Planned {
 }
 
 fn plan_cases(
-    args: &CheckArgs,
+    args: &CheckOptions,
     baseline: Option<&Baseline>,
     is_cpu: bool,
 ) -> anyhow::Result<Vec<Planned>> {
@@ -134,7 +134,7 @@ fn plan_cases(
     Ok(out)
 }
 
-fn iterations(args: &CheckArgs, metric: Metric) -> Iterations {
+fn iterations(args: &CheckOptions, metric: Metric) -> Iterations {
     let (warmup, timed) = match (args.quick, metric) {
         (true, Metric::TimeUs) => (2, 20),
         (true, _) => (1, 3),
@@ -158,14 +158,16 @@ fn is_gpu_built_in(b: &Baseline) -> bool {
         && baseline::find_built_in(&b.name).is_ok_and(|(built_in, _)| built_in == *b)
 }
 
-/// Runs the check; returns rank 0's verdict (Pass, Warn or Fail) on
-/// every rank.
+/// Runs the battery and writes the verdict table to `out` (the CLI's
+/// stdout; a failed write is a [`collbench_core::stdout::StdoutError`]);
+/// progress lines go to [`collbench_core::diag`]. Returns rank 0's verdict
+/// (Pass, Warn or Fail: the CLI maps it to the exit code) on every rank.
 pub fn check_main(
-    args: &CheckArgs,
+    args: &CheckOptions,
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
     watchdog: &collbench_runner::Watchdog,
-    _argv: &[String],
+    out: &mut dyn std::io::Write,
 ) -> anyhow::Result<Status> {
     if !(0.0 < args.pair_fraction && args.pair_fraction < 1.0) {
         anyhow::bail!(
@@ -213,11 +215,11 @@ pub fn check_main(
     for p in plan_cases(args, baseline.as_ref(), is_cpu)? {
         let it = iterations(args, p.metric);
         if root {
-            eprintln!(
+            diag::line(&format!(
                 "collbench check: {} {} ...",
                 p.req.collective,
                 format_size(p.req.size_bytes)
-            );
+            ));
         }
         let outcome = run_case(backend, control, p.req, it, watchdog)?;
         let line = match outcome {
@@ -259,14 +261,14 @@ pub fn check_main(
         };
         if processes > 1 {
             if root {
-                eprintln!(
+                diag::line(&format!(
                     "collbench check: host pairs (sendrecv and all_reduce) between the hosts of {processes} processes at {} ...",
                     format_size(size)
-                );
+                ));
             }
             let mut progress = |s: &str| {
                 if root {
-                    eprintln!("collbench check:   {s}")
+                    diag::line(&format!("collbench check:   {s}"))
                 }
             };
             match host_tests::run_host_tests(
@@ -287,11 +289,11 @@ pub fn check_main(
                 Err(e) => notes.push(format!("host tests skipped: {e:#}")),
             }
         } else {
-            eprintln!(
+            diag::line(&format!(
                 "collbench check: pairwise sendrecv between {world_size} ranks at {} ...",
                 format_size(size)
-            );
-            let mut progress = |s: &str| eprintln!("collbench check:   {s}");
+            ));
+            let mut progress = |s: &str| diag::line(&format!("collbench check:   {s}"));
             match localize::localize(
                 backend,
                 control,
@@ -315,14 +317,17 @@ pub fn check_main(
     // verdict (so no rank waits for it).
     let mut printed = Ok(());
     if root {
-        printed = collbench_core::stdout::print(&summary(
-            &lines,
-            localization.as_ref(),
-            host_report.as_ref(),
-            &notes,
-            baseline.as_ref(),
-            status,
-        ));
+        printed = collbench_core::stdout::write(
+            out,
+            &summary(
+                &lines,
+                localization.as_ref(),
+                host_report.as_ref(),
+                &notes,
+                baseline.as_ref(),
+                status,
+            ),
+        );
         let report = CheckReport {
             schema: "collbench-check/1",
             status,

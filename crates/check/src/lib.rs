@@ -21,95 +21,53 @@ pub mod localize;
 pub mod prometheus;
 pub mod verdict;
 
-pub use check::CheckReport;
+pub use check::{check_main, CheckReport};
 
-use collbench_core::stdout::print;
-use collbench_core::Bootstrap;
-use collbench_runner::Backend;
 use std::path::PathBuf;
 
-fn size_arg(s: &str) -> Result<u64, String> {
-    collbench_core::size::parse_size(s).map_err(|e| e.to_string())
-}
-
-/// `collbench check` flags (backend and launch flags are added by the CLI).
+/// What `collbench check` does (the CLI fills it from its flags; backend
+/// and launch flags stay there).
 ///
 /// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails).
-#[derive(clap::Args, Debug, Clone)]
-pub struct CheckArgs {
-    /// Baseline to judge against: a built-in name (`collbench baselines
-    /// list`) or a TOML file. Without one, only ranks are compared with
-    /// each other (self-consistency).
-    #[arg(long, value_name = "NAME|FILE")]
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// Baseline to judge against: a built-in name or a TOML file. Without
+    /// one, only ranks are compared with each other (self-consistency).
     pub baseline: Option<String>,
     /// Fewer iterations; with a baseline, only the ops it has figures for.
-    #[arg(long)]
     pub quick: bool,
-    /// Run every bandwidth test at this size instead of the baseline's
-    /// (default without a baseline: 64M on the CPU backend, 1G on GPUs).
-    #[arg(long, value_parser = size_arg)]
+    /// Bytes of every bandwidth test instead of the baseline's.
     pub size: Option<u64>,
-    /// Timed iterations per test (default 10, 3 with --quick).
-    #[arg(short = 'n', long)]
+    /// Timed iterations per test (default 10, 3 with `quick`).
     pub iters: Option<u32>,
-    /// Run the pairwise tests that name a slow rank or link even when
-    /// every figure passes.
-    #[arg(long)]
+    /// Run the pairwise tests even when every figure passes.
     pub localize: bool,
-    /// Pairs below this fraction of the reference (median over ranks of
-    /// each rank's fastest pair) are slow.
-    #[arg(long, default_value_t = 0.8)]
+    /// Pairs below this fraction of the reference are slow.
     pub pair_fraction: f64,
-    /// Write the verdicts (and the pairwise matrix) as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
+    /// Where the verdicts (and the pairwise matrix) go as JSON.
     pub json: Option<PathBuf>,
-    /// Write node_exporter textfile metrics to FILE (atomically).
-    #[arg(long, value_name = "FILE")]
+    /// Where node_exporter textfile metrics go (atomically).
     pub prometheus: Option<PathBuf>,
 }
 
-/// `collbench baselines` flags.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BaselinesArgs {
-    #[command(subcommand)]
-    pub action: Option<BaselinesAction>,
-}
-
-/// What `collbench baselines` does (default: list).
-#[derive(clap::Subcommand, Debug, Clone)]
+/// What `collbench baselines` does.
+#[derive(Debug, Clone)]
 pub enum BaselinesAction {
     /// Table of built-in baselines: name, GPUs, interconnect, source.
     List,
-    /// Print one baseline's TOML (copy it to write your own).
+    /// One baseline's TOML.
     Show {
         /// Built-in baseline name.
         name: String,
     },
 }
 
-/// Runs the battery and prints the verdict; returns it (Pass, Warn or
-/// Fail: the CLI maps it to the exit code).
-pub fn check_main(
-    args: &CheckArgs,
-    backend: &mut dyn Backend,
-    control: &dyn Bootstrap,
-    watchdog: &collbench_runner::Watchdog,
-    argv: &[String],
-) -> anyhow::Result<verdict::Status> {
-    check::check_main(args, backend, control, watchdog, argv)
-}
-
-/// Lists or shows built-in baselines (a failed write to stdout is a
-/// [`collbench_core::stdout::StdoutError`]).
-pub fn baselines_main(args: &BaselinesArgs) -> anyhow::Result<()> {
-    match &args.action {
-        None | Some(BaselinesAction::List) => print(&baselines_table())?,
-        Some(BaselinesAction::Show { name }) => {
-            let (_, text) = baseline::find_built_in(name)?;
-            print(text)?;
-        }
-    }
-    Ok(())
+/// The built-in baselines' table, or one baseline's TOML, for stdout.
+pub fn baselines_main(action: &BaselinesAction) -> anyhow::Result<String> {
+    Ok(match action {
+        BaselinesAction::List => baselines_table(),
+        BaselinesAction::Show { name } => baseline::find_built_in(name)?.1.to_string(),
+    })
 }
 
 /// The `baselines list` table.

@@ -2,7 +2,7 @@
 //! (docs/explain.md): absent on the CPU backend, which cannot say, and
 //! present, as the backend reported it, with one that can.
 
-use collbench_check::{check_main, CheckArgs};
+use collbench_check::{check_main, CheckOptions};
 use collbench_core::{Explanation, KernelChoice, SingleProcess};
 use collbench_runner::cpu::CpuBackend;
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
@@ -42,8 +42,8 @@ impl Backend for Explaining {
     }
 }
 
-fn args(json: &std::path::Path) -> CheckArgs {
-    CheckArgs {
+fn args(json: &std::path::Path) -> CheckOptions {
+    CheckOptions {
         baseline: None,
         quick: true,
         size: Some(64 << 10),
@@ -57,7 +57,14 @@ fn args(json: &std::path::Path) -> CheckArgs {
 
 /// `check --json json` in one process, unwatched.
 fn check(json: &std::path::Path, b: &mut dyn Backend) {
-    check_main(&args(json), b, &SingleProcess, &Default::default(), &[]).unwrap();
+    check_main(
+        &args(json),
+        b,
+        &SingleProcess,
+        &Default::default(),
+        &mut std::io::sink(),
+    )
+    .unwrap();
 }
 
 fn lines(json: &std::path::Path) -> Vec<serde_json::Value> {

@@ -62,7 +62,7 @@ pub fn install(dir: &Path, force: bool) -> Result<(), Failure> {
                 crate::outputs::io_reason(&e)
             ))
         })?;
-        collbench_core::stdout::print(&format!("{} -> {}\n", link.display(), exe.display()))?;
+        crate::stdout::print(&format!("{} -> {}\n", link.display(), exe.display()))?;
     }
     Ok(())
 }

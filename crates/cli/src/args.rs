@@ -1,9 +1,9 @@
 //! The `run` flags: nccl-tests' short and long names and meanings, plus
 //! collbench's own.
 
+use crate::cmd::output::Format;
 use clap::Args;
 use collbench_core::{size::parse_size, Collective, DataType, ReduceOp};
-use collbench_output::Format;
 use collbench_runner::{Fault, FaultKind, Watchdog};
 use std::time::Duration;
 

@@ -189,7 +189,9 @@ fn open_backend(
         collbench_runner::cpu::ranks::check_ranks(ranks).map_err(Failure::usage)?;
         if let Some(n) = note {
             let threads = if ranks == 1 { "thread" } else { "threads" };
-            eprintln!("collbench: {n}: using the built-in CPU backend with {ranks} rank {threads}");
+            crate::stdout::say(format!(
+                "collbench: {n}: using the built-in CPU backend with {ranks} rank {threads}"
+            ));
         }
         // The test hook's processes meet after every operation.
         let across = (world.world_size > 1).then(|| {

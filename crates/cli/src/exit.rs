@@ -326,7 +326,7 @@ pub fn announce() -> collbench_runner::watchdog::Announce {
     std::sync::Arc::new(|stop: &collbench_runner::Stop| {
         use std::sync::atomic::Ordering;
         if !STOP_SAID.swap(true, Ordering::SeqCst) {
-            eprintln!("collbench: {}", stop.message());
+            crate::stdout::say(format!("collbench: {}", stop.message()));
         }
     })
 }

@@ -63,7 +63,9 @@ impl Keeper {
         }));
         let handler = keeper.clone();
         if let Err(e) = ctrlc::set_handler(move || handler.interrupted()) {
-            eprintln!("collbench: Ctrl-C will end the run without writing its files ({e})");
+            crate::stdout::say(format!(
+                "collbench: Ctrl-C will end the run without writing its files ({e})"
+            ));
         }
         keeper
     }
@@ -117,7 +119,7 @@ impl Keeper {
                 self.write_partial(&record, &when)
             }
         };
-        eprintln!("collbench: {line} (exit {INTERRUPTED})");
+        crate::stdout::say(format!("collbench: {line} (exit {INTERRUPTED})"));
         collbench_runner::watchdog::end_process_now(INTERRUPTED)
     }
 
@@ -140,7 +142,7 @@ impl Keeper {
         }
         if let Some(format) = self.0.stdout {
             let text = String::from_utf8_lossy(&format.exporter().serialize(record)).into_owned();
-            if let Err(e) = collbench_core::stdout::print(&text) {
+            if let Err(e) = crate::stdout::print(&text) {
                 failed.push(e.to_string());
             }
         }

@@ -9,6 +9,7 @@
 mod aliases;
 mod args;
 mod backend_open;
+mod cmd;
 mod exit;
 #[cfg(test)]
 mod help_readme;
@@ -20,6 +21,7 @@ mod observer;
 mod outputs;
 mod preflight;
 mod run_cmd;
+mod stdout;
 mod tune_child;
 mod tune_cmd;
 mod tune_job;
@@ -60,21 +62,21 @@ enum Command {
     /// (exit 0 pass, 3 missing ranks or mismatched versions).
     Preflight(preflight::PreflightArgs),
     /// Write Slurm, Kubernetes or mpirun launch files.
-    Gen(collbench_gen::GenArgs),
+    Gen(cmd::gen::GenArgs),
     /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench) into a report.
     Report {
         #[command(flatten)]
-        report: collbench_report::ReportArgs,
+        report: cmd::report::ReportArgs,
         /// Replace an existing -o file (never an input).
         #[arg(long)]
         force: bool,
     },
     /// Compare two runs; exit 1 on regression.
-    Compare(collbench_report::CompareArgs),
+    Compare(cmd::report::CompareArgs),
     /// Short health battery with a PASS/WARN/FAIL verdict (exit 0/1/2).
     Check {
         #[command(flatten)]
-        check: collbench_check::CheckArgs,
+        check: cmd::check::CheckArgs,
         #[command(flatten)]
         backend: args::BackendArgs,
         #[command(flatten)]
@@ -87,9 +89,9 @@ enum Command {
     },
     /// Local checks of drivers, GPUs, NCCL, network and limits (exit 0
     /// pass or skipped, 1 warn, 2 fail).
-    Doctor(collbench_doctor::DoctorArgs),
+    Doctor(cmd::doctor::DoctorArgs),
     /// List or show built-in baselines.
-    Baselines(collbench_check::BaselinesArgs),
+    Baselines(cmd::check::BaselinesArgs),
     /// Create `<op>_perf` symlinks to this binary in DIR (drop-in for nccl-tests).
     InstallAliases {
         /// Folder for the symlinks.
@@ -124,7 +126,7 @@ fn clap_failure(e: clap::Error, prog: &str) -> Failure {
         // failed write: exit 2, one line.
         if let Err(io) = e.print() {
             let f = Failure::from(collbench_core::stdout::StdoutError::from(io));
-            eprintln!("collbench: {}", f.message);
+            stdout::say(format!("collbench: {}", f.message));
             std::process::exit(f.outcome.code());
         }
         std::process::exit(
@@ -254,7 +256,10 @@ fn real_main() -> Result<Outcome, Failure> {
             if let Some(path) = &a.output {
                 outputs::claim("-o", path, a.force, &[])?;
             }
-            collbench_gen::run(&a).map(|_| Outcome::Ok).map_err(usage)
+            if let Some(text) = collbench_gen::run(&(&a).into()).map_err(usage)? {
+                stdout::print(&text)?;
+            }
+            Ok(Outcome::Ok)
         }
         Command::Report { report, force } => {
             if let Some(path) = &report.output {
@@ -266,13 +271,18 @@ fn real_main() -> Result<Outcome, Failure> {
                     .collect();
                 outputs::claim("-o", path, force, &inputs)?;
             }
-            collbench_report::report_main(&report)
-                .map(Outcome::report)
-                .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))
+            let (outcome, markdown) = collbench_report::report_main(&(&report).into())
+                .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))?;
+            if let Some(markdown) = markdown {
+                stdout::print(&markdown)?;
+            }
+            Ok(Outcome::report(outcome))
         }
-        Command::Compare(a) => collbench_report::compare_main(&a)
-            .map(Outcome::compare)
-            .map_err(usage),
+        Command::Compare(a) => {
+            let (outcome, text) = collbench_report::compare_main(&(&a).into()).map_err(usage)?;
+            stdout::print(&text)?;
+            Ok(Outcome::compare(outcome))
+        }
         Command::Check {
             check,
             backend,
@@ -290,21 +300,24 @@ fn real_main() -> Result<Outcome, Failure> {
                 &watchdog,
             )?;
             collbench_check::check_main(
-                &check,
+                &(&check).into(),
                 opened.backend.as_mut(),
                 opened.control.as_ref(),
                 &watchdog,
-                &argv,
+                &mut std::io::stdout().lock(),
             )
             .map(Outcome::check)
             .map_err(|e| exit::check_failure(&e))
         }
-        Command::Doctor(a) => collbench_doctor::doctor_main(&a)
-            .map(Outcome::doctor)
-            .map_err(usage),
-        Command::Baselines(a) => collbench_check::baselines_main(&a)
-            .map(|_| Outcome::Ok)
-            .map_err(usage),
+        Command::Doctor(a) => {
+            let (text, code) = collbench_doctor::doctor_main(a.format()).map_err(usage)?;
+            stdout::print(&text)?;
+            Ok(Outcome::doctor(code))
+        }
+        Command::Baselines(a) => {
+            stdout::print(&collbench_check::baselines_main(&(&a).into()).map_err(usage)?)?;
+            Ok(Outcome::Ok)
+        }
         Command::InstallAliases { dir, force } => {
             aliases::install(&dir, force).map(|_| Outcome::Ok)
         }
@@ -312,7 +325,7 @@ fn real_main() -> Result<Outcome, Failure> {
 }
 
 /// `check`'s own flags, before any work: the output paths and the size.
-fn check_args(a: &collbench_check::CheckArgs, force: bool) -> Result<(), Failure> {
+fn check_args(a: &cmd::check::CheckArgs, force: bool) -> Result<(), Failure> {
     if a.size == Some(0) {
         return Err(Failure::usage(
             "--size 0 measures nothing: give a size of at least 1 byte, e.g. --size 64M",
@@ -342,7 +355,8 @@ fn check_args(a: &collbench_check::CheckArgs, force: bool) -> Result<(), Failure
 
 /// The collbench arguments a launch file will run, parsed by the same
 /// parser (and, for `run`, the same sweep rules) now, not on the cluster.
-fn check_embedded_args(a: &collbench_gen::GenArgs) -> Result<(), Failure> {
+fn check_embedded_args(a: &cmd::gen::GenArgs) -> Result<(), Failure> {
+    let a = collbench_gen::GenOptions::from(a);
     let bad =
         |m: String| Failure::usage(format!("the collbench arguments after -- are wrong: {m}"));
     let program = std::path::Path::new(a.target.collbench_program())
@@ -384,11 +398,12 @@ fn check_embedded_args(a: &collbench_gen::GenArgs) -> Result<(), Failure> {
 }
 
 fn main() {
+    stdout::install_console();
     let outcome = match real_main() {
         Ok(o) => o,
         Err(f) => {
             if !exit::already_said(f.outcome) {
-                eprintln!("collbench: {}", f.message.trim_end());
+                stdout::say(format!("collbench: {}", f.message.trim_end()));
             }
             f.outcome
         }

@@ -19,7 +19,7 @@ pub fn cta_count_warning(count: i32) -> Option<String> {
 /// usage error.
 pub fn elsewhere(t: &Tuning, backend: &str) -> Result<(), Failure> {
     for line in notes(t, backend)? {
-        eprintln!("{line}");
+        crate::stdout::say(&line);
     }
     Ok(())
 }

@@ -58,7 +58,9 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
     // nccl-tests' own rule and line: -z 3 waits between iterations, which
     // a captured graph cannot.
     let blocking = if a.blocking == 3 && a.cudagraph >= 1 {
-        eprintln!("blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.");
+        crate::stdout::say(
+            "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.",
+        );
         0
     } else {
         a.blocking
@@ -120,7 +122,7 @@ fn per_iter(a: &RunArgs) -> (bool, u32) {
     let (timing, skip, warnings) =
         per_iter_settings(a.per_iter_timing, a.per_iter_skip, iters, a.cudagraph);
     for w in warnings {
-        eprintln!("{w}");
+        crate::stdout::say(&w);
     }
     (timing, skip)
 }
@@ -190,7 +192,7 @@ fn stdout_failure(e: std::io::Error) -> Failure {
 pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure> {
     let mut plan = plan_from_args(a, mode)?;
     let sizes = plan.sizes().map_err(|e| Failure::usage(e.to_string()))?;
-    let stdout_format = a.format;
+    let stdout_format = Format::from(a.format);
     let mut files = Vec::new();
     if let (Some(o), Some(j)) = (&a.output, &a.output_file) {
         crate::outputs::distinct(("--output", o), ("-J", j))?;
@@ -252,17 +254,15 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         .collect();
         if !given.is_empty() {
             let verb = if given.len() == 1 { "is" } else { "are" };
-            eprintln!(
+            crate::stdout::say(format!(
                 "collbench: {} {verb} ignored on the CPU backend (CUDA graphs and NCCL buffer registration are GPU features)",
                 given.join(" and ")
-            );
+            ));
         }
         // The columns come from NCCL's profiler: the CPU backend has none
         // to ask, and an explain that adds nothing should say so.
         if a.explain {
-            eprintln!(
-                "collbench: --explain adds nothing on the CPU backend (it shows the algorithm, protocol and channels NCCL reports; use --backend nccl on GPUs)"
-            );
+            crate::stdout::say("collbench: --explain adds nothing on the CPU backend (it shows the algorithm, protocol and channels NCCL reports; use --backend nccl on GPUs)");
         }
     }
 
@@ -301,7 +301,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Err(stdout_failure(e));
     }
     if let Some((path, plugin)) = &tuner {
-        eprintln!("{}", crate::tune_cmd::tuner_config_note(path, plugin));
+        crate::stdout::say(crate::tune_cmd::tuner_config_note(path, plugin));
     }
     if !a.quiet && stdout_format != Format::Text {
         let bytes = stdout_format.exporter().serialize(&record);
@@ -324,10 +324,10 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     }
     let wrong = record.total_wrong();
     if wrong > 0 {
-        eprintln!(
+        crate::stdout::say(format!(
             "collbench: {wrong} wrong elements: results are NOT correct (exit {})",
             Outcome::Wrong.code()
-        );
+        ));
         return Ok(Outcome::Wrong);
     }
     Ok(Outcome::Ok)

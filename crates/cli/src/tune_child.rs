@@ -138,7 +138,7 @@ impl Measurer for FakeChild {
         if self.answered >= 2 {
             match self.fault.as_deref() {
                 Some("die") => {
-                    eprintln!("collbench: test fault: this child dies");
+                    crate::stdout::say("collbench: test fault: this child dies");
                     std::process::exit(3);
                 }
                 Some(_) => loop {

@@ -189,7 +189,7 @@ impl ProgressLines {
             Phase::Screen => "screen",
             Phase::Confirm => "confirm",
         };
-        eprintln!(
+        crate::stdout::say(format!(
             "collbench tune: band {}/{} {} {} B: {} ({phase}), {:.0} s of budget left",
             p.band_index + 1,
             p.bands_total,
@@ -197,7 +197,7 @@ impl ProgressLines {
             p.band.probe_bytes,
             p.setting,
             p.budget_left_us / 1e6
-        );
+        ));
         self.last = Some(key);
     }
 }
@@ -210,10 +210,14 @@ pub fn stop_on_ctrl_c() -> Arc<AtomicBool> {
         if flag.swap(true, Ordering::SeqCst) {
             std::process::exit(Outcome::TuneInterrupted.code());
         }
-        eprintln!("collbench tune: stopping after this repeat (Ctrl-C again to quit at once)");
+        crate::stdout::say(
+            "collbench tune: stopping after this repeat (Ctrl-C again to quit at once)",
+        );
     });
     if let Err(e) = installed {
-        eprintln!("collbench tune: Ctrl-C will end the process without a report ({e})");
+        crate::stdout::say(format!(
+            "collbench tune: Ctrl-C will end the process without a report ({e})"
+        ));
     }
     stop
 }
@@ -311,7 +315,7 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
     let cfg = tune_config(a, measurer.world_size(), 1).map_err(refused)?;
     // Every communicator up front, charged to the budget (see `prepare`).
-    eprintln!("collbench tune: creating the candidates' communicators");
+    crate::stdout::say("collbench tune: creating the candidates' communicators");
     measurer.prepare(&all_candidates(&cfg));
     let children = children_ready(children, started)?;
     search(a, &mut measurer, children, cfg, stop)
@@ -340,10 +344,10 @@ fn start_children(a: &TuneArgs, cfg: &TuneConfig) -> Result<Children, Failure> {
         .start(&in_children)
         .map_err(|e| Failure::new(Outcome::TuneFailed, format!("collbench tune: {e}")))?;
     if !children.is_empty() {
-        eprintln!(
+        crate::stdout::say(format!(
             "collbench tune: starting {} child processes for candidates NCCL reads only from its environment (each with a default-environment partner)",
             children.len()
-        );
+        ));
     }
     Ok(children)
 }
@@ -408,7 +412,7 @@ pub fn report_outcome(a: &TuneArgs, report: &TuneReport) -> Result<Outcome, Fail
         End::Complete => Outcome::TuneComplete,
         End::Interrupted => Outcome::TuneInterrupted,
         End::Failed(why) => {
-            eprintln!("collbench tune: stopped: {why}");
+            crate::stdout::say(format!("collbench tune: stopped: {why}"));
             Outcome::TuneFailed
         }
     })
@@ -447,7 +451,7 @@ fn print_report(a: &TuneArgs, report: &TuneReport) -> Result<(), Failure> {
     }
     // The CSV file is written even when stdout fails; the failure is the
     // command's end (exit 2) once it is.
-    let printed = collbench_core::stdout::print(&text).map_err(Failure::from);
+    let printed = crate::stdout::print(&text).map_err(Failure::from);
     if let Some(path) = &a.csv {
         let (csv, notes) = TunerConfig::from_report(report);
         std::fs::write(path, csv.to_csv(&notes)).map_err(|e| {
@@ -456,12 +460,12 @@ fn print_report(a: &TuneArgs, report: &TuneReport) -> Result<(), Failure> {
                 format!("cannot write {}: {e}", path.display()),
             )
         })?;
-        eprintln!(
+        crate::stdout::say(format!(
             "collbench tune: wrote {} ({} rules); check it with: collbench run --tuner-config {} ...",
             path.display(),
             csv.rows.len(),
             path.display()
-        );
+        ));
     }
     printed
 }

@@ -89,7 +89,6 @@ pub fn print_plan(a: &TuneArgs, plan: &Plan) -> Result<Outcome, Failure> {
     let refused = |m: String| Failure::new(Outcome::TuneRefused, m);
     let ops = crate::tune_cmd::tune_ops(&a.ops).map_err(refused)?;
     let rows = plan.rows(&ops, a.max_channels);
-    collbench_core::stdout::print(&collbench_tune::render::plan(plan, &rows))
-        .map_err(Failure::from)?;
+    crate::stdout::print(&collbench_tune::render::plan(plan, &rows)).map_err(Failure::from)?;
     Ok(Outcome::TuneComplete)
 }

@@ -114,6 +114,12 @@ fn scratch() -> tempfile::TempDir {
 
 /// Runs one row's shell line; returns the exit code and stderr.
 fn run_row(dir: &Path, input: &str) -> (i32, String) {
+    run_row_as(dir, input, "collbench")
+}
+
+/// [`run_row`] with every user-facing line's leading `collbench` written
+/// as `word` (COLLBENCH_TEST_MESSAGE_PREFIX).
+fn run_row_as(dir: &Path, input: &str, word: &str) -> (i32, String) {
     let path = format!(
         "{}:{}",
         dir.join("bin").display(),
@@ -125,6 +131,9 @@ fn run_row(dir: &Path, input: &str) -> (i32, String) {
         .current_dir(dir)
         .env("PATH", path)
         .env("COLLBENCH_NCCL_LIB", "/nonexistent/libnccl.so.2");
+    if word != "collbench" {
+        cmd.env("COLLBENCH_TEST_MESSAGE_PREFIX", word);
+    }
     for var in LAUNCHER_VARS {
         cmd.env_remove(var);
     }
@@ -143,7 +152,7 @@ fn run_row(dir: &Path, input: &str) -> (i32, String) {
     let err: Vec<&str> = err
         .trim_end()
         .lines()
-        .filter(|l| !l.starts_with(CHECK_PROGRESS))
+        .filter(|l| !l.starts_with(&CHECK_PROGRESS.replacen("collbench", word, 1)))
         .collect();
     (out.status.code().unwrap_or(-1), err.join("\n"))
 }
@@ -284,4 +293,28 @@ fn one_rank_is_one_rank_thread() {
     if err.contains("using the built-in CPU backend") {
         assert!(err.contains("with 1 rank thread\n"), "{err}");
     }
+}
+
+/// No exit code follows a message's wording: with every line's leading
+/// `collbench` rewritten, each row ends with the same code, and its line
+/// is the table's with the new word.
+#[test]
+fn rewording_every_line_keeps_every_exit_code() {
+    let rows = rows(&std::fs::read_to_string(TABLE).unwrap());
+    let mut wrong = Vec::new();
+    for row in &rows {
+        let dir = scratch();
+        let (exit, err) = run_row_as(dir.path(), &row.input, "XYZ");
+        let want = match row.message.strip_prefix("collbench") {
+            Some(rest) if rest.starts_with([':', ' ']) => format!("XYZ{rest}"),
+            _ => row.message.clone(),
+        };
+        if exit != row.exit || err != want {
+            wrong.push(format!(
+                "{}\n  want: {} {want}\n  now:  {exit} {err}",
+                row.input, row.exit
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "reworded:\n{}", wrong.join("\n"));
 }

@@ -411,3 +411,42 @@ fn kill_9_of_a_random_rank_at_a_random_moment_is_named_by_every_other_20_of_20()
     }
     assert!(failures.is_empty(), "seed {seed}: {failures:#?}");
 }
+
+/// No exit code follows a message's wording: with every line's leading
+/// `collbench` rewritten (COLLBENCH_TEST_MESSAGE_PREFIX), a stuck
+/// collective still ends with 5 and a lost peer with 3.
+#[test]
+fn reworded_lines_keep_the_stuck_and_the_peer_exit_codes() {
+    const WORD: (&str, &str) = ("COLLBENCH_TEST_MESSAGE_PREFIX", "XYZ");
+    let out = cpu_run("all_reduce", "4")
+        .args(["-b", "1K", "-e", "1K", "--watchdog", "1"])
+        .args(["--test-stop-calling", "2:0:3"])
+        .env(WORD.0, WORD.1)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stderr.starts_with("XYZ: stuck collective: "), "{stderr}");
+
+    let port = free_port();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let args = [&SWEEP[..], &["--test-exit", "3:0:4"]].concat();
+    let children: Vec<Child> = (0..4)
+        .map(|r| {
+            rank_command(r, port, &args)
+                .env(WORD.0, WORD.1)
+                .spawn()
+                .expect("start collbench")
+        })
+        .collect();
+    let done: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    for (rank, f) in done.iter().enumerate().take(3) {
+        assert_eq!(f.code, Some(3), "rank {rank}: {}", f.stderr);
+        assert!(
+            f.stderr.starts_with("XYZ: ") && f.stderr.contains("rank 3 on host n2 disconnected"),
+            "rank {rank}: {}",
+            f.stderr
+        );
+    }
+}

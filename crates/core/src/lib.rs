@@ -8,13 +8,14 @@
 //! consume, NCCL's version code as text and back ([`nccl_version`]), the
 //! pairwise bandwidth matrix ([`pairs::PairMatrix`]) that `check` writes
 //! and `report` reads; where a rank is ([`progress`]) and the line that
-//! names the ranks holding a collective up ([`stuck`]); printing results
-//! on stdout as a fallible step ([`stdout`]); and
+//! names the ranks holding a collective up ([`stuck`]); writing results
+//! to a given writer as a fallible step ([`stdout`]); lines for people
+//! sent to the console the binary installs ([`diag`]); and
 //! [`Bootstrap`], the seam through
 //! which the runner, checks and backends talk to the job's other processes
 //! (implemented by collbench-launch).
 //!
-//! Not for: I/O, backends, printing (beyond [`stdout::print()`]). This crate has no `unsafe` and no
+//! Not for: I/O, backends, printing (it never touches stdout or stderr). This crate has no `unsafe` and no
 //! heavy dependencies.
 #![forbid(unsafe_code)]
 
@@ -24,6 +25,7 @@ pub mod auto_iters;
 pub mod bootstrap;
 pub mod clock;
 pub mod collective;
+pub mod diag;
 pub mod dtype;
 pub mod element;
 pub mod explain;

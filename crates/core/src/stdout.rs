@@ -1,9 +1,10 @@
-//! Printing a command's results on standard output as a fallible step.
+//! Writing a command's results as a fallible step.
 //!
 //! `print!` panics when stdout fails (`> /dev/full`, a full disk, a closed
-//! pipe), which ended commands with exit 101 and a backtrace. Every command
-//! prints through [`print()`] instead and hands the [`StdoutError`] up, so the
-//! binary can end with its one line and exit 2, as for any failed write.
+//! pipe), which ended commands with exit 101 and a backtrace. Results go
+//! through [`write()`] to the writer the CLI gives (its stdout) instead, and
+//! the [`StdoutError`] is handed up, so the binary can end with its one line
+//! and exit 2, as for any failed write.
 
 use std::io::Write;
 
@@ -26,10 +27,9 @@ impl From<std::io::Error> for StdoutError {
     }
 }
 
-/// Writes `text` to standard output and flushes it, so a failure shows
-/// here rather than at exit, where it would go unseen.
-pub fn print(text: &str) -> Result<(), StdoutError> {
-    let mut out = std::io::stdout().lock();
+/// Writes `text` to `out` (the CLI's standard output) and flushes it, so a
+/// failure shows here rather than at exit, where it would go unseen.
+pub fn write(out: &mut dyn Write, text: &str) -> Result<(), StdoutError> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())

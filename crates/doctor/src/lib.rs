@@ -22,24 +22,10 @@ pub mod limits;
 pub mod nccl;
 pub mod net;
 
-use collbench_core::stdout::print;
 use serde::Serialize;
 
-/// `collbench doctor` flags.
-///
-/// Exit codes: 0 when every check passes or is skipped, 1 warn, 2 fail.
-#[derive(clap::Args, Debug, Clone)]
-pub struct DoctorArgs {
-    /// Format of stdout (the same flag as `run --format`).
-    #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
-    pub format: DoctorFormat,
-    /// Older spelling of `--format json`, kept so scripts keep working.
-    #[arg(long, hide = true)]
-    pub json: bool,
-}
-
 /// What `doctor` prints on stdout.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DoctorFormat {
     /// One line per check.
     Text,
@@ -47,16 +33,17 @@ pub enum DoctorFormat {
     Json,
 }
 
-/// Runs the local checks and prints them; returns the exit code. A failed
-/// write to stdout is a [`collbench_core::stdout::StdoutError`].
-pub fn doctor_main(args: &DoctorArgs) -> anyhow::Result<i32> {
+/// Runs the local checks; returns them rendered in `format` for stdout,
+/// and the exit code (0 when every check passes or is skipped, 1 warn, 2
+/// fail).
+pub fn doctor_main(format: DoctorFormat) -> anyhow::Result<(String, i32)> {
     let checks = run_all();
-    if args.json || args.format == DoctorFormat::Json {
-        print(&(serde_json::to_string_pretty(&checks)? + "\n"))?;
+    let text = if format == DoctorFormat::Json {
+        serde_json::to_string_pretty(&checks)? + "\n"
     } else {
-        print(&render(&checks))?;
-    }
-    Ok(exit_code(&checks))
+        render(&checks)
+    };
+    Ok((text, exit_code(&checks)))
 }
 
 /// Outcome of one check, ordered from best to worst (SKIP is neutral).

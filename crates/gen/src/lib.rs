@@ -17,35 +17,30 @@ mod validate;
 
 use std::path::PathBuf;
 
-pub use k8s::{K8sArgs, K8sKind};
-pub use mpirun::MpirunArgs;
+pub use k8s::{K8sKind, K8sOptions};
+pub use mpirun::MpirunOptions;
 pub use quote::{sh_join, sh_quote};
-pub use slurm::{ContainerRuntime, SlurmArgs};
+pub use slurm::{ContainerRuntime, SlurmOptions};
 
-/// `collbench gen ...` arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct GenArgs {
+/// What `collbench gen ...` writes, and where (the CLI fills it from its
+/// flags).
+#[derive(Debug, Clone)]
+pub struct GenOptions {
     /// Write the launch file here instead of to standard output.
-    #[arg(short, long, value_name = "FILE", global = true)]
     pub output: Option<PathBuf>,
-
-    /// Replace an existing --output file.
-    #[arg(long, global = true)]
-    pub force: bool,
-
-    #[command(subcommand)]
+    /// What to write.
     pub target: GenTarget,
 }
 
 /// What to generate.
-#[derive(clap::Subcommand, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub enum GenTarget {
     /// An sbatch script: one task per GPU through srun, no MPI needed.
-    Slurm(SlurmArgs),
+    Slurm(SlurmOptions),
     /// Kubernetes manifests: headless Service plus a JobSet, Indexed Job or MPIJob.
-    K8s(K8sArgs),
+    K8s(K8sOptions),
     /// An OpenMPI `mpirun` command line.
-    Mpirun(MpirunArgs),
+    Mpirun(MpirunOptions),
 }
 
 impl GenTarget {
@@ -61,7 +56,7 @@ impl GenTarget {
         &self.common().collbench
     }
 
-    fn common(&self) -> &CommonArgs {
+    fn common(&self) -> &CommonOptions {
         match self {
             GenTarget::Slurm(a) => &a.common,
             GenTarget::K8s(a) => &a.common,
@@ -71,19 +66,16 @@ impl GenTarget {
 }
 
 /// Options every target shares: the collbench command and extra environment.
-#[derive(clap::Args, Debug, Clone)]
-pub struct CommonArgs {
+#[derive(Debug, Clone)]
+pub struct CommonOptions {
     /// Environment variable for every rank (repeatable), e.g. NCCL_DEBUG=INFO.
-    #[arg(long = "env", value_name = "K=V")]
     pub env: Vec<String>,
 
     /// The collbench executable as the launched ranks see it (a path inside the
     /// image for containers).
-    #[arg(long, value_name = "PATH", default_value = "collbench")]
     pub collbench: String,
 
     /// collbench arguments for every rank [default: run all -b 8 -e 8G -f 2].
-    #[arg(last = true, value_name = "COLLBENCH ARGS")]
     pub args: Vec<String>,
 }
 
@@ -95,7 +87,7 @@ pub const DEFAULT_ARGS: &[&str] = &["run", "all", "-b", "8", "-e", "8G", "-f", "
 /// without a port agrees with the generated files.
 pub const DEFAULT_RENDEZVOUS_PORT: u16 = 29517;
 
-impl CommonArgs {
+impl CommonOptions {
     /// The collbench arguments: the user's, or [`DEFAULT_ARGS`].
     fn collbench_args(&self) -> Vec<String> {
         if self.args.is_empty() {
@@ -107,7 +99,7 @@ impl CommonArgs {
 }
 
 /// Renders the requested launch file as text, validating every input first.
-pub fn render(args: &GenArgs) -> anyhow::Result<String> {
+pub fn render(args: &GenOptions) -> anyhow::Result<String> {
     match &args.target {
         GenTarget::Slurm(a) => slurm::render(a),
         GenTarget::K8s(a) => k8s::render(a),
@@ -116,12 +108,11 @@ pub fn render(args: &GenArgs) -> anyhow::Result<String> {
 }
 
 /// Writes the requested launch file to `--output` (a Slurm script there is
-/// made executable) or to standard output (a failed write there is a
-/// [`collbench_core::stdout::StdoutError`]).
-pub fn run(args: &GenArgs) -> anyhow::Result<()> {
+/// made executable), or returns it for standard output when there is none.
+pub fn run(args: &GenOptions) -> anyhow::Result<Option<String>> {
     let text = render(args)?;
     match &args.output {
-        None => collbench_core::stdout::print(&text)?,
+        None => return Ok(Some(text)),
         Some(path) => {
             std::fs::write(path, &text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
@@ -130,7 +121,7 @@ pub fn run(args: &GenArgs) -> anyhow::Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(unix)]

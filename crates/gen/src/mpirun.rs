@@ -8,23 +8,20 @@
 use anyhow::Result;
 
 use crate::quote::sh_join;
-use crate::{validate, CommonArgs, DEFAULT_RENDEZVOUS_PORT};
+use crate::{validate, CommonOptions};
 
 /// `collbench gen mpirun` arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct MpirunArgs {
+#[derive(Debug, Clone)]
+pub struct MpirunOptions {
     /// Hosts and their slots (GPUs), e.g. h1:8,h2:8.
-    #[arg(long, value_name = "HOST:SLOTS,...")]
     pub hosts: String,
     /// TCP port rank 0 listens on for the other ranks.
-    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_RENDEZVOUS_PORT)]
     pub port: u16,
-    #[command(flatten)]
-    pub common: CommonArgs,
+    pub common: CommonOptions,
 }
 
 /// Renders the command line, one option group per line.
-pub fn render(args: &MpirunArgs) -> Result<String> {
+pub fn render(args: &MpirunOptions) -> Result<String> {
     validate::port("--port", args.port)?;
     let hosts = validate::hosts(&args.hosts)?;
     let env = validate::env_vars(&args.common.env)?;

@@ -8,10 +8,10 @@ use anyhow::Result;
 
 use crate::quote::{sh_join, sh_quote, sh_quote_command};
 use crate::validate;
-use crate::CommonArgs;
+use crate::CommonOptions;
 
 /// How each srun task enters the container image, if any.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContainerRuntime {
     /// NVIDIA pyxis/enroot: `srun --container-image=IMAGE`.
     Pyxis,
@@ -23,42 +23,44 @@ pub enum ContainerRuntime {
     None,
 }
 
+impl ContainerRuntime {
+    /// The name `--container-runtime` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContainerRuntime::Pyxis => "pyxis",
+            ContainerRuntime::PodmanHpc => "podman-hpc",
+            ContainerRuntime::Apptainer => "apptainer",
+            ContainerRuntime::None => "none",
+        }
+    }
+}
+
 /// `collbench gen slurm` arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct SlurmArgs {
+#[derive(Debug, Clone)]
+pub struct SlurmOptions {
     /// Number of nodes.
-    #[arg(long, value_name = "N")]
     pub nodes: u32,
     /// GPUs per node; also the tasks per node (one task per GPU).
-    #[arg(long, value_name = "G")]
     pub gpus_per_node: u32,
     /// Slurm partition.
-    #[arg(long, value_name = "P")]
     pub partition: Option<String>,
     /// Slurm account to charge.
-    #[arg(long, value_name = "A")]
     pub account: Option<String>,
     /// Time limit, e.g. 00:30:00.
-    #[arg(long, value_name = "T")]
     pub time: Option<String>,
     /// Slurm job name.
-    #[arg(long, value_name = "NAME", default_value = "collbench")]
     pub job_name: String,
     /// Container image the tasks run in (needs --container-runtime other than none).
-    #[arg(long, value_name = "IMAGE")]
     pub container: Option<String>,
     /// How tasks enter the container [default: pyxis with --container, else none].
-    #[arg(long, value_enum, value_name = "RUNTIME")]
     pub container_runtime: Option<ContainerRuntime>,
     /// Folder under which each job writes its own `<job-name>-<job-id>/` folder.
-    #[arg(long, value_name = "DIR", default_value = "collbench-results")]
     pub output_dir: String,
-    #[command(flatten)]
-    pub common: CommonArgs,
+    pub common: CommonOptions,
 }
 
 /// Renders the sbatch script.
-pub fn render(args: &SlurmArgs) -> Result<String> {
+pub fn render(args: &SlurmOptions) -> Result<String> {
     validate::positive("--nodes", args.nodes)?;
     validate::positive("--gpus-per-node", args.gpus_per_node)?;
     validate::sbatch_value("--job-name", &args.job_name)?;
@@ -190,7 +192,7 @@ pub fn render(args: &SlurmArgs) -> Result<String> {
 }
 
 /// Picks the runtime and checks it agrees with --container.
-fn container_runtime(args: &SlurmArgs) -> Result<ContainerRuntime> {
+fn container_runtime(args: &SlurmOptions) -> Result<ContainerRuntime> {
     let runtime = match (args.container_runtime, &args.container) {
         (Some(r), _) => r,
         (None, Some(_)) => ContainerRuntime::Pyxis,
@@ -204,11 +206,7 @@ fn container_runtime(args: &SlurmArgs) -> Result<ContainerRuntime> {
             )
         }
         (None, r) if r != ContainerRuntime::None => {
-            let name = clap::ValueEnum::to_possible_value(&r).map(|v| v.get_name().to_string());
-            anyhow::bail!(
-                "--container-runtime {} needs --container IMAGE",
-                name.unwrap_or_default()
-            )
+            anyhow::bail!("--container-runtime {} needs --container IMAGE", r.name())
         }
         (Some(image), _) => validate::image("--container", image)?,
         _ => {}

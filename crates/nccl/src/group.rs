@@ -55,7 +55,9 @@ impl<G: GroupApi + ?Sized> Drop for Group<'_, G> {
             // reports, so this one is only shown with COLLBENCH_DEBUG.
             if let Err(e) = self.api.group_end() {
                 if std::env::var_os("COLLBENCH_DEBUG").is_some() {
-                    eprintln!("collbench debug: closing a group after an error: {e}");
+                    collbench_core::diag::line(&format!(
+                        "collbench debug: closing a group after an error: {e}"
+                    ));
                 }
             }
         }

@@ -23,28 +23,20 @@ pub trait Exporter {
     fn serialize(&self, record: &Record) -> Vec<u8>;
 }
 
-/// Output formats, for `--format` and `--output FILE.ext`. With the
-/// `clap` feature it is a `clap::ValueEnum`, so `--help` lists the values.
+/// Output formats, for `--format` and `--output FILE.ext` (the CLI's value
+/// enum lists them in `--help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// nccl-tests' text layout.
-    #[cfg_attr(feature = "clap", value(alias = "txt"))]
     Text,
     /// collbench's JSON record (schema/record.schema.json).
     Json,
     /// One row per case and placement.
     Csv,
     /// GitHub tables.
-    #[cfg_attr(feature = "clap", value(name = "md", alias = "markdown"))]
     Markdown,
     /// nccl-tests' own `-J` layout (see [`nccl_tests_json`]); chosen by
     /// `-J`, never by a file extension.
-    // Help shows this, not the doc comment, whose link is a code name.
-    #[cfg_attr(
-        feature = "clap",
-        value(help = "nccl-tests' own -J JSON layout (as -J writes it)")
-    )]
     NcclTestsJson,
 }
 

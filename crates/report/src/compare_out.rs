@@ -6,7 +6,7 @@ use crate::compare_sides::{self, Side};
 use serde::Serialize;
 
 /// What `compare` prints on stdout.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CompareFormat {
     /// The sides, the per-case table, regressions and the verdict line.
     #[default]

@@ -33,36 +33,25 @@ pub use input::{read_paths, Inputs, Parsed, Warning};
 pub use parse::{parse_file, parse_paths, parse_str, FileError, Format, ParseError};
 pub use render::charts::heatmap_svg;
 
-use collbench_core::stdout::print;
-use std::io::Write;
+use collbench_core::diag;
 use std::path::PathBuf;
 
-/// `collbench report` arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct ReportArgs {
-    /// Logs or directories of logs (nccl-tests/rccl-tests text or JSON,
-    /// nccom-test, OSU, NVSHMEM perftest, collbench JSON).
-    #[arg(required = true, value_name = "FILES|DIRS")]
+/// What `collbench report` reads and writes (the CLI fills it from its
+/// flags).
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// Logs or directories of logs.
     pub inputs: Vec<PathBuf>,
     /// Output file: `.md` for Markdown, `.html` for a self-contained page
     /// with charts. Markdown on stdout when absent.
-    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Read every input as this format instead of detecting it.
-    #[arg(
-        long = "input-format",
-        alias = "format",
-        value_enum,
-        value_name = "FORMAT"
-    )]
     pub format: Option<Format>,
-    /// `collbench check --json` output whose pairwise bandwidth matrix the
-    /// HTML report draws as a heatmap (repeatable).
-    #[arg(long, value_name = "CHECK_JSON")]
+    /// `collbench check --json` outputs whose pairwise matrices the HTML
+    /// report draws as heatmaps.
     pub matrix: Vec<PathBuf>,
-    /// Fail (exit 2) when a file in a folder cannot be read as a log,
-    /// instead of listing it and going on.
-    #[arg(long)]
+    /// Fail when a file in a folder cannot be read as a log, instead of
+    /// listing it and going on.
     pub strict: bool,
 }
 
@@ -112,40 +101,34 @@ pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html:
     })
 }
 
-/// `collbench compare` arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct CompareArgs {
+/// What `collbench compare` compares and how (the CLI fills it from its
+/// flags).
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
     /// The reference log (or directory of logs).
     pub base: PathBuf,
-    /// The log to judge against BASE.
+    /// The log to judge against `base`.
     pub new: PathBuf,
-    /// Percent change that counts as a regression. Sizes >= 1 MiB are judged
-    /// on busbw, or algbw where the op has no known bus factor (NEW below
-    /// BASE by more than PCT). Below 1 MiB timing noise
-    /// dominates, so time is judged instead, and a case regresses only when it
-    /// is slower by more than 2 x PCT and by more than 5 µs. Exit status: 1 on
-    /// regression, 0 otherwise, 2 when an input cannot be read.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    /// Percent change that counts as a regression (the rule is
+    /// [`compare::compare`]'s).
     pub threshold: f64,
-    /// What stdout carries: the tables and verdict line, or the same
-    /// findings as JSON.
-    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    /// What stdout carries.
     pub format: CompareFormat,
     /// Read both inputs as this format instead of detecting it.
-    #[arg(long = "input-format", value_enum, value_name = "FORMAT")]
     pub input_format: Option<Format>,
 }
 
 /// Runs `collbench report`. Skipped files and data-quality warnings go to
-/// stderr, one line each, and into the report's "Data quality" section.
-pub fn report_main(args: &ReportArgs) -> anyhow::Result<ReportOutcome> {
+/// [`collbench_core::diag`] (stderr), one line each, and into the report's
+/// "Data quality" section. Returns the Markdown for stdout when there is no
+/// `output` file.
+pub fn report_main(args: &ReportOptions) -> anyhow::Result<(ReportOutcome, Option<String>)> {
     let inputs = read_paths(&args.inputs, args.format, args.strict)?;
-    let mut err = std::io::stderr().lock();
     for s in &inputs.skipped {
-        writeln!(err, "collbench report: skipped {s}")?;
+        diag::line(&format!("collbench report: skipped {s}"));
     }
     for w in &inputs.parsed.warnings {
-        writeln!(err, "collbench report: warning: {w}")?;
+        diag::line(&format!("collbench report: warning: {w}"));
     }
     let outcome = if inputs.skipped.is_empty() {
         ReportOutcome::Complete
@@ -158,8 +141,7 @@ pub fn report_main(args: &ReportArgs) -> anyhow::Result<ReportOutcome> {
     }
     let quality = inputs.quality_markdown();
     let Some(path) = &args.output else {
-        print(&(render::markdown::render(records) + &quality))?;
-        return Ok(outcome);
+        return Ok((outcome, Some(render::markdown::render(records) + &quality)));
     };
     let ext = path
         .extension()
@@ -192,7 +174,7 @@ pub fn report_main(args: &ReportArgs) -> anyhow::Result<ReportOutcome> {
     };
     std::fs::write(path, text)
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
-    Ok(outcome)
+    Ok((outcome, None))
 }
 
 /// What `collbench compare` found (the CLI turns it into the exit code).
@@ -207,10 +189,10 @@ pub enum CompareOutcome {
     Unusable,
 }
 
-/// Runs `collbench compare`: prints the table and verdict line (or their
-/// JSON), and says whether a case regressed. A failed write to stdout is a
-/// [`collbench_core::stdout::StdoutError`].
-pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
+/// Runs `collbench compare`: returns the table and verdict line (or their
+/// JSON) for stdout (empty when unusable), and whether a case regressed.
+/// Lines about the inputs go to [`collbench_core::diag`] (stderr).
+pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, String)> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
         anyhow::bail!("--threshold must be a non-negative percentage");
     }
@@ -218,28 +200,25 @@ pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
     let (base, new) = match (read(&args.base), read(&args.new)) {
         (Ok(b), Ok(n)) => (b, n),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("collbench compare: {e}");
-            return Ok(CompareOutcome::Unusable);
+            diag::line(&format!("collbench compare: {e}"));
+            return Ok((CompareOutcome::Unusable, String::new()));
         }
     };
-    {
-        let mut err = std::io::stderr().lock();
-        for s in base.skipped.iter().chain(&new.skipped) {
-            writeln!(err, "collbench compare: skipped {s}")?;
-        }
-        for w in base.parsed.warnings.iter().chain(&new.parsed.warnings) {
-            writeln!(err, "collbench compare: warning: {w}")?;
-        }
+    for s in base.skipped.iter().chain(&new.skipped) {
+        diag::line(&format!("collbench compare: skipped {s}"));
+    }
+    for w in base.parsed.warnings.iter().chain(&new.parsed.warnings) {
+        diag::line(&format!("collbench compare: warning: {w}"));
     }
     let (base_recs, new_recs) = (&base.parsed.records, &new.parsed.records);
     let cmp = compare::compare(base_recs, new_recs, args.threshold);
     if cmp.rows.is_empty() {
-        eprintln!(
+        diag::line(&format!(
             "collbench compare: {} and {} have no case (op, type, size) in common",
             args.base.display(),
             args.new.display()
-        );
-        return Ok(CompareOutcome::Unusable);
+        ));
+        return Ok((CompareOutcome::Unusable, String::new()));
     }
     let (bs, ns) = (
         compare_sides::side(base_recs),
@@ -255,13 +234,14 @@ pub fn compare_main(args: &CompareArgs) -> anyhow::Result<CompareOutcome> {
         base: &bs,
         new: &ns,
     };
-    print(&match args.format {
+    let text = match args.format {
         CompareFormat::Text => compare_out::text(&sides, &cmp),
         CompareFormat::Json => compare_out::json(&sides, &cmp),
-    })?;
-    Ok(if cmp.regressions().next().is_some() {
+    };
+    let outcome = if cmp.regressions().next().is_some() {
         CompareOutcome::Regression
     } else {
         CompareOutcome::NoRegression
-    })
+    };
+    Ok((outcome, text))
 }

@@ -326,9 +326,9 @@ impl Watch {
                 FaultKind::StopCalling => self.sleep(Duration::MAX)?,
                 FaultKind::Sleep(d) => self.sleep(d)?,
                 FaultKind::Exit => {
-                    eprintln!(
+                    collbench_core::diag::line(&format!(
                         "collbench: test hook: rank {rank} exits at case {case} iteration {iteration}"
-                    );
+                    ));
                     std::process::exit(1);
                 }
             }

@@ -75,14 +75,13 @@ impl std::fmt::Debug for Watchdog {
 /// survivor of a SIGSTOPped peer ended 15.5 s after the stop, -T 5).
 pub(crate) const GRACE: Duration = Duration::from_secs(3);
 
-/// Ends the process with `code` at once: stdout and stderr flushed, no
+/// Ends the process with `code` at once: stdout and stderr flushed (by
+/// the console the binary installed, [`collbench_core::diag::flush`]), no
 /// exit handlers, no destructors. For a process whose job has failed or
 /// stuck, where a library's teardown may wait forever on a peer that is
 /// stopped or gone (NCCL's, seen on two H200s with a SIGSTOPped peer).
 pub fn end_process_now(code: i32) -> ! {
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
+    collbench_core::diag::flush();
     // SAFETY: _exit ends the process; nothing of it runs afterwards, so
     // whatever state other threads hold is never observed.
     unsafe { libc::_exit(code) }

@@ -134,7 +134,7 @@ impl Child {
                 // Not a protocol line (NCCL_DEBUG writes to stdout): pass
                 // it on to the parent's stderr.
                 if !line.starts_with('{') {
-                    eprintln!("{line}");
+                    collbench_core::diag::line(&line);
                     continue;
                 }
                 if tx.send(Line::Text(line)).is_err() {

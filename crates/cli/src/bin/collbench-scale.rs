@@ -6,7 +6,13 @@
 use collbench_launch::scale::{self, ScaleOptions};
 use std::process::ExitCode;
 
+// The binary's console for the control plane's lines, as collbench's.
+#[allow(dead_code)]
+#[path = "../stdout.rs"]
+mod stdout;
+
 fn main() -> ExitCode {
+    stdout::install_console();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("root") {
         let [_, port, opts] = args.as_slice() else {
@@ -18,7 +24,7 @@ fn main() -> ExitCode {
             eprintln!("collbench-scale root: bad PORT or OPTIONS_JSON");
             return ExitCode::from(2);
         };
-        return match scale::serve_as_root(&opts, port) {
+        return match scale::serve_as_root(&opts, port, &mut std::io::stdout()) {
             Ok(report) => {
                 println!(
                     "{}",

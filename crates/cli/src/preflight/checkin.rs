@@ -4,7 +4,8 @@
 
 use super::report::Report;
 use super::{Outcome, PreflightFormat, RankInfo};
-use collbench_core::stdout::{print, StdoutError};
+use crate::stdout::print;
+use collbench_core::stdout::StdoutError;
 use collbench_launch::{Control, LaunchError, LaunchOptions, World};
 
 /// Test-only: the rank named here exits abruptly right after joining, to
@@ -27,17 +28,17 @@ pub fn run(
     let world = match World::discover(launch) {
         Ok(world) => world,
         Err(e) => {
-            eprintln!("collbench preflight: {e}");
+            crate::stdout::say(format!("collbench preflight: {e}"));
             return Ok(Outcome::Fail);
         }
     };
     info.host = world.hostname.clone();
     info.pid = std::process::id();
     let said = |e: &LaunchError| {
-        eprintln!(
+        crate::stdout::say(format!(
             "collbench preflight: rank {} on host {}: {e}",
             world.rank, world.hostname
-        )
+        ))
     };
 
     let attached = serde_json::to_vec(&info).expect("rank info serialises");

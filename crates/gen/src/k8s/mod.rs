@@ -18,57 +18,43 @@ mod service;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::{validate, CommonArgs, DEFAULT_RENDEZVOUS_PORT};
+use crate::{validate, CommonOptions};
 
 /// Which workload object to write.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum K8sKind {
     /// JobSet (jobset.x-k8s.io/v1alpha2), as GKE's NCCL examples use.
-    #[value(name = "jobset")]
     JobSet,
     /// batch/v1 Job with completionMode Indexed.
-    #[value(name = "indexed-job")]
     IndexedJob,
     /// Kubeflow mpi-operator MPIJob (kubeflow.org/v2beta1).
-    #[value(name = "mpijob")]
     MpiJob,
 }
 
 /// `collbench gen k8s` arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct K8sArgs {
+#[derive(Debug, Clone)]
+pub struct K8sOptions {
     /// Workload kind.
-    #[arg(long, value_enum)]
     pub kind: K8sKind,
     /// Number of nodes (one pod per node).
-    #[arg(long, value_name = "N")]
     pub nodes: u32,
     /// GPUs per node (and per pod); `run` gets `-g G` unless the args set -g.
-    #[arg(long, value_name = "G")]
     pub gpus_per_node: u32,
     /// Container image holding collbench (and sshd + OpenMPI for mpijob).
-    #[arg(long, value_name = "IMAGE")]
     pub image: String,
     /// Name of the workload and of its Service.
-    #[arg(long, value_name = "NAME", default_value = "collbench")]
     pub name: String,
     /// Namespace to create the objects in [default: the current one].
-    #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
     /// Extended resource name of the GPUs.
-    #[arg(long, value_name = "NAME", default_value = "nvidia.com/gpu")]
     pub gpu_resource: String,
     /// Extra per-pod resource (repeatable), e.g. rdma/ib=1 or vpc.amazonaws.com/efa=4.
-    #[arg(long = "resource", value_name = "NAME=COUNT")]
     pub resources: Vec<String>,
     /// Kueue LocalQueue to submit to (label kueue.x-k8s.io/queue-name).
-    #[arg(long, value_name = "NAME")]
     pub queue: Option<String>,
     /// TCP port rank 0 listens on for the other ranks.
-    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_RENDEZVOUS_PORT)]
     pub port: u16,
-    #[command(flatten)]
-    pub common: CommonArgs,
+    pub common: CommonOptions,
 }
 
 /// Validated inputs, shared by every kind's builder.
@@ -88,7 +74,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    fn from_args(a: &K8sArgs) -> Result<Plan> {
+    fn from_args(a: &K8sOptions) -> Result<Plan> {
         validate::rfc1123_label("--name", &a.name)?;
         if let Some(ns) = &a.namespace {
             validate::rfc1123_label("--namespace", ns)?;
@@ -147,7 +133,7 @@ fn check_hostname(flag_value: &str, longest_hostname: &str) -> Result<()> {
 }
 
 /// Renders the manifests as multi-document YAML.
-pub fn render(args: &K8sArgs) -> Result<String> {
+pub fn render(args: &K8sOptions) -> Result<String> {
     let plan = Plan::from_args(args)?;
     let mut out = String::from(match args.kind {
         K8sKind::JobSet | K8sKind::IndexedJob => {

@@ -126,8 +126,13 @@ pub struct ScaleReport {
 
 /// Rank 0's side, in the child process: joins as rank 0 on `port`, runs
 /// the rows, then sees the last rank die (its next call must fail naming
-/// it) and says goodbye.
-pub fn serve_as_root(opts: &ScaleOptions, port: u16) -> Result<RootReport, String> {
+/// it) and says goodbye. Each row is announced on `stdout` (`row N`, the
+/// harness's cue), flushed at once.
+pub fn serve_as_root(
+    opts: &ScaleOptions,
+    port: u16,
+    stdout: &mut dyn Write,
+) -> Result<RootReport, String> {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     let world = World {
         rank: 0,
@@ -154,7 +159,6 @@ pub fn serve_as_root(opts: &ScaleOptions, port: u16) -> Result<RootReport, Strin
     };
     let own = vec![b'r'; opts.report_bytes];
     let cpu_before = cpu_seconds();
-    let mut stdout = std::io::stdout();
     for row in 0..opts.rows {
         // The row's collective is over everywhere: the harness releases
         // the simulated ranks' parts (a real job's ranks learn it from

@@ -100,7 +100,7 @@ pub struct NcclBackend {
 /// remote run stops.
 pub(crate) fn debug(what: &str) {
     if std::env::var_os("COLLBENCH_DEBUG").is_some() {
-        eprintln!("collbench debug: {what}");
+        collbench_core::diag::line(&format!("collbench debug: {what}"));
     }
 }
 

@@ -102,7 +102,7 @@ impl NcclBackend {
         // the first process speaks for all.
         let say = |line: &str| {
             if control.rank() == 0 {
-                eprintln!("{line}");
+                collbench_core::diag::line(line);
             }
         };
         let (cta_policy, note) = super::flags::cta_policy(found.version_code, opts.cta_policy);
@@ -204,7 +204,7 @@ impl NcclBackend {
             match Kernels::load() {
                 Ok(k) => gpu.kernels = Some(k),
                 Err(e) if !warned => {
-                    eprintln!("collbench: warning: GPU verification kernels unavailable ({e}); checking on the host instead, which is slower");
+                    collbench_core::diag::line(&format!("collbench: warning: GPU verification kernels unavailable ({e}); checking on the host instead, which is slower"));
                     warned = true;
                 }
                 Err(_) => {}

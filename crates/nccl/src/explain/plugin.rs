@@ -110,7 +110,7 @@ impl Explainer {
                     state: Arc::new(state),
                 };
                 if let (true, Some(line)) = (announce, explainer.notice()) {
-                    eprintln!("{line}");
+                    collbench_core::diag::line(&line);
                 }
                 explainer
             })

@@ -48,7 +48,7 @@ impl Notes {
 }
 
 /// The log formats collbench reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// nccl-tests text output (any version, also the flattened one-line form).
     NcclTests,

@@ -329,10 +329,10 @@ impl Hub {
         let mut hello = match verdict {
             Ok(hello) => hello,
             Err((host, reason)) => {
-                eprintln!(
+                collbench_core::diag::line(&format!(
                     "collbench: rank 0 refused a connection from {} (host {host}): {reason}",
                     conn.addr
-                );
+                ));
                 if let Ok(frame) = wire::encode(&Msg::Refused { reason }, &[]) {
                     conn.queue(frame.into());
                 }
@@ -351,10 +351,10 @@ impl Hub {
         self.joined += 1;
         if self.joined == self.shared.world_size {
             if self.noted > NOTED {
-                eprintln!(
+                collbench_core::diag::line(&format!(
                     "collbench: rank 0 left out {} more such lines while the ranks joined",
                     self.noted - NOTED
-                );
+                ));
             }
             self.broadcast(frame_of(&Msg::Ready, &[]), None);
             self.deliver();
@@ -476,7 +476,7 @@ impl Hub {
     fn note(&mut self, line: String) {
         let joining = self.joined < self.shared.world_size;
         if self.noted < NOTED || !joining {
-            eprintln!("collbench: rank 0 {line}");
+            collbench_core::diag::line(&format!("collbench: rank 0 {line}"));
         }
         if joining {
             self.noted += 1;

@@ -8,8 +8,8 @@
 //! Gated on COLLBENCH_K8S_TESTS=1 (`pip install kubernetes-validate`); when it
 //! is set and the command is missing, the test fails rather than skipping.
 
-mod common;
-use common::gen;
+mod gen_common;
+use gen_common::gen;
 
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};

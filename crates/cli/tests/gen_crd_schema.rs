@@ -11,8 +11,8 @@
 //! Also checks the wiring between objects: rank 0's address resolves through
 //! the Service that selects the pods.
 
-mod common;
-use common::gen_line;
+mod gen_common;
+use gen_common::gen_line;
 
 use serde::Deserialize;
 use serde_norway::Value;

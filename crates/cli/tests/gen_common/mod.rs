@@ -4,7 +4,13 @@
 #![allow(dead_code)]
 
 use clap::Parser;
-use collbench_gen::GenArgs;
+
+#[path = "../../src/cmd/value_enum.rs"]
+#[macro_use]
+mod value_enum;
+#[path = "../../src/cmd/gen.rs"]
+mod gen_cmd;
+use gen_cmd::GenArgs;
 
 #[derive(Parser)]
 #[command(name = "gen")]
@@ -16,7 +22,7 @@ struct Cli {
 /// Parses `argv` (without the program name) and renders the launch file.
 pub fn gen(argv: &[&str]) -> anyhow::Result<String> {
     let cli = Cli::try_parse_from(std::iter::once("gen").chain(argv.iter().copied()))?;
-    collbench_gen::render(&cli.gen)
+    collbench_gen::render(&(&cli.gen).into())
 }
 
 /// [`gen`] of a command line written as one string (words split on white

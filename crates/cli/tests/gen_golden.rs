@@ -1,8 +1,8 @@
 //! Golden snapshots of one launch file per target. A reviewer reads the
 //! `.snap` files under `tests/snapshots/`; `cargo insta review` updates them.
 
-mod common;
-use common::{gen, gen_line};
+mod gen_common;
+use gen_common::{gen, gen_line};
 
 #[test]
 fn slurm_script() {

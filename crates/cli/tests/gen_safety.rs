@@ -3,8 +3,8 @@
 //! out of the generated shell and YAML as the exact literal strings, and
 //! invalid names and counts are refused with one line naming value and rule.
 
-mod common;
-use common::{gen, gen_err};
+mod gen_common;
+use gen_common::{gen, gen_err};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

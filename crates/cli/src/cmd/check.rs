@@ -1,0 +1,88 @@
+//! `collbench check` and `collbench baselines` flags, converted into
+//! [`collbench_check::CheckOptions`] and [`collbench_check::BaselinesAction`].
+
+use collbench_check::{BaselinesAction as Action, CheckOptions};
+use std::path::PathBuf;
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    collbench_core::size::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// `collbench check` flags (backend and launch flags are added by the CLI).
+///
+/// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails).
+#[derive(clap::Args, Debug, Clone)]
+pub struct CheckArgs {
+    /// Baseline to judge against: a built-in name (`collbench baselines
+    /// list`) or a TOML file. Without one, only ranks are compared with
+    /// each other (self-consistency).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub baseline: Option<String>,
+    /// Fewer iterations; with a baseline, only the ops it has figures for.
+    #[arg(long)]
+    pub quick: bool,
+    /// Run every bandwidth test at this size instead of the baseline's
+    /// (default without a baseline: 64M on the CPU backend, 1G on GPUs).
+    #[arg(long, value_parser = size_arg)]
+    pub size: Option<u64>,
+    /// Timed iterations per test (default 10, 3 with --quick).
+    #[arg(short = 'n', long)]
+    pub iters: Option<u32>,
+    /// Run the pairwise tests that name a slow rank or link even when
+    /// every figure passes.
+    #[arg(long)]
+    pub localize: bool,
+    /// Pairs below this fraction of the reference (median over ranks of
+    /// each rank's fastest pair) are slow.
+    #[arg(long, default_value_t = 0.8)]
+    pub pair_fraction: f64,
+    /// Write the verdicts (and the pairwise matrix) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write node_exporter textfile metrics to FILE (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
+}
+
+impl From<&CheckArgs> for CheckOptions {
+    fn from(a: &CheckArgs) -> CheckOptions {
+        CheckOptions {
+            baseline: a.baseline.clone(),
+            quick: a.quick,
+            size: a.size,
+            iters: a.iters,
+            localize: a.localize,
+            pair_fraction: a.pair_fraction,
+            json: a.json.clone(),
+            prometheus: a.prometheus.clone(),
+        }
+    }
+}
+
+/// `collbench baselines` flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BaselinesArgs {
+    #[command(subcommand)]
+    pub action: Option<BaselinesAction>,
+}
+
+/// What `collbench baselines` does (default: list).
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum BaselinesAction {
+    /// Table of built-in baselines: name, GPUs, interconnect, source.
+    List,
+    /// Print one baseline's TOML (copy it to write your own).
+    Show {
+        /// Built-in baseline name.
+        name: String,
+    },
+}
+
+impl From<&BaselinesArgs> for Action {
+    fn from(a: &BaselinesArgs) -> Action {
+        match &a.action {
+            None | Some(BaselinesAction::List) => Action::List,
+            Some(BaselinesAction::Show { name }) => Action::Show { name: name.clone() },
+        }
+    }
+}

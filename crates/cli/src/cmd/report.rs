@@ -1,0 +1,115 @@
+//! `collbench report` and `collbench compare` flags, converted into
+//! [`collbench_report::ReportOptions`] and
+//! [`collbench_report::CompareOptions`].
+
+use collbench_report::{CompareFormat as LibCompareFormat, CompareOptions, Format, ReportOptions};
+use std::path::PathBuf;
+
+/// `collbench report` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Logs or directories of logs (nccl-tests/rccl-tests text or JSON,
+    /// nccom-test, OSU, NVSHMEM perftest, collbench JSON).
+    #[arg(required = true, value_name = "FILES|DIRS")]
+    pub inputs: Vec<PathBuf>,
+    /// Output file: `.md` for Markdown, `.html` for a self-contained page
+    /// with charts. Markdown on stdout when absent.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Read every input as this format instead of detecting it.
+    #[arg(
+        long = "input-format",
+        alias = "format",
+        value_enum,
+        value_name = "FORMAT"
+    )]
+    pub format: Option<InputFormat>,
+    /// `collbench check --json` output whose pairwise bandwidth matrix the
+    /// HTML report draws as a heatmap (repeatable).
+    #[arg(long, value_name = "CHECK_JSON")]
+    pub matrix: Vec<PathBuf>,
+    /// Fail (exit 2) when a file in a folder cannot be read as a log,
+    /// instead of listing it and going on.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+impl From<&ReportArgs> for ReportOptions {
+    fn from(a: &ReportArgs) -> ReportOptions {
+        ReportOptions {
+            inputs: a.inputs.clone(),
+            output: a.output.clone(),
+            format: a.format.map(Format::from),
+            matrix: a.matrix.clone(),
+            strict: a.strict,
+        }
+    }
+}
+
+/// `collbench compare` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// The reference log (or directory of logs).
+    pub base: PathBuf,
+    /// The log to judge against BASE.
+    pub new: PathBuf,
+    /// Percent change that counts as a regression. Sizes >= 1 MiB are judged
+    /// on busbw, or algbw where the op has no known bus factor (NEW below
+    /// BASE by more than PCT). Below 1 MiB timing noise
+    /// dominates, so time is judged instead, and a case regresses only when it
+    /// is slower by more than 2 x PCT and by more than 5 µs. Exit status: 1 on
+    /// regression, 0 otherwise, 2 when an input cannot be read.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub threshold: f64,
+    /// What stdout carries: the tables and verdict line, or the same
+    /// findings as JSON.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+    /// Read both inputs as this format instead of detecting it.
+    #[arg(long = "input-format", value_enum, value_name = "FORMAT")]
+    pub input_format: Option<InputFormat>,
+}
+
+impl From<&CompareArgs> for CompareOptions {
+    fn from(a: &CompareArgs) -> CompareOptions {
+        CompareOptions {
+            base: a.base.clone(),
+            new: a.new.clone(),
+            threshold: a.threshold,
+            format: a.format.into(),
+            input_format: a.input_format.map(Format::from),
+        }
+    }
+}
+
+value_enum! {
+    /// What `compare` prints on stdout.
+    pub enum CompareFormat => LibCompareFormat {
+        /// The sides, the per-case table, regressions and the verdict line.
+        Text,
+        /// The same findings as one JSON object (`schema`: collbench-compare/1).
+        Json,
+    }
+}
+
+value_enum! {
+    /// The log formats collbench reads.
+    pub enum InputFormat => Format {
+        /// nccl-tests text output (any version, also the flattened one-line form).
+        NcclTests,
+        /// nccl-tests `-J` JSON (version 3, and the older 1 and 2).
+        NcclJson,
+        /// rccl-tests text output.
+        Rccl,
+        /// AWS Neuron nccom-test tables.
+        Nccom,
+        /// OSU Micro-Benchmarks (collective latency, osu_bw, osu_latency, ...).
+        Osu,
+        /// NVSHMEM perftest tables.
+        Nvshmem,
+        /// collbench's own JSON (one Record, or an array of them).
+        CollbenchJson,
+        /// NCCL Inspector profiler plugin JSON (one object per collective).
+        Inspector,
+    }
+}
