@@ -244,16 +244,19 @@ pub fn check_main(
     // without a baseline (then it is the check: self-consistency).
     let short = verdict::overall(&lines) >= Status::Warn;
     let want = args.localize || baseline.is_none() || short;
+    let size = lines
+        .iter()
+        .filter(|l| l.metric == Metric::BusbwGbps)
+        .map(|l| l.size_bytes)
+        .max()
+        .unwrap_or(DEFAULT_SIZE_CPU)
+        .min(MAX_PAIR_SIZE);
+    // Only rank 0 has the lines: every process takes its word for both,
+    // or processes would test pairs at different sizes (or not at all).
+    let (want, size) = agree_on_pairs(control, want, size)?;
     let mut localization = None;
     let mut host_report = None;
     if want && (world_size >= 2 || processes > 1) {
-        let size = lines
-            .iter()
-            .filter(|l| l.metric == Metric::BusbwGbps)
-            .map(|l| l.size_bytes)
-            .max()
-            .unwrap_or(DEFAULT_SIZE_CPU)
-            .min(MAX_PAIR_SIZE);
         // Pairs need only their bandwidth: no explanation pass.
         let it = Iterations {
             explain: false,
@@ -425,6 +428,27 @@ fn pairs_line(loc: &Localization) -> Line {
             })
         },
         explain: None,
+    }
+}
+
+/// Rank 0's decision whether to test pairs, and at which size, on every
+/// process (a world of one keeps its own).
+fn agree_on_pairs(control: &dyn Bootstrap, want: bool, size: u64) -> anyhow::Result<(bool, u64)> {
+    if control.world_size() == 1 {
+        return Ok((want, size));
+    }
+    let mine = (control.rank() == 0).then(|| {
+        let mut b = vec![want as u8];
+        b.extend(size.to_le_bytes());
+        b
+    });
+    let word = control.broadcast(mine)?;
+    match word.as_slice() {
+        [w, rest @ ..] if rest.len() == 8 => {
+            let size = u64::from_le_bytes(rest.try_into().unwrap_or_default());
+            Ok((*w != 0, size))
+        }
+        _ => anyhow::bail!("malformed pair-test size from rank 0 (a different collbench version?)"),
     }
 }
 

@@ -49,6 +49,9 @@ pub struct HostReport {
 struct ProcessFigures {
     /// Index of its pair in the round; `None`: it sat the round out.
     pair: Option<usize>,
+    /// Size it tested at: every process must test the same (a process
+    /// that did not would pair its calls with the wrong ones).
+    size_bytes: u64,
     sendrecv_gbps: f64,
     all_reduce_gbps: f64,
     /// Why its test failed, if it did.
@@ -116,6 +119,12 @@ fn combine(pairs: usize, parts: &[ProcessFigures]) -> Vec<PairFigures> {
             all_reduce_gbps: f64::INFINITY,
             error: None,
         });
+        if f.error.is_none() && p.size_bytes != parts[0].size_bytes {
+            f.error = Some(format!(
+                "a process tested at {} bytes, rank 0 at {} (a bug: the processes must agree on the size)",
+                p.size_bytes, parts[0].size_bytes
+            ));
+        }
         f.sendrecv_gbps = f.sendrecv_gbps.min(p.sendrecv_gbps);
         f.all_reduce_gbps = f.all_reduce_gbps.min(p.all_reduce_gbps);
         if f.error.is_none() {
@@ -193,6 +202,7 @@ impl PairTest<'_> {
             .position(|&(a, b)| a == self.host || b == self.host);
         let mut mine = ProcessFigures {
             pair,
+            size_bytes: self.size_bytes,
             ..Default::default()
         };
         // Joining is collective over the whole job: its failure is the
@@ -381,6 +391,7 @@ mod tests {
     fn a_pair_is_as_fast_as_its_slowest_process_and_fails_with_any() {
         let part = |pair: Option<usize>, s: f64, error: Option<&str>| ProcessFigures {
             pair,
+            size_bytes: 1 << 20,
             sendrecv_gbps: s,
             all_reduce_gbps: 2.0 * s,
             error: error.map(String::from),
@@ -404,5 +415,32 @@ mod tests {
         // A pair nobody reported (cannot happen in a healthy job).
         assert_eq!(f[2].sendrecv_gbps, 0.0);
         assert!(f[2].error.is_some());
+    }
+
+    #[test]
+    fn a_process_at_another_size_fails_its_pair() {
+        let at = |pair: usize, size_bytes: u64| ProcessFigures {
+            pair: Some(pair),
+            size_bytes,
+            sendrecv_gbps: 1.0,
+            all_reduce_gbps: 1.0,
+            error: None,
+        };
+        let f = combine(
+            2,
+            &[
+                at(0, 4 << 20),
+                at(1, 4 << 20),
+                at(0, 64 << 20),
+                at(1, 4 << 20),
+            ],
+        );
+        assert!(f[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("67108864 bytes, rank 0 at 4194304"));
+        assert_eq!(f[0].sendrecv_gbps, 0.0);
+        assert_eq!(f[1].error, None);
     }
 }
