@@ -31,6 +31,10 @@ const SMALL_SIZE: u64 = 8;
 const DEFAULT_SIZE_CPU: u64 = 64 << 20;
 const DEFAULT_SIZE_GPU: u64 = 1 << 30;
 
+/// Fewest warm-up and timed iterations of a host-pair test.
+const HOST_WARMUP: u32 = 2;
+const HOST_ITERS: u32 = 10;
+
 /// Largest pair-test size: enough to reach a link's bandwidth.
 const MAX_PAIR_SIZE: u64 = 256 << 20;
 
@@ -274,12 +278,22 @@ pub fn check_main(
                     diag::line(&format!("collbench check:   {s}"))
                 }
             };
+            // The verdict weighs pairs against the job's own noise: a pair
+            // test of three iterations (--quick) is itself noise (quiet
+            // emulated hosts spread +-62% at 4 MiB, WARN in 1 of 5 runs).
+            // Ten at least, after two warm-ups (a new communicator
+            // connects on its first calls).
+            let host_it = Iterations {
+                warmup: it.warmup.max(HOST_WARMUP),
+                timed: it.timed.max(HOST_ITERS),
+                ..it
+            };
             match host_tests::run_host_tests(
                 backend,
                 control,
                 watchdog,
                 size,
-                it,
+                host_it,
                 fractions,
                 &mut progress,
             ) {
