@@ -67,7 +67,11 @@ pub fn serve_measure(a: &TuneArgs) -> Result<Outcome, Failure> {
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
     let mut measurer: Box<dyn Measurer> = match &a.test_fake {
-        Some(mode) => Box::new(FakeChild::new(mode, control)?),
+        Some(mode) => {
+            let mut fake = FakeChild::new(mode, control)?;
+            fake.pause = Duration::from_millis(a.test_repeat_ms.unwrap_or(0));
+            Box::new(fake)
+        }
         None => {
             let host = tune_job_child::host_of(&job);
             return crate::tune_cmd::serve_nccl(a, control, host, stdin, stdout);
@@ -136,6 +140,8 @@ struct FakeChild<'a> {
     aging: f64,
     answered: u32,
     job: &'a dyn Bootstrap,
+    /// Wall time per repeat (`--test-repeat-ms`), as the parent's fake.
+    pause: Duration,
 }
 
 /// Whether this child is the one `mode` makes fail.
@@ -168,6 +174,7 @@ impl<'a> FakeChild<'a> {
             aging: if mode == "aging" { 0.005 } else { 0.0 },
             answered: 0,
             job,
+            pause: Duration::ZERO,
         })
     }
 }
@@ -191,6 +198,7 @@ impl Measurer for FakeChild<'_> {
                 None => {}
             }
         }
+        std::thread::sleep(self.pause);
         let slower = 1.0 + self.aging * f64::from(self.answered);
         self.answered += 1;
         let mut sample = self.inner.measure(setting, case, iters)?;

@@ -12,29 +12,33 @@ mod common;
 
 use common::{finish, free_port, torchrun_rank, Finished};
 use serde_json::Value;
-use std::process::Child;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// Rank `rank` of 2 processes, each its own emulated host over sockets.
 fn spawn(rank: usize, port: u16, args: &[&str]) -> Child {
-    torchrun_rank(rank, 2, port)
-        .args([
-            "tune",
-            "all_reduce",
-            "-b",
-            "1M",
-            "-e",
-            "4M",
-            "--budget",
-            "60s",
-        ])
-        .args(["--timeout-s", "5"])
-        .args(args)
-        .env("NCCL_HOSTID", format!("emu{rank}"))
-        .env("NCCL_IB_DISABLE", "1")
-        .env_remove("NCCL_NET")
-        .spawn()
-        .expect("start collbench")
+    command(rank, port, args).spawn().expect("start collbench")
+}
+
+/// The command of [`spawn`].
+fn command(rank: usize, port: u16, args: &[&str]) -> Command {
+    let mut cmd = torchrun_rank(rank, 2, port);
+    cmd.args([
+        "tune",
+        "all_reduce",
+        "-b",
+        "1M",
+        "-e",
+        "4M",
+        "--budget",
+        "60s",
+    ])
+    .args(["--timeout-s", "5"])
+    .args(args)
+    .env("NCCL_HOSTID", format!("emu{rank}"))
+    .env("NCCL_IB_DISABLE", "1")
+    .env_remove("NCCL_NET");
+    cmd
 }
 
 fn job(args: &[&str]) -> Vec<Finished> {
@@ -219,4 +223,86 @@ fn a_killed_peer_ends_the_search_with_its_name() {
 #[test]
 fn a_killed_rank_0_ends_the_search_too() {
     killed_peer_ends_the_job(0);
+}
+
+/// Kills rank 1 while rank 0 screens an environment candidate (child
+/// jobs whose repeats take 20 ms): rank 0 names it and exits 3 within
+/// 15 s, and no child process of the job outlives its parent for long
+/// (a child ends at the end of its stdin).
+#[test]
+fn a_parent_killed_during_a_child_round_ends_the_job_and_leaves_no_children() {
+    let port = free_port();
+    let token = format!("tune-kill-{port}");
+    let log = std::env::temp_dir().join(format!("collbench-{token}.stderr"));
+    let args = [
+        "--test-fake",
+        "ok",
+        "--test-repeat-ms",
+        "20",
+        "--token",
+        &token,
+    ];
+    let mut rank0 = command(0, port, &args);
+    rank0.stderr(std::fs::File::create(&log).unwrap());
+    let mut rank0 = rank0.spawn().unwrap();
+    let mut rank1 = spawn(1, port, &args);
+    let until = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("NCCL_BUFFSIZE=8388608 (screen)")
+    {
+        assert!(
+            Instant::now() < until,
+            "{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rank1.kill().unwrap();
+    let _ = rank1.wait();
+    let code = exit_by(&mut rank0, Instant::now() + Duration::from_secs(15));
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.lines().last().unwrap().contains("rank 1"),
+        "{stderr}"
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while !children_with(&token).is_empty() {
+        assert!(
+            Instant::now() < until,
+            "left behind: {:?}",
+            children_with(&token)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = std::fs::remove_file(&log);
+}
+
+/// The exit code of `child` if it exits by `deadline` (else it is killed).
+fn exit_by(child: &mut Child, deadline: Instant) -> Option<i32> {
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Pids of `tune --serve-measure` children whose arguments carry `token`.
+fn children_with(token: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let text = String::from_utf8_lossy(&cmdline);
+        (text.contains(token) && text.contains("--serve-measure")).then_some(pid)
+    })
+    .collect()
 }
