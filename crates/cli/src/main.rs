@@ -25,6 +25,7 @@ mod stdout;
 mod tune_child;
 mod tune_cmd;
 mod tune_job;
+mod tune_job_child;
 mod tune_plan;
 mod tuner_plugin_cmd;
 

@@ -5,16 +5,23 @@
 //!
 //! The hidden `--test-fake MODE` replaces NCCL with the scripted fake in
 //! parent and children alike, so the whole path runs in tests without a
-//! GPU: in the children, `NCCL_BUFFSIZE=8388608` takes 10% less time and
-//! any other value none; MODE `die` or `hang` makes that child exit or
-//! stop answering after two repeats; MODE `aging` makes every child 0.5%
-//! slower with every repeat it has answered (a stand-in for state a
-//! process gathers, such as what it has allocated and touched: both
-//! members of a pair must be measured in processes with the same
-//! history); MODE `flat` makes no candidate faster (the defaults win).
+//! GPU: in the children, `NCCL_BUFFSIZE=8388608` takes 10% less time,
+//! `NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2` 20% less, any other
+//! value none; MODE `die` or `hang` makes the `NCCL_BUFFSIZE=8388608`
+//! child exit or stop answering after two repeats; `die1` and `hang1` do
+//! so to the 2x2 socket child of rank 1 only (under a launcher); MODE
+//! `aging` makes every child 0.5% slower with every repeat it has
+//! answered (a stand-in for state a process gathers, such as what it has
+//! allocated and touched: both members of a pair must be measured in
+//! processes with the same history); MODE `flat` makes no candidate
+//! faster (the defaults win). Under a launcher the fake children of one
+//! child job agree on every repeat's time over their own control plane,
+//! as NCCL's ranks wait for each other in a collective.
 
 use crate::exit::{Failure, Outcome};
 use crate::tune_cmd::TuneArgs;
+use crate::tune_job_child::{self, bootstrap_of};
+use collbench_core::Bootstrap;
 use collbench_tune::child::{serve, Spawn};
 use collbench_tune::fake::{FakeMeasurer, Truth};
 use collbench_tune::Measurer;
@@ -25,9 +32,17 @@ use std::time::Duration;
 /// one repeat: above NCCL's own collective timeout in the child (60 s).
 pub const CHILD_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// Extra variables of child number `k` (under a launcher: its child job).
+pub type ChildVars = Box<dyn Fn(usize) -> Vec<(String, String)>>;
+
 /// The parent's way of starting a child: this binary with the parent's own
 /// arguments and `--serve-measure`, the parent's environment plus `env`.
 pub fn spawner() -> Result<Spawn, Failure> {
+    spawner_with(Box::new(|_| Vec::new()))
+}
+
+/// [`spawner`], with `vars(k)` added to child number `k`'s environment.
+pub fn spawner_with(vars: ChildVars) -> Result<Spawn, Failure> {
     let exe = std::env::current_exe().map_err(|e| {
         Failure::new(
             Outcome::TuneFailed,
@@ -35,10 +50,11 @@ pub fn spawner() -> Result<Spawn, Failure> {
         )
     })?;
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    Ok(Box::new(move |env: &[(String, String)]| {
+    Ok(Box::new(move |env: &[(String, String)], k: usize| {
         let mut cmd = Command::new(&exe);
         cmd.args(&argv).arg("--serve-measure");
         cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        cmd.envs(vars(k));
         cmd
     }))
 }
@@ -46,11 +62,20 @@ pub fn spawner() -> Result<Spawn, Failure> {
 /// Runs as a child: answers the parent's requests until its stdin ends.
 pub fn serve_measure(a: &TuneArgs) -> Result<Outcome, Failure> {
     let failed = |e: String| Failure::new(Outcome::TuneFailed, format!("child process: {e}"));
+    let job = tune_job_child::join_child_job(&a.launch.options()).map_err(failed)?;
+    let control = bootstrap_of(&job);
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
     let mut measurer: Box<dyn Measurer> = match &a.test_fake {
-        Some(mode) => Box::new(FakeChild::new(mode)?),
-        None => return crate::tune_cmd::serve_nccl(a, stdin, stdout),
+        Some(mode) => {
+            let mut fake = FakeChild::new(mode, control)?;
+            fake.pause = Duration::from_millis(a.test_repeat_ms.unwrap_or(0));
+            Box::new(fake)
+        }
+        None => {
+            let host = tune_job_child::host_of(&job);
+            return crate::tune_cmd::serve_nccl(a, control, host, stdin, stdout);
+        }
     };
     ignore_ctrl_c();
     serve(measurer.as_mut(), stdin, stdout).map_err(failed)?;
@@ -67,68 +92,94 @@ pub fn ignore_ctrl_c() {
 
 /// The scripted time of a setting on the fake (`--test-fake`): 250 GB/s
 /// plus 10 us, every in-process candidate 30% slower, and in a child
-/// process `NCCL_BUFFSIZE=8388608` 10% faster.
-pub fn fake_truth(buffsize: Option<String>) -> Truth {
+/// process `env_factor` times that.
+pub fn fake_truth(env_factor: f64) -> Truth {
     Box::new(move |s, c| {
         let base = c.bytes as f64 / 250e3 + 10.0;
-        Some(if !s.is_default() {
-            base * 1.3
-        } else if buffsize.as_deref() == Some("8388608") {
-            base * 0.9
+        Some(if s.is_default() {
+            base * env_factor
         } else {
-            base
+            base * 1.3
         })
     })
+}
+
+/// The faster environments of the fake, by `var`'s values.
+fn env_factor(var: impl Fn(&str) -> Option<String>) -> f64 {
+    let is = |k: &str, v: &str| var(k).as_deref() == Some(v);
+    if is("NCCL_BUFFSIZE", "8388608") {
+        0.9
+    } else if is("NCCL_NSOCKS_PERTHREAD", "2") && is("NCCL_SOCKET_NTHREADS", "2") {
+        0.8
+    } else {
+        1.0
+    }
 }
 
 /// The parent's fake measurer for `--test-fake`.
 pub fn fake_parent(mode: &str) -> Result<FakeMeasurer, Failure> {
     check_mode(mode)?;
-    Ok(FakeMeasurer::new(1, fake_truth(None)).noise(0.01))
+    Ok(FakeMeasurer::new(1, fake_truth(1.0)).noise(0.01))
 }
 
 fn check_mode(mode: &str) -> Result<(), Failure> {
     match mode {
-        "ok" | "die" | "hang" | "aging" | "flat" => Ok(()),
+        "ok" | "die" | "hang" | "die1" | "hang1" | "aging" | "flat" => Ok(()),
         other => Err(Failure::usage(format!(
-            "--test-fake must be ok, die, hang, aging or flat (got {other})"
+            "--test-fake must be ok, die, hang, die1, hang1, aging or flat (got {other})"
         ))),
     }
 }
 
-/// A child's fake: the truth for its own NCCL_BUFFSIZE, and the fault
-/// its mode asks for in the child with the candidate's environment.
-struct FakeChild {
+/// A child's fake: the truth for its own environment, the fault its mode
+/// asks for in the child it names, and its child job's control plane.
+struct FakeChild<'a> {
     inner: FakeMeasurer,
     fault: Option<String>,
     /// Slowdown per repeat answered (`aging`).
     aging: f64,
     answered: u32,
+    job: &'a dyn Bootstrap,
+    /// Wall time per repeat (`--test-repeat-ms`), as the parent's fake.
+    pause: Duration,
 }
 
-impl FakeChild {
-    fn new(mode: &str) -> Result<FakeChild, Failure> {
+/// Whether this child is the one `mode` makes fail.
+fn faulty(mode: &str, rank: usize) -> bool {
+    let var = |k: &str| std::env::var(k).ok();
+    match mode {
+        "die" | "hang" => var("NCCL_BUFFSIZE").as_deref() == Some("8388608"),
+        "die1" | "hang1" => rank == 1 && env_factor(var) == 0.8,
+        _ => false,
+    }
+}
+
+impl<'a> FakeChild<'a> {
+    fn new(mode: &str, job: &'a dyn Bootstrap) -> Result<FakeChild<'a>, Failure> {
         check_mode(mode)?;
         // `flat`: no candidate is faster, the defaults win everywhere.
-        let buffsize = std::env::var("NCCL_BUFFSIZE")
-            .ok()
-            .filter(|_| mode != "flat");
-        let faulty = buffsize.as_deref() == Some("8388608") && matches!(mode, "die" | "hang");
+        let factor = if mode == "flat" {
+            1.0
+        } else {
+            env_factor(|k| std::env::var(k).ok())
+        };
         Ok(FakeChild {
             // No drift: the fake's drift is per process, while a real
             // machine's (clocks, temperature) is shared by parent and
             // children alike.
-            inner: FakeMeasurer::new(std::process::id().into(), fake_truth(buffsize))
+            inner: FakeMeasurer::new(std::process::id().into(), fake_truth(factor))
                 .noise(0.01)
                 .drift(0.0),
-            fault: faulty.then(|| mode.to_string()),
+            fault: faulty(mode, job.rank()).then(|| mode.trim_end_matches('1').to_string()),
             aging: if mode == "aging" { 0.005 } else { 0.0 },
             answered: 0,
+            job,
+            pause: Duration::ZERO,
         })
     }
 }
 
-impl Measurer for FakeChild {
+impl Measurer for FakeChild<'_> {
     fn measure(
         &mut self,
         setting: &collbench_tune::Setting,
@@ -147,10 +198,20 @@ impl Measurer for FakeChild {
                 None => {}
             }
         }
+        std::thread::sleep(self.pause);
         let slower = 1.0 + self.aging * f64::from(self.answered);
         self.answered += 1;
         let mut sample = self.inner.measure(setting, case, iters)?;
         sample.time_us *= slower;
+        if self.job.world_size() > 1 {
+            // As a collective: as slow as the slowest rank, and no answer
+            // while a peer is gone.
+            let agreed = self
+                .job
+                .all_max(&[sample.time_us])
+                .map_err(tune_job_child::child_job_failed)?;
+            sample.time_us = agreed[0];
+        }
         Ok(sample)
     }
 }

@@ -418,21 +418,22 @@ pub fn report_outcome(a: &TuneArgs, report: &TuneReport) -> Result<Outcome, Fail
     })
 }
 
-/// A child process on NCCL: the default communicator (its environment
-/// carries the candidate), then requests until stdin ends.
+/// A child process on NCCL: the default communicator over `control` (its
+/// child job's, or none), its environment carrying the candidate; then
+/// requests until stdin ends.
 pub fn serve_nccl(
     a: &TuneArgs,
+    control: &dyn collbench_core::Bootstrap,
+    host: String,
     input: impl std::io::BufRead,
     output: impl std::io::Write,
 ) -> Result<Outcome, Failure> {
     let failed = |m: String| Failure::new(Outcome::TuneFailed, format!("child process: {m}"));
-    let world = collbench_launch::World::discover(&Default::default())
-        .map_err(|e| failed(e.to_string()))?;
     let plugin = TunerPlugin::install().map_err(|e| failed(e.to_string()))?;
     tune_child::ignore_ctrl_c();
-    let opts = nccl_options(a, world.hostname.clone());
+    let opts = nccl_options(a, host);
     let mut measurer =
-        NcclMeasurer::new(&opts, &CONTROL, plugin).map_err(|e| failed(e.to_string()))?;
+        NcclMeasurer::new(&opts, control, plugin).map_err(|e| failed(e.to_string()))?;
     measurer.prepare(&[collbench_tune::Setting::default()]);
     collbench_tune::child::serve(&mut measurer, input, output).map_err(failed)?;
     Ok(Outcome::TuneComplete)

@@ -7,25 +7,29 @@
 //! the table and the files; the others print nothing on stdout, and every
 //! process exits with rank 0's code.
 //!
-//! Environment candidates are not measured across processes yet: each
-//! would need a child job on every host (docs/tune.md, section 3).
+//! Environment candidates run in child jobs (`tune_job_child`): every
+//! process starts the same children, child `k` of every process forms
+//! child job `k`, and each process drives its own children as in one
+//! process (`collbench_tune::child`), one request per repeat, all in lock
+//! step. A child that dies, hangs or disagrees on one host fails that
+//! candidate on every host with the reasons of all (the processes agree
+//! on every repeat, and on the children's setup), never the search; rank
+//! 0 prints one line per candidate so ended.
 
 use crate::exit::{Failure, Outcome};
 use crate::tune_cmd::{self, TuneArgs};
-use crate::{tune_child, tune_plan};
+use crate::{tune_child, tune_job_child, tune_plan};
 use collbench_core::{Bootstrap, PeerFailure};
 use collbench_launch::{Control, LaunchOptions, World};
 use collbench_nccl::tune::NcclMeasurer;
 use collbench_nccl::tuner::{TunerError, TunerPlugin};
-use collbench_tune::lockstep::Lockstep;
+use collbench_tune::child::{Children, EnvFallback};
+use collbench_tune::lockstep::{agree_outcomes, Lockstep};
 use collbench_tune::plan::distinct_hosts;
-use collbench_tune::{CandidateSpace, Measurer, TuneConfig};
+use collbench_tune::{CandidateSpace, MeasureError, Measurer, Setting, TuneConfig};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-
-/// Why a job of several processes leaves the environment candidates out.
-const ENV_ACROSS: &str = "environment candidates across processes need a child job on every host (not built yet); run them with one process per host";
 
 /// What rank 0 decides for everyone before the search.
 #[derive(Debug, Serialize, Deserialize)]
@@ -67,11 +71,9 @@ fn hosts_of(control: &Control) -> usize {
     distinct_hosts(ids.iter().map(String::as_str))
 }
 
-/// Rank 0's plan for `ranks` ranks, environment candidates left out.
+/// Rank 0's plan for `ranks` ranks.
 fn root_plan(a: &TuneArgs, control: &Control, ranks: usize) -> collbench_tune::plan::Plan {
-    let mut plan = tune_plan::plan(a, hosts_of(control), ranks);
-    plan.env_not_measured = Some(ENV_ACROSS.into());
-    plan
+    tune_plan::plan(a, hosts_of(control), ranks)
 }
 
 /// `--list-candidates` under a launcher: rank 0 prints the plan for the
@@ -109,12 +111,6 @@ fn outcome_of(code: Option<u8>) -> Outcome {
 fn share(a: &TuneArgs, control: &Control, ranks: usize) -> Result<Shared, Failure> {
     let mine = (control.rank() == 0).then(|| {
         let plan = root_plan(a, control, ranks);
-        let dropped = plan.space.extra.len() - plan.search_space().extra.len();
-        if dropped > 0 {
-            eprintln!(
-                "collbench tune: {dropped} environment candidates not measured: {ENV_ACROSS}"
-            );
-        }
         let shared = Shared {
             hosts: plan.job.hosts,
             space: plan.search_space(),
@@ -148,18 +144,21 @@ pub fn tune_across(
     };
     if let Some(mode) = &a.test_fake {
         let stop = tune_cmd::stop_on_ctrl_c();
+        let started = Instant::now();
+        let cfg = config(world.world_size)?;
+        let mut children = start_child_jobs(a, world, &control, &cfg)?;
         let mut fake = Paced {
             inner: tune_child::fake_parent(mode)?,
             pause: Duration::from_millis(a.test_repeat_ms.unwrap_or(0)),
         };
-        return search(
-            a,
-            &mut fake,
-            &control,
-            config(world.world_size)?,
-            0.0,
-            &stop,
-        );
+        let ended = children_ready(&mut children, &control)?;
+        let setup_us = started.elapsed().as_secs_f64() * 1e6;
+        let prepared = Prepared {
+            children,
+            ended,
+            setup_us,
+        };
+        return search(a, &mut fake, &control, cfg, prepared, &stop);
     }
     let plugin = TunerPlugin::install().map_err(|e| match e {
         TunerError::UserPlugin(_) => Failure::new(Outcome::TuneRefused, e.to_string()),
@@ -168,6 +167,10 @@ pub fn tune_across(
     // Before any thread NCCL starts: the handler thread never calls NCCL.
     let stop = tune_cmd::stop_on_ctrl_c();
     let started = Instant::now();
+    // Children before this process's communicators (see tune_cmd::tune):
+    // a child started from the NCCL launching thread would inherit its
+    // one-CPU mask. Their setup overlaps with ours.
+    let mut children = start_child_jobs(a, world, &control, &config(world.world_size)?)?;
     let opts = tune_cmd::nccl_options(a, world.hostname.clone());
     let mut measurer = NcclMeasurer::new(&opts, &control, plugin)
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
@@ -178,8 +181,102 @@ pub fn tune_across(
     // The same communicators in the same order on every process: `prepare`
     // walks the shared candidates.
     measurer.prepare(&tune_cmd::all_candidates(&cfg));
+    let ended = children_ready(&mut children, &control)?;
     let setup_us = started.elapsed().as_secs_f64() * 1e6;
-    search(a, &mut measurer, &control, cfg, setup_us, &stop)
+    let prepared = Prepared {
+        children,
+        ended,
+        setup_us,
+    };
+    search(a, &mut measurer, &control, cfg, prepared, &stop)
+}
+
+/// The children, the candidate environments that failed in their setup,
+/// and the setup's wall time (us).
+struct Prepared {
+    children: Children,
+    ended: Vec<Vec<(String, String)>>,
+    setup_us: f64,
+}
+
+/// The distinct environments of the environment candidates, in the
+/// search's order (the same in every process).
+fn env_candidates(cfg: &TuneConfig) -> Vec<Setting> {
+    let mut out: Vec<Setting> = Vec::new();
+    for s in tune_cmd::all_candidates(cfg) {
+        if !s.env.is_empty() && !out.iter().any(|o| o.env == s.env) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Starts, in every process at once and without waiting for them, the
+/// children of the environment candidates (two per candidate: its own and
+/// its default partner's), each in its own child job at a port rank 0
+/// picked.
+fn start_child_jobs(
+    a: &TuneArgs,
+    world: &World,
+    control: &Control,
+    cfg: &TuneConfig,
+) -> Result<Children, Failure> {
+    let envs = env_candidates(cfg);
+    let ports = match envs.len() {
+        0 => Vec::new(),
+        n => tune_job_child::agree_ports(control, 2 * n)?,
+    };
+    let timeout = a
+        .test_child_timeout_s
+        .map(Duration::from_secs)
+        .unwrap_or_else(|| tune_job_child::child_timeout(a.launch.timeout_s));
+    let mut children = Children::new(
+        tune_job_child::spawner(world, a.launch.timeout_s, ports)?,
+        timeout,
+    );
+    children
+        .start(&envs)
+        .map_err(|e| Failure::new(Outcome::TuneFailed, format!("collbench tune: {e}")))?;
+    if control.rank() == 0 && !children.is_empty() {
+        eprintln!(
+            "collbench tune: starting {} child processes in each of the {} processes for candidates NCCL reads only from its environment (each with a default-environment partner; child job k joins the children k of every process)",
+            children.len(),
+            control.world_size()
+        );
+    }
+    Ok(children)
+}
+
+/// Waits (one deadline) for every child to be ready; the processes agree
+/// on each candidate, and one whose children failed anywhere is ended
+/// everywhere (rank 0 says why). Returns the ended environments.
+fn children_ready(
+    children: &mut Children,
+    control: &Control,
+) -> Result<Vec<Vec<(String, String)>>, Failure> {
+    let each = children.ready_each(Instant::now() + children.timeout());
+    let own: Vec<Option<String>> = each.iter().map(|r| r.failure.clone()).collect();
+    let agreed = agree_outcomes(control, &own).map_err(peer)?;
+    let mut ended = Vec::new();
+    for (r, why) in each.into_iter().zip(agreed) {
+        if let Some(why) = why {
+            if control.rank() == 0 {
+                say_ended(&r.env, &why);
+            }
+            children.end(&r.env, &why);
+            ended.push(r.env);
+        }
+    }
+    Ok(ended)
+}
+
+/// Rank 0's line for a candidate that failed where only it is at fault.
+fn say_ended(env: &[(String, String)], why: &str) {
+    let vars: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    eprintln!(
+        "collbench tune: candidate {} ended (the search goes on): {why}",
+        vars.join(" ")
+    );
 }
 
 /// The search in lock step; rank 0 prints, everyone exits with its code.
@@ -188,23 +285,35 @@ fn search(
     inner: &mut dyn Measurer,
     control: &Control,
     mut cfg: TuneConfig,
-    setup_us: f64,
+    prepared: Prepared,
     stop: &AtomicBool,
 ) -> Result<Outcome, Failure> {
     let root = control.rank() == 0;
     // The slowest setup, charged to everyone alike: the budgets agree.
-    let setup_us = control.all_max(&[setup_us]).map_err(peer)?[0];
+    let setup_us = control.all_max(&[prepared.setup_us]).map_err(peer)?[0];
     tune_cmd::charge_setup(&mut cfg, setup_us)?;
     let agreed = AtomicBool::new(false);
-    let mut lock = Lockstep::new(inner, control, stop, &agreed);
+    let mut both = EnvFallback::across(inner, prepared.children);
+    let mut lock = Lockstep::new(&mut both, control, stop, &agreed);
+    let mut told = Announce {
+        inner: &mut lock,
+        root,
+        told: prepared.ended,
+    };
     let mut lines = tune_cmd::ProgressLines::default();
-    let report = collbench_tune::tune(&mut lock, &cfg, &agreed, &mut |p| {
+    let report = collbench_tune::tune(&mut told, &cfg, &agreed, &mut |p| {
         if root {
             lines.hear(p)
         }
     });
-    if let Some(f) = lock.peer_failure() {
-        return Err(peer(f.clone()));
+    drop(told);
+    let failure = lock.peer_failure().cloned();
+    // The children end before the exit code is shared: a process that
+    // exits leaves none behind.
+    drop(lock);
+    drop(both);
+    if let Some(f) = failure {
+        return Err(peer(f));
     }
     if !root {
         let code = control.broadcast(None)?;
@@ -214,6 +323,60 @@ fn search(
     let code = out.as_ref().map_or_else(|f| f.outcome.code(), |o| o.code());
     control.broadcast(Some(vec![code as u8]))?;
     out
+}
+
+/// Rank 0 says once per candidate environment that it ended, and why.
+struct Announce<'a> {
+    inner: &'a mut dyn Measurer,
+    root: bool,
+    /// Environments already told of.
+    told: Vec<Vec<(String, String)>>,
+}
+
+impl Announce<'_> {
+    fn hear(
+        &mut self,
+        candidate: &Setting,
+        got: Result<collbench_tune::Sample, MeasureError>,
+    ) -> Result<collbench_tune::Sample, MeasureError> {
+        if let Err(MeasureError::CandidateFailed(why)) = &got {
+            if !self.told.contains(&candidate.env) {
+                self.told.push(candidate.env.clone());
+                if self.root {
+                    say_ended(&candidate.env, why);
+                }
+            }
+        }
+        got
+    }
+}
+
+impl Measurer for Announce<'_> {
+    fn measure(
+        &mut self,
+        setting: &Setting,
+        case: &collbench_tune::Case,
+        iters: u32,
+    ) -> Result<collbench_tune::Sample, MeasureError> {
+        let got = self.inner.measure(setting, case, iters);
+        self.hear(setting, got)
+    }
+
+    fn measure_in_pair(
+        &mut self,
+        setting: &Setting,
+        partner: &Setting,
+        case: &collbench_tune::Case,
+        iters: u32,
+    ) -> Result<collbench_tune::Sample, MeasureError> {
+        let got = self.inner.measure_in_pair(setting, partner, case, iters);
+        let candidate = if setting.is_default() {
+            partner
+        } else {
+            setting
+        };
+        self.hear(candidate, got)
+    }
 }
 
 /// Test hook (`--test-repeat-ms`): the fake takes wall time per repeat,

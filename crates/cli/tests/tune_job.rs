@@ -2,35 +2,43 @@
 //! the scripted fake (`--test-fake`) over the real control plane: every
 //! process runs the search in lock step, only rank 0 prints, every process
 //! exits with rank 0's code, and a killed peer ends the job with the usual
-//! line naming it (exit 3) within a deadline.
+//! line naming it (exit 3) within a deadline. Environment candidates run
+//! in child jobs (a child on every rank, their own control plane), where
+//! the fake makes `NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2` 20%
+//! faster and `NCCL_BUFFSIZE=8388608` 10%; a child that dies or hangs on
+//! rank 1 only ends its candidate on both ranks, never the search.
 
 mod common;
 
 use common::{finish, free_port, torchrun_rank, Finished};
 use serde_json::Value;
-use std::process::Child;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// Rank `rank` of 2 processes, each its own emulated host over sockets.
 fn spawn(rank: usize, port: u16, args: &[&str]) -> Child {
-    torchrun_rank(rank, 2, port)
-        .args([
-            "tune",
-            "all_reduce",
-            "-b",
-            "1M",
-            "-e",
-            "4M",
-            "--budget",
-            "60s",
-        ])
-        .args(["--timeout-s", "5"])
-        .args(args)
-        .env("NCCL_HOSTID", format!("emu{rank}"))
-        .env("NCCL_IB_DISABLE", "1")
-        .env_remove("NCCL_NET")
-        .spawn()
-        .expect("start collbench")
+    command(rank, port, args).spawn().expect("start collbench")
+}
+
+/// The command of [`spawn`].
+fn command(rank: usize, port: u16, args: &[&str]) -> Command {
+    let mut cmd = torchrun_rank(rank, 2, port);
+    cmd.args([
+        "tune",
+        "all_reduce",
+        "-b",
+        "1M",
+        "-e",
+        "4M",
+        "--budget",
+        "60s",
+    ])
+    .args(["--timeout-s", "5"])
+    .args(args)
+    .env("NCCL_HOSTID", format!("emu{rank}"))
+    .env("NCCL_IB_DISABLE", "1")
+    .env_remove("NCCL_NET");
+    cmd
 }
 
 fn job(args: &[&str]) -> Vec<Finished> {
@@ -55,10 +63,111 @@ fn two_processes_tune_in_lock_step_and_only_rank_0_prints() {
     assert!(
         done[0]
             .stderr
-            .contains("environment candidates not measured"),
+            .contains("starting 14 child processes in each of the 2 processes"),
         "{}",
         done[0].stderr
     );
+    // The socket knobs ran in child jobs, and the true winner won.
+    for b in report["bands"].as_array().unwrap() {
+        let outcome = &b["outcome"];
+        assert_eq!(outcome["kind"], "gain", "{outcome}");
+        assert_eq!(
+            env_of(&outcome["setting"]),
+            "NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2"
+        );
+        let r = outcome["ratio"]["estimate"].as_f64().unwrap();
+        assert!((r - 0.8).abs() < 0.03, "{r}");
+    }
+}
+
+fn env_of(setting: &Value) -> String {
+    setting["env"]
+        .as_array()
+        .map(|vars| {
+            vars.iter()
+                .map(|kv| format!("{}={}", kv[0].as_str().unwrap(), kv[1].as_str().unwrap()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// A band's candidate by its environment.
+fn candidate<'a>(band: &'a Value, env: &str) -> &'a Value {
+    band["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| env_of(&c["setting"]) == env)
+        .unwrap_or_else(|| panic!("no candidate {env} in {band}"))
+}
+
+#[test]
+fn the_table_shows_the_environment_winner_and_shell_its_exports() {
+    let done = job(&["--test-fake", "ok", "--shell"]);
+    for (rank, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(0), "rank {rank}: {}", f.stderr);
+    }
+    let out = &done[0].stdout;
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("all_reduce"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for row in rows {
+        assert!(
+            row.contains("NCCL_NSOCKS_PERTHREAD=2, NCCL_SOCKET_NTHREADS=2"),
+            "{out}"
+        );
+    }
+    assert!(out.contains("export NCCL_NSOCKS_PERTHREAD=2\n"), "{out}");
+    assert!(out.contains("export NCCL_SOCKET_NTHREADS=2\n"), "{out}");
+    assert!(done[1].stdout.is_empty(), "{}", done[1].stdout);
+}
+
+/// `mode` makes the 2x2 socket child of rank 1 die or hang after two
+/// repeats: that candidate ends on both ranks with both ranks' reasons,
+/// the next best (NCCL_BUFFSIZE=8388608) wins, every process exits 0.
+fn a_faulty_child_on_rank_1_ends_its_candidate_only(mode: &str, rank_1_says: &str) {
+    let t = Instant::now();
+    let done = job(&["--test-fake", mode, "--format", "json"]);
+    for (rank, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(0), "rank {rank}: {}", f.stderr);
+    }
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    let report: Value = serde_json::from_str(&done[0].stdout).unwrap();
+    assert_eq!(report["end"]["kind"], "complete");
+    let socks = "NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2";
+    for b in report["bands"].as_array().unwrap() {
+        let status = &candidate(b, socks)["status"];
+        assert_eq!(status["kind"], "failed", "{status}");
+        let reason = status["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!(
+                "rank 1: child process with {socks}: {rank_1_says}"
+            )),
+            "{reason}"
+        );
+        assert!(reason.contains("rank 0: its child job:"), "{reason}");
+        assert_eq!(env_of(&b["outcome"]["setting"]), "NCCL_BUFFSIZE=8388608");
+    }
+    let ended: Vec<&str> = done[0]
+        .stderr
+        .lines()
+        .filter(|l| l.contains(&format!("candidate {socks} ended (the search goes on)")))
+        .collect();
+    assert_eq!(ended.len(), 1, "{}", done[0].stderr);
+    assert!(done[1].stderr.is_empty(), "{}", done[1].stderr);
+}
+
+#[test]
+fn a_child_that_dies_on_rank_1_ends_its_candidate_on_every_rank() {
+    a_faulty_child_on_rank_1_ends_its_candidate_only("die1", "exited (exit status: 3)");
+}
+
+#[test]
+fn a_child_that_hangs_on_rank_1_is_killed_and_ends_its_candidate() {
+    a_faulty_child_on_rank_1_ends_its_candidate_only("hang1", "no answer within 4 s");
 }
 
 #[test]
@@ -78,10 +187,12 @@ fn the_plan_of_two_hosts_lists_socket_knobs_on_rank_0_only() {
         plan.contains("NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2"),
         "{plan}"
     );
-    assert!(
-        plan.contains("not measured: environment candidates across processes"),
-        "{plan}"
-    );
+    let socks = plan
+        .lines()
+        .find(|l| l.contains("NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2"))
+        .unwrap();
+    assert!(socks.contains("in children"), "{plan}");
+    assert!(plan.contains(" 0 not measured"), "{plan}");
     assert!(done[1].stdout.is_empty(), "{}", done[1].stdout);
 }
 
@@ -112,4 +223,86 @@ fn a_killed_peer_ends_the_search_with_its_name() {
 #[test]
 fn a_killed_rank_0_ends_the_search_too() {
     killed_peer_ends_the_job(0);
+}
+
+/// Kills rank 1 while rank 0 screens an environment candidate (child
+/// jobs whose repeats take 20 ms): rank 0 names it and exits 3 within
+/// 15 s, and no child process of the job outlives its parent for long
+/// (a child ends at the end of its stdin).
+#[test]
+fn a_parent_killed_during_a_child_round_ends_the_job_and_leaves_no_children() {
+    let port = free_port();
+    let token = format!("tune-kill-{port}");
+    let log = std::env::temp_dir().join(format!("collbench-{token}.stderr"));
+    let args = [
+        "--test-fake",
+        "ok",
+        "--test-repeat-ms",
+        "20",
+        "--token",
+        &token,
+    ];
+    let mut rank0 = command(0, port, &args);
+    rank0.stderr(std::fs::File::create(&log).unwrap());
+    let mut rank0 = rank0.spawn().unwrap();
+    let mut rank1 = spawn(1, port, &args);
+    let until = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("NCCL_BUFFSIZE=8388608 (screen)")
+    {
+        assert!(
+            Instant::now() < until,
+            "{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rank1.kill().unwrap();
+    let _ = rank1.wait();
+    let code = exit_by(&mut rank0, Instant::now() + Duration::from_secs(15));
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.lines().last().unwrap().contains("rank 1"),
+        "{stderr}"
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while !children_with(&token).is_empty() {
+        assert!(
+            Instant::now() < until,
+            "left behind: {:?}",
+            children_with(&token)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = std::fs::remove_file(&log);
+}
+
+/// The exit code of `child` if it exits by `deadline` (else it is killed).
+fn exit_by(child: &mut Child, deadline: Instant) -> Option<i32> {
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Pids of `tune --serve-measure` children whose arguments carry `token`.
+fn children_with(token: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let text = String::from_utf8_lossy(&cmdline);
+        (text.contains(token) && text.contains("--serve-measure")).then_some(pid)
+    })
+    .collect()
 }

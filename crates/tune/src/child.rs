@@ -165,7 +165,15 @@ impl Child {
 
     /// Waits for the ready line.
     fn ready(&mut self) -> Result<(), MeasureError> {
-        match self.reply("start")? {
+        self.ready_by(Instant::now() + self.timeout)
+    }
+
+    /// Waits for the ready line until `deadline`.
+    fn ready_by(&mut self, deadline: Instant) -> Result<(), MeasureError> {
+        if let Some(why) = &self.dead {
+            return Err(MeasureError::Failed(why.clone()));
+        }
+        match self.reply_by("start", deadline)? {
             Reply::Ready { .. } => Ok(()),
             other => Err(self.fail(format!("said {other:?} instead of ready"))),
         }
@@ -197,8 +205,14 @@ impl Child {
 
     /// The next reply, within the timeout.
     fn reply(&mut self, what: &str) -> Result<Reply, MeasureError> {
+        self.reply_by(what, Instant::now() + self.timeout)
+    }
+
+    /// The next reply, until `deadline`.
+    fn reply_by(&mut self, what: &str, deadline: Instant) -> Result<Reply, MeasureError> {
         let started = Instant::now();
-        let line = match self.lines.recv_timeout(self.timeout) {
+        let left = deadline.saturating_duration_since(started);
+        let line = match self.lines.recv_timeout(left) {
             Ok(Line::Text(line)) => line,
             Ok(Line::End) | Err(RecvTimeoutError::Disconnected) => {
                 let status = self.wait_briefly();
@@ -245,6 +259,16 @@ impl Child {
         }
         self.dead = Some(msg.clone());
         MeasureError::Failed(msg)
+    }
+}
+
+impl Child {
+    /// Ends the child (killed) for `reason`: every later request is
+    /// answered at once with it.
+    fn end(&mut self, reason: &str) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        self.dead = Some(reason.to_string());
     }
 }
 
@@ -298,8 +322,20 @@ fn label(key: &Key) -> String {
 }
 
 /// Makes the command for a child with these extra environment variables
-/// (empty: the default environment).
-pub type Spawn = Box<dyn Fn(&[(String, String)]) -> Command>;
+/// (empty: the default environment); the number is how many children were
+/// started before it (`0, 1, ..`, in [`Children::start`]'s order, the same
+/// in every process of a job: under a launcher it picks the child job's
+/// port).
+pub type Spawn = Box<dyn Fn(&[(String, String)], usize) -> Command>;
+
+/// Whether the children of one candidate environment got ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    /// The candidate's environment.
+    pub env: Vec<(String, String)>,
+    /// Why its children (its own or its default partner's) did not.
+    pub failure: Option<String>,
+}
 
 /// Which side of an environment candidate's pairs a child measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -337,6 +373,10 @@ pub struct Children {
     children: HashMap<Key, Child>,
     /// Started but not yet heard ready.
     starting: Vec<Key>,
+    /// How many were started (the next one's number for `spawn`).
+    spawned: usize,
+    /// Candidate environments ended for good, with the reason.
+    ended: HashMap<Vec<(String, String)>, String>,
 }
 
 impl Children {
@@ -348,7 +388,15 @@ impl Children {
             timeout,
             children: HashMap::new(),
             starting: Vec::new(),
+            spawned: 0,
+            ended: HashMap::new(),
         }
+    }
+
+    /// The command for the next child, with `env`.
+    fn command(&mut self, env: &[(String, String)]) -> Command {
+        self.spawned += 1;
+        (self.spawn)(env, self.spawned - 1)
     }
 
     /// Starts, without waiting for them, the children `settings` need:
@@ -368,7 +416,8 @@ impl Children {
                     role,
                 };
                 if !self.children.contains_key(&key) {
-                    let child = Child::spawn((self.spawn)(env), &label(&key), self.timeout)?;
+                    let cmd = self.command(env);
+                    let child = Child::spawn(cmd, &label(&key), self.timeout)?;
                     self.children.insert(key.clone(), child);
                     self.starting.push(key);
                 }
@@ -388,6 +437,51 @@ impl Children {
         Ok(())
     }
 
+    /// Waits until `deadline` for every started child to say ready, and
+    /// says for each candidate environment (in the order started) why its
+    /// children did not, if they did not: under a launcher the processes
+    /// then agree on each ([`crate::lockstep::agree_outcomes`]), and one
+    /// failure ends only that candidate.
+    pub fn ready_each(&mut self, deadline: Instant) -> Vec<Readiness> {
+        let mut out: Vec<Readiness> = Vec::new();
+        for key in std::mem::take(&mut self.starting) {
+            let child = self.children.get_mut(&key).expect("inserted by start");
+            let why = child.ready_by(deadline).err().map(|e| match e {
+                MeasureError::Failed(m)
+                | MeasureError::Unsupported(m)
+                | MeasureError::CandidateFailed(m) => m,
+            });
+            match out.iter_mut().find(|r| r.env == key.env) {
+                Some(r) => {
+                    if r.failure.is_none() {
+                        r.failure = why;
+                    }
+                }
+                None => out.push(Readiness {
+                    env: key.env,
+                    failure: why,
+                }),
+            }
+        }
+        out
+    }
+
+    /// Ends the children of candidate environment `env` (its own and its
+    /// default partner's) for `reason`: every later request for either is
+    /// answered at once with it.
+    pub fn end(&mut self, env: &[(String, String)], reason: &str) {
+        for role in [Role::Candidate, Role::DefaultPartner] {
+            let key = Key {
+                env: env.to_vec(),
+                role,
+            };
+            if let Some(child) = self.children.get_mut(&key) {
+                child.end(reason);
+            }
+        }
+        self.ended.insert(env.to_vec(), reason.to_string());
+    }
+
     /// [`Children::start`] then [`Children::ready`]; returns the wall
     /// time it took (seconds), for the same reason as the in-process
     /// measurer's `prepare`: a child's setup must not be charged to its
@@ -402,6 +496,11 @@ impl Children {
         Ok(start.elapsed().as_secs_f64())
     }
 
+    /// How long each child may take per answer.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// How many children there are.
     pub fn len(&self) -> usize {
         self.children.len()
@@ -414,12 +513,16 @@ impl Children {
 
     /// The child for `key`, started now if [`Children::start`] did not.
     fn child(&mut self, key: Key) -> Result<&mut Child, MeasureError> {
+        if let Some(why) = self.ended.get(&key.env) {
+            return Err(MeasureError::Failed(why.clone()));
+        }
         if !self.children.contains_key(&key) {
             let env = match key.role {
-                Role::Candidate => &key.env[..],
-                Role::DefaultPartner => &[][..],
+                Role::Candidate => key.env.clone(),
+                Role::DefaultPartner => Vec::new(),
             };
-            let child = Child::start((self.spawn)(env), &label(&key), self.timeout)?;
+            let cmd = self.command(&env);
+            let child = Child::start(cmd, &label(&key), self.timeout)?;
             self.children.insert(key.clone(), child);
         }
         Ok(self.children.get_mut(&key).expect("inserted above"))
@@ -433,13 +536,32 @@ impl Children {
 pub struct EnvFallback<'a> {
     inner: &'a mut dyn Measurer,
     children: Children,
+    /// Under a launcher: a child's failure ends only its candidate
+    /// ([`MeasureError::CandidateFailed`]).
+    across: bool,
 }
 
 impl<'a> EnvFallback<'a> {
     /// Measures in process with `inner`, environment candidates in
     /// `children` (started already, or on first use).
     pub fn new(inner: &'a mut dyn Measurer, children: Children) -> EnvFallback<'a> {
-        EnvFallback { inner, children }
+        EnvFallback {
+            inner,
+            children,
+            across: false,
+        }
+    }
+
+    /// The same for one process of a job under a launcher, whose children
+    /// form child jobs with the other processes' children: a child that
+    /// dies, hangs or says something else fails its candidate alone
+    /// ([`MeasureError::CandidateFailed`]), which the processes then end
+    /// everywhere ([`Measurer::candidate_ended`]), never the search.
+    pub fn across(inner: &'a mut dyn Measurer, children: Children) -> EnvFallback<'a> {
+        EnvFallback {
+            across: true,
+            ..EnvFallback::new(inner, children)
+        }
     }
 
     fn in_child(
@@ -458,7 +580,16 @@ impl<'a> EnvFallback<'a> {
             case: *case,
             iters,
         };
-        let mut sample = self.children.child(key)?.measure(&req)?;
+        let across = self.across;
+        let candidate_only = |e: MeasureError| match e {
+            MeasureError::Failed(m) if across => MeasureError::CandidateFailed(m),
+            e => e,
+        };
+        let mut sample = self
+            .children
+            .child(key)
+            .and_then(|c| c.measure(&req))
+            .map_err(candidate_only)?;
         // The parent's wall time: the pipe round trip is part of the cost.
         sample.cost_us = sample.cost_us.max(start.elapsed().as_secs_f64() * 1e6);
         Ok(sample)
@@ -498,6 +629,12 @@ impl Measurer for EnvFallback<'_> {
             self.in_child(key, setting, case, iters)
         } else {
             self.measure(setting, case, iters)
+        }
+    }
+
+    fn candidate_ended(&mut self, candidate: &Setting, reason: &str) {
+        if !candidate.env.is_empty() {
+            self.children.end(&candidate.env, reason);
         }
     }
 }

@@ -8,6 +8,10 @@
 //! The agreed result: the slowest time and the dearest cost when every
 //! process measured (a collective takes as long as its slowest rank), else
 //! the first failure, else the first "unsupported", each naming its rank.
+//! A candidate whose measurement failed on some rank where only it is at
+//! fault (`MeasureError::CandidateFailed`: its child processes) is ended
+//! on every rank with the reasons of all ranks ([`joint_reason`]), and the
+//! measurer told so ([`Measurer::candidate_ended`]); the search goes on.
 //! A Ctrl-C in any process stops every search at the same repeat
 //! (the agreed stop flag of [`Lockstep::new`]). A failure of the processes to talk (a peer
 //! died or went silent) is kept ([`Lockstep::peer_failure`]) for the
@@ -93,22 +97,32 @@ fn combine(parts: &[Vec<u8>]) -> Result<Vec<u8>, PeerFailure> {
     Ok(serde_json::to_vec(&Word { result, stop }).expect("a Word serializes"))
 }
 
-/// The first failure, else the first "unsupported", each naming its
-/// rank; else the slowest time and dearest cost (rank 0's algorithm).
+/// The first failure, else the candidate's failures (all of them, see
+/// [`joint_reason`]), else the first "unsupported", each naming its rank;
+/// else the slowest time and dearest cost (rank 0's algorithm).
 fn agreed(words: &[Word]) -> Result<Sample, MeasureError> {
     let on = |rank: usize, m: &str| format!("rank {rank}: {m}");
-    let errors = words
+    let errors: Vec<(usize, &MeasureError)> = words
         .iter()
         .enumerate()
-        .filter_map(|(r, w)| w.result.as_ref().err().map(|e| (r, e)));
+        .filter_map(|(r, w)| w.result.as_ref().err().map(|e| (r, e)))
+        .collect();
     let mut unsupported = None;
-    for (rank, e) in errors {
+    let mut candidate = Vec::new();
+    for &(rank, e) in &errors {
         match e {
             MeasureError::Failed(m) => return Err(MeasureError::Failed(on(rank, m))),
+            MeasureError::CandidateFailed(m) => candidate.push((rank, m.as_str())),
             MeasureError::Unsupported(m) => {
                 unsupported.get_or_insert_with(|| MeasureError::Unsupported(on(rank, m)));
             }
         }
+    }
+    if !candidate.is_empty() {
+        return Err(MeasureError::CandidateFailed(joint_reason(
+            &candidate,
+            words.len(),
+        )));
     }
     if let Some(e) = unsupported {
         return Err(e);
@@ -125,9 +139,102 @@ fn agreed(words: &[Word]) -> Result<Sample, MeasureError> {
     Ok(out)
 }
 
+/// How many distinct reasons a joint reason spells out.
+const REASONS_SHOWN: usize = 3;
+
+/// One reason from the ranks' own `(rank, reason)` in a job of `world`
+/// ranks. The same text from every rank is already agreed (a candidate
+/// that ended earlier answers with its agreed reason everywhere) and
+/// stays as it is; otherwise each distinct text with the ranks that gave
+/// it: where a child died on one host, its peers' children see only the
+/// broken child job, and the dead one's own words say why.
+pub fn joint_reason(reasons: &[(usize, &str)], world: usize) -> String {
+    let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+    for &(rank, text) in reasons {
+        match groups.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, ranks)) => ranks.push(rank),
+            None => groups.push((text, vec![rank])),
+        }
+    }
+    if let [(text, ranks)] = &groups[..] {
+        if ranks.len() == world {
+            return text.to_string();
+        }
+    }
+    let mut parts: Vec<String> = groups
+        .iter()
+        .take(REASONS_SHOWN)
+        .map(|(text, ranks)| {
+            let list: Vec<String> = ranks.iter().map(usize::to_string).collect();
+            let who = if ranks.len() == 1 { "rank" } else { "ranks" };
+            format!("{who} {}: {text}", list.join(", "))
+        })
+        .collect();
+    if groups.len() > REASONS_SHOWN {
+        parts.push(format!("and {} more", groups.len() - REASONS_SHOWN));
+    }
+    parts.join("; ")
+}
+
+/// Agrees on the outcome of something every process did for each of the
+/// same candidates (e.g. starting their child processes): `own[k]` is
+/// this process's reason why candidate `k` failed, if it did. Every
+/// process gets, for each candidate, the [`joint_reason`] of the ranks
+/// where it failed (`None` where it failed nowhere).
+pub fn agree_outcomes(
+    control: &dyn Bootstrap,
+    own: &[Option<String>],
+) -> Result<Vec<Option<String>>, PeerFailure> {
+    let bytes = serde_json::to_vec(own).expect("reasons serialize");
+    let answer = match control.gather(bytes)? {
+        Some(parts) => {
+            let mut all = Vec::with_capacity(parts.len());
+            for (rank, p) in parts.iter().enumerate() {
+                let r: Vec<Option<String>> = serde_json::from_slice(p)
+                    .ok()
+                    .filter(|r: &Vec<Option<String>>| r.len() == own.len())
+                    .ok_or_else(|| different_calls(rank))?;
+                all.push(r);
+            }
+            Some(serde_json::to_vec(&combine_outcomes(&all)).expect("reasons serialize"))
+        }
+        None => None,
+    };
+    let answer = control.broadcast(answer)?;
+    serde_json::from_slice(&answer).map_err(|_| different_calls(0))
+}
+
+fn different_calls(rank: usize) -> PeerFailure {
+    PeerFailure::new(format!(
+        "tune: process {rank} sent no candidate outcomes: processes made different calls"
+    ))
+}
+
+/// Per candidate, the joint reason of the ranks (indexes of `parts`)
+/// where it failed.
+fn combine_outcomes(parts: &[Vec<Option<String>>]) -> Vec<Option<String>> {
+    let n = parts.first().map_or(0, Vec::len);
+    (0..n)
+        .map(|k| {
+            let failed: Vec<(usize, &str)> = parts
+                .iter()
+                .enumerate()
+                .filter_map(|(rank, p)| p[k].as_deref().map(|m| (rank, m)))
+                .collect();
+            (!failed.is_empty()).then(|| joint_reason(&failed, parts.len()))
+        })
+        .collect()
+}
+
 impl Lockstep<'_> {
-    /// This process's result of a repeat, agreed with every process's.
-    fn settle(&mut self, result: Result<Sample, MeasureError>) -> Result<Sample, MeasureError> {
+    /// This process's result of a repeat of `candidate` (or of the default
+    /// as its partner), agreed with every process's. A candidate that
+    /// failed anywhere is ended everywhere.
+    fn settle(
+        &mut self,
+        candidate: &Setting,
+        result: Result<Sample, MeasureError>,
+    ) -> Result<Sample, MeasureError> {
         let own = Word {
             result,
             stop: self.local_stop.load(Ordering::SeqCst),
@@ -136,6 +243,9 @@ impl Lockstep<'_> {
             Ok(w) => {
                 if w.stop {
                     self.agreed_stop.store(true, Ordering::SeqCst);
+                }
+                if let Err(MeasureError::CandidateFailed(why)) = &w.result {
+                    self.inner.candidate_ended(candidate, why);
                 }
                 w.result
             }
@@ -156,7 +266,7 @@ impl Measurer for Lockstep<'_> {
         iters: u32,
     ) -> Result<Sample, MeasureError> {
         let own = self.inner.measure(setting, case, iters);
-        self.settle(own)
+        self.settle(setting, own)
     }
 
     fn measure_in_pair(
@@ -167,7 +277,12 @@ impl Measurer for Lockstep<'_> {
         iters: u32,
     ) -> Result<Sample, MeasureError> {
         let own = self.inner.measure_in_pair(setting, partner, case, iters);
-        self.settle(own)
+        let candidate = if setting.is_default() {
+            partner
+        } else {
+            setting
+        };
+        self.settle(candidate, own)
     }
 }
 

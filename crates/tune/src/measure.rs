@@ -30,6 +30,13 @@ pub enum MeasureError {
     /// The measurement failed: the search stops and reports what it has.
     #[error("measurement failed: {0}")]
     Failed(String),
+    /// The candidate failed where only it is at fault (under a launcher,
+    /// the child processes of an environment candidate died, hung or
+    /// disagreed on some host): the search ends that candidate with the
+    /// reason and goes on. A candidate's own trouble must not cost the
+    /// other candidates their measurements.
+    #[error("candidate failed: {0}")]
+    CandidateFailed(String),
 }
 
 /// Takes timed repeats. Every call measures `iters` back-to-back
@@ -71,5 +78,14 @@ pub trait Measurer {
     ) -> Result<Sample, MeasureError> {
         let _ = partner;
         self.measure(setting, case, iters)
+    }
+
+    /// Every process agreed that `candidate` failed
+    /// ([`MeasureError::CandidateFailed`]) with `reason`: a measurer that
+    /// holds something for it (child processes) lets it go and answers
+    /// every later request for it at once with that same error, so every
+    /// process says the same from then on. Default: nothing held.
+    fn candidate_ended(&mut self, candidate: &Setting, reason: &str) {
+        let _ = (candidate, reason);
     }
 }

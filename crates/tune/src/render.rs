@@ -163,6 +163,24 @@ pub fn text(r: &TuneReport) -> String {
     let mut out = aligned(&rows);
     out.push_str(&footer(r));
     out.push('\n');
+    out.push_str(&failed_lines(r));
+    out
+}
+
+/// One line per candidate that failed (its child processes, under a
+/// launcher), with the first band's reason: the table shows only winners,
+/// and a candidate that never got measured must say why.
+fn failed_lines(r: &TuneReport) -> String {
+    let mut seen: Vec<&Setting> = Vec::new();
+    let mut out = String::new();
+    for c in r.bands.iter().flat_map(|b| &b.candidates) {
+        if let CandidateStatus::Failed { reason } = &c.status {
+            if !seen.contains(&&c.setting) {
+                seen.push(&c.setting);
+                out.push_str(&format!("failed: {}: {reason}\n", c.setting));
+            }
+        }
+    }
     out
 }
 
@@ -252,6 +270,9 @@ pub fn markdown(r: &TuneReport) -> String {
     out.push('\n');
     out.push_str(&footer(r));
     out.push('\n');
+    for line in failed_lines(r).lines() {
+        out.push_str(&format!("\n{line}\n"));
+    }
     out
 }
 

@@ -108,6 +108,9 @@ pub enum CandidateStatus {
     Pruned { ratio: Interval },
     /// The measurer cannot run it here.
     Unsupported { reason: String },
+    /// Its measurement failed where only it was at fault (its child
+    /// processes died, hung or disagreed on some host); the search went on.
+    Failed { reason: String },
     /// No budget (or time) was left to measure it.
     NotMeasured,
 }

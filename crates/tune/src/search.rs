@@ -21,6 +21,7 @@ use crate::space::{bands, candidates, Band, CandidateSpace};
 use crate::stats::{AdaptiveStop, Decision, GainRule, StopRule, Verdict};
 use collbench_core::Collective;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 /// Everything the search needs besides the measurer.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,6 +164,9 @@ enum Halt {
     Budget,
     /// The measurer cannot run a candidate here (the default always can).
     Unsupported(String),
+    /// A candidate failed where only it is at fault
+    /// ([`MeasureError::CandidateFailed`]): it ends, the search goes on.
+    CandidateFailed(String),
     Failed(String),
 }
 
@@ -213,7 +217,7 @@ impl Search<'_> {
             Ok(outcome) => (outcome, None),
             Err(Halt::Budget) => (self.no_gain_from_screening(&reports), None),
             Err(Halt::Stop) => (Outcome::Incomplete, Some(End::Interrupted)),
-            Err(Halt::Failed(e) | Halt::Unsupported(e)) => {
+            Err(Halt::Failed(e) | Halt::Unsupported(e) | Halt::CandidateFailed(e)) => {
                 (Outcome::Incomplete, Some(End::Failed(e)))
             }
         };
@@ -283,22 +287,22 @@ impl Search<'_> {
             reports[k].status = status;
         }
 
-        // Pick the best screened candidate (lowest estimated ratio below 1).
-        let best = reports
-            .iter()
-            .filter_map(|r| match &r.status {
-                CandidateStatus::Screened { ratio } if ratio.estimate < 1.0 => {
-                    Some((r, ratio.estimate))
+        // Confirm the best screened candidate; one that fails there (its
+        // child processes, under a launcher) gives way to the next best.
+        while let Some(k) = best_screened(reports) {
+            let best = reports[k].clone();
+            match self.confirm(st, best) {
+                Err(Halt::CandidateFailed(reason)) => {
+                    reports[k].status = CandidateStatus::Failed { reason };
                 }
-                _ => None,
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(r, _)| r.clone());
-        let Some(best) = best else {
-            return Ok(self.no_gain_from_screening(reports));
-        };
+                other => return other,
+            }
+        }
+        Ok(self.no_gain_from_screening(reports))
+    }
 
-        // Confirmation on fresh pairs: only these decide.
+    /// The winner's confirmation on fresh pairs: only these decide.
+    fn confirm(&mut self, st: &mut BandState, best: CandidateReport) -> Result<Outcome, Halt> {
         let rule = StopRule {
             max_cost_us: (st.limit_us - self.spent_us).max(0.0),
             ..self.cfg.confirm
@@ -356,6 +360,9 @@ impl Search<'_> {
                 Err(Halt::Budget) => break,
                 Err(Halt::Unsupported(reason)) => {
                     return Ok(CandidateStatus::Unsupported { reason })
+                }
+                Err(Halt::CandidateFailed(reason)) => {
+                    return Ok(CandidateStatus::Failed { reason })
                 }
                 Err(e) => return Err(e),
             };
@@ -433,10 +440,12 @@ impl Search<'_> {
         } else {
             st.iters
         };
+        let started = Instant::now();
         let measured = match partner {
             Some(p) => self.m.measure_in_pair(setting, p, &case, iters),
             None => self.m.measure(setting, &case, iters),
         };
+        let of_candidate = !setting.is_default() || partner.is_some_and(|p| !p.is_default());
         match measured {
             Ok(sample)
                 if !(sample.time_us > 0.0
@@ -459,6 +468,12 @@ impl Search<'_> {
                 Ok(sample)
             }
             Err(MeasureError::Unsupported(r)) if !setting.is_default() => Err(Halt::Unsupported(r)),
+            Err(MeasureError::CandidateFailed(r)) if of_candidate => {
+                // A failure gives no cost, but a hung child took its
+                // deadline: the budget must hold all the same.
+                self.spent_us += started.elapsed().as_secs_f64() * 1e6;
+                Err(Halt::CandidateFailed(r))
+            }
             Err(e) => Err(Halt::Failed(e.to_string())),
         }
     }
@@ -499,6 +514,21 @@ pub fn parse_budget(s: &str) -> Result<f64, BudgetError> {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale * 1e6),
         _ => Err(BudgetError(s.to_string())),
     }
+}
+
+/// The screened candidate with the lowest estimated ratio below 1.
+fn best_screened(reports: &[CandidateReport]) -> Option<usize> {
+    reports
+        .iter()
+        .enumerate()
+        .filter_map(|(k, r)| match &r.status {
+            CandidateStatus::Screened { ratio } if ratio.estimate < 1.0 => {
+                Some((k, ratio.estimate))
+            }
+            _ => None,
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k)
 }
 
 fn geo_mean(logs: &[f64]) -> Option<f64> {

@@ -131,10 +131,7 @@ fn a_child_that_never_gets_ready_or_talks_nonsense_is_refused() {
 /// NCCL_BUFFSIZE=8388608; each logs its number (in order of starting)
 /// and its NCCL_BUFFSIZE per request.
 fn script_children(log: std::path::PathBuf) -> Spawn {
-    let started = std::cell::Cell::new(0);
-    Box::new(move |env: &[(String, String)]| {
-        let n = started.get();
-        started.set(n + 1);
+    Box::new(move |env: &[(String, String)], n: usize| {
         let script = format!(
             r#"{READY}; while read l; do t=100; [ "$NCCL_BUFFSIZE" = 8388608 ] && t=90; echo "{n} ${{NCCL_BUFFSIZE:-default}}" >> {log}; echo "{{\"sample\":{{\"time_us\":$t,\"cost_us\":1000,\"algo_proto\":null}}}}"; done"#,
             log = log.display()
@@ -206,4 +203,90 @@ fn a_search_measures_env_candidates_in_children_each_paired_with_its_own_default
     // None of the in-process calls carried an environment.
     assert!(inner.calls.iter().all(|(s, _, _)| s.env.is_empty()));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Children as `sh` scripts answering 100 us, where the one with
+/// NCCL_BUFFSIZE=8388608 says its last words and exits after two requests.
+fn dying_children() -> Spawn {
+    Box::new(move |env: &[(String, String)], _| {
+        let script = format!(
+            r#"{READY}; n=0; while read l; do n=$((n+1)); if [ "$NCCL_BUFFSIZE" = 8388608 ] && [ $n -gt 2 ]; then echo "test fault" >&2; exit 3; fi; echo '{{"sample":{{"time_us":100,"cost_us":1000,"algo_proto":null}}}}'; done"#
+        );
+        let mut c = sh(&script);
+        c.env_remove("NCCL_BUFFSIZE")
+            .envs(env.iter().map(|(k, v)| (k, v)));
+        c
+    })
+}
+
+/// Under a launcher a child that dies fails its candidate alone, with
+/// its last words, and that candidate's later repeats fail at once with
+/// the same reason; the search goes on to the end.
+#[test]
+fn across_hosts_a_dead_child_ends_its_candidate_not_the_search() {
+    let truth: Truth = Box::new(|s, _| Some(if s.is_default() { 100.0 } else { 130.0 }));
+    let mut inner = FakeMeasurer::new(5, truth);
+    let children = Children::new(dying_children(), Duration::from_secs(10));
+    let mut cfg = TuneConfig::new(
+        vec![Collective::AllReduce],
+        vec![1 << 20, 4 << 20],
+        2,
+        1,
+        60e6,
+    );
+    cfg.space.channels = vec![8];
+    let mut m = EnvFallback::across(&mut inner, children);
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+    drop(m);
+    assert_eq!(r.end, collbench_tune::End::Complete);
+    assert_eq!(r.bands.len(), 2);
+    for b in &r.bands {
+        let c = b
+            .candidates
+            .iter()
+            .find(|c| c.setting.to_string() == "NCCL_BUFFSIZE=8388608")
+            .unwrap();
+        let collbench_tune::CandidateStatus::Failed { reason } = &c.status else {
+            panic!("{:?}", c.status);
+        };
+        assert!(
+            reason.contains("child process with NCCL_BUFFSIZE=8388608: exited")
+                && reason.contains("test fault"),
+            "{reason}"
+        );
+        let spelled = b
+            .candidates
+            .iter()
+            .find(|c| c.setting.to_string() == "NCCL_BUFFSIZE=4194304")
+            .unwrap();
+        assert!(
+            matches!(
+                spelled.status,
+                collbench_tune::CandidateStatus::Screened { .. }
+            ),
+            "{:?}",
+            spelled.status
+        );
+    }
+}
+
+/// Waiting for children to be ready gives each candidate its own answer
+/// by one deadline: one that never says ready does not fail the others.
+#[test]
+fn readiness_is_per_candidate_and_bounded_by_one_deadline() {
+    let spawn: Spawn = Box::new(|env: &[(String, String)], _| {
+        let silent = env.iter().any(|(_, v)| v == "8388608");
+        sh(if silent { "sleep 30" } else { READY })
+    });
+    let mut children = Children::new(spawn, Duration::from_secs(30));
+    let cfg = TuneConfig::new(vec![Collective::AllReduce], vec![1 << 20], 2, 1, 60e6);
+    children.start(&cfg.space.extra).unwrap();
+    let t = Instant::now();
+    let each = children.ready_each(t + Duration::from_secs(1));
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(each.len(), 2);
+    let why = each[0].failure.as_deref().unwrap();
+    assert_eq!(each[0].env[0].1, "8388608");
+    assert!(why.contains("no answer within"), "{why}");
+    assert_eq!(each[1].failure, None);
 }

@@ -294,3 +294,84 @@ fn nccls_default_buffer_size_spelled_out_is_no_gain() {
         assert!(m.calls.iter().any(|(s, _, _)| *s == explicit));
     }
 }
+
+/// The fake, but `failing` fails as a candidate (as children that died
+/// on one host do under a launcher) from its `after`-th repeat on, in the
+/// candidate's own repeats and in its default partner's.
+struct FailsFor {
+    inner: FakeMeasurer,
+    failing: Setting,
+    after: usize,
+    seen: usize,
+}
+
+impl collbench_tune::Measurer for FailsFor {
+    fn measure(
+        &mut self,
+        s: &Setting,
+        c: &collbench_tune::Case,
+        iters: u32,
+    ) -> Result<collbench_tune::Sample, collbench_tune::MeasureError> {
+        self.inner.measure(s, c, iters)
+    }
+
+    fn measure_in_pair(
+        &mut self,
+        s: &Setting,
+        partner: &Setting,
+        c: &collbench_tune::Case,
+        iters: u32,
+    ) -> Result<collbench_tune::Sample, collbench_tune::MeasureError> {
+        if *s == self.failing || *partner == self.failing {
+            self.seen += 1;
+            if self.seen > self.after {
+                return Err(collbench_tune::MeasureError::CandidateFailed(
+                    "rank 1: child process exited".into(),
+                ));
+            }
+        }
+        self.inner.measure(s, c, iters)
+    }
+}
+
+fn channels(n: u32) -> Setting {
+    Setting {
+        channels: Some(n),
+        ..Setting::default()
+    }
+}
+
+/// A failed candidate ends with its reason; the others are measured and
+/// the next best wins, whether it failed in screening or confirmation.
+#[test]
+fn a_failed_candidate_ends_alone_and_the_next_best_wins() {
+    // after 1: in its first pair (screening); after 40: in confirmation.
+    for after in [1, 40] {
+        let mut m = FailsFor {
+            inner: FakeMeasurer::new(3, h200_like()),
+            failing: channels(64),
+            after,
+            seen: 0,
+        };
+        let cfg = TuneConfig::new(vec![Collective::AllGather], vec![512 * MIB], 2, 1, 60.0 * S);
+        let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+        assert_eq!(r.end, End::Complete, "after {after}");
+        let b = &r.bands[0];
+        let failed = b
+            .candidates
+            .iter()
+            .find(|c| c.setting == channels(64))
+            .unwrap();
+        assert_eq!(
+            failed.status,
+            CandidateStatus::Failed {
+                reason: "rank 1: child process exited".into()
+            },
+            "after {after}"
+        );
+        let Outcome::Gain { setting, .. } = &b.outcome else {
+            panic!("after {after}: {:?}", b.outcome);
+        };
+        assert_eq!(*setting, channels(32), "after {after}");
+    }
+}

@@ -76,3 +76,104 @@ fn the_peers_slower_sample_is_the_one_the_search_sees() {
     assert!(m.peer_failure().is_none());
     assert!(!agreed.load(Ordering::SeqCst));
 }
+
+#[test]
+fn a_candidate_failure_on_one_rank_is_everyones_with_all_reasons() {
+    let died = "child process with X=1: exited (exit status: 3)";
+    let broke = "child process with X=1: the child job lost rank 1";
+    let words = [
+        word(Err(MeasureError::CandidateFailed(broke.into()))),
+        word(Err(MeasureError::CandidateFailed(died.into()))),
+        word(sample(1.0, 1.0)),
+        word(Err(MeasureError::Unsupported("no NVLS".into()))),
+    ];
+    assert_eq!(
+        agreed(&words),
+        Err(MeasureError::CandidateFailed(format!(
+            "rank 0: {broke}; rank 1: {died}"
+        )))
+    );
+}
+
+#[test]
+fn a_reason_every_rank_gives_is_already_agreed() {
+    let r = "rank 1: died";
+    assert_eq!(joint_reason(&[(0, r), (1, r)], 2), r);
+    assert_eq!(
+        joint_reason(&[(0, r), (2, r)], 3),
+        format!("ranks 0, 2: {r}")
+    );
+    let many: Vec<String> = (0..5).map(|k| format!("why {k}")).collect();
+    let reasons: Vec<(usize, &str)> = many
+        .iter()
+        .enumerate()
+        .map(|(k, m)| (k, m.as_str()))
+        .collect();
+    assert_eq!(
+        joint_reason(&reasons, 8),
+        "rank 0: why 0; rank 1: why 1; rank 2: why 2; and 2 more"
+    );
+}
+
+#[test]
+fn outcomes_fail_where_any_rank_failed() {
+    let parts = vec![
+        vec![None, Some("no ready line".to_string()), None],
+        vec![None, None, Some("exited".to_string())],
+    ];
+    assert_eq!(
+        combine_outcomes(&parts),
+        [
+            None,
+            Some("rank 0: no ready line".to_string()),
+            Some("rank 1: exited".to_string())
+        ]
+    );
+}
+
+/// Ends every candidate it is told of; fails the one named as a candidate.
+struct Ends {
+    ended: Vec<(Setting, String)>,
+}
+
+impl Measurer for Ends {
+    fn measure(&mut self, s: &Setting, _: &Case, _: u32) -> Result<Sample, MeasureError> {
+        if s.is_default() {
+            sample(1.0, 1.0)
+        } else {
+            Err(MeasureError::CandidateFailed("mine".into()))
+        }
+    }
+
+    fn candidate_ended(&mut self, candidate: &Setting, reason: &str) {
+        self.ended.push((candidate.clone(), reason.into()));
+    }
+}
+
+#[test]
+fn the_measurer_hears_of_the_candidate_ended_even_from_its_partners_repeat() {
+    let peer =
+        serde_json::to_vec(&word(Err(MeasureError::CandidateFailed("peer".into())))).unwrap();
+    let two = TwoProcesses {
+        peer: Some(peer),
+        failure: None,
+    };
+    let mut m = Ends { ended: Vec::new() };
+    let (stop, agreed) = (AtomicBool::new(false), AtomicBool::new(false));
+    let cand = Setting {
+        channels: Some(4),
+        ..Setting::default()
+    };
+    let case = Case {
+        op: Collective::AllReduce,
+        bytes: 1 << 20,
+    };
+    let mut lock = Lockstep::new(&mut m, &two, &stop, &agreed);
+    let got = lock.measure_in_pair(&Setting::default(), &cand, &case, 1);
+    assert_eq!(
+        got,
+        Err(MeasureError::CandidateFailed("rank 1: peer".into()))
+    );
+    drop(lock);
+    assert_eq!(m.ended, [(cand, "rank 1: peer".to_string())]);
+}
