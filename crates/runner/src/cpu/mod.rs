@@ -59,6 +59,10 @@ unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 
 impl CpuBackend {
+    /// The NCCL-only flags this backend ignores: all of them (no NCCL,
+    /// no GPU), each said once on stderr by the CLI.
+    pub const IGNORES: &'static [collbench_core::NcclOnly] = &collbench_core::NcclOnly::ALL;
+
     /// A backend with `ranks` rank threads on host `host`.
     pub fn new(ranks: usize, host: &str) -> CpuBackend {
         CpuBackend {
