@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{finish, free_port, torchrun_rank, Finished};
+use common::{finish, free_port, torchrun_rank, Finished, TUNE_SEARCH};
 use serde_json::Value;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -14,16 +14,7 @@ use std::time::{Duration, Instant};
 /// Rank `rank` of 2 processes, each its own emulated host over sockets.
 fn spawn(rank: usize, port: u16, args: &[&str]) -> Child {
     torchrun_rank(rank, 2, port)
-        .args([
-            "tune",
-            "all_reduce",
-            "-b",
-            "1M",
-            "-e",
-            "4M",
-            "--budget",
-            "60s",
-        ])
+        .args(TUNE_SEARCH)
         .args(["--timeout-s", "5"])
         .args(args)
         .env("NCCL_HOSTID", format!("emu{rank}"))
