@@ -349,6 +349,20 @@ fn list<T: Copy>(
 }
 
 impl RunArgs {
+    /// The flags that act on NCCL itself, typed once here: the NCCL
+    /// backend applies them, the others say which they ignore.
+    pub fn nccl_only(&self) -> collbench_core::NcclOnlyFlags {
+        collbench_core::NcclOnlyFlags {
+            cudagraph: self.cudagraph > 0,
+            registration: self.local_register,
+            cta_policy: self.cta_policy,
+            memory: self.memory != 0,
+            explain: self.explain,
+            device_implementation: self.device_implementation,
+            device_cta_count: self.device_cta_count,
+        }
+    }
+
     /// The collectives named on the command line (`all` when none).
     pub fn collectives(&self) -> Result<Vec<Collective>, String> {
         if self.ops.is_empty() {

@@ -22,19 +22,13 @@ pub enum Mode {
 /// NCCL tuning flags that live among the run flags.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tuning {
-    pub local_register: collbench_core::Registration,
+    /// The flags that act on NCCL itself, as given (`-R`, `-x`, `-D`, ...):
+    /// the NCCL backend applies them, the others say what they ignore.
+    pub nccl_only: collbench_core::NcclOnlyFlags,
     pub timeout: u64,
     pub stream_null: u32,
     /// Install NCCL's profiler plugin for the explanation pass.
     pub explain: bool,
-    /// `-x`: ncclConfig_t.CTAPolicy at communicator init.
-    pub cta_policy: Option<i32>,
-    /// `-M 1`: GPU memory usage report.
-    pub memory: bool,
-    /// `-D`: device-API implementation, when given.
-    pub device_implementation: Option<i32>,
-    /// `-V`: device-API CTA count, when given.
-    pub device_cta_count: Option<i32>,
 }
 
 /// A backend ready to measure, with what it runs on. Fields drop in
@@ -59,8 +53,11 @@ pub fn open(
     let (mpi, mut launch) = launch_args(b, launch)?;
     launch.watchdog_s = watchdog.deadline.map(|d| d.as_secs().max(1));
     refuse_lone_rank_variable(&launch)?;
-    if uses_cpu(b) && !cpu_per_process_for_tests() {
-        refuse_cpu_across_processes(&launch)?;
+    // Refused at once, before rank 0 listens or a rank waits for it.
+    if uses_cpu(b) {
+        if let Some(world) = world_before_rendezvous(&launch) {
+            refuse_cpu_across_processes(&world)?;
+        }
     }
     let world = World::discover(&launch)?;
     let control = Arc::new(Control::connect(&world, &launch)?);
@@ -106,20 +103,23 @@ fn uses_cpu(b: &BackendArgs) -> bool {
     }
 }
 
-/// The CPU backend runs every rank as a thread of one process, so a
-/// launcher's second process (mpirun, srun, COLLBENCH_RANK...) is refused
-/// at once, before rank 0 listens or a rank waits for it.
-fn refuse_cpu_across_processes(launch: &LaunchOptions) -> Result<(), Failure> {
-    // Discovery with a stand-in rendezvous tells the rank and world size
-    // without needing rank 0's address, which a rank > 0 lacks here.
+/// The world a launcher's variables describe, read before rank 0
+/// listens: a stand-in rendezvous tells the rank and world size without
+/// rank 0's address, which a rank > 0 lacks here. `None` where they do
+/// not make a world (discovery proper then says why).
+fn world_before_rendezvous(launch: &LaunchOptions) -> Option<World> {
     let env = |k: &str| match k {
         "COLLBENCH_RENDEZVOUS" => Some("127.0.0.1".to_string()),
         _ => std::env::var(k).ok(),
     };
-    let Ok(world) = World::discover_from(launch, &env, "") else {
-        return Ok(());
-    };
-    if world.world_size <= 1 {
+    World::discover_from(launch, &env, "").ok()
+}
+
+/// The CPU backend runs every rank as a thread of one process, so a
+/// launcher's second process (mpirun, srun, COLLBENCH_RANK...) is refused,
+/// in one line with what to run instead.
+fn refuse_cpu_across_processes(world: &World) -> Result<(), Failure> {
+    if world.world_size <= 1 || cpu_per_process_for_tests() {
         return Ok(());
     }
     Err(Failure::usage(format!(
@@ -127,6 +127,24 @@ fn refuse_cpu_across_processes(launch: &LaunchOptions) -> Result<(), Failure> {
          start one process with --ranks {} instead, or use --backend nccl (GPUs) or --backend mpi (a build with `cargo build --release --features collbench-cli/mpi`)",
         world.rank, world.world_size, world.world_size
     )))
+}
+
+/// What a backend without NCCL does with the NCCL-only flags given, said
+/// once: a line on stderr per flag in `ignored` (the backend's `IGNORES`),
+/// or the usage error of one it cannot run without (`-D` > 0).
+fn say_ignored(
+    tuning: &Tuning,
+    ignored: &[collbench_core::NcclOnly],
+    backend: &str,
+) -> Result<(), Failure> {
+    for line in tuning
+        .nccl_only
+        .ignored(ignored, backend)
+        .map_err(Failure::usage)?
+    {
+        crate::stdout::say(line);
+    }
+    Ok(())
 }
 
 /// Test hook (`COLLBENCH_TEST_CPU_PER_PROCESS=1`): every process of a
@@ -178,13 +196,8 @@ fn open_backend(
         return Err(Failure::usage("-g/--ngpus must be at least 1"));
     }
     let cpu = |note: Option<String>| -> Result<Box<dyn Backend>, Failure> {
-        if world.world_size > 1 && !cpu_per_process_for_tests() {
-            return Err(Failure::usage(format!(
-                "the CPU backend runs all ranks in one process, but this is rank {} of {} processes: use --backend nccl (GPUs) or run one process with --ranks N",
-                world.rank, world.world_size
-            )));
-        }
-        crate::nccl_only::elsewhere(&tuning, "cpu")?;
+        refuse_cpu_across_processes(world)?;
+        say_ignored(&tuning, CpuBackend::IGNORES, "cpu")?;
         let ranks = a.ranks.unwrap_or_else(|| default_cpu_ranks(a, mode));
         collbench_runner::cpu::ranks::check_ranks(ranks).map_err(Failure::usage)?;
         if let Some(n) = note {
@@ -217,14 +230,11 @@ fn open_backend(
                 Mode::Native => None,
             }),
             local_rank: world.local_rank,
-            register: tuning.local_register,
+            nccl_only: tuning.nccl_only,
             timeout_s: tuning.timeout,
             stream_null: tuning.stream_null > 0,
             host: world.hostname.clone(),
             explain: tuning.explain,
-            cta_policy: tuning.cta_policy,
-            device_implementation: tuning.device_implementation,
-            device_cta_count: tuning.device_cta_count,
         };
         // A flag this NCCL cannot honour is a usage error (exit 2), as
         // in nccl-tests; other failures are the backend's.
@@ -245,7 +255,7 @@ fn open_backend(
         },
         #[cfg(feature = "mpi")]
         BackendName::Mpi => {
-            crate::nccl_only::elsewhere(&tuning, "mpi")?;
+            say_ignored(&tuning, collbench_mpi::MpiBackend::IGNORES, "mpi")?;
             collbench_mpi::MpiBackend::new(control.as_ref(), &world.hostname)
                 .map(|b| Box::new(b) as Box<dyn Backend>)
                 .map_err(|e| Failure::new(Outcome::Backend, e.to_string()))

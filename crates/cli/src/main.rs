@@ -16,7 +16,6 @@ mod help_readme;
 mod interrupt;
 mod launch_args;
 mod meta;
-mod nccl_only;
 mod observer;
 mod outputs;
 mod preflight;

@@ -220,14 +220,10 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
             .any(|f| matches!(f.format, Format::Json | Format::Csv));
 
     let tuning = Tuning {
-        local_register: a.local_register,
+        nccl_only: a.nccl_only(),
         timeout: a.timeout,
         stream_null: a.stream_null,
         explain: plan.explain,
-        cta_policy: a.cta_policy,
-        memory: a.memory != 0,
-        device_implementation: a.device_implementation,
-        device_cta_count: a.device_cta_count,
     };
     // The tuner plugin goes in before the first communicator.
     let tuner = match &a.tuner_config {
@@ -244,27 +240,6 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         keeper.not_root();
     }
     let world_size = opened.backend.world_size();
-    if opened.backend.info().name == "cpu" {
-        let given: Vec<&str> = [
-            (a.cudagraph > 0, "-G/--cudagraph"),
-            (a.local_register.is_on(), "-R/--local_register"),
-        ]
-        .iter()
-        .filter_map(|(on, flag)| on.then_some(*flag))
-        .collect();
-        if !given.is_empty() {
-            let verb = if given.len() == 1 { "is" } else { "are" };
-            crate::stdout::say(format!(
-                "collbench: {} {verb} ignored on the CPU backend (CUDA graphs and NCCL buffer registration are GPU features)",
-                given.join(" and ")
-            ));
-        }
-        // The columns come from NCCL's profiler: the CPU backend has none
-        // to ask, and an explain that adds nothing should say so.
-        if a.explain {
-            crate::stdout::say("collbench: --explain adds nothing on the CPU backend (it shows the algorithm, protocol and channels NCCL reports; use --backend nccl on GPUs)");
-        }
-    }
 
     let total: u64 = plan
         .collectives

@@ -5,7 +5,10 @@
 //! other crate's `src/`, up to the file's first `#[cfg(test)]` (tests may
 //! print), comments left out.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::rust_files;
+use std::path::Path;
 
 /// What writes to the process's own streams.
 const PRINTS: [&str; 8] = [
@@ -18,17 +21,6 @@ const PRINTS: [&str; 8] = [
     "stdout()",
     "stderr()",
 ];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// `file:line: text` for each print in the non-test code of `text`.
 fn prints(file: &str, text: &str) -> Vec<String> {

@@ -6,23 +6,14 @@
 
 mod common;
 
-use common::collbench;
+use common::{collbench, TUNE_SEARCH};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
 fn tune(mode: &str, extra: &[&str]) -> (std::process::Output, Duration) {
     let t = Instant::now();
     let out = collbench()
-        .args([
-            "tune",
-            "all_reduce",
-            "-b",
-            "1M",
-            "-e",
-            "4M",
-            "--budget",
-            "60s",
-        ])
+        .args(TUNE_SEARCH)
         .args(["--test-fake", mode])
         .args(extra)
         .timeout(Duration::from_secs(120))

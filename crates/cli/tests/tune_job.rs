@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{finish, free_port, torchrun_rank, Finished};
+use common::{finish, free_port, torchrun_rank, Finished, TUNE_SEARCH};
 use serde_json::Value;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -23,21 +23,12 @@ fn spawn(rank: usize, port: u16, args: &[&str]) -> Child {
 /// The command of [`spawn`].
 fn command(rank: usize, port: u16, args: &[&str]) -> Command {
     let mut cmd = torchrun_rank(rank, 2, port);
-    cmd.args([
-        "tune",
-        "all_reduce",
-        "-b",
-        "1M",
-        "-e",
-        "4M",
-        "--budget",
-        "60s",
-    ])
-    .args(["--timeout-s", "5"])
-    .args(args)
-    .env("NCCL_HOSTID", format!("emu{rank}"))
-    .env("NCCL_IB_DISABLE", "1")
-    .env_remove("NCCL_NET");
+    cmd.args(TUNE_SEARCH)
+        .args(["--timeout-s", "5"])
+        .args(args)
+        .env("NCCL_HOSTID", format!("emu{rank}"))
+        .env("NCCL_IB_DISABLE", "1")
+        .env_remove("NCCL_NET");
     cmd
 }
 

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{collbench, usage_error};
+use common::{collbench, usage_error, TUNE_SEARCH};
 use std::time::Duration;
 
 /// `collbench tune --list-candidates` on the CPU backend with `args`.
@@ -103,16 +103,7 @@ fn tune_without_sizes_says_what_to_add() {
 /// `collbench tune --test-fake MODE --shell`: the table, then the lines.
 fn shell(mode: &str) -> String {
     let out = collbench()
-        .args([
-            "tune",
-            "all_reduce",
-            "-b",
-            "1M",
-            "-e",
-            "4M",
-            "--budget",
-            "60s",
-        ])
+        .args(TUNE_SEARCH)
         .args(["--test-fake", mode, "--shell"])
         .timeout(Duration::from_secs(120))
         .output()

@@ -36,6 +36,16 @@ pub struct MpiBackend {
 
 /// Send, receive and scratch buffers (8-byte aligned), grown on demand.
 impl MpiBackend {
+    /// The NCCL-only flags the CLI says this backend ignores. -G, -R and
+    /// --explain are passed over without a line, as the MPI backend always
+    /// has (they change nothing here either).
+    pub const IGNORES: &'static [collbench_core::NcclOnly] = &[
+        collbench_core::NcclOnly::DeviceImplementation,
+        collbench_core::NcclOnly::DeviceCtaCount,
+        collbench_core::NcclOnly::CtaPolicy,
+        collbench_core::NcclOnly::Memory,
+    ];
+
     /// The backend for this process on `host` (the name shown for it). MPI
     /// must be running (see [`crate::bootstrap`]) and agree with the job's
     /// control plane, `job`, on rank and size.

@@ -43,8 +43,9 @@ pub struct NcclOptions {
     pub gpus_per_process: Option<usize>,
     /// Local rank of this process on its host.
     pub local_rank: usize,
-    /// Buffer registration (`-R`).
-    pub register: collbench_core::Registration,
+    /// nccl-tests' flags that act on NCCL itself (`-R`, `-x`, `-D`, `-V`
+    /// and the others), as given: the backend applies them.
+    pub nccl_only: collbench_core::NcclOnlyFlags,
     /// Seconds before a stuck operation aborts the communicator (`-T`); 0 = never.
     pub timeout_s: u64,
     /// Use the default (null) stream (`-y`).
@@ -54,13 +55,6 @@ pub struct NcclOptions {
     /// Install the profiler plugin so that `Backend::explain` can say what
     /// NCCL ran (before the first communicator; off: NCCL never sees it).
     pub explain: bool,
-    /// `-x`: ncclConfig_t.CTAPolicy at communicator init; `None`: the
-    /// communicators are made without a config, as before.
-    pub cta_policy: Option<i32>,
-    /// `-D`, when given: device-API implementation (0 = NCCL's own).
-    pub device_implementation: Option<i32>,
-    /// `-V`, when given: CTAs of the device-API implementation.
-    pub device_cta_count: Option<i32>,
 }
 
 /// Number of CUDA GPUs visible, or why none can be used.

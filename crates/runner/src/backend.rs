@@ -122,7 +122,11 @@ pub enum BackendError {
     Timeout(String),
 }
 
-/// A communication backend driving this process's ranks.
+/// A communication backend driving this process's ranks. A backend that
+/// does not apply some of nccl-tests' NCCL-only flags
+/// ([`collbench_core::NcclOnly`]) lists them as its `IGNORES` (see
+/// [`crate::cpu::CpuBackend::IGNORES`]), for the CLI to say so before it
+/// opens it.
 pub trait Backend {
     /// Header facts: name, library, devices of the local ranks.
     fn info(&self) -> BackendInfo;

@@ -39,7 +39,7 @@ impl From<&ReportArgs> for ReportOptions {
         ReportOptions {
             inputs: a.inputs.clone(),
             output: a.output.clone(),
-            format: a.format.map(Format::from),
+            format: a.format.map(|f| f.0),
             matrix: a.matrix.clone(),
             strict: a.strict,
         }
@@ -77,7 +77,7 @@ impl From<&CompareArgs> for CompareOptions {
             new: a.new.clone(),
             threshold: a.threshold,
             format: a.format.into(),
-            input_format: a.input_format.map(Format::from),
+            input_format: a.input_format.map(|f| f.0),
         }
     }
 }
@@ -92,24 +92,28 @@ value_enum! {
     }
 }
 
-value_enum! {
-    /// The log formats collbench reads.
-    pub enum InputFormat => Format {
-        /// nccl-tests text output (any version, also the flattened one-line form).
-        NcclTests,
-        /// nccl-tests `-J` JSON (version 3, and the older 1 and 2).
-        NcclJson,
-        /// rccl-tests text output.
-        Rccl,
-        /// AWS Neuron nccom-test tables.
-        Nccom,
-        /// OSU Micro-Benchmarks (collective latency, osu_bw, osu_latency, ...).
-        Osu,
-        /// NVSHMEM perftest tables.
-        Nvshmem,
-        /// collbench's own JSON (one Record, or an array of them).
-        CollbenchJson,
-        /// NCCL Inspector profiler plugin JSON (one object per collective).
-        Inspector,
+/// The log formats collbench reads, as clap values: the library names and
+/// describes them ([`Format::ALL`], `name`, `about`), so a new format is
+/// the library's alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputFormat(pub Format);
+
+const INPUT_FORMATS: [InputFormat; Format::ALL.len()] = {
+    let mut all = [InputFormat(Format::NcclTests); Format::ALL.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = InputFormat(Format::ALL[i]);
+        i += 1;
+    }
+    all
+};
+
+impl clap::ValueEnum for InputFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &INPUT_FORMATS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.about()))
     }
 }

@@ -14,6 +14,19 @@ pub fn collbench() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("collbench").unwrap()
 }
 
+/// The tune tests' search: all_reduce from 1M to 4M in a 60 s budget
+/// (on the scripted fake, `--test-fake`, it takes well under a second).
+pub const TUNE_SEARCH: [&str; 8] = [
+    "tune",
+    "all_reduce",
+    "-b",
+    "1M",
+    "-e",
+    "4M",
+    "--budget",
+    "60s",
+];
+
 /// `collbench run <op> --backend cpu --ranks <ranks>`, more arguments to
 /// follow.
 pub fn cpu_run(op: &str, ranks: &str) -> assert_cmd::Command {
@@ -251,4 +264,17 @@ pub fn torchrun_rank(rank: usize, n: usize, port: u16) -> Command {
         cmd.env_remove(var);
     }
     cmd
+}
+
+/// Every `.rs` file below `dir`, for the tests that read the sources
+/// (no library prints, no long runner function).
+pub fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
 }

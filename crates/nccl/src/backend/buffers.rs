@@ -97,7 +97,7 @@ impl NcclBackend {
             let recv = self.alloc_buffer(i, bytes)?;
             (self.gpus[i].send, self.gpus[i].recv) = (Some(send), Some(recv));
         }
-        match self.opts.register {
+        match self.opts.nccl_only.registration {
             Registration::Local => self.register_buffers()?,
             Registration::Symmetric => self.register_windows()?,
             Registration::None => {}
@@ -115,7 +115,7 @@ impl NcclBackend {
             let (free, total) = gpu.dev.mem_info();
             BackendError::OutOfMemory(oom_message(e, bytes, gpu.dev.ordinal, free, total))
         };
-        if self.opts.register != Registration::Symmetric {
+        if self.opts.nccl_only.registration != Registration::Symmetric {
             return DeviceBuffer::alloc(bytes).map_err(|e| oom(&e));
         }
         if !self.nccl.has_mem_alloc() {

@@ -31,7 +31,10 @@ fn not_all_lsa(d: i32, n_ranks: i32, lsa_size: i32) -> String {
 impl NcclBackend {
     /// The device-API implementation of this run (`-D N`, N != 0).
     pub(crate) fn device_implementation(&self) -> Option<i32> {
-        self.opts.device_implementation.filter(|&d| d != 0)
+        self.opts
+            .nccl_only
+            .device_implementation
+            .filter(|&d| d != 0)
     }
 
     /// After the communicators: under `-D N`, one device communicator per
@@ -48,7 +51,7 @@ impl NcclBackend {
                 self.found.path.display()
             )));
         }
-        let ctas = device_api::cta_count(self.opts.device_cta_count);
+        let ctas = device_api::cta_count(self.opts.nccl_only.device_cta_count);
         let reqs = DevCommRequirements::lsa_barriers(ctas as i32);
         let comms: Vec<_> = self.gpus.iter().map(|g| &g.comm).collect();
         let dev_comms = self.nccl.dev_comm_create_all(&comms, &reqs)?;
@@ -104,7 +107,7 @@ impl NcclBackend {
         d: i32,
         max_bytes: u64,
     ) -> Result<(), BackendError> {
-        let ctas = device_api::cta_count(self.opts.device_cta_count);
+        let ctas = device_api::cta_count(self.opts.nccl_only.device_cta_count);
         for gpu in &self.gpus {
             let (Some(kernels), Some(dev_comm)) = (&gpu.dev_kernels, &gpu.dev_comm) else {
                 return Err(BackendError::Library(format!(

@@ -36,22 +36,18 @@ pub(crate) fn cta_policy(version: i32, asked: Option<i32>) -> (Option<i32>, Opti
 /// implementations collbench carries run (`-D 1` and `-D 2`, NVLink).
 /// Returns the warnings, or the one line that stops the run.
 pub(crate) fn device_api(version: i32, opts: &NcclOptions) -> Result<Vec<String>, String> {
-    if opts.device_implementation.is_some() && version < V2_28 {
+    if opts.nccl_only.device_implementation.is_some() && version < V2_28 {
         return Err("Option -D (device implementation) requires NCCL >= 2.28.0".into());
     }
     let mut warnings = Vec::new();
-    if let Some(v) = opts.device_cta_count {
+    if let Some(v) = opts.nccl_only.device_cta_count {
         if version < V2_28 {
             return Err("Option -V (device CTA count) requires NCCL >= 2.28.0".into());
         }
-        if v <= 0 || v > 128 {
-            warnings.push(format!(
-                "device_cta_count (-V) must be positive and less than 128, got {v}. Using default value 16."
-            ));
-        }
+        warnings.extend(collbench_core::nccl_only::cta_count_warning(v));
     }
-    let d = opts.device_implementation.unwrap_or(0);
-    if d > 0 && opts.register != collbench_core::Registration::Symmetric {
+    let d = opts.nccl_only.device_implementation.unwrap_or(0);
+    if d > 0 && opts.nccl_only.registration != collbench_core::Registration::Symmetric {
         return Err(
             "device implementation (-D > 0) requires enabling symmetric memory registration (-R 2)"
                 .into(),
@@ -108,9 +104,12 @@ mod tests {
 
     fn opts(d: Option<i32>, v: Option<i32>, register: u32) -> NcclOptions {
         NcclOptions {
-            device_implementation: d,
-            device_cta_count: v,
-            register: collbench_core::Registration::from_flag(register).unwrap(),
+            nccl_only: collbench_core::NcclOnlyFlags {
+                device_implementation: d,
+                device_cta_count: v,
+                registration: collbench_core::Registration::from_flag(register).unwrap(),
+                ..Default::default()
+            },
             ..NcclOptions::default()
         }
     }

@@ -85,7 +85,7 @@ impl NcclBackend {
         }
         let mut opts = self.opts.clone();
         opts.explain = false;
-        opts.device_implementation = None;
+        opts.nccl_only.device_implementation = None;
         Ok(Some(NcclBackend {
             nccl,
             found,

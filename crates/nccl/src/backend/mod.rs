@@ -200,7 +200,7 @@ impl Backend for NcclBackend {
 
     fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
         self.device_supports(case)?;
-        if self.opts.register == collbench_core::Registration::Symmetric
+        if self.opts.nccl_only.registration == collbench_core::Registration::Symmetric
             && !runs_with_windows(case.collective)
         {
             return Err(BackendError::Unsupported(

@@ -105,7 +105,8 @@ impl NcclBackend {
                 collbench_core::diag::line(line);
             }
         };
-        let (cta_policy, note) = super::flags::cta_policy(found.version_code, opts.cta_policy);
+        let (cta_policy, note) =
+            super::flags::cta_policy(found.version_code, opts.nccl_only.cta_policy);
         note.iter().for_each(|l| say(l));
         super::flags::device_api(found.version_code, opts)
             .map_err(BackendError::Unsupported)?

@@ -140,7 +140,7 @@ impl<'a> NcclMeasurer<'a> {
         plugin: TunerPlugin,
     ) -> Result<NcclMeasurer<'a>, BackendError> {
         let mut opts = opts.clone();
-        opts.register = Registration::None;
+        opts.nccl_only.registration = Registration::None;
         opts.explain = false;
         // No rules: otherwise the plugin would read COLLBENCH_TUNER_CONFIG
         // or NCCL_TUNER_CONFIG_FILE at the first communicator, and "the
@@ -193,7 +193,7 @@ impl<'a> NcclMeasurer<'a> {
         }
         if !self.others.contains_key(&key) {
             let mut opts = self.opts.clone();
-            opts.register = key.register;
+            opts.nccl_only.registration = key.register;
             match NcclBackend::with_config(&opts, self.control, &key.config) {
                 Ok(b) => {
                     self.others.insert(key, b);

@@ -47,28 +47,56 @@ impl Notes {
     }
 }
 
-/// The log formats collbench reads.
+/// The log formats collbench reads; [`Format::about`] describes each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// nccl-tests text output (any version, also the flattened one-line form).
+    /// nccl-tests text.
     NcclTests,
-    /// nccl-tests `-J` JSON (version 3, and the older 1 and 2).
+    /// nccl-tests `-J` JSON.
     NcclJson,
-    /// rccl-tests text output.
+    /// rccl-tests text.
     Rccl,
-    /// AWS Neuron nccom-test tables.
+    /// AWS Neuron nccom-test.
     Nccom,
-    /// OSU Micro-Benchmarks (collective latency, osu_bw, osu_latency, ...).
+    /// OSU Micro-Benchmarks.
     Osu,
-    /// NVSHMEM perftest tables.
+    /// NVSHMEM perftest.
     Nvshmem,
-    /// collbench's own JSON (one Record, or an array of them).
+    /// collbench's own JSON.
     CollbenchJson,
-    /// NCCL Inspector profiler plugin JSON (one object per collective).
+    /// NCCL Inspector JSON.
     Inspector,
 }
 
 impl Format {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [Format; 8] = [
+        Format::NcclTests,
+        Format::NcclJson,
+        Format::Rccl,
+        Format::Nccom,
+        Format::Osu,
+        Format::Nvshmem,
+        Format::CollbenchJson,
+        Format::Inspector,
+    ];
+
+    /// What the format is, for `--help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            Format::NcclTests => {
+                "nccl-tests text output (any version, also the flattened one-line form)"
+            }
+            Format::NcclJson => "nccl-tests `-J` JSON (version 3, and the older 1 and 2)",
+            Format::Rccl => "rccl-tests text output",
+            Format::Nccom => "AWS Neuron nccom-test tables",
+            Format::Osu => "OSU Micro-Benchmarks (collective latency, osu_bw, osu_latency, ...)",
+            Format::Nvshmem => "NVSHMEM perftest tables",
+            Format::CollbenchJson => "collbench's own JSON (one Record, or an array of them)",
+            Format::Inspector => "NCCL Inspector profiler plugin JSON (one object per collective)",
+        }
+    }
+
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {

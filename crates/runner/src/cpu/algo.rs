@@ -126,58 +126,38 @@ pub unsafe fn run_op<T: Element>(
     let c = &case.counts;
     let base = c.param_count as usize;
     let root = case.root;
-    let send = |k: usize| p.send[k].add(shift) as *const T;
-    let recv = |k: usize| p.recv[k].add(shift);
-    // Reduces this rank's chunk of every rank's input into rank `to`'s
-    // receive buffer.
-    let reduce_my_chunk = |to: usize| {
-        let mine = chunk(c.param_count as usize, n, r);
-        let inputs: Vec<*const T> = (0..n).map(|k| send(k).add(mine.start)).collect();
-        reduce_into(
-            recv(to).add(mine.start),
-            &inputs,
-            to,
-            mine.len(),
-            case.redop,
-            scalars,
-        );
-    };
-    // What every rank's `len` input elements are read from. In place, the
-    // peers would read our buffer while we overwrite it: stage it first.
-    let sources = |len: usize| -> Result<Vec<*const T>, Stopped> {
-        if case.in_place {
-            copy(p.scratch[r], send(r), len);
-            barrier.wait(r)?;
-            Ok(p.scratch.iter().map(|&s| s as *const T).collect())
-        } else {
-            Ok((0..n).map(send).collect())
-        }
+    let op = RankOp {
+        case,
+        r,
+        p,
+        shift,
+        barrier,
+        scalars,
     };
     match case.collective {
         Collective::AllReduce => {
-            let count = c.param_count as usize;
-            reduce_my_chunk(r);
+            op.reduce_my_chunk(r);
             barrier.wait(r)?;
             for k in (0..n).filter(|&k| k != r) {
-                let ck = chunk(count, n, k);
-                copy(recv(r).add(ck.start), recv(k).add(ck.start), ck.len());
+                let ck = chunk(base, n, k);
+                copy(op.recv(r).add(ck.start), op.recv(k).add(ck.start), ck.len());
             }
         }
         Collective::ReduceScatter => {
-            let inputs: Vec<*const T> = (0..n).map(|k| send(k).add(r * base)).collect();
-            reduce_into(recv(r), &inputs, r, base, case.redop, scalars);
+            let inputs: Vec<*const T> = (0..n).map(|k| op.send(k).add(r * base)).collect();
+            reduce_into(op.recv(r), &inputs, r, base, case.redop, scalars);
         }
         Collective::AllGather => {
             for step in 0..n {
                 let k = (r + step) % n;
-                copy(recv(r).add(k * base), send(k), base);
+                copy(op.recv(r).add(k * base), op.send(k), base);
             }
         }
         Collective::AllToAll => {
-            let src = sources(base * n)?;
+            let src = op.sources(base * n)?;
             for step in 0..n {
                 let k = (r + step) % n;
-                copy(recv(r).add(k * base), src[k].add(r * base), base);
+                copy(op.recv(r).add(k * base), src[k].add(r * base), base);
             }
         }
         Collective::AllToAllV => {
@@ -186,50 +166,122 @@ pub unsafe fn run_op<T: Element>(
                 barrier.wait(r)?;
                 return Ok(());
             };
-            let src = sources(peers.send_total(r) as usize)?;
-            for step in 0..n {
-                let k = (r + step) % n;
-                copy(
-                    recv(r).add(peers.recv_displ(r, k) as usize),
-                    src[k].add(peers.send_displ(k, r) as usize),
-                    peers.count(k, r) as usize,
-                );
-            }
+            op.all_to_all_v(peers)?;
         }
-        Collective::Broadcast => {
-            copy(recv(r), send(root), c.param_count as usize);
-        }
-        Collective::Reduce => reduce_my_chunk(root),
-        Collective::SendRecv => {
-            let count = c.param_count as usize;
-            let prev = (r + n - 1) % n;
-            if case.in_place && n > 1 {
-                copy(p.scratch[r], send(r), count);
-                barrier.wait(r)?;
-                copy(recv(r), p.scratch[prev], count);
-            } else {
-                copy(recv(r), send(prev), count);
-            }
-        }
-        Collective::Gather => {
-            copy(recv(root).add(r * base), send(r), base);
-        }
-        Collective::Scatter => {
-            copy(recv(r), send(root).add(r * base), base);
-        }
-        Collective::HyperCube => {
-            copy(recv(r).add(r * base), send(r), base);
-            let mut block = 1;
-            while block < n {
-                barrier.wait(r)?;
-                let partner = r ^ block;
-                let start = (partner & !(block - 1)) * base;
-                copy(recv(r).add(start), recv(partner).add(start), block * base);
-                block <<= 1;
-            }
-        }
+        Collective::Broadcast => copy(op.recv(r), op.send(root), base),
+        Collective::Reduce => op.reduce_my_chunk(root),
+        Collective::SendRecv => op.send_recv()?,
+        Collective::Gather => copy(op.recv(root).add(r * base), op.send(r), base),
+        Collective::Scatter => copy(op.recv(r), op.send(root).add(r * base), base),
+        Collective::HyperCube => op.hyper_cube()?,
     }
     barrier.wait(r)
+}
+
+/// Rank `r`'s view of one operation: every rank's send and receive
+/// buffers moved on by the rotation `shift`, and what the steps of
+/// [`run_op`] share. Its methods carry run_op's safety contract.
+struct RankOp<'a, T> {
+    case: &'a CaseSpec,
+    r: usize,
+    p: &'a Ptrs<T>,
+    shift: usize,
+    barrier: &'a SpinBarrier,
+    scalars: &'a [T],
+}
+
+impl<T: Element> RankOp<'_, T> {
+    /// Rank `k`'s send buffer at this rotation.
+    #[inline(always)]
+    unsafe fn send(&self, k: usize) -> *const T {
+        self.p.send[k].add(self.shift) as *const T
+    }
+
+    /// Rank `k`'s receive buffer at this rotation.
+    #[inline(always)]
+    unsafe fn recv(&self, k: usize) -> *mut T {
+        self.p.recv[k].add(self.shift)
+    }
+
+    /// Reduces this rank's chunk of every rank's input into rank `to`'s
+    /// receive buffer.
+    unsafe fn reduce_my_chunk(&self, to: usize) {
+        let (n, r) = (self.case.world_size, self.r);
+        let mine = chunk(self.case.counts.param_count as usize, n, r);
+        let inputs: Vec<*const T> = (0..n).map(|k| self.send(k).add(mine.start)).collect();
+        reduce_into(
+            self.recv(to).add(mine.start),
+            &inputs,
+            to,
+            mine.len(),
+            self.case.redop,
+            self.scalars,
+        );
+    }
+
+    /// What every rank's `len` input elements are read from. In place, the
+    /// peers would read our buffer while we overwrite it: stage it first.
+    unsafe fn sources(&self, len: usize) -> Result<Vec<*const T>, Stopped> {
+        let r = self.r;
+        if self.case.in_place {
+            copy(self.p.scratch[r], self.send(r), len);
+            self.barrier.wait(r)?;
+            Ok(self.p.scratch.iter().map(|&s| s as *const T).collect())
+        } else {
+            Ok((0..self.case.world_size).map(|k| self.send(k)).collect())
+        }
+    }
+
+    /// alltoallv with `peers`' counts and displacements.
+    unsafe fn all_to_all_v(&self, peers: &PeerCounts) -> Result<(), Stopped> {
+        let (n, r) = (self.case.world_size, self.r);
+        let src = self.sources(peers.send_total(r) as usize)?;
+        for step in 0..n {
+            let k = (r + step) % n;
+            copy(
+                self.recv(r).add(peers.recv_displ(r, k) as usize),
+                src[k].add(peers.send_displ(k, r) as usize),
+                peers.count(k, r) as usize,
+            );
+        }
+        Ok(())
+    }
+
+    /// sendrecv around the ring: each rank receives its predecessor's
+    /// buffer (staged first in place, as the predecessor overwrites it).
+    unsafe fn send_recv(&self) -> Result<(), Stopped> {
+        let (n, r) = (self.case.world_size, self.r);
+        let count = self.case.counts.param_count as usize;
+        let prev = (r + n - 1) % n;
+        if self.case.in_place && n > 1 {
+            copy(self.p.scratch[r], self.send(r), count);
+            self.barrier.wait(r)?;
+            copy(self.recv(r), self.p.scratch[prev], count);
+        } else {
+            copy(self.recv(r), self.send(prev), count);
+        }
+        Ok(())
+    }
+
+    /// hypercube: blocks doubling with the partner across each dimension.
+    unsafe fn hyper_cube(&self) -> Result<(), Stopped> {
+        let (n, r) = (self.case.world_size, self.r);
+        let base = self.case.counts.param_count as usize;
+        copy(self.recv(r).add(r * base), self.send(r), base);
+        let mut block = 1;
+        while block < n {
+            self.barrier.wait(r)?;
+            let partner = r ^ block;
+            let start = (partner & !(block - 1)) * base;
+            copy(
+                self.recv(r).add(start),
+                self.recv(partner).add(start),
+                block * base,
+            );
+            block <<= 1;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

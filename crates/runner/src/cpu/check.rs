@@ -48,8 +48,6 @@ pub fn check_case<T: Element>(
         dtype: case.dtype,
         redop: (coll.spec().redop == RedopUse::Reduces).then_some(case.redop),
     };
-    let tol = pattern.tolerance_ulps();
-    let elt = case.dtype.size_bytes();
     // all_reduce and reduce compare many ranks against one long reduced
     // vector: compute it once, in parallel, instead of once per rank.
     let shared_reduced = matches!(coll, Collective::AllReduce | Collective::Reduce);
@@ -60,27 +58,17 @@ pub fn check_case<T: Element>(
         Vec::new()
     };
     let reduced_ptr = SharedPtr(reduced.as_mut_ptr());
+    let reduced_at = shared_reduced.then_some(&reduced_ptr);
     let barrier = SpinBarrier::new(n).watched(watch.clone());
     let ptrs = SharedPtrs(p);
     let wrong: u64 = run_ranks(n, |r| {
-        let (barrier, ptrs, reduced_ptr, pattern) = (&barrier, &ptrs, &reduced_ptr, &pattern);
+        let (barrier, ptrs, pattern) = (&barrier, &ptrs, &pattern);
         // SAFETY: every pointer comes from `p`, whose buffers the
         // caller sized for this case; ranks write only their own
         // buffers and slices, separated by `barrier`.
         unsafe {
             let p = ptrs.0;
-            // Poison everything the output can land in, then write inputs.
-            let (base, len) = if case.in_place {
-                let base = p.send[r].sub(c.send_inplace_offset as usize * r);
-                (base, c.send_count.max(c.recv_count) as usize)
-            } else {
-                (p.recv[r], c.recv_count as usize)
-            };
-            std::slice::from_raw_parts_mut(base, len).fill(T::poison());
-            let send = std::slice::from_raw_parts_mut(p.send[r], c.send_count as usize);
-            for (i, v) in send.iter_mut().enumerate() {
-                *v = T::from_value(pattern.input(r, i as u64));
-            }
+            prepare(case, r, p, pattern);
             barrier.wait(r)?;
             algo::run_op(case, r, p, 0, barrier, scalars, peers)?;
             let out = std::slice::from_raw_parts_mut(p.recv[r], c.recv_count as usize);
@@ -89,31 +77,13 @@ pub fn check_case<T: Element>(
                     *v = T::poison();
                 }
             }
-            if shared_reduced {
+            if let Some(reduced) = reduced_at {
                 for i in chunk(count, n, r) {
-                    *reduced_ptr.0.add(i) = T::from_value(pattern.reduced(i as u64));
+                    *reduced.0.add(i) = T::from_value(pattern.reduced(i as u64));
                 }
             }
             barrier.wait(r)?;
-            let mut wrong = 0u64;
-            for (j, got) in out.iter().enumerate() {
-                let source = match peers {
-                    Some(peers) => alltoallv_source(peers, r, j as u64),
-                    None => output_source(coll, &c, n, r, case.root, j as u64),
-                };
-                let want = match source {
-                    Source::Unchecked => continue,
-                    Source::Reduced { index } if shared_reduced => {
-                        *reduced_ptr.0.add(index as usize)
-                    }
-                    src => T::from_value(pattern.expected(src).unwrap_or(f64::NAN)),
-                };
-                let (g, w) = (got.bits(), want.bits());
-                if g != w && (tol == 0 || ulp_distance(g, w, elt) > tol) {
-                    wrong += 1;
-                }
-            }
-            Ok(wrong)
+            Ok(count_wrong(case, r, out, pattern, peers, reduced_at))
         }
     })?
     .into_iter()
@@ -121,4 +91,67 @@ pub fn check_case<T: Element>(
     .map_err(|_| crate::watch::stopped_error(watch.as_deref()))?;
     drop(reduced);
     Ok(wrong)
+}
+
+/// Poisons everything rank `r`'s output can land in, then writes its
+/// inputs from `pattern`.
+///
+/// # Safety
+/// `p`'s buffers are sized for `case`, and no other thread touches rank
+/// `r`'s buffers meanwhile.
+unsafe fn prepare<T: Element>(case: &CaseSpec, r: usize, p: &Ptrs<T>, pattern: &Pattern) {
+    let c = case.counts;
+    let (base, len) = if case.in_place {
+        let base = p.send[r].sub(c.send_inplace_offset as usize * r);
+        (base, c.send_count.max(c.recv_count) as usize)
+    } else {
+        (p.recv[r], c.recv_count as usize)
+    };
+    std::slice::from_raw_parts_mut(base, len).fill(T::poison());
+    let send = std::slice::from_raw_parts_mut(p.send[r], c.send_count as usize);
+    for (i, v) in send.iter_mut().enumerate() {
+        *v = T::from_value(pattern.input(r, i as u64));
+    }
+}
+
+/// Rank `r`'s wrong elements in `out`, against `pattern` or, for
+/// all_reduce and reduce, the reduced vector the ranks computed together.
+///
+/// # Safety
+/// `reduced`, when given, holds the case's count of elements, all written
+/// before a barrier this rank has passed.
+unsafe fn count_wrong<T: Element>(
+    case: &CaseSpec,
+    r: usize,
+    out: &[T],
+    pattern: &Pattern,
+    peers: Option<&PeerCounts>,
+    reduced: Option<&SharedPtr<T>>,
+) -> u64 {
+    let tol = pattern.tolerance_ulps();
+    let elt = case.dtype.size_bytes();
+    let mut wrong = 0u64;
+    for (j, got) in out.iter().enumerate() {
+        let source = match peers {
+            Some(peers) => alltoallv_source(peers, r, j as u64),
+            None => output_source(
+                case.collective,
+                &case.counts,
+                case.world_size,
+                r,
+                case.root,
+                j as u64,
+            ),
+        };
+        let want = match (source, reduced) {
+            (Source::Unchecked, _) => continue,
+            (Source::Reduced { index }, Some(reduced)) => *reduced.0.add(index as usize),
+            (src, _) => T::from_value(pattern.expected(src).unwrap_or(f64::NAN)),
+        };
+        let (g, w) = (got.bits(), want.bits());
+        if g != w && (tol == 0 || ulp_distance(g, w, elt) > tol) {
+            wrong += 1;
+        }
+    }
+    wrong
 }

@@ -59,6 +59,10 @@ unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 
 impl CpuBackend {
+    /// The NCCL-only flags this backend ignores: all of them (no NCCL,
+    /// no GPU), each said once on stderr by the CLI.
+    pub const IGNORES: &'static [collbench_core::NcclOnly] = &collbench_core::NcclOnly::ALL;
+
     /// A backend with `ranks` rank threads on host `host`.
     pub fn new(ranks: usize, host: &str) -> CpuBackend {
         CpuBackend {
@@ -143,95 +147,147 @@ impl CpuBackend {
         timing: &Timing,
     ) -> Result<Measurement, BackendError> {
         let n = self.world_size;
-        let per_iter = timing.agg_iters.max(1) as u64;
-        let iters = timing.iters as u64;
-        let total_ops = iters.saturating_mul(per_iter).max(1);
         // Pointers once; each operation shifts them by its rotation, so
         // memory does not grow with -n or -m.
         let ptrs = Shared(self.ptrs::<T>(case, 0, timing.max_bytes));
         let scalars = self.scalars::<T>(case);
         let peers = self.peers(case);
         let barrier = SpinBarrier::new(n).watched(self.watch.clone());
-        let slowest = SlowestPerIteration::default();
-        let slow = self.slow_rank;
-        let bytes = case.size_bytes();
         let watch = self.watch.as_deref();
-        let across = self.process_barrier.as_ref();
-        let warmup = timing.warmup_iters;
-        let results = run_ranks(n, |r| -> Result<_, Stopped> {
-            let (ptrs, barrier, scalars) = (&ptrs, &barrier, &scalars);
-            let peers = peers.as_ref();
-            // After each iteration's calls return: one relaxed store (and
-            // the fault hooks' check), outside the iteration's clock.
-            let at = |k: u64| watch.map_or(Ok(()), |w| w.at(r, k as u32));
-            // Operation `i` (its rotation) of iteration `k`: one relaxed
-            // store as it enters.
-            let op = |i: u64, k: u64| -> Result<(), Stopped> {
-                if let Some(w) = watch {
-                    w.calling(r, k as u32)?;
-                }
-                let shift = rotation_elements(case, i, timing.max_bytes);
-                // SAFETY: `ptrs` point into buffers sized for this case at
-                // every rotation up to max_bytes; run_op's contract
-                // (disjoint writes, barrier-ordered reads) is kept by the
-                // algorithms.
-                unsafe { algo::run_op(case, r, &ptrs.0, shift, barrier, scalars, peers)? };
-                if slow == Some(r) {
-                    slow_down(bytes);
-                }
-                if let Some(across) = across {
-                    if r == 0 {
-                        if let Some(w) = watch {
-                            w.waiting(0);
-                        }
-                        across().map_err(|_| Stopped)?;
-                    }
-                    barrier.wait(r)?;
-                }
-                Ok(())
-            };
-            at(0)?;
-            for w in 0..warmup as u64 {
-                op(0, w)?;
-                at(w + 1)?;
-            }
-            if let Some(w) = watch {
-                w.arriving(r, warmup);
-            }
-            barrier.wait(r)?;
-            // Allocated before the clock starts: the first case's page
-            // faults cost one iteration ~50 us (its 8-byte row read 3 us
-            // instead of 0.5 us).
-            let mut stats = StreamingStats::new();
-            let mut kept = Vec::new();
+        let timed = TimedLoop {
+            case,
+            timing,
+            ptrs: &ptrs,
+            barrier: &barrier,
+            scalars: &scalars,
+            peers: peers.as_ref(),
+            slowest: SlowestPerIteration::default(),
+            slow_rank: self.slow_rank,
+            watch,
+            across: self.process_barrier.as_ref(),
+        };
+        let results = run_ranks(n, |r| timed.rank(r))?
+            .into_iter()
+            .collect::<Result<Vec<_>, Stopped>>()
+            .map_err(|_| crate::watch::stopped_error(watch))?;
+        Ok(timed.measurement(results))
+    }
+}
+
+/// One case's timed loop as its rank threads share it: warm-up, then the
+/// timed iterations, each of `-m` operations.
+struct TimedLoop<'a, T> {
+    case: &'a CaseSpec,
+    timing: &'a Timing,
+    ptrs: &'a Shared<T>,
+    barrier: &'a SpinBarrier,
+    scalars: &'a [T],
+    peers: Option<&'a PeerCounts>,
+    slowest: SlowestPerIteration,
+    slow_rank: Option<usize>,
+    watch: Option<&'a Watch>,
+    across: Option<&'a ProcessBarrier>,
+}
+
+/// One rank's result of a timed loop: seconds per operation, its
+/// iteration times summarised (rank 0 only), and kept (`-I 1`).
+type RankTimes = (f64, StreamingStats, Vec<f64>);
+
+impl<T: Element> TimedLoop<'_, T> {
+    /// After each iteration's calls return: one relaxed store (and the
+    /// fault hooks' check), outside the iteration's clock.
+    fn at(&self, r: usize, k: u64) -> Result<(), Stopped> {
+        self.watch.map_or(Ok(()), |w| w.at(r, k as u32))
+    }
+
+    /// Operation `i` (its rotation) of iteration `k` as rank `r`: one
+    /// relaxed store as it enters.
+    fn op(&self, r: usize, i: u64, k: u64) -> Result<(), Stopped> {
+        if let Some(w) = self.watch {
+            w.calling(r, k as u32)?;
+        }
+        let shift = rotation_elements(self.case, i, self.timing.max_bytes);
+        // SAFETY: `ptrs` point into buffers sized for this case at every
+        // rotation up to max_bytes; run_op's contract (disjoint writes,
+        // barrier-ordered reads) is kept by the algorithms.
+        unsafe {
+            algo::run_op(
+                self.case,
+                r,
+                &self.ptrs.0,
+                shift,
+                self.barrier,
+                self.scalars,
+                self.peers,
+            )?
+        };
+        if self.slow_rank == Some(r) {
+            slow_down(self.case.size_bytes());
+        }
+        if let Some(across) = self.across {
             if r == 0 {
-                stats.reserve(iters);
+                if let Some(w) = self.watch {
+                    w.waiting(0);
+                }
+                across().map_err(|_| Stopped)?;
+            }
+            self.barrier.wait(r)?;
+        }
+        Ok(())
+    }
+
+    /// Rank `r`'s warm-up and timed loop.
+    fn rank(&self, r: usize) -> Result<RankTimes, Stopped> {
+        let timing = self.timing;
+        let per_iter = timing.agg_iters.max(1) as u64;
+        let iters = timing.iters as u64;
+        let total_ops = iters.saturating_mul(per_iter).max(1);
+        let warmup = timing.warmup_iters;
+        self.at(r, 0)?;
+        for w in 0..warmup as u64 {
+            self.op(r, 0, w)?;
+            self.at(r, w + 1)?;
+        }
+        if let Some(w) = self.watch {
+            w.arriving(r, warmup);
+        }
+        self.barrier.wait(r)?;
+        // Allocated before the clock starts: the first case's page
+        // faults cost one iteration ~50 us (its 8-byte row read 3 us
+        // instead of 0.5 us).
+        let mut stats = StreamingStats::new();
+        let mut kept = Vec::new();
+        if r == 0 {
+            stats.reserve(iters);
+            if timing.keep_iter_times {
+                kept.reserve(iters as usize);
+            }
+        }
+        let start = Instant::now();
+        for it in 0..iters {
+            let t0 = Instant::now();
+            for a in 0..per_iter {
+                self.op(r, timing.first_op + it * per_iter + a, warmup as u64 + it)?;
+            }
+            self.slowest
+                .record(it, t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
+            if r == 0 && it > 0 {
+                let t = self.slowest.take(it - 1);
+                stats.push(t);
                 if timing.keep_iter_times {
-                    kept.reserve(iters as usize);
+                    kept.push(t);
                 }
             }
-            let start = Instant::now();
-            for it in 0..iters {
-                let t0 = Instant::now();
-                for a in 0..per_iter {
-                    op(timing.first_op + it * per_iter + a, warmup as u64 + it)?;
-                }
-                slowest.record(it, t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
-                if r == 0 && it > 0 {
-                    let t = slowest.take(it - 1);
-                    stats.push(t);
-                    if timing.keep_iter_times {
-                        kept.push(t);
-                    }
-                }
-                at(warmup as u64 + it + 1)?;
-            }
-            let total = start.elapsed().as_secs_f64();
-            Ok((total / total_ops as f64, stats, kept))
-        })?
-        .into_iter()
-        .collect::<Result<Vec<_>, Stopped>>()
-        .map_err(|_| crate::watch::stopped_error(watch))?;
+            self.at(r, warmup as u64 + it + 1)?;
+        }
+        let total = start.elapsed().as_secs_f64();
+        Ok((total / total_ops as f64, stats, kept))
+    }
+
+    /// The ranks' results as one measurement, with the last iteration's
+    /// slowest time, which no rank took inside the loop.
+    fn measurement(&self, results: Vec<RankTimes>) -> Measurement {
+        let iters = self.timing.iters as u64;
         let mut iter_stats = StreamingStats::new();
         let mut iter_times_us = Vec::new();
         for (_, s, kept) in results.iter() {
@@ -239,19 +295,19 @@ impl CpuBackend {
             iter_times_us.extend_from_slice(kept);
         }
         if iters > 0 {
-            let t = slowest.take(iters - 1);
+            let t = self.slowest.take(iters - 1);
             iter_stats.push(t);
-            if timing.keep_iter_times {
+            if self.timing.keep_iter_times {
                 iter_times_us.push(t);
             }
         }
         let rank_time_s: Vec<f64> = results.iter().map(|r| r.0).collect();
-        Ok(Measurement {
+        Measurement {
             rank_cputime_s: rank_time_s.clone(),
             rank_time_s,
             iter_times_us,
             iter_stats: Some(iter_stats),
-        })
+        }
     }
 }
 
