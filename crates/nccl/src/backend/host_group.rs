@@ -9,7 +9,6 @@
 //! hosts and the link between them, not the flags of the run.
 
 use super::{Gpu, NcclBackend};
-use crate::api::Communicator;
 use crate::cuda::{Device, Stream};
 use crate::ffi::{Nccl, UniqueId};
 use crate::kernels::Kernels;
@@ -55,21 +54,9 @@ impl NcclBackend {
         let nccl = Nccl::from_library(lib, found.version_code)?;
         let mut gpus = Vec::with_capacity(g);
         for (i, own) in self.gpus.iter().enumerate() {
-            gpus.push(Gpu {
-                dev: Device::open(own.dev.ordinal)?,
-                stream: Stream::new(self.opts.stream_null)?,
-                comm: Communicator::null(),
-                rank: index * g + i,
-                global_rank: own.global_rank,
-                group: color,
-                reg: Vec::new(),
-                win: Vec::new(),
-                send: None,
-                recv: None,
-                kernels: None,
-                dev_kernels: None,
-                dev_comm: None,
-            });
+            let dev = Device::open(own.dev.ordinal)?;
+            let stream = Stream::new(self.opts.stream_null)?;
+            gpus.push(Gpu::new(dev, stream, index * g + i, own.global_rank, color));
         }
         let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
         let bind = |i: usize| -> Result<(), BackendError> { Ok(gpus[i].dev.bind()?) };

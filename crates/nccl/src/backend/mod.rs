@@ -4,6 +4,7 @@
 //! for percentiles, and checked on the GPU by the verification kernels.
 //!
 //! Split along its seams: `setup` (loading, devices, communicators),
+//! `host_group` (communicators of host pairs, for `check`),
 //! `buffers` (allocation, registration, rotation), `issue` (the NCCL
 //! calls of each collective), `timing` (timed loop, events, graphs,
 //! waiting) and `verify` (the check pass). This file holds the state and
@@ -64,6 +65,34 @@ pub(crate) struct Gpu {
     /// Symmetric windows over send and receive buffers (`-R 2`).
     pub(crate) win: Vec<Window>,
     pub(crate) dev: Device,
+}
+
+impl Gpu {
+    /// A GPU with its stream, before its communicator (null until NCCL
+    /// makes it), buffers and kernels.
+    pub(crate) fn new(
+        dev: Device,
+        stream: Stream,
+        rank: usize,
+        global_rank: usize,
+        group: u64,
+    ) -> Gpu {
+        Gpu {
+            kernels: None,
+            dev_kernels: None,
+            dev_comm: None,
+            send: None,
+            recv: None,
+            stream,
+            comm: Communicator::null(),
+            rank,
+            global_rank,
+            group,
+            reg: Vec::new(),
+            win: Vec::new(),
+            dev,
+        }
+    }
 }
 
 /// CUDA GPUs driven through NCCL.

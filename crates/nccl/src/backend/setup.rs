@@ -3,7 +3,6 @@
 
 use super::{debug, Gpu, NcclBackend};
 use crate::affinity;
-use crate::api::Communicator;
 use crate::cuda::{self, Device, Stream};
 use crate::explain::Explainer;
 use crate::ffi::{Config as ConfigT, Nccl, UniqueId};
@@ -146,21 +145,13 @@ impl NcclBackend {
         for (i, &ordinal) in devices.iter().enumerate() {
             let dev = Device::open(ordinal)?;
             let stream = Stream::new(opts.stream_null)?;
-            gpus.push(Gpu {
+            gpus.push(Gpu::new(
                 dev,
                 stream,
-                comm: Communicator::null(),
-                rank: first_rank + i,
-                global_rank: control.rank() * g + i,
-                group: color,
-                reg: Vec::new(),
-                win: Vec::new(),
-                send: None,
-                recv: None,
-                kernels: None,
-                dev_kernels: None,
-                dev_comm: None,
-            });
+                first_rank + i,
+                control.rank() * g + i,
+                color,
+            ));
         }
         // NCCL opens its profiler plugin when the first communicator is
         // created, so the plugin goes in now; the first process speaks for
