@@ -214,6 +214,25 @@ mod tests {
         }
     }
 
+    /// Quiet small worlds (where the scores do not count towards the
+    /// noise below six hosts) name nobody, and mostly pass.
+    #[test]
+    fn quiet_small_worlds_name_nobody() {
+        for hosts in 3..=8 {
+            let mut passed = 0;
+            for seed in 0..100 {
+                let (v, _) = check(&SimJob::quiet(hosts, Noise::CLUSTER), seed);
+                assert!(
+                    named(&v).is_empty(),
+                    "{hosts} hosts, seed {seed}: {:?}",
+                    v.findings
+                );
+                passed += (v.status == Status::Pass) as usize;
+            }
+            assert!(passed >= 90, "{hosts} hosts: {passed} of 100 passed");
+        }
+    }
+
     /// "4 ranks on a 2-core machine": every test shares two cores with
     /// the others, so every figure is noisy and many read low; nobody is
     /// slow. The verdict may warn, never name.
