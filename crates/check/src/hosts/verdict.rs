@@ -250,12 +250,19 @@ fn noise_sigma(results: &[PairResult], m: &HostMatrix, rule: NoiseRule) -> f64 {
         .iter()
         .filter(|r| r.a != r.b && plausible(r.a) && plausible(r.b))
         .map(|r| r.busbw_gbps / m.reference_gbps);
-    let tests = noise_bound(&log_ratios(tests));
-    if scores.len() < SCORES_FOR_NOISE {
-        return tests;
+    let tests = log_ratios(tests);
+    let from_tests = noise_bound(&tests);
+    if scores.len() < SCORES_FOR_NOISE && tests.len() >= TESTS_FOR_NOISE {
+        return from_tests;
     }
-    noise_bound(&log_ratios(scores)).max(tests)
+    noise_bound(&log_ratios(scores)).max(from_tests)
 }
+
+/// Fewest single tests between plausible hosts that may say the noise of
+/// a small world alone: with fewer (a slow host and a noisy one leave one
+/// or two), the scores must count, or a host 22% slow in a noisy job reads
+/// as slow against a noise of zero (seen on CI's CPU hook).
+const TESTS_FOR_NOISE: usize = 6;
 
 /// Fewest hosts whose scores count towards the noise. A score is its
 /// host's fastest of a few tests, so with four hosts one fast test splits
@@ -490,6 +497,35 @@ mod tests {
             v.findings
         );
         assert_eq!(v.status, Status::Warn);
+    }
+
+    /// CI's CPU hook, four processes on two cores: host 2 slowed by the
+    /// hook, host 1 slowed by the machine (0.59-0.78x). Two plausible hosts
+    /// leave one test between them, too few to say the noise: the scores
+    /// count, and only host 2 is named.
+    #[test]
+    fn a_noisy_host_beside_a_slow_one_is_not_named() {
+        let t = |a, b, round, r: f64| PairResult {
+            a,
+            b,
+            round,
+            busbw_gbps: 7.38 * r,
+        };
+        let results = [
+            t(0, 3, 0, 1.22),
+            t(1, 2, 0, 0.03),
+            t(0, 1, 1, 0.59),
+            t(2, 3, 1, 0.03),
+            t(0, 2, 2, 0.03),
+            t(1, 3, 2, 0.78),
+            t(1, 3, 3, 0.70),
+            t(0, 2, 3, 0.03),
+            t(0, 1, 4, 0.55),
+            t(2, 3, 4, 0.03),
+        ];
+        let v = judge(&results, &JudgeConfig::new(4));
+        let named: Vec<usize> = v.findings.iter().filter_map(Finding::host).collect();
+        assert_eq!(named, [2], "{:?}", v.findings);
     }
 
     #[test]
