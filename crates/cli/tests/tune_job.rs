@@ -6,7 +6,8 @@
 //! in child jobs (a child on every rank, their own control plane), where
 //! the fake makes `NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2` 20%
 //! faster and `NCCL_BUFFSIZE=8388608` 10%; a child that dies or hangs on
-//! rank 1 only ends its candidate on both ranks, never the search.
+//! rank 1 only ends its candidate on every rank, never the search; the
+//! same with four processes (four emulated hosts, child jobs of four).
 
 mod common;
 
@@ -17,12 +18,14 @@ use std::time::{Duration, Instant};
 
 /// Rank `rank` of 2 processes, each its own emulated host over sockets.
 fn spawn(rank: usize, port: u16, args: &[&str]) -> Child {
-    command(rank, port, args).spawn().expect("start collbench")
+    command(rank, 2, port, args)
+        .spawn()
+        .expect("start collbench")
 }
 
-/// The command of [`spawn`].
-fn command(rank: usize, port: u16, args: &[&str]) -> Command {
-    let mut cmd = torchrun_rank(rank, 2, port);
+/// The command of rank `rank` of `world_size` processes.
+fn command(rank: usize, world_size: usize, port: u16, args: &[&str]) -> Command {
+    let mut cmd = torchrun_rank(rank, world_size, port);
     cmd.args(TUNE_SEARCH)
         .args(["--timeout-s", "5"])
         .args(args)
@@ -33,8 +36,19 @@ fn command(rank: usize, port: u16, args: &[&str]) -> Command {
 }
 
 fn job(args: &[&str]) -> Vec<Finished> {
+    job_of(2, args)
+}
+
+/// A job of `world_size` processes, each its own emulated host.
+fn job_of(world_size: usize, args: &[&str]) -> Vec<Finished> {
     let port = free_port();
-    let children: Vec<Child> = (0..2).map(|r| spawn(r, port, args)).collect();
+    let children: Vec<Child> = (0..world_size)
+        .map(|r| {
+            command(r, world_size, port, args)
+                .spawn()
+                .expect("start collbench")
+        })
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(90);
     children.into_iter().map(|c| finish(c, deadline)).collect()
 }
@@ -68,6 +82,55 @@ fn two_processes_tune_in_lock_step_and_only_rank_0_prints() {
         );
         let r = outcome["ratio"]["estimate"].as_f64().unwrap();
         assert!((r - 0.8).abs() < 0.03, "{r}");
+    }
+}
+
+/// Four processes, four emulated hosts: the true winner from child jobs of
+/// four, and the ranks other than 0 say nothing.
+#[test]
+fn four_processes_find_the_socket_winner_in_child_jobs_of_four() {
+    let done = job_of(4, &["--test-fake", "ok", "--format", "json"]);
+    for (rank, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(0), "rank {rank}: {}", f.stderr);
+        if rank > 0 {
+            assert!(
+                f.stdout.is_empty() && f.stderr.is_empty(),
+                "rank {rank}: {f:?}"
+            );
+        }
+    }
+    let report: Value = serde_json::from_str(&done[0].stdout).unwrap();
+    assert_eq!(
+        (report["n_nodes"].as_u64(), report["world_size"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert!(report["spent_us"].as_f64().unwrap() <= report["budget_us"].as_f64().unwrap());
+    for b in report["bands"].as_array().unwrap() {
+        let outcome = &b["outcome"];
+        assert_eq!(outcome["kind"], "gain", "{outcome}");
+        assert_eq!(
+            env_of(&outcome["setting"]),
+            "NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2"
+        );
+    }
+}
+
+/// Rank 1's socket child of four dies: that candidate ends on all four
+/// ranks, the next best wins, every process exits 0.
+#[test]
+fn a_child_that_dies_on_one_of_four_ranks_ends_its_candidate_on_all() {
+    let done = job_of(4, &["--test-fake", "die1", "--format", "json"]);
+    for (rank, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(0), "rank {rank}: {}", f.stderr);
+    }
+    let report: Value = serde_json::from_str(&done[0].stdout).unwrap();
+    let socks = "NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2";
+    for b in report["bands"].as_array().unwrap() {
+        let status = &candidate(b, socks)["status"];
+        assert_eq!(status["kind"], "failed", "{status}");
+        let reason = status["reason"].as_str().unwrap();
+        assert!(reason.contains("rank 1: child process with"), "{reason}");
+        assert_eq!(env_of(&b["outcome"]["setting"]), "NCCL_BUFFSIZE=8388608");
     }
 }
 
@@ -233,7 +296,7 @@ fn a_parent_killed_during_a_child_round_ends_the_job_and_leaves_no_children() {
         "--token",
         &token,
     ];
-    let mut rank0 = command(0, port, &args);
+    let mut rank0 = command(0, 2, port, &args);
     rank0.stderr(std::fs::File::create(&log).unwrap());
     let mut rank0 = rank0.spawn().unwrap();
     let mut rank1 = spawn(1, port, &args);
