@@ -73,8 +73,8 @@ pub fn serve_measure(a: &TuneArgs) -> Result<Outcome, Failure> {
             Box::new(fake)
         }
         None => {
-            let host = tune_job_child::host_of(&job);
-            return crate::tune_cmd::serve_nccl(a, control, host, stdin, stdout);
+            let place = tune_job_child::place_of(&job);
+            return crate::tune_cmd::serve_nccl(a, control, place, stdin, stdout);
         }
     };
     ignore_ctrl_c();

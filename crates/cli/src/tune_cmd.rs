@@ -241,12 +241,33 @@ fn writable(path: &Path) -> Result<(), Failure> {
 /// none, a world of one).
 static CONTROL: SingleProcess = SingleProcess;
 
+/// Where a measuring process sits: its host's name and its rank among the
+/// processes on that host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub host: String,
+    pub local_rank: usize,
+}
+
+impl Place {
+    /// The place of a process of `world`.
+    pub fn of(world: &collbench_launch::World) -> Place {
+        Place {
+            host: world.hostname.clone(),
+            local_rank: world.local_rank,
+        }
+    }
+}
+
 /// NCCL options of `tune`'s measurers, parent and children alike.
-pub fn nccl_options(a: &TuneArgs, host: String) -> collbench_nccl::NcclOptions {
+pub fn nccl_options(a: &TuneArgs, place: Place) -> collbench_nccl::NcclOptions {
     collbench_nccl::NcclOptions {
         lib_path: a.backend.nccl_lib.clone(),
         gpus_per_process: a.backend.ngpus.map(|g| g * a.backend.nthreads.max(1)),
-        host,
+        // Picks this process's GPUs among the host's, as in `run`: with
+        // eight processes per host, eight GPUs, not GPU 0 eight times.
+        local_rank: place.local_rank,
+        host: place.host,
         // A repeat takes milliseconds: a stuck collective is aborted and
         // reported instead of hanging the search.
         timeout_s: TIMEOUT_S,
@@ -310,7 +331,7 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     // unlike this process. Their setup overlaps with ours.
     let started = Instant::now();
     let children = start_children(a, &tune_config(a, 2, 1).map_err(refused)?)?;
-    let opts = nccl_options(a, world.hostname.clone());
+    let opts = nccl_options(a, Place::of(&world));
     let mut measurer = NcclMeasurer::new(&opts, &CONTROL, plugin)
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
     let cfg = tune_config(a, measurer.world_size(), 1).map_err(refused)?;
@@ -424,14 +445,14 @@ pub fn report_outcome(a: &TuneArgs, report: &TuneReport) -> Result<Outcome, Fail
 pub fn serve_nccl(
     a: &TuneArgs,
     control: &dyn collbench_core::Bootstrap,
-    host: String,
+    place: Place,
     input: impl std::io::BufRead,
     output: impl std::io::Write,
 ) -> Result<Outcome, Failure> {
     let failed = |m: String| Failure::new(Outcome::TuneFailed, format!("child process: {m}"));
     let plugin = TunerPlugin::install().map_err(|e| failed(e.to_string()))?;
     tune_child::ignore_ctrl_c();
-    let opts = nccl_options(a, host);
+    let opts = nccl_options(a, place);
     let mut measurer =
         NcclMeasurer::new(&opts, control, plugin).map_err(|e| failed(e.to_string()))?;
     measurer.prepare(&[collbench_tune::Setting::default()]);

@@ -171,7 +171,7 @@ pub fn tune_across(
     // a child started from the NCCL launching thread would inherit its
     // one-CPU mask. Their setup overlaps with ours.
     let mut children = start_child_jobs(a, world, &control, &config(world.world_size)?)?;
-    let opts = tune_cmd::nccl_options(a, world.hostname.clone());
+    let opts = tune_cmd::nccl_options(a, tune_cmd::Place::of(world));
     let mut measurer = NcclMeasurer::new(&opts, &control, plugin)
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
     let cfg = config(measurer.world_size())?;

@@ -191,15 +191,20 @@ pub fn bootstrap_of(job: &Option<Control>) -> &dyn Bootstrap {
     }
 }
 
-/// The name NCCL options give this host: the child job's (its parent's),
-/// else SLURMD_NODENAME or the system's (as `World::discover` has it).
-pub fn host_of(job: &Option<Control>) -> String {
+/// Where a child measures: its child job's place (its parent's host name
+/// and local rank, so it drives its parent's GPUs), else, in a
+/// one-process `tune`, SLURMD_NODENAME or the system's name (as
+/// `World::discover` has it) at local rank 0.
+pub fn place_of(job: &Option<Control>) -> crate::tune_cmd::Place {
     match job {
-        Some(c) => c.world().hostname.clone(),
-        None => std::env::var("SLURMD_NODENAME")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(collbench_launch::world::system_hostname),
+        Some(c) => crate::tune_cmd::Place::of(c.world()),
+        None => crate::tune_cmd::Place {
+            host: std::env::var("SLURMD_NODENAME")
+                .ok()
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(collbench_launch::world::system_hostname),
+            local_rank: 0,
+        },
     }
 }
 
