@@ -185,7 +185,7 @@ impl Measurer for FakeChild<'_> {
         setting: &collbench_tune::Setting,
         case: &collbench_tune::Case,
         iters: u32,
-    ) -> Result<collbench_tune::Sample, collbench_tune::MeasureError> {
+    ) -> collbench_tune::Measured {
         if self.answered >= 2 {
             match self.fault.as_deref() {
                 Some("die") => {

@@ -26,7 +26,7 @@ use collbench_nccl::tuner::{TunerError, TunerPlugin};
 use collbench_tune::child::{Children, EnvFallback};
 use collbench_tune::lockstep::{agree_outcomes, Lockstep};
 use collbench_tune::plan::distinct_hosts;
-use collbench_tune::{CandidateSpace, MeasureError, Measurer, Setting, TuneConfig};
+use collbench_tune::{CandidateSpace, MeasureError, Measured, Measurer, Setting, TuneConfig};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -392,7 +392,7 @@ impl<M: Measurer> Measurer for Paced<M> {
         setting: &collbench_tune::Setting,
         case: &collbench_tune::Case,
         iters: u32,
-    ) -> Result<collbench_tune::Sample, collbench_tune::MeasureError> {
+    ) -> Measured {
         std::thread::sleep(self.pause);
         self.inner.measure(setting, case, iters)
     }

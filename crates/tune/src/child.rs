@@ -20,7 +20,7 @@
 //! [`EnvFallback`] is the parent's side (a [`Measurer`] over an in-process
 //! measurer and the children); [`serve`] is the child's.
 
-use crate::measure::{MeasureError, Measurer, Sample};
+use crate::measure::{MeasureError, Measured, Measurer, Sample};
 use crate::setting::{Case, Setting};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -180,7 +180,7 @@ impl Child {
     }
 
     /// One repeat in the child.
-    pub fn measure(&mut self, req: &Request) -> Result<Sample, MeasureError> {
+    pub fn measure(&mut self, req: &Request) -> Measured {
         if let Some(why) = &self.dead {
             return Err(MeasureError::Failed(why.clone()));
         }
@@ -564,13 +564,7 @@ impl<'a> EnvFallback<'a> {
         }
     }
 
-    fn in_child(
-        &mut self,
-        key: Key,
-        setting: &Setting,
-        case: &Case,
-        iters: u32,
-    ) -> Result<Sample, MeasureError> {
+    fn in_child(&mut self, key: Key, setting: &Setting, case: &Case, iters: u32) -> Measured {
         let start = Instant::now();
         let req = Request {
             setting: Setting {
@@ -597,12 +591,7 @@ impl<'a> EnvFallback<'a> {
 }
 
 impl Measurer for EnvFallback<'_> {
-    fn measure(
-        &mut self,
-        setting: &Setting,
-        case: &Case,
-        iters: u32,
-    ) -> Result<Sample, MeasureError> {
+    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured {
         if setting.env.is_empty() {
             self.inner.measure(setting, case, iters)
         } else {
@@ -620,7 +609,7 @@ impl Measurer for EnvFallback<'_> {
         partner: &Setting,
         case: &Case,
         iters: u32,
-    ) -> Result<Sample, MeasureError> {
+    ) -> Measured {
         if setting.env.is_empty() && !partner.env.is_empty() {
             let key = Key {
                 env: partner.env.clone(),

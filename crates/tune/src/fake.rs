@@ -8,7 +8,7 @@
 //! a slow random walk shared by all settings (clock and temperature), the
 //! effect interleaving exists to cancel.
 
-use crate::measure::{MeasureError, Measurer, Sample};
+use crate::measure::{MeasureError, Measured, Measurer, Sample};
 use crate::setting::{AlgoProto, Algorithm, Case, Protocol, Setting};
 
 /// The true time per iteration (us) of a setting on a case; `None` when
@@ -91,12 +91,7 @@ impl FakeMeasurer {
 }
 
 impl Measurer for FakeMeasurer {
-    fn measure(
-        &mut self,
-        setting: &Setting,
-        case: &Case,
-        iters: u32,
-    ) -> Result<Sample, MeasureError> {
+    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured {
         self.calls.push((setting.clone(), *case, iters));
         let Some(truth) = (self.truth)(setting, case) else {
             return Err(MeasureError::Unsupported(format!(

@@ -17,7 +17,7 @@
 //! died or went silent) is kept ([`Lockstep::peer_failure`]) for the
 //! caller's usual line and exit, and ends the search as failed.
 
-use crate::measure::{MeasureError, Measurer, Sample};
+use crate::measure::{MeasureError, Measured, Measurer, Sample};
 use crate::setting::{Case, Setting};
 use collbench_core::{Bootstrap, PeerFailure};
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// What one process sends after a repeat, and what rank 0 answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Word {
-    result: Result<Sample, MeasureError>,
+    result: Measured,
     stop: bool,
 }
 
@@ -100,7 +100,7 @@ fn combine(parts: &[Vec<u8>]) -> Result<Vec<u8>, PeerFailure> {
 /// The first failure, else the candidate's failures (all of them, see
 /// [`joint_reason`]), else the first "unsupported", each naming its rank;
 /// else the slowest time and dearest cost (rank 0's algorithm).
-fn agreed(words: &[Word]) -> Result<Sample, MeasureError> {
+fn agreed(words: &[Word]) -> Measured {
     let on = |rank: usize, m: &str| format!("rank {rank}: {m}");
     let errors: Vec<(usize, &MeasureError)> = words
         .iter()
@@ -230,11 +230,7 @@ impl Lockstep<'_> {
     /// This process's result of a repeat of `candidate` (or of the default
     /// as its partner), agreed with every process's. A candidate that
     /// failed anywhere is ended everywhere.
-    fn settle(
-        &mut self,
-        candidate: &Setting,
-        result: Result<Sample, MeasureError>,
-    ) -> Result<Sample, MeasureError> {
+    fn settle(&mut self, candidate: &Setting, result: Measured) -> Measured {
         let own = Word {
             result,
             stop: self.local_stop.load(Ordering::SeqCst),
@@ -259,12 +255,7 @@ impl Lockstep<'_> {
 }
 
 impl Measurer for Lockstep<'_> {
-    fn measure(
-        &mut self,
-        setting: &Setting,
-        case: &Case,
-        iters: u32,
-    ) -> Result<Sample, MeasureError> {
+    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured {
         let own = self.inner.measure(setting, case, iters);
         self.settle(setting, own)
     }
@@ -275,7 +266,7 @@ impl Measurer for Lockstep<'_> {
         partner: &Setting,
         case: &Case,
         iters: u32,
-    ) -> Result<Sample, MeasureError> {
+    ) -> Measured {
         let own = self.inner.measure_in_pair(setting, partner, case, iters);
         let candidate = if setting.is_default() {
             partner

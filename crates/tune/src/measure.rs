@@ -39,6 +39,9 @@ pub enum MeasureError {
     CandidateFailed(String),
 }
 
+/// What one repeat gave: its sample, or why there is none.
+pub type Measured = Result<Sample, MeasureError>;
+
 /// Takes timed repeats. Every call measures `iters` back-to-back
 /// iterations of `case` under `setting` (after the measurer's own warm-up)
 /// and returns their mean time. The search interleaves calls (default,
@@ -57,12 +60,7 @@ pub enum MeasureError {
 /// - `cost_us` is real wall time, setup included, so `--budget` holds.
 pub trait Measurer {
     /// One repeat of `iters` iterations.
-    fn measure(
-        &mut self,
-        setting: &Setting,
-        case: &Case,
-        iters: u32,
-    ) -> Result<Sample, MeasureError>;
+    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured;
 
     /// One repeat of `setting` as one member of an interleaved pair whose
     /// other member is `partner` (the default with a candidate, or the
@@ -75,7 +73,7 @@ pub trait Measurer {
         partner: &Setting,
         case: &Case,
         iters: u32,
-    ) -> Result<Sample, MeasureError> {
+    ) -> Measured {
         let _ = partner;
         self.measure(setting, case, iters)
     }

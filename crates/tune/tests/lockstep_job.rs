@@ -14,8 +14,8 @@ use collbench_launch::{Control, LaunchOptions, World};
 use collbench_tune::fake::{FakeMeasurer, Truth};
 use collbench_tune::lockstep::Lockstep;
 use collbench_tune::{
-    tune, CandidateStatus, Case, End, MeasureError, Measurer, Outcome, Sample, Setting, TuneConfig,
-    TuneReport,
+    tune, CandidateStatus, Case, End, MeasureError, Measured, Measurer, Outcome, Setting,
+    TuneConfig, TuneReport,
 };
 use std::sync::atomic::AtomicBool;
 use std::thread;
@@ -207,7 +207,7 @@ struct FailsOnRank2 {
 }
 
 impl Measurer for FailsOnRank2 {
-    fn measure(&mut self, s: &Setting, c: &Case, iters: u32) -> Result<Sample, MeasureError> {
+    fn measure(&mut self, s: &Setting, c: &Case, iters: u32) -> Measured {
         if s.channels == Some(4) {
             self.repeats_of_winner += 1;
             if self.rank == 2 && self.repeats_of_winner > 3 {

@@ -311,7 +311,7 @@ impl collbench_tune::Measurer for FailsFor {
         s: &Setting,
         c: &collbench_tune::Case,
         iters: u32,
-    ) -> Result<collbench_tune::Sample, collbench_tune::MeasureError> {
+    ) -> collbench_tune::Measured {
         self.inner.measure(s, c, iters)
     }
 
@@ -321,7 +321,7 @@ impl collbench_tune::Measurer for FailsFor {
         partner: &Setting,
         c: &collbench_tune::Case,
         iters: u32,
-    ) -> Result<collbench_tune::Sample, collbench_tune::MeasureError> {
+    ) -> collbench_tune::Measured {
         if *s == self.failing || *partner == self.failing {
             self.seen += 1;
             if self.seen > self.after {

@@ -20,8 +20,8 @@ use crate::{NcclBackend, NcclOptions};
 use collbench_core::{Bootstrap, Collective, DataType, ReduceOp};
 use collbench_runner::{Backend, BackendError, CaseSpec};
 use collbench_tune::{
-    AlgoProto, Algorithm, Case, CtaPolicy, MeasureError, Measurer, Protocol, Registration, Sample,
-    Setting,
+    AlgoProto, Algorithm, Case, CtaPolicy, MeasureError, Measured, Measurer, Protocol,
+    Registration, Sample, Setting,
 };
 use std::collections::HashMap;
 use std::time::Instant;
@@ -232,12 +232,7 @@ fn measure_error(e: BackendError) -> MeasureError {
 }
 
 impl Measurer for NcclMeasurer<'_> {
-    fn measure(
-        &mut self,
-        setting: &Setting,
-        case: &Case,
-        iters: u32,
-    ) -> Result<Sample, MeasureError> {
+    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured {
         let start = Instant::now();
         if !setting.env.is_empty() {
             return Err(MeasureError::Unsupported(

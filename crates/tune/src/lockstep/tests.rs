@@ -3,7 +3,7 @@ use crate::fake::FakeMeasurer;
 use collbench_core::bootstrap::TwoProcesses;
 use collbench_core::Collective;
 
-fn sample(time_us: f64, cost_us: f64) -> Result<Sample, MeasureError> {
+fn sample(time_us: f64, cost_us: f64) -> Measured {
     Ok(Sample {
         time_us,
         cost_us,
@@ -11,7 +11,7 @@ fn sample(time_us: f64, cost_us: f64) -> Result<Sample, MeasureError> {
     })
 }
 
-fn word(result: Result<Sample, MeasureError>) -> Word {
+fn word(result: Measured) -> Word {
     Word {
         result,
         stop: false,
@@ -137,7 +137,7 @@ struct Ends {
 }
 
 impl Measurer for Ends {
-    fn measure(&mut self, s: &Setting, _: &Case, _: u32) -> Result<Sample, MeasureError> {
+    fn measure(&mut self, s: &Setting, _: &Case, _: u32) -> Measured {
         if s.is_default() {
             sample(1.0, 1.0)
         } else {
