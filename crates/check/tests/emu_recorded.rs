@@ -58,7 +58,7 @@ fn recorded_quiet_jobs_pass_and_starved_hosts_are_named() {
             assert!(
                 matches!(
                     v.findings.iter().find(|f| f.host().is_some()),
-                    Some(Finding::SlowHost { host: 2, .. })
+                    Some(Finding::SlowHost(e)) if e.host == 2
                 ),
                 "{}: {:?}",
                 job.source,

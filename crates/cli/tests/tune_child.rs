@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{collbench, TUNE_SEARCH};
+use common::{collbench, env_of, TUNE_SEARCH};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -20,18 +20,6 @@ fn tune(mode: &str, extra: &[&str]) -> (std::process::Output, Duration) {
         .output()
         .unwrap();
     (out, t.elapsed())
-}
-
-fn env_of(setting: &Value) -> String {
-    setting["env"]
-        .as_array()
-        .map(|vars| {
-            vars.iter()
-                .map(|kv| format!("{}={}", kv[0].as_str().unwrap(), kv[1].as_str().unwrap()))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
 }
 
 /// A band's candidate that is NCCL's default buffer size spelled out.

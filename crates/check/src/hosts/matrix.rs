@@ -191,27 +191,21 @@ pub fn finding_line(f: &Finding, hosts: &[HostInfo]) -> String {
     let name = |h: usize| hosts.get(h).map_or(format!("h{h}"), |i| i.name.clone());
     let names = |v: &[usize]| v.iter().map(|&h| name(h)).collect::<Vec<_>>().join(", ");
     match f {
-        Finding::SlowHost {
-            host,
-            ratio,
-            pairs_below,
-            pairs_total,
-            confirmed_with,
-        } => format!(
-            "host {}: {ratio:.2}x the job median in {pairs_below} of {pairs_total} pairs (confirmed with {})",
-            label(*host),
-            names(confirmed_with)
+        Finding::SlowHost(e) => format!(
+            "host {}: {:.2}x the job median in {} of {} pairs (confirmed with {})",
+            label(e.host),
+            e.ratio,
+            e.pairs_below,
+            e.pairs_total,
+            names(&e.confirmed_with)
         ),
-        Finding::SuspectHost {
-            host,
-            ratio,
-            pairs_below,
-            pairs_total,
-            confirmed_with,
-        } => format!(
-            "host {}: {ratio:.2}x the job median in {pairs_below} of {pairs_total} pairs, not confirmed (slow in {} confirmation test(s) with a good host)",
-            label(*host),
-            confirmed_with.len()
+        Finding::SuspectHost(e) => format!(
+            "host {}: {:.2}x the job median in {} of {} pairs, not confirmed (slow in {} confirmation test(s) with a good host)",
+            label(e.host),
+            e.ratio,
+            e.pairs_below,
+            e.pairs_total,
+            e.confirmed_with.len()
         ),
         Finding::SlowLink { a, b, ratio, tests } => format!(
             "link {} <-> {}: {ratio:.2}x the job median in {tests} of {tests} tests (both hosts fast with others)",

@@ -17,7 +17,7 @@ pub mod verdict;
 
 pub use matrix::{finding_line, finding_lines, HostInfo, HostMatrix};
 pub use schedule::{confirmation_rounds, max_rounds, schedule, Round, Schedule};
-pub use verdict::{judge, Finding, HostVerdict, JudgeConfig, PairResult};
+pub use verdict::{judge, Finding, HostVerdict, JudgeConfig, PairResult, SlowHostEvidence};
 
 /// The whole procedure: the main rounds, the verdict, then confirmation
 /// rounds and a new verdict while anything is suspect (a suspect cleared

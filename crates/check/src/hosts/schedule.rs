@@ -182,11 +182,11 @@ pub fn confirmation_rounds(
     // (a, b, tests still to run); a suspect host has b = None.
     let mut todo: Vec<(usize, Option<usize>, usize)> = Vec::new();
     for f in &verdict.findings {
-        match *f {
+        match f {
             Finding::SuspectLink { a, b, tests, .. } => {
-                todo.push((a, Some(b), cfg.link_tests.saturating_sub(tests)))
+                todo.push((*a, Some(*b), cfg.link_tests.saturating_sub(*tests)))
             }
-            Finding::SuspectHost { host, .. } => todo.push((host, None, cfg.confirmations)),
+            Finding::SuspectHost(e) => todo.push((e.host, None, cfg.confirmations)),
             _ => {}
         }
     }

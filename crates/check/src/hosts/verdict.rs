@@ -68,15 +68,8 @@ impl JudgeConfig {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Finding {
-    /// A slow host, confirmed by good hosts (`confirmed_with`: those of
-    /// confirmation rounds). `ratio`: its fastest pair over the job median.
-    SlowHost {
-        host: usize,
-        ratio: f64,
-        pairs_below: usize,
-        pairs_total: usize,
-        confirmed_with: Vec<usize>,
-    },
+    /// A slow host, confirmed by good hosts in confirmation rounds.
+    SlowHost(SlowHostEvidence),
     /// Two good hosts slow together, in `tests` tests out of `tests`.
     SlowLink {
         a: usize,
@@ -85,13 +78,7 @@ pub enum Finding {
         tests: usize,
     },
     /// Slow, but not yet confirmed by a good host in a confirmation round.
-    SuspectHost {
-        host: usize,
-        ratio: f64,
-        pairs_below: usize,
-        pairs_total: usize,
-        confirmed_with: Vec<usize>,
-    },
+    SuspectHost(SlowHostEvidence),
     /// A slow pair between good hosts, not yet slow in enough tests.
     SuspectLink {
         a: usize,
@@ -114,6 +101,20 @@ pub enum Finding {
     },
 }
 
+/// What names a host slow: the same figures whether it is confirmed
+/// ([`Finding::SlowHost`]) or still a suspect ([`Finding::SuspectHost`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlowHostEvidence {
+    pub host: usize,
+    /// Its fastest pair over the job median.
+    pub ratio: f64,
+    /// Its pairs below the cut, of all its pairs.
+    pub pairs_below: usize,
+    pub pairs_total: usize,
+    /// The good hosts it was slow with in confirmation rounds.
+    pub confirmed_with: Vec<usize>,
+}
+
 impl Finding {
     /// The finding's verdict.
     pub fn status(&self, f: Fractions) -> Status {
@@ -125,8 +126,10 @@ impl Finding {
             }
         };
         match self {
-            Finding::SlowHost { ratio, .. } | Finding::SlowLink { ratio, .. } => by_ratio(*ratio),
-            Finding::SuspectHost { .. } | Finding::SuspectLink { .. } => Status::Warn,
+            Finding::SlowHost(SlowHostEvidence { ratio, .. }) | Finding::SlowLink { ratio, .. } => {
+                by_ratio(*ratio)
+            }
+            Finding::SuspectHost(_) | Finding::SuspectLink { .. } => Status::Warn,
             Finding::Unjudgeable { .. } => Status::Warn,
             Finding::TooFewHosts { .. } => Status::Info,
             Finding::BelowBaseline { ratio, .. } if *ratio >= f.warn => Status::Pass,
@@ -136,8 +139,8 @@ impl Finding {
 
     /// The host this finding names, if it names one.
     pub fn host(&self) -> Option<usize> {
-        match *self {
-            Finding::SlowHost { host, .. } | Finding::SuspectHost { host, .. } => Some(host),
+        match self {
+            Finding::SlowHost(e) | Finding::SuspectHost(e) => Some(e.host),
             _ => None,
         }
     }
@@ -176,7 +179,7 @@ impl HostVerdict {
     pub fn has_suspects(&self) -> bool {
         self.findings
             .iter()
-            .any(|f| matches!(f, Finding::SuspectHost { .. } | Finding::SuspectLink { .. }))
+            .any(|f| matches!(f, Finding::SuspectHost(_) | Finding::SuspectLink { .. }))
     }
 }
 
@@ -299,22 +302,18 @@ fn slow_hosts(m: &HostMatrix, cut: f64, cfg: &JudgeConfig) -> Vec<Finding> {
             .collect();
         let (pairs_below, pairs_total) =
             (pairs.iter().filter(|p| p.ratio < cut).count(), pairs.len());
-        out.push(if with_good.len() >= 2 && !confirmed_with.is_empty() {
-            Finding::SlowHost {
-                host,
-                ratio,
-                pairs_below,
-                pairs_total,
-                confirmed_with,
-            }
+        let confirmed = with_good.len() >= 2 && !confirmed_with.is_empty();
+        let evidence = SlowHostEvidence {
+            host,
+            ratio,
+            pairs_below,
+            pairs_total,
+            confirmed_with,
+        };
+        out.push(if confirmed {
+            Finding::SlowHost(evidence)
         } else {
-            Finding::SuspectHost {
-                host,
-                ratio,
-                pairs_below,
-                pairs_total,
-                confirmed_with,
-            }
+            Finding::SuspectHost(evidence)
         });
     }
     out
@@ -392,20 +391,20 @@ mod tests {
         let mut results = all_pairs(6, 1, slow);
         let suspect = judge(&results, &JudgeConfig::new(6));
         assert!(
-            matches!(suspect.findings[..], [Finding::SuspectHost { host: 3, .. }]),
+            matches!(&suspect.findings[..], [Finding::SuspectHost(e)] if e.host == 3),
             "{:?}",
             suspect.findings
         );
         assert_eq!(suspect.status, Status::Warn);
         results.push(confirmation(0, 3, 8.1));
         let v = judge(&results, &JudgeConfig::new(6));
-        let [Finding::SlowHost {
+        let [Finding::SlowHost(SlowHostEvidence {
             host: 3,
             ratio,
             pairs_below: 5,
             pairs_total: 5,
             confirmed_with,
-        }] = v.findings.as_slice()
+        })] = v.findings.as_slice()
         else {
             panic!("{:?}", v.findings)
         };
@@ -480,7 +479,7 @@ mod tests {
         let results = [r(0, 1, 10.0), r(2, 3, 40.0), r(0, 2, 40.0)];
         let v = judge(&results, &JudgeConfig::new(4));
         assert!(
-            matches!(&v.findings[..], [Finding::SuspectHost { host: 1, .. }]),
+            matches!(&v.findings[..], [Finding::SuspectHost(e)] if e.host == 1),
             "{:?}",
             v.findings
         );

@@ -278,3 +278,16 @@ pub fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+/// A tune report's setting's environment as `K=V K=V` (empty for none).
+pub fn env_of(setting: &serde_json::Value) -> String {
+    setting["env"]
+        .as_array()
+        .map(|vars| {
+            vars.iter()
+                .map(|kv| format!("{}={}", kv[0].as_str().unwrap(), kv[1].as_str().unwrap()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
