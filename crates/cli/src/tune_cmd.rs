@@ -288,10 +288,11 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     let world = collbench_launch::World::discover(&launch)
         .map_err(|e| Failure::new(Outcome::TuneRefused, e.to_string()))?;
     let across = world.world_size > 1;
-    match (a.list_candidates, across) {
-        (true, true) => return tune_job::list_across(a, &world, &launch),
-        (true, false) => return tune_plan::list_candidates(a),
-        (false, _) => {}
+    if a.list_candidates {
+        return match across {
+            true => tune_job::tune_across(a, &world, &launch),
+            false => tune_plan::list_candidates(a),
+        };
     }
     if a.test_fake.is_none() {
         if let Some(line) = not_nccl("collbench tune tunes NCCL", &a.backend) {

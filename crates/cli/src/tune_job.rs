@@ -76,24 +76,20 @@ fn root_plan(a: &TuneArgs, control: &Control, ranks: usize) -> collbench_tune::p
     tune_plan::plan(a, hosts_of(control), ranks)
 }
 
-/// `--list-candidates` under a launcher: rank 0 prints the plan for the
-/// job's hosts, every process exits with its code.
-pub fn list_across(
-    a: &TuneArgs,
-    world: &World,
-    launch: &LaunchOptions,
+/// Rank 0 runs `root_work` (which prints); every process exits with its
+/// code, the others learning it from rank 0.
+fn rank_0_decides(
+    control: &Control,
+    root_work: impl FnOnce() -> Result<Outcome, Failure>,
 ) -> Result<Outcome, Failure> {
-    let control = join(world, launch)?;
-    let code = if world.rank == 0 {
-        let plan = root_plan(a, &control, world.world_size);
-        let out = tune_plan::print_plan(a, &plan);
-        let code = out.as_ref().map_or_else(|f| f.outcome.code(), |o| o.code());
-        control.broadcast(Some(vec![code as u8]))?;
-        return out;
-    } else {
-        control.broadcast(None)?
-    };
-    Ok(outcome_of(code.first().copied()))
+    if control.rank() != 0 {
+        let code = control.broadcast(None)?;
+        return Ok(outcome_of(code.first().copied()));
+    }
+    let out = root_work();
+    let code = out.as_ref().map_or_else(|f| f.outcome.code(), |o| o.code());
+    control.broadcast(Some(vec![code as u8]))?;
+    out
 }
 
 /// Rank 0's exit code as another process's outcome.
@@ -126,13 +122,19 @@ fn share(a: &TuneArgs, control: &Control, ranks: usize) -> Result<Shared, Failur
     })
 }
 
-/// Runs `collbench tune` as one process of a job.
+/// Runs `collbench tune` as one process of a job; with
+/// `--list-candidates`, rank 0 prints the plan for the job's hosts.
 pub fn tune_across(
     a: &TuneArgs,
     world: &World,
     launch: &LaunchOptions,
 ) -> Result<Outcome, Failure> {
     let control = join(world, launch)?;
+    if a.list_candidates {
+        return rank_0_decides(&control, || {
+            tune_plan::print_plan(a, &root_plan(a, &control, world.world_size))
+        });
+    }
     let shared = share(a, &control, world.world_size)?;
     let config = |ranks: usize| {
         tune_cmd::tune_config(a, ranks, shared.hosts)
@@ -315,14 +317,7 @@ fn search(
     if let Some(f) = failure {
         return Err(peer(f));
     }
-    if !root {
-        let code = control.broadcast(None)?;
-        return Ok(outcome_of(code.first().copied()));
-    }
-    let out = tune_cmd::report_outcome(a, &report);
-    let code = out.as_ref().map_or_else(|f| f.outcome.code(), |o| o.code());
-    control.broadcast(Some(vec![code as u8]))?;
-    out
+    rank_0_decides(control, || tune_cmd::report_outcome(a, &report))
 }
 
 /// Rank 0 says once per candidate environment that it ended, and why.
