@@ -19,52 +19,40 @@ fn query(op: Collective, bytes: u64) -> TunerQuery {
     }
 }
 
-fn any_row() -> impl Strategy<Value = TunerRow> {
-    let ops = prop::sample::select(vec![
-        Collective::Broadcast,
-        Collective::Reduce,
-        Collective::AllGather,
-        Collective::ReduceScatter,
-        Collective::AllReduce,
-    ]);
-    let any_or_pos = prop_oneof![Just(-1), 1..1000i32];
-    (
-        ops,
-        any::<u64>(),
-        any::<u64>(),
-        prop::sample::select(Algorithm::ALL.to_vec()),
-        prop::sample::select(Protocol::ALL.to_vec()),
-        any_or_pos.clone(),
-        any_or_pos.clone(),
-        any_or_pos.clone(),
-        any_or_pos,
-        -1..=1i32,
-    )
-        .prop_map(
-            |(
-                op,
-                a,
-                b,
-                algorithm,
-                protocol,
-                channels,
-                n_nodes,
-                n_ranks,
-                num_pipe_ops,
-                reg_buff,
-            )| TunerRow {
-                op,
-                min_bytes: a.min(b),
-                max_bytes: a.max(b),
-                algorithm,
-                protocol,
-                channels,
-                n_nodes,
-                n_ranks,
-                num_pipe_ops,
-                reg_buff,
-            },
-        )
+/// `-1` (any) or a positive count, as the CSV's numeric fields take.
+fn any_or_pos() -> impl Strategy<Value = i32> {
+    prop_oneof![Just(-1), 1..1000i32]
+}
+
+prop_compose! {
+    fn any_row()(
+        op in prop::sample::select(vec![
+            Collective::Broadcast,
+            Collective::Reduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+            Collective::AllReduce,
+        ]),
+        bounds in (any::<u64>(), any::<u64>()),
+        algorithm in prop::sample::select(Algorithm::ALL.to_vec()),
+        protocol in prop::sample::select(Protocol::ALL.to_vec()),
+        counts in prop::array::uniform4(any_or_pos()),
+        reg_buff in -1..=1i32,
+    ) -> TunerRow {
+        let [channels, n_nodes, n_ranks, num_pipe_ops] = counts;
+        TunerRow {
+            op,
+            min_bytes: bounds.0.min(bounds.1),
+            max_bytes: bounds.0.max(bounds.1),
+            algorithm,
+            protocol,
+            channels,
+            n_nodes,
+            n_ranks,
+            num_pipe_ops,
+            reg_buff,
+        }
+    }
 }
 
 proptest! {
