@@ -148,18 +148,12 @@ pub fn tune_across(
         let stop = tune_cmd::stop_on_ctrl_c();
         let started = Instant::now();
         let cfg = config(world.world_size)?;
-        let mut children = start_child_jobs(a, world, &control, &cfg)?;
+        let children = start_child_jobs(a, world, &control, &cfg)?;
         let mut fake = Paced {
             inner: tune_child::fake_parent(mode)?,
             pause: Duration::from_millis(a.test_repeat_ms.unwrap_or(0)),
         };
-        let ended = children_ready(&mut children, &control)?;
-        let setup_us = started.elapsed().as_secs_f64() * 1e6;
-        let prepared = Prepared {
-            children,
-            ended,
-            setup_us,
-        };
+        let prepared = Prepared::when_ready(children, &control, started)?;
         return search(a, &mut fake, &control, cfg, prepared, &stop);
     }
     let plugin = TunerPlugin::install().map_err(|e| match e {
@@ -172,7 +166,7 @@ pub fn tune_across(
     // Children before this process's communicators (see tune_cmd::tune):
     // a child started from the NCCL launching thread would inherit its
     // one-CPU mask. Their setup overlaps with ours.
-    let mut children = start_child_jobs(a, world, &control, &config(world.world_size)?)?;
+    let children = start_child_jobs(a, world, &control, &config(world.world_size)?)?;
     let opts = tune_cmd::nccl_options(a, tune_cmd::Place::of(world));
     let mut measurer = NcclMeasurer::new(&opts, &control, plugin)
         .map_err(|e| Failure::new(Outcome::TuneFailed, e.to_string()))?;
@@ -183,13 +177,7 @@ pub fn tune_across(
     // The same communicators in the same order on every process: `prepare`
     // walks the shared candidates.
     measurer.prepare(&tune_cmd::all_candidates(&cfg));
-    let ended = children_ready(&mut children, &control)?;
-    let setup_us = started.elapsed().as_secs_f64() * 1e6;
-    let prepared = Prepared {
-        children,
-        ended,
-        setup_us,
-    };
+    let prepared = Prepared::when_ready(children, &control, started)?;
     search(a, &mut measurer, &control, cfg, prepared, &stop)
 }
 
@@ -199,6 +187,23 @@ struct Prepared {
     children: Children,
     ended: Vec<Vec<(String, String)>>,
     setup_us: f64,
+}
+
+impl Prepared {
+    /// Once every child is ready (or ended everywhere): the setup, started
+    /// at `started`, is done.
+    fn when_ready(
+        mut children: Children,
+        control: &Control,
+        started: Instant,
+    ) -> Result<Prepared, Failure> {
+        let ended = children_ready(&mut children, control)?;
+        Ok(Prepared {
+            children,
+            ended,
+            setup_us: started.elapsed().as_secs_f64() * 1e6,
+        })
+    }
 }
 
 /// The distinct environments of the environment candidates, in the
