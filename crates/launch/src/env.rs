@@ -270,6 +270,17 @@ mod tests {
         move |k| map.get(k).cloned()
     }
 
+    /// Where `got` puts this process: rank, world size, local rank and
+    /// local world size.
+    fn place(got: &LauncherEnv) -> [Option<usize>; 4] {
+        [
+            got.rank,
+            got.world_size,
+            got.local_rank,
+            got.local_world_size,
+        ]
+    }
+
     #[test]
     fn slurm_srun_task() {
         let env = env_of(&[
@@ -285,15 +296,7 @@ mod tests {
         ]);
         let got = detect(&env).unwrap().unwrap();
         assert_eq!(got.launcher, Launcher::Slurm);
-        assert_eq!(
-            (
-                got.rank,
-                got.world_size,
-                got.local_rank,
-                got.local_world_size
-            ),
-            (Some(3), Some(4), Some(1), Some(2))
-        );
+        assert_eq!(place(&got), [Some(3), Some(4), Some(1), Some(2)]);
         assert_eq!(
             got.rendezvous_host.as_deref(),
             Some("gpu-07"),
@@ -363,15 +366,7 @@ mod tests {
         ]);
         let got = detect(&env).unwrap().unwrap();
         assert_eq!(got.launcher, Launcher::OpenMpi);
-        assert_eq!(
-            (
-                got.rank,
-                got.world_size,
-                got.local_rank,
-                got.local_world_size
-            ),
-            (Some(5), Some(8), Some(1), Some(4))
-        );
+        assert_eq!(place(&got), [Some(5), Some(8), Some(1), Some(4)]);
         assert_eq!(got.rendezvous_host, None);
         assert_eq!(got.job_id.as_deref(), Some("prterun-host-1234@1"));
     }
@@ -386,15 +381,7 @@ mod tests {
         ]);
         let got = detect(&env).unwrap().unwrap();
         assert_eq!(got.launcher, Launcher::Pmi);
-        assert_eq!(
-            (
-                got.rank,
-                got.world_size,
-                got.local_rank,
-                got.local_world_size
-            ),
-            (Some(2), Some(4), Some(0), Some(2))
-        );
+        assert_eq!(place(&got), [Some(2), Some(4), Some(0), Some(2)]);
         assert_eq!(got.rendezvous_host, None);
     }
 
@@ -413,15 +400,7 @@ mod tests {
         ]);
         let got = detect(&env).unwrap().unwrap();
         assert_eq!(got.launcher, Launcher::Torchrun);
-        assert_eq!(
-            (
-                got.rank,
-                got.world_size,
-                got.local_rank,
-                got.local_world_size
-            ),
-            (Some(1), Some(4), Some(1), Some(2))
-        );
+        assert_eq!(place(&got), [Some(1), Some(4), Some(1), Some(2)]);
         assert_eq!(got.rendezvous_host.as_deref(), Some("node0"));
         assert_eq!(got.rendezvous_port, Some(29500));
     }
