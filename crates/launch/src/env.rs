@@ -80,7 +80,23 @@ pub struct LauncherEnv {
     pub job_id: Option<String>,
 }
 
+/// The variables in which a launcher gives rank, world size, local rank
+/// and local world size, in that order.
+type PlaceVars = [&'static str; 4];
+
 impl LauncherEnv {
+    /// A job started by `launcher` whose place this process reads from
+    /// `vars` (each unset one: not known).
+    fn placed(launcher: Launcher, env: &impl Env, vars: PlaceVars) -> Result<Self, LaunchError> {
+        let [rank, world_size, local_rank, local_world_size] = vars;
+        let mut out = LauncherEnv::new(launcher);
+        out.rank = number(env, rank)?;
+        out.world_size = number(env, world_size)?;
+        out.local_rank = number(env, local_rank)?;
+        out.local_world_size = number(env, local_world_size)?;
+        Ok(out)
+    }
+
     /// Nothing known yet about a job started by `launcher`.
     pub(crate) fn new(launcher: Launcher) -> Self {
         LauncherEnv {
@@ -190,11 +206,16 @@ pub fn openmpi(env: &impl Env) -> Result<Option<LauncherEnv>, LaunchError> {
     if env("OMPI_COMM_WORLD_RANK").is_none() {
         return Ok(None);
     }
-    let mut out = LauncherEnv::new(Launcher::OpenMpi);
-    out.rank = number(env, "OMPI_COMM_WORLD_RANK")?;
-    out.world_size = number(env, "OMPI_COMM_WORLD_SIZE")?;
-    out.local_rank = number(env, "OMPI_COMM_WORLD_LOCAL_RANK")?;
-    out.local_world_size = number(env, "OMPI_COMM_WORLD_LOCAL_SIZE")?;
+    let mut out = LauncherEnv::placed(
+        Launcher::OpenMpi,
+        env,
+        [
+            "OMPI_COMM_WORLD_RANK",
+            "OMPI_COMM_WORLD_SIZE",
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+            "OMPI_COMM_WORLD_LOCAL_SIZE",
+        ],
+    )?;
     out.job_id = first_set(
         env,
         &[
@@ -211,12 +232,8 @@ pub fn pmi(env: &impl Env) -> Result<Option<LauncherEnv>, LaunchError> {
     if env("PMI_RANK").is_none() {
         return Ok(None);
     }
-    let mut out = LauncherEnv::new(Launcher::Pmi);
-    out.rank = number(env, "PMI_RANK")?;
-    out.world_size = number(env, "PMI_SIZE")?;
-    out.local_rank = number(env, "MPI_LOCALRANKID")?;
-    out.local_world_size = number(env, "MPI_LOCALNRANKS")?;
-    Ok(Some(out))
+    let vars = ["PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"];
+    LauncherEnv::placed(Launcher::Pmi, env, vars).map(Some)
 }
 
 /// torchrun and anything that sets its variables (RANK and WORLD_SIZE both
@@ -228,11 +245,8 @@ pub fn torchrun(env: &impl Env) -> Result<Option<LauncherEnv>, LaunchError> {
     if env("RANK").is_none() || env("WORLD_SIZE").is_none() {
         return Ok(None);
     }
-    let mut out = LauncherEnv::new(Launcher::Torchrun);
-    out.rank = number(env, "RANK")?;
-    out.world_size = number(env, "WORLD_SIZE")?;
-    out.local_rank = number(env, "LOCAL_RANK")?;
-    out.local_world_size = number(env, "LOCAL_WORLD_SIZE")?;
+    let vars = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"];
+    let mut out = LauncherEnv::placed(Launcher::Torchrun, env, vars)?;
     out.rendezvous_host = first_set(env, &["MASTER_ADDR"]);
     let agent_store =
         env("TORCHELASTIC_USE_AGENT_STORE").is_some_and(|v| v.eq_ignore_ascii_case("true"));
