@@ -5,6 +5,7 @@
 
 mod common;
 
+use collbench_core::adaptive::StopReason;
 use collbench_core::auto_iters::{AutoIters, MAX_ITERS_PER_REPEAT};
 use collbench_core::Record;
 use common::collbench;
@@ -64,6 +65,24 @@ fn auto_gives_every_row_exact_with_iterations_within_the_rule() {
                 row.op,
                 row.size_bytes
             );
+            // The precision its repeats reached travels with the row.
+            let auto = p
+                .auto
+                .unwrap_or_else(|| panic!("{} {}: no auto", row.op, row.size_bytes));
+            assert!(
+                (1..=rule.max_repeats).contains(&auto.repeats) && u64::from(auto.repeats) <= n,
+                "{} {}: {auto:?} of {n} iterations",
+                row.op,
+                row.size_bytes
+            );
+            assert_eq!(auto.rel_half_width.is_some(), auto.repeats > 1, "{auto:?}");
+            if auto.stopped == StopReason::Tight {
+                assert!(
+                    auto.rel_half_width.unwrap() <= rule.rel_half_width,
+                    "{auto:?}"
+                );
+                assert!(auto.repeats >= rule.min_repeats, "{auto:?}");
+            }
             // Short iterations get at least the rule's minimum of
             // repeats, each of one iteration or more.
             if p.time_us < 1000.0 {

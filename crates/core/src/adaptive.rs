@@ -124,14 +124,14 @@ impl Default for StopRule {
 }
 
 /// Why a series stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The interval is as tight as asked.
     Tight,
     /// `max_samples` reached.
     MaxSamples,
-    /// `max_cost_us` spent.
+    /// `max_cost_us` spent (for `-n auto`: the placement's time cap).
     Budget,
 }
 

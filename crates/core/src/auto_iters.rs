@@ -4,6 +4,7 @@
 //! it the same numbers.
 
 use crate::adaptive::{AdaptiveStop, Decision, Interval, StopReason, StopRule};
+use crate::record::AutoPrecision;
 use serde::{Deserialize, Serialize};
 
 /// The rule of `run -n auto`: per placement (a row's out-of-place or
@@ -189,6 +190,15 @@ impl AutoSeries {
     /// Samples so far (repeats that count).
     pub fn samples(&self) -> u32 {
         self.stop.len()
+    }
+
+    /// What the finished series reached (`None` while it runs).
+    pub fn precision(&self) -> Option<AutoPrecision> {
+        Some(AutoPrecision {
+            repeats: self.samples(),
+            rel_half_width: self.interval().map(|i| i.rel_half_width()),
+            stopped: self.reason()?,
+        })
     }
 }
 

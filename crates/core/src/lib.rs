@@ -50,7 +50,7 @@ pub use dtype::DataType;
 pub use explain::{Explanation, KernelChoice};
 pub use nccl_only::{NcclOnly, NcclOnlyFlags};
 pub use progress::{Heard, Phase, Progress, RankProgress};
-pub use record::{CaseResult, DeviceInfo, Placement, Record, RunSettings};
+pub use record::{AutoPrecision, CaseResult, DeviceInfo, Placement, Record, RunSettings};
 pub use redop::ReduceOp;
 pub use registration::Registration;
 pub use stats::TimeStats;

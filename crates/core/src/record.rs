@@ -3,6 +3,7 @@
 //! comparisons read only this. Its JSON form is versioned and described by
 //! `schema/record.schema.json` in the repository.
 
+use crate::adaptive::StopReason;
 use crate::explain::Explanation;
 use crate::stats::TimeStats;
 use serde::{Deserialize, Serialize};
@@ -11,7 +12,9 @@ use std::collections::BTreeMap;
 /// Version of the JSON layout; bump on any incompatible change.
 ///
 /// 2: placements carry `explain` (what NCCL reported it ran).
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: placements timed with `-n auto` carry `auto` (the precision their
+/// repeats reached); a reader of version 2 refuses that field.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One benchmark run: metadata plus one [`CaseResult`] per measured case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -220,6 +223,27 @@ pub struct Placement {
     /// more than one process took part.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub process_iter_times_us: Vec<Vec<f64>>,
+    /// Under `-n auto`: how precise `time_us` is, as its repeats left it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoPrecision>,
+}
+
+/// How precise a `-n auto` placement's time is: what its series of
+/// repeats reached when it stopped, so a reader can tell a time pinned to
+/// ±1% from one cut short by the placement's time cap on a noisy link.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AutoPrecision {
+    /// Repeats counted in the time (the one-iteration probe only when it
+    /// lasted a whole repeat).
+    pub repeats: u32,
+    /// Half-width of the 95% interval of the mean time per iteration,
+    /// relative to it (0.01: ±1%); absent with a single repeat, which
+    /// says nothing of its spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rel_half_width: Option<f64>,
+    /// Why the repeats stopped.
+    pub stopped: StopReason,
 }
 
 /// The JSON Schema of [`Record`] (the file `schema/record.schema.json`).

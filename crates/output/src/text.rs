@@ -14,7 +14,8 @@ pub use explain::footnotes as explain_footnotes;
 
 use crate::units::{c_g, fixed_width};
 use crate::Exporter;
-use collbench_core::{CaseResult, Placement, Record};
+use collbench_core::adaptive::StopReason;
+use collbench_core::{AutoPrecision, CaseResult, Placement, Record};
 
 /// Text layout switches (`-C`, `-S`, `--explain`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -253,6 +254,38 @@ pub fn out_of_bounds(rows: &[CaseResult]) -> u64 {
         .count() as u64
 }
 
+/// Under `-n auto`, a line for the placements whose repeats stopped
+/// before their interval was as tight as the rule asks (the placement's
+/// time cap or the most repeats): how many, and the widest, so a reader
+/// knows which rows to measure again with a fixed `-n`.
+pub fn auto_note(rows: &[CaseResult]) -> Option<String> {
+    let series: Vec<(u64, AutoPrecision)> = rows
+        .iter()
+        .flat_map(|r| {
+            r.placements()
+                .filter_map(move |(_, p)| p.auto.map(|a| (r.size_bytes, a)))
+        })
+        .collect();
+    // One repeat says nothing of its spread: the widest of all.
+    let width = |a: &AutoPrecision| a.rel_half_width.unwrap_or(f64::INFINITY);
+    let short: Vec<&(u64, AutoPrecision)> = series
+        .iter()
+        .filter(|(_, a)| a.stopped != StopReason::Tight)
+        .collect();
+    let (size, widest) = short
+        .iter()
+        .max_by(|x, y| width(&x.1).total_cmp(&width(&y.1)))?;
+    let width = match widest.rel_half_width {
+        Some(w) => format!("+-{:.1}%", w * 100.0),
+        None => "unknown, one repeat".to_string(),
+    };
+    Some(format!(
+        "# -n auto: {} of {} placements stopped before their time was pinned (widest {width} at {size} B): run those sizes with a fixed -n to pin them\n",
+        short.len(),
+        series.len(),
+    ))
+}
+
 /// The closing lines of a collective's block.
 pub fn footer(op: &str, rows: &[CaseResult]) -> String {
     footer_with_memory(op, rows, None)
@@ -277,6 +310,9 @@ pub fn footer_with_memory(
         "Avg bus bandwidth",
         c_g(collbench_core::record::avg_busbw(rows))
     );
+    if let Some(note) = auto_note(rows) {
+        s += &note;
+    }
     s += "#\n";
     s += &format!("# Collective test concluded: {}\n", program_name(op));
     if let Some(m) = mem {
@@ -353,5 +389,74 @@ impl Exporter for TextExporter {
         }
         s.push('\n');
         s.into_bytes()
+    }
+}
+
+#[cfg(test)]
+mod auto_note_tests {
+    use super::*;
+
+    fn row(size_bytes: u64, auto: [Option<AutoPrecision>; 2]) -> CaseResult {
+        let placement = |auto| {
+            Some(Placement {
+                auto,
+                ..Placement::default()
+            })
+        };
+        CaseResult {
+            op: "all_reduce".into(),
+            size_bytes,
+            out_of_place: placement(auto[0]),
+            in_place: placement(auto[1]),
+            ..CaseResult::default()
+        }
+    }
+
+    fn stopped(stopped: StopReason, repeats: u32, width: Option<f64>) -> Option<AutoPrecision> {
+        Some(AutoPrecision {
+            repeats,
+            rel_half_width: width,
+            stopped,
+        })
+    }
+
+    #[test]
+    fn pinned_or_fixed_rows_say_nothing() {
+        let tight = stopped(StopReason::Tight, 3, Some(0.004));
+        assert_eq!(auto_note(&[row(8, [tight, tight])]), None);
+        assert_eq!(auto_note(&[row(8, [None, None])]), None);
+    }
+
+    #[test]
+    fn rows_cut_short_are_counted_and_the_widest_named() {
+        let rows = [
+            row(8, [stopped(StopReason::Tight, 3, Some(0.004)); 2]),
+            row(
+                1 << 27,
+                [
+                    stopped(StopReason::Budget, 4, Some(0.031)),
+                    stopped(StopReason::MaxSamples, 20, Some(0.012)),
+                ],
+            ),
+            row(1 << 30, [stopped(StopReason::Budget, 2, Some(0.062)), None]),
+        ];
+        assert_eq!(
+            auto_note(&rows).unwrap(),
+            "# -n auto: 3 of 5 placements stopped before their time was pinned (widest +-6.2% at 1073741824 B): run those sizes with a fixed -n to pin them\n"
+        );
+        // One repeat says nothing of its spread: it is the widest.
+        let one = [row(1 << 30, [stopped(StopReason::Budget, 1, None), None])];
+        assert!(auto_note(&one)
+            .unwrap()
+            .contains("widest unknown, one repeat at 1073741824 B"));
+    }
+
+    #[test]
+    fn the_note_closes_the_block_before_its_last_lines() {
+        let rows = [row(8, [stopped(StopReason::Budget, 2, Some(0.02)), None])];
+        let f = footer("all_reduce", &rows);
+        let lines: Vec<&str> = f.lines().collect();
+        assert!(lines[2].starts_with("# -n auto: 1 of 1 placements"), "{f}");
+        assert_eq!(lines[3], "#");
     }
 }

@@ -12,18 +12,27 @@
 use crate::backend::{Backend, CaseSpec, Measurement, Timing};
 use crate::run::RunError;
 use collbench_core::auto_iters::{AutoIters, AutoSeries, RepeatUse};
-use collbench_core::Bootstrap;
+use collbench_core::{AutoPrecision, Bootstrap};
 use std::time::Instant;
 
-/// Times `case` under `rule`; returns the combined measurement and the
-/// timed iterations it covers (not counting `-m` aggregation).
+/// A placement timed under `-n auto`.
+pub(crate) struct AutoMeasured {
+    /// The counted repeats combined.
+    pub measurement: Measurement,
+    /// Timed iterations it covers (not counting `-m` aggregation).
+    pub iters: u64,
+    /// What the series reached (the same on every process).
+    pub precision: Option<AutoPrecision>,
+}
+
+/// Times `case` under `rule`.
 pub(crate) fn measure(
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
     case: &CaseSpec,
     timing: &Timing,
     rule: AutoIters,
-) -> Result<(Measurement, u64), RunError> {
+) -> Result<AutoMeasured, RunError> {
     let agg = f64::from(timing.agg_iters.max(1));
     let mut series = AutoSeries::new(rule);
     let mut sum = Sum::default();
@@ -48,7 +57,12 @@ pub(crate) fn measure(
             sum.add(m, iters);
         }
     }
-    Ok(sum.finish())
+    let (measurement, iters) = sum.finish();
+    Ok(AutoMeasured {
+        measurement,
+        iters,
+        precision: series.precision(),
+    })
 }
 
 /// The largest time and cost over the job's processes (once per repeat:
@@ -102,6 +116,7 @@ impl Sum {
 mod tests {
     use super::*;
     use crate::cpu::CpuBackend;
+    use collbench_core::adaptive::StopReason;
     use collbench_core::bootstrap::TwoProcesses;
     use collbench_core::{Collective, DataType, ReduceOp, SingleProcess};
 
@@ -144,8 +159,11 @@ mod tests {
     fn a_short_case_alone_sums_its_repeats() {
         let (case, timing) = case();
         let mut b = CpuBackend::new(2, "h");
-        let (m, iters) =
-            measure(&mut b, &SingleProcess, &case, &timing, AutoIters::default()).unwrap();
+        let AutoMeasured {
+            measurement: m,
+            iters,
+            ..
+        } = measure(&mut b, &SingleProcess, &case, &timing, AutoIters::default()).unwrap();
         // One repeat or more (the 2 ms cap), the probe left out.
         assert!(iters >= 1, "{iters}");
         assert_eq!(m.rank_time_s.len(), 2);
@@ -191,8 +209,11 @@ mod tests {
         let (case, mut timing) = case();
         timing.agg_iters = 2;
         let mut b = Recorder::default();
-        let (m, iters) =
-            measure(&mut b, &SingleProcess, &case, &timing, AutoIters::default()).unwrap();
+        let AutoMeasured {
+            measurement: m,
+            iters,
+            precision,
+        } = measure(&mut b, &SingleProcess, &case, &timing, AutoIters::default()).unwrap();
         // 20 us per iteration (2 operations): 100-iteration repeats (2 ms) after
         // the probe, and a perfectly steady time stops at 3 samples.
         let asked: Vec<(u32, u32, u64)> = b
@@ -205,6 +226,12 @@ mod tests {
             [(1, 1, 0), (0, 100, 2), (0, 100, 202), (0, 100, 402)]
         );
         assert_eq!(iters, 300, "the probe is left out");
+        let precision = precision.unwrap();
+        assert_eq!(
+            (precision.repeats, precision.stopped),
+            (3, StopReason::Tight)
+        );
+        assert!(precision.rel_half_width.unwrap() < 1e-9, "{precision:?}");
         assert!((m.rank_time_s[0] - 10e-6).abs() < 1e-12);
         assert!((m.rank_cputime_s[0] - 1e-6).abs() < 1e-12);
     }
@@ -216,7 +243,13 @@ mod tests {
         let (case, timing) = case();
         let mut b = CpuBackend::new(2, "h");
         let peer = slow_peer(9e5, 9e5);
-        let (_, iters) = measure(&mut b, &peer, &case, &timing, AutoIters::default()).unwrap();
-        assert_eq!(iters, 2);
+        let a = measure(&mut b, &peer, &case, &timing, AutoIters::default()).unwrap();
+        assert_eq!(a.iters, 2);
+        // Cut short by the cap, and said so.
+        let precision = a.precision.unwrap();
+        assert_eq!(
+            (precision.repeats, precision.stopped),
+            (2, StopReason::Budget)
+        );
     }
 }

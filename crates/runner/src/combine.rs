@@ -103,6 +103,8 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
         explain: (!explains.is_empty()).then(|| Explanation::merge(explains)),
         iter_times_us: if per_iter { iter_us } else { Vec::new() },
         process_iter_times_us: process_iter_us,
+        // Set by the runner, which ran the series.
+        auto: None,
     }
 }
 

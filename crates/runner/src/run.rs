@@ -6,15 +6,15 @@
 //! and tells observers.
 
 use crate::auto_iters;
-use crate::backend::{Backend, BackendError, CaseSpec, Measurement, MemoryUsage, Timing};
+use crate::backend::{Backend, BackendError, CaseSpec, MemoryUsage, Timing};
 use crate::combine::{combine, Combine, RankReport};
 use crate::plan::Plan;
 use crate::watch::{Stop, Watch};
 use crate::watchdog::{watch_over, Done, Watchdog, Watched};
 use collbench_core::size::{format_bytes, ByteStyle};
 use collbench_core::{
-    record::RunSettings, verify::mix, Bootstrap, CaseResult, Collective, DeviceInfo, FailureKind,
-    PeerFailure, Placement, Record,
+    record::RunSettings, verify::mix, AutoPrecision, Bootstrap, CaseResult, Collective, DeviceInfo,
+    FailureKind, PeerFailure, Placement, Record,
 };
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
@@ -407,7 +407,7 @@ impl<'a> Runner<'a> {
         };
         self.watch.begin_case(index);
         self.watch.entering();
-        let (report, iters) = self.measure(case, timing)?;
+        let (report, iters, precision) = self.measure(case, timing)?;
         // Done with its collectives: exchanging results, then the next.
         self.watch.begin_case(index + 1);
         let Some(reports) = gather_json(self.control, "measurement", &report)? else {
@@ -420,15 +420,24 @@ impl<'a> Runner<'a> {
             per_iter_skip: self.plan.per_iter_skip,
             iterations: iters * timing.agg_iters as u64,
         };
-        Ok(Some(combine(reports, case, &how)))
+        let mut placement = combine(reports, case, &how);
+        placement.auto = precision;
+        Ok(Some(placement))
     }
 
-    /// This process's report of one placement (timed, checked, explained)
-    /// and the iterations timed.
-    fn measure(&mut self, case: &CaseSpec, timing: &Timing) -> Result<(RankReport, u64), RunError> {
-        let (m, iters): (Measurement, u64) = match self.plan.auto_iters {
-            Some(rule) => auto_iters::measure(self.backend, self.control, case, timing, rule)?,
-            None => (self.backend.time(case, timing)?, timing.iters as u64),
+    /// This process's report of one placement (timed, checked, explained),
+    /// the iterations timed and, under `-n auto`, the precision reached.
+    fn measure(
+        &mut self,
+        case: &CaseSpec,
+        timing: &Timing,
+    ) -> Result<(RankReport, u64, Option<AutoPrecision>), RunError> {
+        let (m, iters, precision) = match self.plan.auto_iters {
+            Some(rule) => {
+                let a = auto_iters::measure(self.backend, self.control, case, timing, rule)?;
+                (a.measurement, a.iters, a.precision)
+            }
+            None => (self.backend.time(case, timing)?, timing.iters as u64, None),
         };
         let wrong = self.check(case)?;
         // Its own pass, like the check: the timed loop never records.
@@ -445,7 +454,7 @@ impl<'a> Runner<'a> {
             wrong,
             explain,
         };
-        Ok((report, iters))
+        Ok((report, iters, precision))
     }
 
     /// `-c` passes of the case (stopping at the first that finds wrong
