@@ -9,6 +9,7 @@ use super::Control;
 use crate::ranks_phrase;
 use crate::wire::{self, Msg, Op};
 use crate::LaunchError;
+use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::MutexGuard;
@@ -16,13 +17,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 impl Control {
-    /// Rank 0: waits for every rank's part of call `seq`.
+    /// Rank 0: waits for every rank's part of call `step`.
     pub(super) fn collect(
         &self,
         link: &Link,
         state: &mut State,
-        op: Op,
-        seq: u64,
+        step: Step,
         own: Vec<u8>,
     ) -> Result<Vec<Vec<u8>>, LaunchError> {
         let n = self.world.world_size;
@@ -40,12 +40,12 @@ impl Control {
                     continue;
                 }
                 if let Some(part) = state.pending[rank].pop_front() {
-                    parts[rank] = Some(self.check_step(link, rank, part, op, seq)?);
+                    parts[rank] = Some(self.check_step(link, rank, part, step)?);
                     remaining -= 1;
                 } else if state.left[rank] {
                     let who = link.hellos[rank].host.as_str();
                     return Err(link.shared.fail(
-                        format!("rank {rank} on host {who} left before {op} #{seq}: every rank must make the same control-plane calls"),
+                        format!("rank {rank} on host {who} left before {step}: every rank must make the same control-plane calls"),
                         Some(rank),
                     ));
                 }
@@ -61,7 +61,7 @@ impl Control {
                     .collect();
                 return Err(link.shared.fail(
                     format!(
-                        "{op} #{seq} timed out after {} s waiting for {} (on {}): they are alive but did not make the call",
+                        "{step} timed out after {} s waiting for {} (on {}): they are alive but did not make the call",
                         self.timeout.as_secs(),
                         ranks_phrase(&missing),
                         dedup(hosts).join(", ")
@@ -72,29 +72,28 @@ impl Control {
         }
     }
 
-    /// Other ranks: waits for rank 0's answer to call `seq`.
+    /// Other ranks: waits for rank 0's answer to call `step`.
     pub(super) fn await_answer(
         &self,
         link: &Link,
         state: &mut State,
-        op: Op,
-        seq: u64,
+        step: Step,
     ) -> Result<Vec<u8>, LaunchError> {
         let deadline = self.call_deadline();
         let root = self.root_host();
         loop {
             if let Some(part) = state.pending[0].pop_front() {
-                return self.check_step(link, 0, part, op, seq);
+                return self.check_step(link, 0, part, step);
             }
             if state.left[0] {
                 return Err(LaunchError::Control(format!(
-                    "rank 0 on host {root} closed the control plane before {op} #{seq}: it finished or failed first (see its output)"
+                    "rank 0 on host {root} closed the control plane before {step}: it finished or failed first (see its output)"
                 )));
             }
             if !self.wait(link, state, deadline, &mut Vec::new())? {
                 return Err(link.shared.fail(
                     format!(
-                        "{op} #{seq}: rank 0 on host {root} did not answer within {} s",
+                        "{step}: rank 0 on host {root} did not answer within {} s",
                         self.timeout.as_secs()
                     ),
                     None,
@@ -109,9 +108,9 @@ impl Control {
         link: &Link,
         from: usize,
         part: Part,
-        op: Op,
-        seq: u64,
+        step: Step,
     ) -> Result<Vec<u8>, LaunchError> {
+        let Step { op, seq } = step;
         if part.seq == seq && part.op == op {
             return Ok(part.data);
         }
@@ -125,13 +124,14 @@ impl Control {
         ))
     }
 
+    /// Other ranks: this rank's part of call `step`, to rank 0.
     pub(super) fn contribute(
         &self,
         link: &Link,
-        op: Op,
-        seq: u64,
+        step: Step,
         data: &[u8],
     ) -> Result<(), LaunchError> {
+        let Step { op, seq } = step;
         self.send(link, &Msg::Contribute { seq, op }, data)
     }
 
@@ -140,8 +140,7 @@ impl Control {
     pub(super) fn answer_all(
         &self,
         link: &Link,
-        op: Op,
-        seq: u64,
+        step: Step,
         data: &[u8],
     ) -> Result<(), LaunchError> {
         if let Some(failure) = link.shared.failure() {
@@ -150,10 +149,9 @@ impl Control {
         if let Some(rank) = (1..self.world.world_size).find(|&r| link.shared.left(r)) {
             return Err(self.left_before(link, rank));
         }
-        let frame = wire::encode(&Msg::Result { seq, op }, data).map_err(|e| {
-            link.shared
-                .fail(format!("cannot send {op} #{seq}: {e}"), None)
-        })?;
+        let Step { op, seq } = step;
+        let frame = wire::encode(&Msg::Result { seq, op }, data)
+            .map_err(|e| link.shared.fail(format!("cannot send {step}: {e}"), None))?;
         link.shared.hub().command(Command::SendAll {
             except: None,
             frame: frame.into(),
@@ -259,16 +257,33 @@ impl Control {
     }
 }
 
-/// Takes the call lock and a sequence number; after a failure every call
-/// fails at once with the first failure's message.
-pub(super) fn start_call(link: &Link) -> Result<(MutexGuard<'_, State>, u64), LaunchError> {
+/// One control-plane call: its kind and its number. Every rank makes the
+/// same calls in the same order, so a part must match both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Step {
+    pub op: Op,
+    pub seq: u64,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} #{}", self.op, self.seq)
+    }
+}
+
+/// Takes the call lock and the next call's number; after a failure every
+/// call fails at once with the first failure's message.
+pub(super) fn start_call(
+    link: &Link,
+    op: Op,
+) -> Result<(MutexGuard<'_, State>, Step), LaunchError> {
     if let Some(failure) = link.shared.failure() {
         return Err(LaunchError::Control(failure));
     }
     let mut state = lock(&link.state);
     state.seq += 1;
     let seq = state.seq;
-    Ok((state, seq))
+    Ok((state, Step { op, seq }))
 }
 
 /// Buffers what an event brought; the ranks it was about go into

@@ -261,14 +261,13 @@ impl Control {
         let Some(link) = &self.link else {
             return self.alone();
         };
-        let (mut state, seq) = start_call(link)?;
+        let (mut state, step) = start_call(link, Op::Barrier)?;
         if self.world.rank == 0 {
-            self.collect(link, &mut state, Op::Barrier, seq, Vec::new())?;
-            self.answer_all(link, Op::Barrier, seq, &[])
+            self.collect(link, &mut state, step, Vec::new())?;
+            self.answer_all(link, step, &[])
         } else {
-            self.contribute(link, Op::Barrier, seq, &[])?;
-            self.await_answer(link, &mut state, Op::Barrier, seq)
-                .map(drop)
+            self.contribute(link, step, &[])?;
+            self.await_answer(link, &mut state, step).map(drop)
         }
     }
 
@@ -283,13 +282,13 @@ impl Control {
             self.alone()?;
             return Ok(data.unwrap_or_default());
         };
-        let (mut state, seq) = start_call(link)?;
+        let (mut state, step) = start_call(link, Op::Broadcast)?;
         match data {
             Some(data) if self.world.rank == 0 => {
-                self.answer_all(link, Op::Broadcast, seq, &data)?;
+                self.answer_all(link, step, &data)?;
                 Ok(data)
             }
-            _ => self.await_answer(link, &mut state, Op::Broadcast, seq),
+            _ => self.await_answer(link, &mut state, step),
         }
     }
 
@@ -300,12 +299,11 @@ impl Control {
             self.alone()?;
             return Ok(Some(vec![data]));
         };
-        let (mut state, seq) = start_call(link)?;
+        let (mut state, step) = start_call(link, Op::Gather)?;
         if self.world.rank == 0 {
-            self.collect(link, &mut state, Op::Gather, seq, data)
-                .map(Some)
+            self.collect(link, &mut state, step, data).map(Some)
         } else {
-            self.contribute(link, Op::Gather, seq, &data).map(|_| None)
+            self.contribute(link, step, &data).map(|_| None)
         }
     }
 
@@ -315,21 +313,19 @@ impl Control {
             self.alone()?;
             return Ok(vec![data]);
         };
-        let (mut state, seq) = start_call(link)?;
+        let (mut state, step) = start_call(link, Op::AllGather)?;
         if self.world.rank == 0 {
-            let parts = self.collect(link, &mut state, Op::AllGather, seq, data)?;
-            self.answer_all(link, Op::AllGather, seq, &wire::pack(&parts))?;
+            let parts = self.collect(link, &mut state, step, data)?;
+            self.answer_all(link, step, &wire::pack(&parts))?;
             Ok(parts)
         } else {
-            self.contribute(link, Op::AllGather, seq, &data)?;
-            let packed = self.await_answer(link, &mut state, Op::AllGather, seq)?;
+            self.contribute(link, step, &data)?;
+            let packed = self.await_answer(link, &mut state, step)?;
             wire::unpack(&packed)
                 .filter(|parts| parts.len() == self.world.world_size)
                 .ok_or_else(|| {
-                    link.shared.fail(
-                        format!("all_gather #{seq}: rank 0 sent a malformed answer"),
-                        None,
-                    )
+                    link.shared
+                        .fail(format!("{step}: rank 0 sent a malformed answer"), None)
                 })
         }
     }
