@@ -26,7 +26,9 @@ use collbench_nccl::tuner::{TunerError, TunerPlugin};
 use collbench_tune::child::{Children, EnvFallback};
 use collbench_tune::lockstep::{agree_outcomes, Lockstep};
 use collbench_tune::plan::distinct_hosts;
-use collbench_tune::{CandidateSpace, MeasureError, Measured, Measurer, Setting, TuneConfig};
+use collbench_tune::{
+    CandidateSpace, Case, InPair, MeasureError, Measured, Measurer, Setting, TuneConfig,
+};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -362,20 +364,9 @@ impl Measurer for Announce<'_> {
         self.hear(setting, got)
     }
 
-    fn measure_in_pair(
-        &mut self,
-        setting: &Setting,
-        partner: &Setting,
-        case: &collbench_tune::Case,
-        iters: u32,
-    ) -> Result<collbench_tune::Sample, MeasureError> {
-        let got = self.inner.measure_in_pair(setting, partner, case, iters);
-        let candidate = if setting.is_default() {
-            partner
-        } else {
-            setting
-        };
-        self.hear(candidate, got)
+    fn measure_in_pair(&mut self, pair: InPair<'_>, case: &Case, iters: u32) -> Measured {
+        let got = self.inner.measure_in_pair(pair, case, iters);
+        self.hear(pair.candidate(), got)
     }
 }
 

@@ -20,7 +20,7 @@
 //! [`EnvFallback`] is the parent's side (a [`Measurer`] over an in-process
 //! measurer and the children); [`serve`] is the child's.
 
-use crate::measure::{MeasureError, Measured, Measurer, Sample};
+use crate::measure::{InPair, MeasureError, Measured, Measurer, Sample};
 use crate::setting::{Case, Setting};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -603,21 +603,15 @@ impl Measurer for EnvFallback<'_> {
         }
     }
 
-    fn measure_in_pair(
-        &mut self,
-        setting: &Setting,
-        partner: &Setting,
-        case: &Case,
-        iters: u32,
-    ) -> Measured {
-        if setting.env.is_empty() && !partner.env.is_empty() {
+    fn measure_in_pair(&mut self, pair: InPair<'_>, case: &Case, iters: u32) -> Measured {
+        if pair.setting.env.is_empty() && !pair.partner.env.is_empty() {
             let key = Key {
-                env: partner.env.clone(),
+                env: pair.partner.env.clone(),
                 role: Role::DefaultPartner,
             };
-            self.in_child(key, setting, case, iters)
+            self.in_child(key, pair.setting, case, iters)
         } else {
-            self.measure(setting, case, iters)
+            self.measure(pair.setting, case, iters)
         }
     }
 

@@ -17,7 +17,7 @@
 //! died or went silent) is kept ([`Lockstep::peer_failure`]) for the
 //! caller's usual line and exit, and ends the search as failed.
 
-use crate::measure::{MeasureError, Measured, Measurer, Sample};
+use crate::measure::{InPair, MeasureError, Measured, Measurer, Sample};
 use crate::setting::{Case, Setting};
 use collbench_core::{Bootstrap, PeerFailure};
 use serde::{Deserialize, Serialize};
@@ -260,20 +260,9 @@ impl Measurer for Lockstep<'_> {
         self.settle(setting, own)
     }
 
-    fn measure_in_pair(
-        &mut self,
-        setting: &Setting,
-        partner: &Setting,
-        case: &Case,
-        iters: u32,
-    ) -> Measured {
-        let own = self.inner.measure_in_pair(setting, partner, case, iters);
-        let candidate = if setting.is_default() {
-            partner
-        } else {
-            setting
-        };
-        self.settle(candidate, own)
+    fn measure_in_pair(&mut self, pair: InPair<'_>, case: &Case, iters: u32) -> Measured {
+        let own = self.inner.measure_in_pair(pair, case, iters);
+        self.settle(pair.candidate(), own)
     }
 }
 

@@ -39,6 +39,26 @@ pub enum MeasureError {
     CandidateFailed(String),
 }
 
+/// One member of an interleaved pair, as the search asks for it: the
+/// setting measured now and its partner (the default beside a candidate,
+/// or the candidate beside the default).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InPair<'a> {
+    pub setting: &'a Setting,
+    pub partner: &'a Setting,
+}
+
+impl<'a> InPair<'a> {
+    /// The pair's candidate: whichever member is not the default.
+    pub fn candidate(&self) -> &'a Setting {
+        if self.setting.is_default() {
+            self.partner
+        } else {
+            self.setting
+        }
+    }
+}
+
 /// What one repeat gave: its sample, or why there is none.
 pub type Measured = Result<Sample, MeasureError>;
 
@@ -62,20 +82,13 @@ pub trait Measurer {
     /// One repeat of `iters` iterations.
     fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured;
 
-    /// One repeat of `setting` as one member of an interleaved pair whose
-    /// other member is `partner` (the default with a candidate, or the
-    /// reverse). A measurer that runs some candidates elsewhere (in a
-    /// child process, [`crate::child::EnvFallback`]) measures the default
-    /// partner there too; the others ignore `partner`.
-    fn measure_in_pair(
-        &mut self,
-        setting: &Setting,
-        partner: &Setting,
-        case: &Case,
-        iters: u32,
-    ) -> Measured {
-        let _ = partner;
-        self.measure(setting, case, iters)
+    /// One repeat of `pair.setting` as one member of an interleaved pair
+    /// whose other member is `pair.partner`. A measurer that runs some
+    /// candidates elsewhere (in a child process,
+    /// [`crate::child::EnvFallback`]) measures the default partner there
+    /// too; the others ignore the partner.
+    fn measure_in_pair(&mut self, pair: InPair<'_>, case: &Case, iters: u32) -> Measured {
+        self.measure(pair.setting, case, iters)
     }
 
     /// Every process agreed that `candidate` failed

@@ -14,7 +14,7 @@
 //! Order inside a pair alternates (default first, then candidate first:
 //! A B B A ...), so a linear drift within a pair cancels over two pairs.
 
-use crate::measure::{MeasureError, Measurer, Sample};
+use crate::measure::{InPair, MeasureError, Measurer, Sample};
 use crate::report::{BandReport, CandidateReport, CandidateStatus, End, Outcome, TuneReport};
 use crate::setting::{AlgoProto, Case, Setting};
 use crate::space::{bands, candidates, Band, CandidateSpace};
@@ -442,7 +442,9 @@ impl Search<'_> {
         };
         let started = Instant::now();
         let measured = match partner {
-            Some(p) => self.m.measure_in_pair(setting, p, &case, iters),
+            Some(partner) => self
+                .m
+                .measure_in_pair(InPair { setting, partner }, &case, iters),
             None => self.m.measure(setting, &case, iters),
         };
         let of_candidate = !setting.is_default() || partner.is_some_and(|p| !p.is_default());

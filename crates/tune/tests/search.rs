@@ -317,12 +317,12 @@ impl collbench_tune::Measurer for FailsFor {
 
     fn measure_in_pair(
         &mut self,
-        s: &Setting,
-        partner: &Setting,
+        pair: collbench_tune::InPair<'_>,
         c: &collbench_tune::Case,
         iters: u32,
     ) -> collbench_tune::Measured {
-        if *s == self.failing || *partner == self.failing {
+        let s = pair.setting;
+        if *pair.candidate() == self.failing {
             self.seen += 1;
             if self.seen > self.after {
                 return Err(collbench_tune::MeasureError::CandidateFailed(

@@ -169,7 +169,11 @@ fn the_measurer_hears_of_the_candidate_ended_even_from_its_partners_repeat() {
         bytes: 1 << 20,
     };
     let mut lock = Lockstep::new(&mut m, &two, &stop, &agreed);
-    let got = lock.measure_in_pair(&Setting::default(), &cand, &case, 1);
+    let pair = InPair {
+        setting: &Setting::default(),
+        partner: &cand,
+    };
+    let got = lock.measure_in_pair(pair, &case, 1);
     assert_eq!(
         got,
         Err(MeasureError::CandidateFailed("rank 1: peer".into()))
