@@ -286,6 +286,18 @@ impl Nccl {
     }
 }
 
+/// Reads a NUL-terminated string that C code wrote into a fixed buffer (a
+/// CUDA device name, a profiler record's name field). A full buffer without
+/// NUL is read to its end, so a truncated name still reads as far as it goes.
+pub(crate) fn c_string(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// NCCL's id for a collbench data type.
 pub fn dtype_id(t: collbench_core::DataType) -> DataTypeId {
     use collbench_core::DataType::*;
