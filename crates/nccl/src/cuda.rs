@@ -549,15 +549,6 @@ mod tests {
     }
 
     #[test]
-    fn c_strings_stop_at_nul() {
-        let mut buf = [0 as c_char; 8];
-        for (d, s) in buf.iter_mut().zip(b"H200\0xy") {
-            *d = *s as c_char;
-        }
-        assert_eq!(c_string(&buf), "H200");
-    }
-
-    #[test]
     fn device_pointers_are_plain_offsets() {
         let p = DevicePtr::from_addr(0x1000);
         assert_eq!(p.offset_by(0x20).addr(), 0x1020);

@@ -335,6 +335,24 @@ mod tests {
     use collbench_core::{DataType, ReduceOp};
 
     #[test]
+    fn c_strings_stop_at_nul() {
+        let mut buf = [0 as c_char; 8];
+        for (d, s) in buf.iter_mut().zip(b"H200\0xy") {
+            *d = *s as c_char;
+        }
+        assert_eq!(c_string(&buf), "H200");
+    }
+
+    #[test]
+    fn a_full_name_field_is_read_to_its_end() {
+        use crate::explain::events::NAME_LEN;
+        let mut f = [b'x' as c_char; NAME_LEN];
+        assert_eq!(c_string(&f).len(), NAME_LEN);
+        f[3] = 0;
+        assert_eq!(c_string(&f), "xxx");
+    }
+
+    #[test]
     fn data_type_ids_follow_nccl_h() {
         // ncclInt8 = 0 ... ncclFloat8e5m2 = 11, in DataType::ALL's order.
         let ids: Vec<DataTypeId> = DataType::ALL.into_iter().map(dtype_id).collect();
