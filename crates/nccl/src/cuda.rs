@@ -9,6 +9,7 @@
 //! GPU, never as host memory.
 
 use crate::error::CudaError;
+use crate::ffi::c_string;
 use cudarc::driver::sys as cu;
 use std::ffi::{c_char, c_void, CStr, CString};
 
@@ -63,16 +64,6 @@ pub fn driver_version() -> Result<String, CudaError> {
         cu::cuDriverGetVersion(&mut v)
     })?;
     Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
-}
-
-/// Reads a NUL-terminated string the driver wrote into `buf`.
-fn c_string(buf: &[c_char]) -> String {
-    let bytes: Vec<u8> = buf
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// One GPU with its primary context.
@@ -555,15 +546,6 @@ mod tests {
     fn bus_id_drops_the_function_and_lowers_case() {
         assert_eq!(bus_id_as_nccl_tests("0000:1A:00.0"), "0000:1a:00");
         assert_eq!(bus_id_as_nccl_tests("0000:06:00"), "0000:06:00");
-    }
-
-    #[test]
-    fn c_strings_stop_at_nul() {
-        let mut buf = [0 as c_char; 8];
-        for (d, s) in buf.iter_mut().zip(b"H200\0xy") {
-            *d = *s as c_char;
-        }
-        assert_eq!(c_string(&buf), "H200");
     }
 
     #[test]

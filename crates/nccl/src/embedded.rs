@@ -91,6 +91,20 @@ extern "C" fn remove_dirs_at_exit() {
     }
 }
 
+/// The function `name` that an embedded plugin exports, as a plain function
+/// pointer; the error names the missing symbol. The pointer stays valid
+/// only while the library is mapped: both plugins are never unloaded.
+///
+/// # Safety
+/// `T` must be the function's C signature as the plugin's source declares
+/// it.
+pub(crate) unsafe fn function<T: Copy>(lib: &libloading::Library, name: &str) -> Result<T, String> {
+    // SAFETY: the caller vouches for `T`; libloading appends the NUL.
+    unsafe { lib.get::<T>(name.as_bytes()) }
+        .map(|f| *f)
+        .map_err(|e| format!("the plugin lacks {name} ({e})"))
+}
+
 /// The user's own plugin variable (NCCL_PROFILER_PLUGIN, NCCL_TUNER_PLUGIN),
 /// if one is set: a value that is not empty and not one an earlier
 /// collbench set (`mark`, the COLLBENCH_*_PLUGIN twin it sets beside it).

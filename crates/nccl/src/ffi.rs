@@ -286,6 +286,18 @@ impl Nccl {
     }
 }
 
+/// Reads a NUL-terminated string that C code wrote into a fixed buffer (a
+/// CUDA device name, a profiler record's name field). A full buffer without
+/// NUL is read to its end, so a truncated name still reads as far as it goes.
+pub(crate) fn c_string(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// NCCL's id for a collbench data type.
 pub fn dtype_id(t: collbench_core::DataType) -> DataTypeId {
     use collbench_core::DataType::*;
@@ -321,6 +333,24 @@ pub fn redop_id(op: collbench_core::ReduceOp) -> RedOpId {
 mod tests {
     use super::*;
     use collbench_core::{DataType, ReduceOp};
+
+    #[test]
+    fn c_strings_stop_at_nul() {
+        let mut buf = [0 as c_char; 8];
+        for (d, s) in buf.iter_mut().zip(b"H200\0xy") {
+            *d = *s as c_char;
+        }
+        assert_eq!(c_string(&buf), "H200");
+    }
+
+    #[test]
+    fn a_full_name_field_is_read_to_its_end() {
+        use crate::explain::events::NAME_LEN;
+        let mut f = [b'x' as c_char; NAME_LEN];
+        assert_eq!(c_string(&f).len(), NAME_LEN);
+        f[3] = 0;
+        assert_eq!(c_string(&f), "xxx");
+    }
 
     #[test]
     fn data_type_ids_follow_nccl_h() {

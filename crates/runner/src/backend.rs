@@ -105,6 +105,21 @@ pub struct BackendInfo {
     pub devices: Vec<DeviceInfo>,
 }
 
+/// What the runner tells a backend before its cases run (`-u`, alltoallv's
+/// traffic, the watch), for a backend that keeps it as told: such a
+/// backend returns its copy from [`Backend::settings`], and the default
+/// [`Backend::set_unalign`], [`Backend::set_traffic`] and
+/// [`Backend::set_watch`] store into it.
+#[derive(Clone, Default)]
+pub struct BackendSettings {
+    /// Elements every buffer is misaligned by (`-u`).
+    pub unalign: u64,
+    /// Who sends how much to whom in alltoallv.
+    pub traffic: Traffic,
+    /// Where the timed loop publishes progress and learns of a stop.
+    pub watch: Option<Arc<crate::watch::Watch>>,
+}
+
 /// Backend failures: each reads as one line naming the problem.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
@@ -155,34 +170,51 @@ pub trait Backend {
     fn memory_usage(&mut self) -> Option<MemoryUsage> {
         None
     }
+    /// Where this backend keeps what the setters below are told, if it
+    /// keeps it as told: the setters' defaults then store into it. `None`
+    /// (the default): they refuse `-u` and alltoallv and ignore the watch.
+    fn settings(&mut self) -> Option<&mut BackendSettings> {
+        None
+    }
     /// Misaligns every buffer by this many elements from now on (`-u`), to
-    /// measure unaligned transfers. Backends that cannot say so.
+    /// measure unaligned transfers. Backends that cannot say so (the
+    /// default, unless [`Backend::settings`] keeps it).
     fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
-        if elements == 0 {
-            Ok(())
-        } else {
-            Err(BackendError::Unsupported(
+        match self.settings() {
+            Some(settings) => {
+                settings.unalign = elements;
+                Ok(())
+            }
+            None if elements == 0 => Ok(()),
+            None => Err(BackendError::Unsupported(
                 "-u (unaligned buffers) is not supported by this backend".into(),
-            ))
+            )),
         }
     }
     /// Sets who sends how much to whom in alltoallv, before any alltoallv
     /// case runs. Backends without alltoallv say so (the runner then skips
-    /// alltoallv with a note).
+    /// alltoallv with a note): the default, unless [`Backend::settings`]
+    /// keeps it.
     fn set_traffic(&mut self, traffic: &Traffic) -> Result<(), BackendError> {
-        let _ = traffic;
-        Err(BackendError::Unsupported(
-            "alltoallv is not supported by this backend yet".into(),
-        ))
+        let Some(settings) = self.settings() else {
+            return Err(BackendError::Unsupported(
+                "alltoallv is not supported by this backend yet".into(),
+            ));
+        };
+        settings.traffic = traffic.clone();
+        Ok(())
     }
     /// Where to publish progress and learn that the job has stopped (see
     /// [`crate::watch`]): from now on the timed loop calls
     /// [`Watch::at`](crate::watch::Watch::at) after each call, and long
     /// waits give up once [`Watch::is_stopped`](crate::watch::Watch::is_stopped)
     /// (returning any error: the runner reports the stop's reason).
-    /// Default: ignored (the runner still publishes between cases).
+    /// Default: kept in [`Backend::settings`], or else ignored (the runner
+    /// still publishes between cases).
     fn set_watch(&mut self, watch: Arc<crate::watch::Watch>) {
-        let _ = watch;
+        if let Some(settings) = self.settings() {
+            settings.watch = Some(watch);
+        }
     }
     /// A backend over this job's processes that share `group` (host
     /// tests: each host pair of a round is a group), for cases that run on

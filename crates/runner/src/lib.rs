@@ -23,7 +23,9 @@ pub mod setup_guard;
 pub mod watch;
 pub mod watchdog;
 
-pub use backend::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, MemoryUsage, Timing};
+pub use backend::{
+    Backend, BackendError, BackendInfo, BackendSettings, CaseSpec, Measurement, MemoryUsage, Timing,
+};
 pub use plan::{Average, Plan, RootSel};
 pub use run::{RunError, RunObserver, Runner};
 pub use watch::{Fault, FaultKind, Stop, Watch};

@@ -84,7 +84,7 @@ impl NcclBackend {
     /// GPUs' buffers are the same size, so they are (re)allocated together:
     /// `-R 2` registers them collectively.
     pub(crate) fn ensure_buffers(&mut self, bytes: u64) -> Result<(), BackendError> {
-        let bytes = buffer_bytes(bytes, self.unalign);
+        let bytes = buffer_bytes(bytes, self.settings.unalign);
         let have = self.gpus[0].recv.as_ref().map(|b| b.bytes).unwrap_or(0);
         if have >= bytes {
             return Ok(());
@@ -203,7 +203,14 @@ impl NcclBackend {
         max_bytes: u64,
     ) -> (DevicePtr, DevicePtr) {
         let gpu = &self.gpus[i];
-        let o = offsets(case, gpu.rank, iter, max_bytes, self.rotate, self.unalign);
+        let o = offsets(
+            case,
+            gpu.rank,
+            iter,
+            max_bytes,
+            self.rotate,
+            self.settings.unalign,
+        );
         let recv = gpu.recv.as_ref().expect("buffers allocated");
         let send = if o.in_place {
             recv

@@ -122,7 +122,7 @@ impl NcclBackend {
                     gpu.dev.ordinal
                 )));
             };
-            let o = device_offsets(case, gpu.rank, max_bytes, self.unalign);
+            let o = device_offsets(case, gpu.rank, max_bytes, self.settings.unalign);
             let ops = Operands {
                 send: if o.in_place { recv } else { send },
                 send_offset: o.send,

@@ -81,14 +81,12 @@ impl NcclBackend {
             host: self.host.clone(),
             opts,
             aborted: false,
-            watch: None,
             graphs_warmed: false,
             rotate: self.rotate,
-            unalign: 0,
             explainer: None,
             memory: super::memory::MemoryWatch::after_init(&[], &[]),
-            traffic: Default::default(),
             peers: None,
+            settings: Default::default(),
         }))
     }
 }

@@ -150,7 +150,7 @@ impl NcclBackend {
     /// next case), so that no launch recomputes them.
     pub(crate) fn make_ops(&mut self, case: &CaseSpec) -> Result<Vec<RedOpId>, BackendError> {
         self.peers = (case.collective == Collective::AllToAllV).then(|| {
-            self.traffic.peer_counts(
+            self.settings.traffic.peer_counts(
                 case.counts.param_count,
                 case.dtype.size_bytes(),
                 case.world_size,

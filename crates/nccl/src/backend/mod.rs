@@ -34,7 +34,7 @@ use crate::ffi::Nccl;
 use crate::kernels::Kernels;
 use crate::loader::FoundNccl;
 use crate::NcclOptions;
-use collbench_core::alltoallv::{PeerCounts, Traffic};
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::{Collective, DeviceInfo, Explanation, ReduceOp};
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
@@ -110,19 +110,18 @@ pub struct NcclBackend {
     /// Rotate buffer offsets between iterations (off with
     /// COLLBENCH_NO_ROTATE=1, for diagnosing cache effects).
     pub(crate) rotate: bool,
-    /// Elements every buffer is misaligned by (`-u`).
-    pub(crate) unalign: u64,
     /// NCCL's profiler plugin, when the run asked for explanations.
     pub(crate) explainer: Option<crate::explain::Explainer>,
     /// GPU memory taken by init, buffers and runs (`-M 1`).
     pub(crate) memory: memory::MemoryWatch,
-    /// Who sends how much to whom in alltoallv (`set_traffic`).
-    pub(crate) traffic: Traffic,
     /// alltoallv's per-peer counts of the case being run (set by
     /// `make_ops`, so the timed loop does not recompute them).
     pub(crate) peers: Option<PeerCounts>,
-    /// Where the timed loop publishes progress and learns of a stop.
-    pub(crate) watch: Option<std::sync::Arc<collbench_runner::Watch>>,
+    /// `-u`, who sends how much to whom in alltoallv, and the watch where
+    /// the timed loop publishes progress and learns of a stop, as the
+    /// runner set them. New communicators (host groups) start from the
+    /// defaults.
+    pub(crate) settings: collbench_runner::BackendSettings,
 }
 
 /// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
@@ -269,8 +268,9 @@ impl Backend for NcclBackend {
         Ok(())
     }
 
-    fn set_watch(&mut self, watch: std::sync::Arc<collbench_runner::Watch>) {
-        self.watch = Some(watch);
+    /// Keeps `-u`, the traffic and the watch: NCCL applies all three.
+    fn settings(&mut self) -> Option<&mut collbench_runner::BackendSettings> {
+        Some(&mut self.settings)
     }
 
     fn group(
@@ -281,16 +281,6 @@ impl Backend for NcclBackend {
         Ok(self
             .for_group(control, group)?
             .map(|b| Box::new(b) as Box<dyn Backend>))
-    }
-
-    fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
-        self.unalign = elements;
-        Ok(())
-    }
-
-    fn set_traffic(&mut self, traffic: &Traffic) -> Result<(), BackendError> {
-        self.traffic = traffic.clone();
-        Ok(())
     }
 
     fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError> {

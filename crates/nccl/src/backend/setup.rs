@@ -217,14 +217,12 @@ impl NcclBackend {
             host: opts.host.clone(),
             opts: opts.clone(),
             aborted: false,
-            watch: None,
             graphs_warmed: false,
             rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
-            unalign: 0,
             explainer,
             memory,
-            traffic: Default::default(),
             peers: None,
+            settings: Default::default(),
         };
         // On failure the backend drops, which destroys the communicators.
         backend.setup_device_api()?;

@@ -382,14 +382,14 @@ impl NcclBackend {
     /// timeout so a broken peer aborts the communicators instead of hanging.
     pub(crate) fn wait_all(&mut self) -> Result<(), BackendError> {
         let start = Instant::now();
-        let fallback = if self.watch.is_some() {
+        let fallback = if self.settings.watch.is_some() {
             WATCHED_FALLBACK
         } else {
             Duration::ZERO
         };
         let timeout =
             (self.opts.timeout_s > 0).then(|| Duration::from_secs(self.opts.timeout_s) + fallback);
-        if let Some(w) = &self.watch {
+        if let Some(w) = &self.settings.watch {
             w.completing_all();
         }
         let mut polls = 0u64;
@@ -404,7 +404,7 @@ impl NcclBackend {
                 polls += 1;
                 if polls.is_multiple_of(1024) {
                     self.check_async()?;
-                    if self.watch.as_ref().is_some_and(|w| w.is_stopped()) {
+                    if self.settings.watch.as_ref().is_some_and(|w| w.is_stopped()) {
                         self.abort();
                         return Err(self.stopped());
                     }
@@ -429,7 +429,7 @@ impl NcclBackend {
     /// aborts the communicators (their streams hold calls that will never
     /// complete) and fails.
     fn at(&mut self, iteration: u64) -> Result<(), BackendError> {
-        let stopped = match &self.watch {
+        let stopped = match &self.settings.watch {
             Some(w) => w.at_all(iteration as u32).is_err(),
             None => false,
         };
@@ -439,7 +439,7 @@ impl NcclBackend {
     /// Publishes that every GPU enters the call of `iteration` (a stall
     /// hook acts here); as [`NcclBackend::at`] once the job stops.
     fn calling(&mut self, iteration: u64) -> Result<(), BackendError> {
-        let stopped = match &self.watch {
+        let stopped = match &self.settings.watch {
             Some(w) => w.calling_all(iteration as u32).is_err(),
             None => false,
         };
@@ -457,7 +457,7 @@ impl NcclBackend {
     /// The error for a wait the job's stop ended (the runner reports the
     /// stop's reason).
     fn stopped(&self) -> BackendError {
-        let why = self.watch.as_ref().and_then(|w| w.reason());
+        let why = self.settings.watch.as_ref().and_then(|w| w.reason());
         let why = why.map_or("the job stopped", |s| s.message());
         BackendError::Timeout(format!("{why}: communicators aborted"))
     }

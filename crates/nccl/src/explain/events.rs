@@ -3,6 +3,7 @@
 //! `profiler/collbench_profiler.c`) and as the rest of collbench reads them
 //! ([`ProfilerEvent`]).
 
+use crate::ffi::c_string;
 use std::ffi::c_char;
 
 /// Length of each name field in [`RawEvent`] (`CB_NAME_LEN`).
@@ -95,17 +96,6 @@ pub struct ProfilerEvent {
     pub interface_version: u32,
 }
 
-/// A NUL-terminated name field (always terminated by the plugin; a full
-/// field without NUL is read to its end).
-fn name(field: &[c_char; NAME_LEN]) -> String {
-    let bytes: Vec<u8> = field
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 fn non_negative(v: i32) -> Option<u64> {
     (v >= 0).then_some(v as u64)
 }
@@ -123,13 +113,15 @@ impl ProfilerEvent {
             rank: r.rank as i64,
             nranks: non_negative(r.nranks),
             comm_hash: r.comm_hash,
-            func: name(&r.func),
-            algo: name(&r.algo),
-            proto: name(&r.proto),
+            // The plugin always NUL-terminates its name fields; a full
+            // field would still read to its end.
+            func: c_string(&r.func),
+            algo: c_string(&r.algo),
+            proto: c_string(&r.proto),
             channels: non_negative(r.n_channels),
             warps: non_negative(r.n_warps),
             count: r.count,
-            datatype: name(&r.datatype),
+            datatype: c_string(&r.datatype),
             seq_number: r.seq_number,
             peer: (kind == EventKind::P2p).then_some(r.peer as i64),
             interface_version: r.interface_version.max(0) as u32,
@@ -191,13 +183,5 @@ mod tests {
         assert_eq!(e.kind, EventKind::P2p);
         assert_eq!((e.channels, e.nranks, e.peer), (None, None, Some(0)));
         assert!(ProfilerEvent::from_raw(&RawEvent::default()).is_none());
-    }
-
-    #[test]
-    fn a_full_name_field_is_read_to_its_end() {
-        let mut f = [b'x' as c_char; NAME_LEN];
-        assert_eq!(name(&f).len(), NAME_LEN);
-        f[3] = 0;
-        assert_eq!(name(&f), "xxx");
     }
 }

@@ -306,16 +306,14 @@ fn load() -> Result<Plugin, String> {
 fn open(path: &Path) -> Result<Plugin, String> {
     // SAFETY: our own library: its initialisers are empty.
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
+    use crate::embedded::function;
     // SAFETY: the symbols are the functions collbench_profiler.c exports,
     // with these signatures; the ABI and record size are checked before any
     // record is read.
     let plugin = unsafe {
-        let abi: libloading::Symbol<unsafe extern "C" fn() -> u32> = lib
-            .get(b"collbench_profiler_abi\0")
-            .map_err(|e| e.to_string())?;
-        let size: libloading::Symbol<unsafe extern "C" fn() -> usize> = lib
-            .get(b"collbench_profiler_event_size\0")
-            .map_err(|e| e.to_string())?;
+        let abi: unsafe extern "C" fn() -> u32 = function(&lib, "collbench_profiler_abi")?;
+        let size: unsafe extern "C" fn() -> usize =
+            function(&lib, "collbench_profiler_event_size")?;
         if abi() != ABI || size() != std::mem::size_of::<RawEvent>() {
             return Err(format!(
                 "the embedded plugin's record layout (abi {}, {} bytes) is not this build's",
@@ -324,15 +322,9 @@ fn open(path: &Path) -> Result<Plugin, String> {
             ));
         }
         Plugin {
-            set_recording: *lib
-                .get(b"collbench_profiler_set_recording\0")
-                .map_err(|e| e.to_string())?,
-            drain: *lib
-                .get(b"collbench_profiler_drain\0")
-                .map_err(|e| e.to_string())?,
-            inits: *lib
-                .get(b"collbench_profiler_inits\0")
-                .map_err(|e| e.to_string())?,
+            set_recording: function(&lib, "collbench_profiler_set_recording")?,
+            drain: function(&lib, "collbench_profiler_drain")?,
+            inits: function(&lib, "collbench_profiler_inits")?,
             path: path.to_path_buf(),
             dir: Mutex::new(None),
             case: Mutex::new(()),

@@ -236,30 +236,18 @@ fn load() -> Result<Installed, String> {
 fn open(path: &Path) -> Result<Api, String> {
     // SAFETY: our own library: it has no initialisers.
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
-    let sym = |name: &str| format!("the plugin lacks {name}");
+    use crate::embedded::function;
     // SAFETY: the symbols are the functions collbench_tuner.c exports,
     // with these C signatures; the library is never unloaded (forgotten
     // below), so the pointers stay valid.
     let api = unsafe {
         Api {
-            load: *lib
-                .get(b"collbench_tuner_load\0")
-                .map_err(|_| sym("collbench_tuner_load"))?,
-            last_error: *lib
-                .get(b"collbench_tuner_last_error\0")
-                .map_err(|_| sym("collbench_tuner_last_error"))?,
-            set_override: *lib
-                .get(b"collbench_tuner_set_override\0")
-                .map_err(|_| sym("collbench_tuner_set_override"))?,
-            clear_override: *lib
-                .get(b"collbench_tuner_clear_override\0")
-                .map_err(|_| sym("collbench_tuner_clear_override"))?,
-            counters: *lib
-                .get(b"collbench_tuner_counters\0")
-                .map_err(|_| sym("collbench_tuner_counters"))?,
-            last_choice: *lib
-                .get(b"collbench_tuner_last_choice\0")
-                .map_err(|_| sym("collbench_tuner_last_choice"))?,
+            load: function(&lib, "collbench_tuner_load")?,
+            last_error: function(&lib, "collbench_tuner_last_error")?,
+            set_override: function(&lib, "collbench_tuner_set_override")?,
+            clear_override: function(&lib, "collbench_tuner_clear_override")?,
+            counters: function(&lib, "collbench_tuner_counters")?,
+            last_choice: function(&lib, "collbench_tuner_last_choice")?,
         }
     };
     // Never unloaded: NCCL holds the same instance and calls into it until

@@ -13,12 +13,14 @@ mod check;
 pub mod fit;
 pub mod ranks;
 
-use crate::backend::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
+use crate::backend::{
+    Backend, BackendError, BackendInfo, BackendSettings, CaseSpec, Measurement, Timing,
+};
 use crate::host_buffers::{rotation_elements, HostBuffers};
 use crate::watch::{Stopped, Watch};
 use algo::Ptrs;
 use barrier::SpinBarrier;
-use collbench_core::alltoallv::{PeerCounts, Traffic};
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::element::Element;
 use collbench_core::stats::StreamingStats;
 use collbench_core::{verify::Pattern, with_element, Collective, DeviceInfo};
@@ -35,12 +37,9 @@ pub struct CpuBackend {
     /// Test hook: this rank moves data at about 0.25 GB/s, to prove that
     /// slow-rank localisation finds it.
     slow_rank: Option<usize>,
-    /// Elements every buffer is misaligned by (`-u`).
-    unalign: u64,
-    /// Who sends how much to whom in alltoallv.
-    traffic: Traffic,
-    /// Where rank threads publish progress and learn of a stop.
-    watch: Option<Arc<Watch>>,
+    /// `-u`, alltoallv's traffic and the watch where rank threads publish
+    /// progress and learn of a stop, as the runner set them.
+    settings: BackendSettings,
     /// Test aid: a barrier with the other processes after every timed
     /// operation (see [`CpuBackend::with_process_barrier`]).
     process_barrier: Option<ProcessBarrier>,
@@ -70,9 +69,7 @@ impl CpuBackend {
             host: host.to_string(),
             buffers: (0..ranks.max(1)).map(|_| HostBuffers::default()).collect(),
             slow_rank: None,
-            unalign: 0,
-            traffic: Traffic::default(),
-            watch: None,
+            settings: BackendSettings::default(),
             process_barrier: None,
         }
     }
@@ -90,7 +87,7 @@ impl CpuBackend {
     /// alltoallv's per-peer counts for `case` (`None` for the others).
     fn peers(&self, case: &CaseSpec) -> Option<PeerCounts> {
         (case.collective == Collective::AllToAllV).then(|| {
-            self.traffic.peer_counts(
+            self.settings.traffic.peer_counts(
                 case.counts.param_count,
                 case.dtype.size_bytes(),
                 case.world_size,
@@ -105,9 +102,9 @@ impl CpuBackend {
     }
 
     fn ensure(&mut self, case: &CaseSpec, max_bytes: u64) -> Result<(), BackendError> {
-        fit::check_fits(&self.buffers, case, max_bytes, self.unalign)?;
+        fit::check_fits(&self.buffers, case, max_bytes, self.settings.unalign)?;
         for b in &mut self.buffers {
-            b.ensure(case, max_bytes, self.unalign)?;
+            b.ensure(case, max_bytes, self.settings.unalign)?;
         }
         Ok(())
     }
@@ -119,7 +116,7 @@ impl CpuBackend {
             recv: Vec::new(),
             scratch: Vec::new(),
         };
-        let unalign = self.unalign;
+        let unalign = self.settings.unalign;
         for (r, b) in self.buffers.iter_mut().enumerate() {
             let (send, recv) = b.pointers(case, r, iter, max_bytes, unalign);
             p.send.push(send as *mut T);
@@ -152,8 +149,8 @@ impl CpuBackend {
         let ptrs = Shared(self.ptrs::<T>(case, 0, timing.max_bytes));
         let scalars = self.scalars::<T>(case);
         let peers = self.peers(case);
-        let barrier = SpinBarrier::new(n).watched(self.watch.clone());
-        let watch = self.watch.as_deref();
+        let barrier = SpinBarrier::new(n).watched(self.settings.watch.clone());
+        let watch = self.settings.watch.as_deref();
         let timed = TimedLoop {
             case,
             timing,
@@ -385,18 +382,10 @@ impl Backend for CpuBackend {
         with_element!(case.dtype, T => self.time_typed::<T>(case, timing))
     }
 
-    fn set_unalign(&mut self, elements: u64) -> Result<(), BackendError> {
-        self.unalign = elements;
-        Ok(())
-    }
-
-    fn set_traffic(&mut self, traffic: &Traffic) -> Result<(), BackendError> {
-        self.traffic = traffic.clone();
-        Ok(())
-    }
-
-    fn set_watch(&mut self, watch: Arc<Watch>) {
-        self.watch = Some(watch);
+    /// Keeps `-u`, the traffic and the watch: the CPU backend applies all
+    /// three.
+    fn settings(&mut self) -> Option<&mut BackendSettings> {
+        Some(&mut self.settings)
     }
 
     /// Under the multi-process test hook a group is this process's own
@@ -410,7 +399,7 @@ impl Backend for CpuBackend {
     ) -> Result<Option<Box<dyn Backend>>, BackendError> {
         Ok(group.map(|_| {
             let mut b = CpuBackend::new(self.world_size, &self.host).with_slow_rank(self.slow_rank);
-            b.traffic = self.traffic.clone();
+            b.settings.traffic = self.settings.traffic.clone();
             Box::new(b) as Box<dyn Backend>
         }))
     }
@@ -426,7 +415,7 @@ impl Backend for CpuBackend {
             .slow_rank
             .and_then(|s| ranks.iter().position(|&r| r == s));
         let mut sub = CpuBackend::new(ranks.len(), &self.host).with_slow_rank(slow);
-        sub.traffic = self.traffic.clone();
+        sub.settings.traffic = self.settings.traffic.clone();
         Ok(Box::new(sub))
     }
 
@@ -436,7 +425,7 @@ impl Backend for CpuBackend {
             let ptrs = Shared(self.ptrs::<T>(case, 0, 0));
             let scalars = self.scalars::<T>(case);
             let peers = self.peers(case);
-            let watch = self.watch.clone();
+            let watch = self.settings.watch.clone();
             check::check_case::<T>(case, seed, corrupt, &ptrs.0, &scalars, peers.as_ref(), watch)
         })
     }
@@ -445,6 +434,7 @@ impl Backend for CpuBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use collbench_core::alltoallv::Traffic;
     use collbench_core::{Collective, DataType, ReduceOp};
 
     fn case(coll: Collective, bytes: u64, ranks: usize) -> CaseSpec {
@@ -471,6 +461,17 @@ mod tests {
             iteration_pass: true,
             first_op: 0,
         }
+    }
+
+    #[test]
+    fn the_runners_settings_are_kept_through_the_default_setters() {
+        let mut b = CpuBackend::new(2, "h");
+        let spread = Traffic::Generated { spread: 0.5 };
+        b.set_unalign(3).unwrap();
+        b.set_traffic(&spread).unwrap();
+        b.set_watch(Arc::new(Watch::new(2, 0, Vec::new())));
+        assert_eq!((b.settings.unalign, &b.settings.traffic), (3, &spread));
+        assert!(b.settings.watch.is_some());
     }
 
     #[test]
