@@ -20,6 +20,8 @@ use collbench_tune::{
 use std::sync::atomic::AtomicBool;
 use std::thread;
 
+mod common;
+
 const MIB: u64 = 1 << 20;
 /// Simulated seconds, in us.
 const S: f64 = 1e6;
@@ -176,14 +178,8 @@ fn noise_is_never_a_gain(world_size: usize) {
         20.0 * S,
     );
     for (seed, reports) in jobs(world_size, 0..50, &cfg, flat_fake).iter().enumerate() {
-        for b in &agreed(reports).bands {
-            assert!(
-                b.gain().is_none(),
-                "{world_size} ranks, seed {seed}: noise reported as a gain at {}: {:?}",
-                b.band.probe_bytes,
-                b.outcome
-            );
-        }
+        let what = format!("{world_size} ranks, seed {seed}");
+        common::assert_no_gain(agreed(reports), &what);
     }
 }
 

@@ -10,6 +10,8 @@ use collbench_tune::{
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod common;
+
 const MIB: u64 = 1 << 20;
 /// Simulated seconds, in us.
 const S: f64 = 1e6;
@@ -103,15 +105,7 @@ fn noise_is_never_a_gain() {
             1,
             30.0 * S,
         );
-        let r = run(&mut m, &cfg);
-        for b in &r.bands {
-            assert!(
-                b.gain().is_none(),
-                "seed {seed}: noise reported as a gain at {}: {:?}",
-                b.band.probe_bytes,
-                b.outcome
-            );
-        }
+        common::assert_no_gain(&run(&mut m, &cfg), &format!("seed {seed}"));
     }
 }
 
