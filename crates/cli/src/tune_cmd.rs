@@ -66,6 +66,13 @@ pub struct TuneArgs {
     /// NCCL's example tuner; `run --tuner-config` loads it).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Also write the whole report as JSON (what `--format json` prints)
+    /// to this file, whatever stdout shows.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Replace an existing --csv or --json file (refused otherwise).
+    #[arg(long)]
+    pub force: bool,
     /// Also print `export NAME=VALUE` lines for the best setting that
     /// environment variables can set (a comment when the defaults win).
     #[arg(long)]
@@ -223,18 +230,19 @@ pub fn stop_on_ctrl_c() -> Arc<AtomicBool> {
 }
 
 /// Checks that an output file can be written before anything runs.
-fn writable(path: &Path) -> Result<(), Failure> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map(|_| ())
-        .map_err(|e| {
-            Failure::usage(format!(
-                "cannot write {}: {e}; choose a writable path",
-                path.display()
-            ))
-        })
+/// Before any measuring: `--csv` and `--json` name two different files
+/// this process may write, neither already there unless `--force`.
+/// Nothing is created yet: a search that fails leaves no empty file.
+fn claim_outputs(a: &TuneArgs) -> Result<(), Failure> {
+    if let (Some(csv), Some(json)) = (&a.csv, &a.json) {
+        crate::outputs::distinct(("--csv", csv), ("--json", json))?;
+    }
+    for (flag, path) in [("--csv", &a.csv), ("--json", &a.json)] {
+        if let Some(path) = path {
+            crate::outputs::claim(flag, path, a.force, &[])?;
+        }
+    }
+    Ok(())
 }
 
 /// The one process of a `tune` run (children share its control plane:
@@ -306,9 +314,7 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
             "--shell prints shell lines, which would break --format json: drop one".into(),
         ));
     }
-    if let Some(p) = &a.csv {
-        writable(p).map_err(|f| refused(f.message))?;
-    }
+    claim_outputs(a)?;
     if across {
         return tune_job::tune_across(a, &world, &launch);
     }
@@ -475,14 +481,24 @@ fn print_report(a: &TuneArgs, report: &TuneReport) -> Result<(), Failure> {
     // The CSV file is written even when stdout fails; the failure is the
     // command's end (exit 2) once it is.
     let printed = crate::stdout::print(&text).map_err(Failure::from);
-    if let Some(path) = &a.csv {
-        let (csv, notes) = TunerConfig::from_report(report);
-        std::fs::write(path, csv.to_csv(&notes)).map_err(|e| {
+    let write = |flag: &str, path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|e| {
             Failure::new(
                 Outcome::TuneFailed,
-                format!("cannot write {}: {e}", path.display()),
+                format!(
+                    "cannot write {flag} {}: {}",
+                    path.display(),
+                    crate::outputs::io_reason(&e)
+                ),
             )
-        })?;
+        })
+    };
+    if let Some(path) = &a.json {
+        write("--json", path, &(render::json(report) + "\n"))?;
+    }
+    if let Some(path) = &a.csv {
+        let (csv, notes) = TunerConfig::from_report(report);
+        write("--csv", path, &csv.to_csv(&notes))?;
         crate::stdout::say(format!(
             "collbench tune: wrote {} ({} rules); check it with: collbench run --tuner-config {} ...",
             path.display(),
