@@ -7,7 +7,9 @@
 #
 #   bench/emu.sh [STAGE ...]
 #     stages: ntbuild pinning explain tuner faults check zmodes parity2
-#     parity4 (default: all of them, in that order)
+#     parity4 (default: all of them, in that order); issue 23's tune
+#     stages, each named to run: tune tunerepro buffsize nauto
+#     (bench/emu_tune.py judges them; see their comments below)
 #
 # ntbuild  builds nccl-tests 2.19.6 with MPI=1 from $NTSRC into $NT (skipped
 #          when $NT/all_reduce_perf exists).
@@ -120,7 +122,8 @@ cb_wait() {
 cb() { local dir=$1 name=$2; cb_start "$@"; cb_wait "$dir" "$name"; }
 
 # nt DIR NAME W BIN ARGS...: the real nccl-tests binary on W emulated hosts
-# through mpirun, stdout to DIR/NAME.txt (NCCL logs there too).
+# through mpirun, stdout to DIR/NAME.txt (NCCL logs there too). NT_X: more
+# `-x NAME` options, for variables a stage sets for nccl-tests.
 nt() {
   local dir=$1 name=$2 w=$3 bin=$4; shift 4
   [ "$DRY" = 1 ] && return 0
@@ -129,7 +132,7 @@ nt() {
   timeout 240 mpirun --allow-run-as-root -np "$w" --bind-to none --oversubscribe \
     -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME -x NCCL_IB_DISABLE -x CUDA_MPS_PIPE_DIRECTORY \
     -x NCCL_TESTS_DEVICE=0 -x NCCL_DEBUG -x NCCL_DEBUG_SUBSYS -x NCCL_TUNER_PLUGIN \
-    -x NCCL_TUNER_CONFIG_FILE -x EMU_JOB=$JOB \
+    -x NCCL_TUNER_CONFIG_FILE -x EMU_JOB=$JOB ${NT_X:-} \
     bash -c 'NCCL_HOSTID=emu$EMU_JOB-$OMPI_COMM_WORLD_RANK exec "$@"' _ \
     "$NT/$bin" "$@" -g 1 > "$dir/$name.txt" 2> "$dir/$name.err"
   printf '%-34s rc=%-12s %6.1f s\n' "$name" "$?" "$(secs "$s" "$(now)")" | tee -a "$O/log.txt"
@@ -347,6 +350,72 @@ stage_check() {
     case $f in *.r[0-9]*.txt) continue ;; esac
     echo "$(basename "$f"): $(grep -h '^collbench check:' "$f" | tail -n 1)"
   done | tee "$d/verdicts.txt" >> "$O/log.txt"
+}
+
+# ---- issue 23: tune across two hosts (not in the default list: the
+# search alone takes its budget, $TUNE_BUDGET, default 10m; a device call
+# ends at 600 s, so run `tune` alone with `timeout 590` and a budget that
+# leaves room for setup, e.g. TUNE_BUDGET=8m, saying so) ----
+
+# The search: table, shell lines, JSON and tuner CSV; then its bars.
+stage_tune() {
+  local d=$O/tune fake=""
+  [ "$DRY" = 1 ] && fake="--test-fake ok"
+  cb_start "$d" tune 2 -- tune all_reduce all_gather -b 1M -e 512M -f 8 \
+    --budget "${TUNE_BUDGET:-10m}" --shell --json "$d/tune.json" --csv "$d/tuner.csv" $fake
+  cb_wait "$d" tune 900
+  grep '^export ' "$d/tune.txt" > "$d/winner.sh"
+  log "tune winner: $(tr '\n' ' ' < "$d/winner.sh")"
+  python3 bench/emu_tune.py gains "$d/tune.json" | tee "$d/gains.md" | tail -n 5 | tee -a "$O/log.txt"
+}
+
+# The --shell lines against the defaults, 3 rounds A B A B, collbench and
+# nccl-tests alike, at the tuned ops' large sizes (needs stage_tune's
+# winner.sh, or WINNER=path).
+stage_tunerepro() {
+  local d=$O/tunerepro w=${WINNER:-$O/tune/winner.sh} r op vars=() names=""
+  [ -s "$w" ] || { log "tunerepro: no winner in $w"; return; }
+  while read -r _ kv; do vars+=("$kv"); names+=" -x ${kv%%=*}"; done < "$w"
+  local sweep="-b 64M -e 512M -f 2 -w 2 -n 10"
+  for r in $(seq "${REPRO_ROUNDS:-3}"); do
+    mkdir -p "$d/ntdef$r" "$d/ntenv$r"
+    cb "$d" "cbdef$r" 2 -- run all_reduce all_gather $sweep
+    cb "$d" "cbenv$r" 2 "${vars[@]}" -- run all_reduce all_gather $sweep
+    for op in all_reduce all_gather; do
+      nt "$d/ntdef$r" "$op" 2 "${op}_perf" $sweep
+      ( export "${vars[@]}"; NT_X=$names; nt "$d/ntenv$r" "$op" 2 "${op}_perf" $sweep )
+    done
+  done
+  python3 bench/emu_tune.py repro "$O/tune/tune.json" "$d" | tee "$d/repro.md" | tee -a "$O/log.txt"
+}
+
+# NCCL's default buffer size spelled out as a user's --env candidate:
+# "no gain" in each of $TRIALS searches.
+stage_buffsize() {
+  local d=$O/buffsize t fake=""
+  [ "$DRY" = 1 ] && fake="--test-fake ok"
+  for t in $(seq "$TRIALS"); do
+    cb "$d" "s$t" 2 -- tune all_reduce -b 64M -e 64M --budget "${BUFFSIZE_BUDGET:-30s}" \
+      --env NCCL_BUFFSIZE=4194304 --json "$d/s$t.json" $fake
+  done
+  python3 bench/emu_tune.py nogain NCCL_BUFFSIZE=4194304 "$d"/s[0-9]*.json | tee "$d/nogain.md" | tee -a "$O/log.txt"
+}
+
+# -n auto against -n 20: the seven ops, 8 B - 1 GiB, rounds interleaved
+# ($NAUTO_ROUNDS, default 3; a -n 20 round is about 2.5 minutes on two
+# emulated hosts).
+stage_nauto() {
+  local d=$O/nauto r m s
+  local sweep="all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv -b 8 -e ${NAUTO_MAX:-1G} -f 8"
+  for r in $(seq "${NAUTO_ROUNDS:-3}"); do
+    local order="n20 auto"; [ $((r % 2)) = 0 ] && order="auto n20"
+    for m in $order; do
+      s=$(now)
+      if [ "$m" = n20 ]; then cb "$d" "n20$r" 2 -- run $sweep -n 20; else cb "$d" "auto$r" 2 -- run $sweep -n auto; fi
+      echo "$m $(secs "$s" "$(now)")" >> "$d/wall$r.txt"
+    done
+  done
+  python3 bench/emu_tune.py nauto "$d" | tee "$d/nauto.md" | tee -a "$O/log.txt"
 }
 
 for st in ${*:-ntbuild pinning explain tuner faults check zmodes parity2 parity4}; do

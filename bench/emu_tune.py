@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Issue 23's bars from the emulated-hosts tune stages (bench/emu.sh).
+
+usage:
+  emu_tune.py gains TUNE.json [SIZE...]
+      per band: op, band, outcome, busbw gain [95% interval]; then, for
+      each op and SIZE (default 128M 512M), the band holding SIZE and
+      whether its gain is >= +50% with the interval above zero.
+  emu_tune.py repro TUNE.json DIR
+      DIR holds cbdef<r>.txt / cbenv<r>.txt (collbench run, defaults and
+      the --shell environment) and ntdef<r>/, ntenv<r>/ (nccl-tests, one
+      file per op), rounds r = 1, 2, ...: per (op, size) at >= 64 MiB the
+      busbw ratio env/default for collbench and for nccl-tests, the
+      claimed gain of the band holding the size, the share of it
+      collbench reproduced (bar >= 90%), and nccl-tests' own noise
+      (default round against default round).
+  emu_tune.py nogain NAME=VALUE TUNE.json...
+      per search, the candidate NAME=VALUE's status; "no gain" when it did
+      not win and its interval does not lie wholly at or below 0.98.
+  emu_tune.py nauto DIR
+      DIR holds auto<r>.txt and n20<r>.txt with wall<r>.txt ("auto S" and
+      "n20 S" lines): the wall-time ratio auto/n20 (bar <= 0.6) and, per
+      (op, size, placement) at >= 64 MiB, the spread of busbw over rounds
+      (max/min - 1) for each; bar: auto's median spread <= n20's.
+Exit 0 always: the numbers are the result.
+"""
+import glob
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ab_text import merged  # noqa: E402
+
+MIB = 1 << 20
+
+
+def size_arg(s):
+    units = {"K": 1 << 10, "M": MIB, "G": 1 << 30}
+    return int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
+
+
+def gain_pct(ratio):
+    """busbw gain % (estimate, low, high) from a time-ratio interval."""
+    return tuple((1 / ratio[k] - 1) * 100 for k in ("estimate", "hi", "lo"))
+
+
+def env_text(setting):
+    vars_ = setting.get("env") or []
+    rest = {k: v for k, v in setting.items() if k != "env" and v not in (None, "none", "default", [])}
+    parts = [f"{k}={v}" for k, v in vars_] + [f"{k}={v}" for k, v in rest.items()]
+    return " ".join(parts) or "default"
+
+
+def bands(path):
+    return __import__("json").load(open(path))["bands"]
+
+
+def holding(report_bands, op, size):
+    for b in report_bands:
+        band = b["band"]
+        if band["op"] == op and band["min_bytes"] <= size <= band["max_bytes"]:
+            return b
+    return None
+
+
+def claimed(b):
+    o = b["outcome"] if b else {}
+    return gain_pct(o["ratio"]) if o.get("kind") == "gain" else None
+
+
+def gains(argv):
+    bs = bands(argv[0])
+    sizes = [size_arg(s) for s in argv[1:]] or [128 * MIB, 512 * MIB]
+    print("| op | band | probe | outcome | setting | busbw gain [95%] |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for b in bs:
+        band, o = b["band"], b["outcome"]
+        g = claimed(b)
+        gtxt = f"{g[0]:+.1f}% [{g[1]:+.1f}, {g[2]:+.1f}]" if g else "-"
+        s = o.get("setting") or o.get("best") or {}
+        print(f"| {band['op']} | {band['min_bytes']}-{band['max_bytes']} | {band['probe_bytes']} "
+              f"| {o['kind']} | {env_text(s) if s else '-'} | {gtxt} |")
+    ops = sorted({b["band"]["op"] for b in bs})
+    met = 0
+    for op in ops:
+        for size in sizes:
+            g = claimed(holding(bs, op, size))
+            ok = bool(g) and g[0] >= 50 and g[1] > 0
+            met += ok
+            print(f"bar {op} {size}: {'met' if ok else 'NOT met'} ({'-' if not g else f'{g[0]:+.1f}%, low {g[1]:+.1f}%'})")
+    print(f"gains: {met} of {len(ops) * len(sizes)} bars met")
+
+
+def bw_by_key(files):
+    """(op, size) -> mean out-of-place busbw over the files (rounds)."""
+    out = {}
+    for k, v in merged(files).items():
+        if k[2] == "oop" and k[1] >= 64 * MIB:
+            out[(k[0], k[1])] = statistics.mean(x[2] or x[1] for x in v)
+    return out
+
+
+def rounds(d, prefix):
+    files = sorted(glob.glob(os.path.join(d, f"{prefix}[0-9]*.txt")))
+    return [f for f in files if ".r" not in os.path.basename(f)]
+
+
+def nt_rounds(d, prefix):
+    return [glob.glob(os.path.join(r, "*.txt")) for r in sorted(glob.glob(os.path.join(d, f"{prefix}[0-9]*")))]
+
+
+def repro(argv):
+    bs, d = bands(argv[0]), argv[1]
+    cb_def, cb_env = bw_by_key(rounds(d, "cbdef")), bw_by_key(rounds(d, "cbenv"))
+    ntd = nt_rounds(d, "ntdef")
+    nt_def = bw_by_key([f for r in ntd for f in r])
+    nt_env = bw_by_key([f for r in nt_rounds(d, "ntenv") for f in r])
+    per_round = [bw_by_key(r) for r in ntd]
+    print("| op | size | claimed | cb env/def | reproduced | nt env/def | nt def/def range |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for k in sorted(cb_def.keys() & cb_env.keys()):
+        c = claimed(holding(bs, k[0], k[1]))
+        cb = cb_env[k] / cb_def[k]
+        # The share of the claimed busbw gain this run's gain is (percent).
+        share = (cb - 1) * 100 / c[0] * 100 if c and c[0] > 0 else None
+        nt = nt_env[k] / nt_def[k] if k in nt_env and k in nt_def else None
+        noise = [a[k] / b[k] for a in per_round for b in per_round if a is not b and k in a and k in b]
+        print(f"| {k[0]} | {k[1]} | {f'{c[0]:+.1f}%' if c else '-'} | {cb:.3f} "
+              f"| {f'{share:.0f}%' if share is not None else '-'} | {f'{nt:.3f}' if nt else '-'} "
+              f"| {f'{min(noise):.3f} - {max(noise):.3f}' if noise else '-'} |")
+
+
+def nogain(argv):
+    want, files = argv[0], argv[1:]
+    no = 0
+    for path in files:
+        status = "absent"
+        for b in bands(path):
+            for c in b["candidates"]:
+                if env_text(c["setting"]) == want.replace(",", " "):
+                    st = c["status"]
+                    won = claimed(b) and env_text(b["outcome"]["setting"]) == env_text(c["setting"])
+                    wholly_below = "ratio" in st and st["ratio"]["hi"] <= 0.98
+                    status = "GAIN" if won or wholly_below else f"no gain ({st['kind']})"
+        no += status.startswith("no gain")
+        print(f"{os.path.basename(path)}: {want}: {status}")
+    print(f"nogain: {no} of {len(files)} searches")
+
+
+def nauto(argv):
+    d = argv[0]
+    walls = {"auto": [], "n20": []}
+    for f in sorted(glob.glob(os.path.join(d, "wall[0-9]*.txt"))):
+        for line in open(f):
+            k, v = line.split()
+            walls[k].append(float(v))
+    spread = {}
+    for mode in ("auto", "n20"):
+        per = [bw_by_key([f]) for f in rounds(d, mode)]
+        keys = set.intersection(*(set(p) for p in per)) if per else set()
+        spread[mode] = [max(p[k] for p in per) / min(p[k] for p in per) - 1 for k in keys]
+    if walls["auto"] and walls["n20"]:
+        ratio = sum(walls["auto"]) / sum(walls["n20"])
+        print(f"wall auto/n20: {ratio:.2f} over {len(walls['auto'])} rounds ({'met' if ratio <= 0.6 else 'NOT met'}: <= 0.6)")
+    med = {m: statistics.median(v) if v else None for m, v in spread.items()}
+    for m, v in med.items():
+        print(f"busbw spread >= 64 MiB, {m}: median {'-' if v is None else f'{v * 100:.1f}%'} over {len(spread[m])} rows")
+    if None not in med.values():
+        print(f"spread: {'met' if med['auto'] <= med['n20'] else 'NOT met'} (auto no wider than n20)")
+
+
+def main(argv):
+    cmds = {"gains": gains, "repro": repro, "nogain": nogain, "nauto": nauto}
+    if len(argv) < 3 or argv[1] not in cmds:
+        print(__doc__.strip(), file=sys.stderr)
+        return 0
+    cmds[argv[1]](argv[2:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
