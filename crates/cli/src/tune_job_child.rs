@@ -193,16 +193,16 @@ pub fn bootstrap_of(job: &Option<Control>) -> &dyn Bootstrap {
 
 /// Where a child measures: its child job's place (its parent's host name
 /// and local rank, so it drives its parent's GPUs), else, in a
-/// one-process `tune`, SLURMD_NODENAME or the system's name (as
-/// `World::discover` has it) at local rank 0.
+/// one-process `tune`, the name `World::discover` would give
+/// (`shown_hostname`) at local rank 0.
 pub fn place_of(job: &Option<Control>) -> crate::tune_cmd::Place {
     match job {
         Some(c) => crate::tune_cmd::Place::of(c.world()),
         None => crate::tune_cmd::Place {
-            host: std::env::var("SLURMD_NODENAME")
-                .ok()
-                .filter(|h| !h.is_empty())
-                .unwrap_or_else(collbench_launch::world::system_hostname),
+            host: collbench_launch::world::shown_hostname(
+                &|k: &str| std::env::var(k).ok(),
+                &collbench_launch::world::system_hostname(),
+            ),
             local_rank: 0,
         },
     }

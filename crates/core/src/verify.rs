@@ -194,6 +194,14 @@ impl Pattern {
     }
 }
 
+/// Whether an output element is wrong: its bits `got` differ from `want`
+/// by more than `tolerance_ulps` units in the last place (0: any
+/// difference), both raw bits of `size_bytes` width. Every backend's
+/// check counts with this.
+pub fn is_wrong(got: u64, want: u64, tolerance_ulps: u64, size_bytes: usize) -> bool {
+    got != want && (tolerance_ulps == 0 || ulp_distance(got, want, size_bytes) > tolerance_ulps)
+}
+
 /// Distance in units in the last place between two values of the same
 /// float type given as raw bits of `size_bytes` width (sign-magnitude
 /// ordering). Identical bits are 0 apart.

@@ -183,9 +183,7 @@ impl World {
             .clone()
             .or_else(|| env("COLLBENCH_BIND"))
             .unwrap_or_else(|| "0.0.0.0".into());
-        let hostname = env("SLURMD_NODENAME")
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| system_hostname.to_string());
+        let hostname = shown_hostname(env, system_hostname);
 
         Ok(World {
             rank,
@@ -256,6 +254,14 @@ pub fn port_for_job(job_id: &str) -> u16 {
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     20000 + (hash % 20000) as u16
+}
+
+/// The name collbench shows for this host: SLURMD_NODENAME when set (a
+/// Slurm node name, which tells emulated nodes apart), else `system`.
+pub fn shown_hostname(env: &impl Env, system: &str) -> String {
+    env("SLURMD_NODENAME")
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| system.to_string())
 }
 
 /// The system host name (Linux: /proc; elsewhere $HOSTNAME), `localhost` if

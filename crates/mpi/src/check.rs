@@ -6,7 +6,7 @@ use crate::coll::{self, Ctx, Ptrs};
 use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
-use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
+use collbench_core::verify::{is_wrong, Pattern, Source};
 use collbench_runner::{BackendError, CaseSpec};
 
 /// Runs `case` once on freshly patterned data and returns the number of
@@ -65,23 +65,13 @@ fn count_wrong<T: Element>(
     let elt = case.dtype.size_bytes();
     let mut wrong = 0;
     for (j, got) in out.iter().enumerate() {
-        let src = match peers {
-            Some(peers) => alltoallv_source(peers, rank, j as u64),
-            None => output_source(
-                case.collective,
-                &case.counts,
-                case.world_size,
-                rank,
-                case.root,
-                j as u64,
-            ),
-        };
+        let src = case.output_source(rank, j as u64, peers);
         if src == Source::Unchecked {
             continue;
         }
         let want = T::from_value(pattern.expected(src).unwrap_or(f64::NAN));
         let (g, w) = (got.bits(), want.bits());
-        if g != w && (tol == 0 || ulp_distance(g, w, elt) > tol) {
+        if is_wrong(g, w, tol, elt) {
             wrong += 1;
         }
     }

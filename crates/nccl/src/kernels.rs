@@ -6,7 +6,7 @@ use crate::error::CudaError;
 use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
-use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
+use collbench_core::verify::{is_wrong, Pattern, Source};
 use collbench_core::{with_element, DataType};
 use collbench_runner::CaseSpec;
 use std::ffi::c_void;
@@ -276,10 +276,7 @@ pub fn host_check(
         let n = out.len() / elt;
         let mut wrong = 0u64;
         for j in 0..n {
-            let src = match peers {
-                Some(peers) => alltoallv_source(peers, rank, j as u64),
-                None => output_source(c.collective, &c.counts, c.world_size, rank, c.root, j as u64),
-            };
+            let src = c.output_source(rank, j as u64, peers);
             if src == Source::Unchecked {
                 continue;
             }
@@ -288,7 +285,7 @@ pub fn host_check(
             raw[..elt].copy_from_slice(&out[j * elt..(j + 1) * elt]);
             let got = u64::from_le_bytes(raw);
             let want = want & if elt == 8 { u64::MAX } else { (1u64 << (elt * 8)) - 1 };
-            if got != want && (tol == 0 || ulp_distance(got, want, elt) > tol) {
+            if is_wrong(got, want, tol, elt) {
                 wrong += 1;
             }
         }

@@ -1,7 +1,8 @@
 //! The seam between the runner and a communication library.
 
-use collbench_core::alltoallv::Traffic;
+use collbench_core::alltoallv::{PeerCounts, Traffic};
 use collbench_core::stats::StreamingStats;
+use collbench_core::verify::{alltoallv_source, output_source, Source};
 use collbench_core::{Collective, Counts, DataType, DeviceInfo, Explanation, ReduceOp};
 use std::sync::Arc;
 
@@ -22,6 +23,22 @@ impl CaseSpec {
     /// Bytes of the larger buffer (the printed size).
     pub fn size_bytes(&self) -> u64 {
         self.counts.size_bytes(self.dtype.size_bytes())
+    }
+
+    /// Where element `j` of rank `rank`'s output comes from, for every
+    /// backend's check: alltoallv's layout `peers`, else the collective's.
+    pub fn output_source(&self, rank: usize, j: u64, peers: Option<&PeerCounts>) -> Source {
+        match peers {
+            Some(peers) => alltoallv_source(peers, rank, j),
+            None => output_source(
+                self.collective,
+                &self.counts,
+                self.world_size,
+                rank,
+                self.root,
+                j,
+            ),
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use crate::CaseSpec;
 use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
-use collbench_core::verify::{alltoallv_source, output_source, ulp_distance, Pattern, Source};
+use collbench_core::verify::{is_wrong, Pattern, Source};
 use collbench_core::Collective;
 use std::sync::Arc;
 
@@ -132,24 +132,14 @@ unsafe fn count_wrong<T: Element>(
     let elt = case.dtype.size_bytes();
     let mut wrong = 0u64;
     for (j, got) in out.iter().enumerate() {
-        let source = match peers {
-            Some(peers) => alltoallv_source(peers, r, j as u64),
-            None => output_source(
-                case.collective,
-                &case.counts,
-                case.world_size,
-                r,
-                case.root,
-                j as u64,
-            ),
-        };
+        let source = case.output_source(r, j as u64, peers);
         let want = match (source, reduced) {
             (Source::Unchecked, _) => continue,
             (Source::Reduced { index }, Some(reduced)) => *reduced.0.add(index as usize),
             (src, _) => T::from_value(pattern.expected(src).unwrap_or(f64::NAN)),
         };
         let (g, w) = (got.bits(), want.bits());
-        if g != w && (tol == 0 || ulp_distance(g, w, elt) > tol) {
+        if is_wrong(g, w, tol, elt) {
             wrong += 1;
         }
     }
