@@ -65,7 +65,9 @@ pub fn serve_measure(a: &TuneArgs) -> Result<Outcome, Failure> {
     let job = tune_job_child::join_child_job(&a.launch.options()).map_err(failed)?;
     let control = bootstrap_of(&job);
     let stdin = std::io::stdin().lock();
-    let stdout = std::io::stdout().lock();
+    // Stdout unlocked: the last resort flushes it before it ends a child
+    // held by a stuck peer, and would wait forever on a held lock.
+    let stdout = std::io::stdout();
     let mut measurer: Box<dyn Measurer> = match &a.test_fake {
         Some(mode) => {
             let mut fake = FakeChild::new(mode, control)?;

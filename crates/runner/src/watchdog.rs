@@ -75,13 +75,30 @@ impl std::fmt::Debug for Watchdog {
 /// survivor of a SIGSTOPped peer ended 15.5 s after the stop, -T 5).
 pub(crate) const GRACE: Duration = Duration::from_secs(3);
 
+/// How long [`end_process_now`] waits for stdout and stderr to flush.
+const FLUSH_BOUND: Duration = Duration::from_secs(1);
+
 /// Ends the process with `code` at once: stdout and stderr flushed (by
 /// the console the binary installed, [`collbench_core::diag::flush`]), no
 /// exit handlers, no destructors. For a process whose job has failed or
 /// stuck, where a library's teardown may wait forever on a peer that is
 /// stopped or gone (NCCL's, seen on two H200s with a SIGSTOPped peer).
 pub fn end_process_now(code: i32) -> ! {
-    collbench_core::diag::flush();
+    // The flush takes stdout's lock, which another thread may hold while
+    // it is itself held (a full pipe, or a writer locked across a check
+    // whose teardown waits on a stopped peer: issue 27's faults stage saw
+    // both ranks of a stopped `check` stay until killed). So it gets a
+    // second, and the process ends whether or not it came back.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let flushing = std::thread::Builder::new()
+        .name("collbench-last-flush".into())
+        .spawn(move || {
+            collbench_core::diag::flush();
+            let _ = tx.send(());
+        });
+    if flushing.is_ok() {
+        let _ = rx.recv_timeout(FLUSH_BOUND);
+    }
     // SAFETY: _exit ends the process; nothing of it runs afterwards, so
     // whatever state other threads hold is never observed.
     unsafe { libc::_exit(code) }
