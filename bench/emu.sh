@@ -14,7 +14,9 @@
 # ntbuild  builds nccl-tests 2.19.6 with MPI=1 from $NTSRC into $NT (skipped
 #          when $NT/all_reduce_perf exists).
 # parity2, parity4  the seven ops and alltoallv, collbench and nccl-tests
-#          interleaved (A B, B A, ...), $ROUNDS rounds, 2 or 4 hosts.
+#          interleaved (A B, B A, ...), $PARITY_ROUNDS rounds (default
+#          3: with two, nccl-tests' noise is one pair of rounds, a band of
+#          x and 1/x, and a 4% difference read as outside), 2 or 4 hosts.
 #          bench/emu_parity.py gives cb/nt and nt/nt (the noise).
 # zmodes   all_reduce -z 3 beside nccl-tests' (2 hosts); ZMODES="3 1" adds
 #          -z 1.
@@ -35,10 +37,11 @@
 #          non-zero when it is starved, and name nobody when it is not.
 #
 # CB=dist/collbench, NTSRC=dist/nccl-tests (source), NT=/tmp/nt/build.
-# Measured stage times (bench/results/emu/README.md, calls 2-7) add up to
-# about 9 minutes for every stage with these defaults (ROUNDS=2, TRIALS=5,
-# CHECK_TRIALS=3). Issue 24's 5 quiet + 5 starved check trials are a call
-# of their own: CHECK_TRIALS=5 bash bench/emu.sh check (about 2.5 minutes).
+# One call ran every stage in 487 s (bench/results/emu/, call 9, with
+# PARITY_ROUNDS=2 and CHECK_TRIALS=3); with these defaults (PARITY_ROUNDS=3,
+# measured in call 11, and CHECK_TRIALS=2) the same calls' stage times add
+# up to about 535 s. Issue 24's 5 quiet + 5 starved check trials are a call
+# of their own: CHECK_TRIALS=5 bash bench/emu.sh check (174 s, call 10).
 # A stage is skipped, and said so, once EMU_BUDGET seconds (default 540)
 # have passed: a device call ends at 600 s and what a killed stage had done
 # is lost, what the earlier stages packed is not.
@@ -50,7 +53,8 @@ set -u
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 CB=$(realpath "${CB:-dist/collbench}"); NTSRC=${NTSRC:-dist/nccl-tests}; NT=${NT:-/tmp/nt/build}
-ROUNDS=${ROUNDS:-2}; TRIALS=${TRIALS:-5}; T=${T:-5}; CHECK_TRIALS=${CHECK_TRIALS:-3}
+ROUNDS=${ROUNDS:-2}; TRIALS=${TRIALS:-5}; T=${T:-5}; CHECK_TRIALS=${CHECK_TRIALS:-2}
+PARITY_ROUNDS=${PARITY_ROUNDS:-3}
 EMU_BUDGET=${EMU_BUDGET:-540}; START=$(date +%s.%N)
 ROOT=${OUT:-bench-out}; O=$ROOT/emu; mkdir -p "$O"
 DRY=${EMU_DRY:-0}
@@ -94,7 +98,9 @@ cb_start() {
   JOB=$((JOB + 1))
   # From this shell's own pid: jobs started side by side from forked
   # subshells share $RANDOM's state (two took one port on the device).
-  local port=$((20000 + (BASHPID * 131 + JOB * 7919) % 20000)) r
+  # Below Linux's ephemeral range (32768-60999), where NCCL's and the
+  # other jobs' own sockets take theirs: a port at 37134 was in use once.
+  local port=$((20000 + (BASHPID * 131 + JOB * 7919) % 12000)) r
   PIDS=()
   for r in $(seq 0 $((w - 1))); do
     env NCCL_HOSTID="emu$JOB-$r" CUDA_VISIBLE_DEVICES=0 RANK=$r WORLD_SIZE=$w \
@@ -159,10 +165,10 @@ stage_ntbuild() {
   log "nccl-tests build rc=$? ($(ls "$NT" | grep -c _perf) binaries)"
 }
 
-# parity_world W: the seven ops and alltoallv on W hosts, $ROUNDS rounds.
+# parity_world W: the seven ops and alltoallv on W hosts, $PARITY_ROUNDS rounds.
 parity_world() {
   local w=$1 d=$O/parity$1 r side op
-  for r in $(seq "$ROUNDS"); do
+  for r in $(seq "$PARITY_ROUNDS"); do
     mkdir -p "$d/nt$r"
     local order="cb nt"; [ $((r % 2)) = 0 ] && order="nt cb"
     for side in $order; do
@@ -179,15 +185,22 @@ stage_parity2() { parity_world 2; }
 stage_parity4() { parity_world 4; }
 
 # -z 3 (barrier after each iteration, left out of the time) and -z 1,
-# all_reduce on 2 hosts beside nccl-tests'.
+# all_reduce on 2 hosts beside nccl-tests', interleaved, $ZROUNDS rounds
+# (default 4, about 7 s each: with two rounds one 64 MiB row is the whole
+# busbw figure, and one slow round put it outside the noise).
 stage_zmodes() {
   local z r
   for z in ${ZMODES:-3}; do
     local d=$O/zmodes/z$z
-    for r in $(seq "$ROUNDS"); do
+    for r in $(seq "${ZROUNDS:-4}"); do
       mkdir -p "$d/nt$r"
-      cb "$d" "cb$r" 2 -- run all_reduce $SWEEP -z $z
-      nt "$d/nt$r" all_reduce 2 all_reduce_perf $SWEEP -z $z
+      if [ $((r % 2)) = 1 ]; then
+        cb "$d" "cb$r" 2 -- run all_reduce $SWEEP -z $z
+        nt "$d/nt$r" all_reduce 2 all_reduce_perf $SWEEP -z $z
+      else
+        nt "$d/nt$r" all_reduce 2 all_reduce_perf $SWEEP -z $z
+        cb "$d" "cb$r" 2 -- run all_reduce $SWEEP -z $z
+      fi
     done
     python3 bench/emu_parity.py "$d" | tee "$d/parity.md" | tee -a "$O/log.txt"
   done

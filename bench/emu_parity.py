@@ -14,7 +14,8 @@ cb/nt compares the mean of collbench's rounds with the mean of nccl-tests'.
 The noise is nccl-tests against itself: the same two figures between every
 two of its rounds (round i over round j, both ways), whose range is the
 band a same-tool difference moves in. "inside" says whether cb/nt lies in
-that band. Exit 0 always: the numbers are the result.
+that band (with fewer than three rounds it says the band is too narrow to
+mean much). Exit 0 always: the numbers are the result.
 """
 import glob
 import itertools
@@ -77,6 +78,10 @@ def main(argv):
             continue
         lo, hi = min(b), max(b)
         inside = "yes" if lo <= val <= hi else "no"
+        # Two rounds give one pair, seen both ways: a band of x and 1/x
+        # that says little about the spread (call 9's 0.993 - 1.007).
+        if len(nt_by_round) < 3:
+            inside += " (2 rounds: too few for a spread)"
         print(f"| {name} | {val:.3f} | {lo:.3f} - {hi:.3f} | {inside} |")
     print(f"collbench #wrong over all rows and rounds: {wrong}")
     return 0
