@@ -230,11 +230,17 @@ pub fn io_reason(e: &std::io::Error) -> String {
 mod tests {
     use super::*;
 
+    /// A new folder holding one file `name`.
+    fn folder_with(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(name);
+        std::fs::write(&file, "log\n").unwrap();
+        (dir, file)
+    }
+
     #[test]
     fn a_hard_link_to_an_input_is_the_input() {
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("in.txt");
-        std::fs::write(&input, "log\n").unwrap();
+        let (dir, input) = folder_with("in.txt");
         let link = dir.path().join("hard.md");
         std::fs::hard_link(&input, &link).unwrap();
         let e = claim("-o", &link, true, &[&input]).unwrap_err();
@@ -256,9 +262,7 @@ mod tests {
 
     #[test]
     fn a_replaced_file_must_be_a_regular_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("t");
-        std::fs::write(&target, "x").unwrap();
+        let (dir, target) = folder_with("t");
         let link = dir.path().join("l.prom");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let e = claim_replaced("--prometheus", &link, &[]).unwrap_err();

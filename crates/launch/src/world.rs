@@ -302,6 +302,11 @@ mod tests {
         from_env(pairs).unwrap()
     }
 
+    /// Rank, world size and launcher: where the variables put a process.
+    fn placed(w: &World) -> (usize, usize, Launcher) {
+        (w.rank, w.world_size, w.launcher)
+    }
+
     #[test]
     fn no_launcher_is_a_single_process() {
         let w = ok(&[]);
@@ -388,10 +393,7 @@ mod tests {
             ("COLLBENCH_WORLD_SIZE", "2"),
             ("COLLBENCH_RENDEZVOUS", "10.0.0.1"),
         ]);
-        assert_eq!(
-            (w.rank, w.world_size, w.launcher),
-            (1, 2, Launcher::Explicit)
-        );
+        assert_eq!(placed(&w), (1, 2, Launcher::Explicit));
         assert_eq!(
             (w.rendezvous_host.as_deref(), w.rendezvous_port),
             (Some("10.0.0.1"), DEFAULT_PORT)
@@ -422,10 +424,7 @@ mod tests {
             ("COLLBENCH_WORLD_SIZE", "4"),
             ("COLLBENCH_RENDEZVOUS", "bench-0.bench:29517"),
         ]);
-        assert_eq!(
-            (w.rank, w.world_size, w.launcher),
-            (1, 4, Launcher::Kubernetes)
-        );
+        assert_eq!(placed(&w), (1, 4, Launcher::Kubernetes));
         assert_eq!(w.rendezvous_host.as_deref(), Some("bench-0.bench"));
     }
 

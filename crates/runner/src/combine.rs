@@ -143,23 +143,19 @@ mod tests {
         }
     }
 
-    /// Two processes of two ranks each.
+    /// Two processes of two ranks each: (times, CPU times) of its ranks in
+    /// seconds, its iterations' times, its wrong elements.
     fn reports() -> Vec<RankReport> {
+        let process = |time: [f64; 2], cpu: [f64; 2], iters: [f64; 3], wrong| RankReport {
+            rank_time_s: time.to_vec(),
+            rank_cputime_s: cpu.to_vec(),
+            iter_times_us: iters.to_vec(),
+            wrong: Some(wrong),
+            ..RankReport::default()
+        };
         vec![
-            RankReport {
-                rank_time_s: vec![100e-6, 110e-6],
-                rank_cputime_s: vec![5e-6, 6e-6],
-                iter_times_us: vec![90.0, 120.0, 95.0],
-                wrong: Some(0),
-                ..RankReport::default()
-            },
-            RankReport {
-                rank_time_s: vec![130e-6, 120e-6],
-                rank_cputime_s: vec![7e-6, 8e-6],
-                iter_times_us: vec![100.0, 110.0, 140.0],
-                wrong: Some(3),
-                ..RankReport::default()
-            },
+            process([100e-6, 110e-6], [5e-6, 6e-6], [90.0, 120.0, 95.0], 0),
+            process([130e-6, 120e-6], [7e-6, 8e-6], [100.0, 110.0, 140.0], 3),
         ]
     }
 

@@ -53,7 +53,9 @@ pub mod tuner_csv;
 pub use measure::{InPair, MeasureError, Measured, Measurer, Sample};
 pub use report::{BandReport, CandidateReport, CandidateStatus, End, Outcome, TuneReport};
 pub use search::{parse_budget, tune, BudgetError, Phase, Progress, TuneConfig};
-pub use setting::{AlgoProto, Algorithm, Case, Cost, CtaPolicy, Protocol, Registration, Setting};
+pub use setting::{
+    AlgoProto, Algorithm, Case, Cost, CtaPolicy, Protocol, Registration, Setting, TunerAxis,
+};
 pub use space::{Band, CandidateSpace};
 pub use stats::{AdaptiveStop, Decision, GainRule, Interval, StopReason, StopRule, Verdict};
 

@@ -11,6 +11,27 @@ use collbench_core::Collective;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// An axis of NCCL's tuner cost table (the algorithm or the protocol):
+/// a value's id is its index in NCCL's order, its CSV name is the example
+/// tuner's.
+pub trait TunerAxis: Copy + PartialEq + 'static {
+    /// Every value, in NCCL id order (`NCCL_ALGO_*`, `NCCL_PROTO_*`).
+    const ALL: &'static [Self];
+
+    /// The name in the example tuner's CSV.
+    fn csv_name(self) -> &'static str;
+
+    /// NCCL's id: the index into the tuner's cost table.
+    fn nccl_id(self) -> i32 {
+        Self::ALL.iter().position(|v| *v == self).unwrap_or(0) as i32
+    }
+
+    /// Parses the CSV name.
+    fn from_csv(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|v| v.csv_name() == s)
+    }
+}
+
 /// An NCCL algorithm, with the id NCCL's tuner interface gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -61,15 +82,13 @@ impl Algorithm {
             Algorithm::Pat => "PAT",
         }
     }
+}
 
-    /// `NCCL_ALGO_*` id (index into the tuner's cost table).
-    pub fn nccl_id(self) -> i32 {
-        Algorithm::ALL.iter().position(|a| *a == self).unwrap_or(0) as i32
-    }
+impl TunerAxis for Algorithm {
+    const ALL: &'static [Algorithm] = &Algorithm::ALL;
 
-    /// Parses the CSV name.
-    pub fn from_csv(s: &str) -> Option<Algorithm> {
-        Algorithm::ALL.into_iter().find(|a| a.csv_name() == s)
+    fn csv_name(self) -> &'static str {
+        Algorithm::csv_name(self)
     }
 }
 
@@ -103,15 +122,13 @@ impl Protocol {
             Protocol::Simple => "Simple",
         }
     }
+}
 
-    /// `NCCL_PROTO_*` id (index into the tuner's cost table).
-    pub fn nccl_id(self) -> i32 {
-        Protocol::ALL.iter().position(|p| *p == self).unwrap_or(0) as i32
-    }
+impl TunerAxis for Protocol {
+    const ALL: &'static [Protocol] = &Protocol::ALL;
 
-    /// Parses the CSV name.
-    pub fn from_csv(s: &str) -> Option<Protocol> {
-        Protocol::ALL.into_iter().find(|p| p.csv_name() == s)
+    fn csv_name(self) -> &'static str {
+        Protocol::csv_name(self)
     }
 }
 

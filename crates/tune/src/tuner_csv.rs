@@ -19,6 +19,7 @@
 use crate::report::{Outcome, TuneReport};
 use crate::setting::{
     tuner_coll_from_name, tuner_coll_name, AlgoProto, Algorithm, CtaPolicy, Protocol, Registration,
+    TunerAxis,
 };
 use collbench_core::Collective;
 use serde::{Deserialize, Serialize};

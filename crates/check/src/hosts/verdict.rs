@@ -375,6 +375,16 @@ mod tests {
         assert!(v.findings.is_empty(), "{:?}", v.findings);
     }
 
+    /// The verdict suspects `host` alone, not yet confirmed: a warning.
+    fn assert_only_suspect(v: &HostVerdict, host: usize) {
+        assert!(
+            matches!(&v.findings[..], [Finding::SuspectHost(e)] if e.host == host),
+            "{:?}",
+            v.findings
+        );
+        assert_eq!(v.status, Status::Warn);
+    }
+
     /// A test of pair (a, b) in a confirmation round.
     fn confirmation(a: usize, b: usize, busbw_gbps: f64) -> PairResult {
         PairResult {
@@ -390,12 +400,7 @@ mod tests {
         let slow = |a: usize, b: usize| if a == 3 || b == 3 { 8.0 } else { 40.0 };
         let mut results = all_pairs(6, 1, slow);
         let suspect = judge(&results, &JudgeConfig::new(6));
-        assert!(
-            matches!(&suspect.findings[..], [Finding::SuspectHost(e)] if e.host == 3),
-            "{:?}",
-            suspect.findings
-        );
-        assert_eq!(suspect.status, Status::Warn);
+        assert_only_suspect(&suspect, 3);
         results.push(confirmation(0, 3, 8.1));
         let v = judge(&results, &JudgeConfig::new(6));
         let [Finding::SlowHost(SlowHostEvidence {
@@ -478,12 +483,7 @@ mod tests {
         };
         let results = [r(0, 1, 10.0), r(2, 3, 40.0), r(0, 2, 40.0)];
         let v = judge(&results, &JudgeConfig::new(4));
-        assert!(
-            matches!(&v.findings[..], [Finding::SuspectHost(e)] if e.host == 1),
-            "{:?}",
-            v.findings
-        );
-        assert_eq!(v.status, Status::Warn);
+        assert_only_suspect(&v, 1);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use collbench_core::{Bootstrap, Collective, DataType, ReduceOp};
 use collbench_runner::{Backend, BackendError, CaseSpec};
 use collbench_tune::{
     AlgoProto, Algorithm, Case, CtaPolicy, MeasureError, Measured, Measurer, Protocol,
-    Registration, Sample, Setting,
+    Registration, Sample, Setting, TunerAxis,
 };
 use std::collections::HashMap;
 use std::time::Instant;
