@@ -24,12 +24,6 @@ fn run(cases: &[(u64, f64, f64, Ran)]) -> Record {
             Explanation::from_kernels([kernel], [], 0)
         });
         r.results.push(CaseResult {
-            op: "all_reduce".into(),
-            size_bytes: size,
-            count: size / 4,
-            dtype: "float".into(),
-            redop: "sum".into(),
-            root: -1,
             out_of_place: Some(Placement {
                 time_us,
                 algbw_gbps: busbw / 2.0,
@@ -38,7 +32,7 @@ fn run(cases: &[(u64, f64, f64, Ran)]) -> Record {
                 explain,
                 ..Placement::default()
             }),
-            in_place: None,
+            ..CaseResult::float_sum("all_reduce", size)
         });
     }
     r

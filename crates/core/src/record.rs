@@ -172,6 +172,20 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
+    /// A row of `op` summing floats (`size_bytes / 4` of them), rootless,
+    /// with no placement measured yet: the row most examples start from.
+    pub fn float_sum(op: &str, size_bytes: u64) -> CaseResult {
+        CaseResult {
+            op: op.into(),
+            size_bytes,
+            count: size_bytes / 4,
+            dtype: "float".into(),
+            redop: "sum".into(),
+            root: -1,
+            ..CaseResult::default()
+        }
+    }
+
     /// The placements that were measured, out-of-place first.
     pub fn placements(&self) -> impl Iterator<Item = (&'static str, &Placement)> {
         [

@@ -29,14 +29,9 @@ fn record(per_iter: bool, skip: u64) -> Record {
     let times = [40.0, 10.0, 11.0, 12.0, 13.0];
     for size in [1024u64, 2048] {
         r.results.push(CaseResult {
-            op: "all_reduce".into(),
-            size_bytes: size,
-            count: size / 4,
-            dtype: "float".into(),
-            redop: "sum".into(),
-            root: -1,
             out_of_place: placement(17.2, &times),
             in_place: placement(16.9, &times[..0]),
+            ..CaseResult::float_sum("all_reduce", size)
         });
     }
     r

@@ -460,13 +460,9 @@ pub(crate) mod tests {
     /// An all_reduce float sum case measured out-of-place only.
     pub(crate) fn all_reduce(size: u64, out_of_place: Placement) -> CaseResult {
         CaseResult {
-            op: "all_reduce".into(),
-            size_bytes: size,
-            dtype: "float".into(),
-            redop: "sum".into(),
-            root: -1,
+            count: 0,
             out_of_place: Some(out_of_place),
-            ..CaseResult::default()
+            ..CaseResult::float_sum("all_reduce", size)
         }
     }
 

@@ -8,7 +8,7 @@
 
 use crate::plan::{Plan, PlanRow};
 use crate::report::{BandReport, CandidateStatus, End, Outcome, TuneReport};
-use crate::setting::{CtaPolicy, Registration, Setting};
+use crate::setting::{CtaPolicy, Registration, Setting, TunerAxis};
 use crate::stats::Interval;
 use collbench_core::size::format_size;
 

@@ -12,18 +12,29 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// An axis of NCCL's tuner cost table (the algorithm or the protocol):
-/// a value's id is its index in NCCL's order, its CSV name is the example
-/// tuner's.
+/// a value's id is its index in NCCL's order, and the same index finds its
+/// name in the example tuner's CSV and in NCCL's own variable.
 pub trait TunerAxis: Copy + PartialEq + 'static {
     /// Every value, in NCCL id order (`NCCL_ALGO_*`, `NCCL_PROTO_*`).
     const ALL: &'static [Self];
-
-    /// The name in the example tuner's CSV.
-    fn csv_name(self) -> &'static str;
+    /// Each value's name in the example tuner's CSV (`nvls_tree`, `ll128`).
+    const CSV_NAMES: &'static [&'static str];
+    /// The value `NCCL_ALGO` or `NCCL_PROTO` takes for each value alone.
+    const ENV_NAMES: &'static [&'static str];
 
     /// NCCL's id: the index into the tuner's cost table.
     fn nccl_id(self) -> i32 {
         Self::ALL.iter().position(|v| *v == self).unwrap_or(0) as i32
+    }
+
+    /// The name in the example tuner's CSV.
+    fn csv_name(self) -> &'static str {
+        Self::CSV_NAMES[self.nccl_id() as usize]
+    }
+
+    /// The value NCCL's variable takes for this value alone.
+    fn env_name(self) -> &'static str {
+        Self::ENV_NAMES[self.nccl_id() as usize]
     }
 
     /// Parses the CSV name.
@@ -56,40 +67,28 @@ impl Algorithm {
         Algorithm::NvlsTree,
         Algorithm::Pat,
     ];
-
-    /// The name in the example tuner's CSV (`nvls_tree`).
-    pub fn csv_name(self) -> &'static str {
-        match self {
-            Algorithm::Tree => "tree",
-            Algorithm::Ring => "ring",
-            Algorithm::CollnetDirect => "collnet_direct",
-            Algorithm::CollnetChain => "collnet_chain",
-            Algorithm::Nvls => "nvls",
-            Algorithm::NvlsTree => "nvls_tree",
-            Algorithm::Pat => "pat",
-        }
-    }
-
-    /// The value `NCCL_ALGO` takes for this algorithm alone.
-    pub fn env_name(self) -> &'static str {
-        match self {
-            Algorithm::Tree => "Tree",
-            Algorithm::Ring => "Ring",
-            Algorithm::CollnetDirect => "CollnetDirect",
-            Algorithm::CollnetChain => "CollnetChain",
-            Algorithm::Nvls => "NVLS",
-            Algorithm::NvlsTree => "NVLSTree",
-            Algorithm::Pat => "PAT",
-        }
-    }
 }
 
 impl TunerAxis for Algorithm {
     const ALL: &'static [Algorithm] = &Algorithm::ALL;
-
-    fn csv_name(self) -> &'static str {
-        Algorithm::csv_name(self)
-    }
+    const CSV_NAMES: &'static [&'static str] = &[
+        "tree",
+        "ring",
+        "collnet_direct",
+        "collnet_chain",
+        "nvls",
+        "nvls_tree",
+        "pat",
+    ];
+    const ENV_NAMES: &'static [&'static str] = &[
+        "Tree",
+        "Ring",
+        "CollnetDirect",
+        "CollnetChain",
+        "NVLS",
+        "NVLSTree",
+        "PAT",
+    ];
 }
 
 /// An NCCL protocol, with the id NCCL's tuner interface gives it.
@@ -104,32 +103,12 @@ pub enum Protocol {
 impl Protocol {
     /// Every protocol, in NCCL id order.
     pub const ALL: [Protocol; 3] = [Protocol::Ll, Protocol::Ll128, Protocol::Simple];
-
-    /// The name in the example tuner's CSV (`ll128`).
-    pub fn csv_name(self) -> &'static str {
-        match self {
-            Protocol::Ll => "ll",
-            Protocol::Ll128 => "ll128",
-            Protocol::Simple => "simple",
-        }
-    }
-
-    /// The value `NCCL_PROTO` takes for this protocol alone.
-    pub fn env_name(self) -> &'static str {
-        match self {
-            Protocol::Ll => "LL",
-            Protocol::Ll128 => "LL128",
-            Protocol::Simple => "Simple",
-        }
-    }
 }
 
 impl TunerAxis for Protocol {
     const ALL: &'static [Protocol] = &Protocol::ALL;
-
-    fn csv_name(self) -> &'static str {
-        Protocol::csv_name(self)
-    }
+    const CSV_NAMES: &'static [&'static str] = &["ll", "ll128", "simple"];
+    const ENV_NAMES: &'static [&'static str] = &["LL", "LL128", "Simple"];
 }
 
 /// How the user buffers are registered with NCCL (nccl-tests `-R`): one
@@ -340,6 +319,26 @@ mod tests {
             "channels=64, ring/ll128, -R 2, cta=efficiency, NCCL_BUFFSIZE=4194304"
         );
         assert_eq!(s.cost().to_string(), "64 SMs, symmetric windows");
+    }
+
+    /// The names are tables in id order: one per value, none twice.
+    fn names_fit<T: TunerAxis>() {
+        for names in [T::CSV_NAMES, T::ENV_NAMES] {
+            assert_eq!(names.len(), T::ALL.len(), "{names:?}");
+            let set: std::collections::HashSet<_> = names.iter().collect();
+            assert_eq!(set.len(), names.len(), "{names:?}");
+        }
+    }
+
+    #[test]
+    fn each_value_has_its_own_names_in_id_order() {
+        names_fit::<Algorithm>();
+        names_fit::<Protocol>();
+        assert_eq!(Algorithm::NvlsTree.csv_name(), "nvls_tree");
+        assert_eq!(Algorithm::NvlsTree.env_name(), "NVLSTree");
+        assert_eq!(Algorithm::Pat.env_name(), "PAT");
+        assert_eq!(Protocol::Ll128.csv_name(), "ll128");
+        assert_eq!(Protocol::Simple.env_name(), "Simple");
     }
 
     #[test]

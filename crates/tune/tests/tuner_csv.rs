@@ -4,7 +4,9 @@
 use collbench_core::Collective;
 use collbench_tune::fake::{FakeMeasurer, Truth};
 use collbench_tune::tuner_csv::{TunerConfig, TunerQuery, TunerRow, FORMAT_LINE};
-use collbench_tune::{tune, AlgoProto, Algorithm, Protocol, Registration, Setting, TuneConfig};
+use collbench_tune::{
+    tune, AlgoProto, Algorithm, Protocol, Registration, Setting, TuneConfig, TunerAxis,
+};
 use proptest::prelude::*;
 use std::sync::atomic::AtomicBool;
 
