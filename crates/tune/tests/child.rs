@@ -37,6 +37,16 @@ fn failed(e: MeasureError) -> String {
     }
 }
 
+/// A child that gets ready, reads the first request and then runs
+/// `then`: the child, its failure and how long the request took.
+fn first_failure(then: &str, what: &str, timeout: Duration) -> (Child, String, Duration) {
+    let script = format!("{READY}; read x; {then}");
+    let mut c = Child::start(sh(&script), what, timeout).unwrap();
+    let t = Instant::now();
+    let m = failed(c.measure(&request()).unwrap_err());
+    (c, m, t.elapsed())
+}
+
 #[test]
 fn the_child_side_answers_every_request_and_ends_with_its_input() {
     let mut m = FakeMeasurer::new(1, Box::new(|_, c| Some(c.bytes as f64 / 1e3)));
@@ -66,11 +76,12 @@ fn the_child_side_answers_every_request_and_ends_with_its_input() {
 
 #[test]
 fn a_child_that_dies_is_one_line_naming_it_with_its_last_words() {
-    let script = format!("{READY}; read x; echo 'cuda error 700' >&2; exit 3");
-    let mut c = Child::start(sh(&script), "with NCCL_BUFFSIZE=1", Duration::from_secs(10)).unwrap();
-    let t = Instant::now();
-    let m = failed(c.measure(&request()).unwrap_err());
-    assert!(t.elapsed() < Duration::from_secs(5));
+    let (mut c, m, took) = first_failure(
+        "echo 'cuda error 700' >&2; exit 3",
+        "with NCCL_BUFFSIZE=1",
+        Duration::from_secs(10),
+    );
+    assert!(took < Duration::from_secs(5));
     assert!(!m.contains('\n'), "{m}");
     assert!(m.contains("child process with NCCL_BUFFSIZE=1"), "{m}");
     assert!(m.contains("exit status: 3"), "{m}");
@@ -82,11 +93,9 @@ fn a_child_that_dies_is_one_line_naming_it_with_its_last_words() {
 
 #[test]
 fn a_child_that_hangs_is_killed_at_the_timeout() {
-    let script = format!("{READY}; read x; sleep 60");
-    let mut c = Child::start(sh(&script), "with X=1", Duration::from_millis(300)).unwrap();
     let t = Instant::now();
-    let m = failed(c.measure(&request()).unwrap_err());
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let (c, m, took) = first_failure("sleep 60", "with X=1", Duration::from_millis(300));
+    assert!(took < Duration::from_secs(3), "{took:?}");
     assert!(
         m.contains("no answer within") && m.contains("killed it"),
         "{m}"

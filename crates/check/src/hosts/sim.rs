@@ -19,11 +19,17 @@ pub struct Noise {
 
 impl Noise {
     /// A healthy cluster: 3% noise, 1 test in 500 at 0.3-0.7x.
-    pub const CLUSTER: Noise = Noise {
-        sigma: 0.03,
-        outlier_rate: 0.002,
-        outlier_range: (0.3, 0.7),
-    };
+    pub const CLUSTER: Noise = Noise::new(0.03, 0.002, (0.3, 0.7));
+
+    /// `sigma` on every test, and a share `outlier_rate` of tests reading
+    /// low, at a fraction in `outlier_range`.
+    pub const fn new(sigma: f64, outlier_rate: f64, outlier_range: (f64, f64)) -> Noise {
+        Noise {
+            sigma,
+            outlier_rate,
+            outlier_range,
+        }
+    }
 }
 
 /// The simulated job.
@@ -240,11 +246,7 @@ mod tests {
     fn noisy_small_world_names_nobody() {
         // As measured on such a machine: pairs at 4.1-4.8 GB/s, and one
         // test in six or so at 0.4-0.8x (`check --localize --ranks 4`).
-        let noise = Noise {
-            sigma: 0.1,
-            outlier_rate: 0.15,
-            outlier_range: (0.4, 0.8),
-        };
+        let noise = Noise::new(0.1, 0.15, (0.4, 0.8));
         let mut warned = 0;
         for seed in 0..200 {
             let (v, _) = check(&SimJob::quiet(4, noise), seed);
@@ -260,11 +262,7 @@ mod tests {
     /// nobody else; four hosts, as on the emulated cluster.
     #[test]
     fn noisy_small_world_still_names_a_host_far_below_the_noise() {
-        let noise = Noise {
-            sigma: 0.15,
-            outlier_rate: 0.1,
-            outlier_range: (0.5, 0.8),
-        };
+        let noise = Noise::new(0.15, 0.1, (0.5, 0.8));
         let mut found = 0;
         for seed in 0..100 {
             let job = SimJob {

@@ -441,34 +441,30 @@ mod tests {
     fn slow_link_needs_repeated_tests() {
         let link = |a: usize, b: usize| if (a, b) == (1, 4) { 15.0 } else { 40.0 };
         let once = judge(&all_pairs(6, 1, link), &JudgeConfig::new(6));
-        assert!(
-            matches!(
-                once.findings[..],
-                [Finding::SuspectLink {
-                    a: 1,
-                    b: 4,
-                    tests: 1,
-                    ..
-                }]
-            ),
+        assert_eq!(
+            only_link(&once),
+            Some(("suspect", 1, 4, 1)),
             "{:?}",
             once.findings
         );
         assert!(once.has_suspects());
         let thrice = judge(&all_pairs(6, 3, link), &JudgeConfig::new(6));
-        assert!(
-            matches!(
-                thrice.findings[..],
-                [Finding::SlowLink {
-                    a: 1,
-                    b: 4,
-                    tests: 3,
-                    ..
-                }]
-            ),
+        assert_eq!(
+            only_link(&thrice),
+            Some(("slow", 1, 4, 3)),
             "{:?}",
             thrice.findings
         );
+    }
+
+    /// The verdict's one finding when it is about a link: whether slow or
+    /// suspect, its hosts, and how many tests said so.
+    fn only_link(v: &HostVerdict) -> Option<(&'static str, usize, usize, usize)> {
+        match v.findings[..] {
+            [Finding::SlowLink { a, b, tests, .. }] => Some(("slow", a, b, tests)),
+            [Finding::SuspectLink { a, b, tests, .. }] => Some(("suspect", a, b, tests)),
+            _ => None,
+        }
     }
 
     #[test]
