@@ -366,9 +366,9 @@ stage_check() {
 }
 
 # ---- issue 23: tune across two hosts (not in the default list: the
-# search alone takes its budget, $TUNE_BUDGET, default 10m; a device call
-# ends at 600 s, so run `tune` alone with `timeout 590` and a budget that
-# leaves room for setup, e.g. TUNE_BUDGET=8m, saying so) ----
+# search alone takes its budget, $TUNE_BUDGET, default 10m, more than a
+# device call's 600 s: run it under bench/detach.sh, which outlives the
+# call, and collect it in the next; its comment has the two calls) ----
 
 # The search: table, shell lines, JSON and tuner CSV; then its bars.
 stage_tune() {
