@@ -151,6 +151,19 @@ fn a_slow_host_is_named_with_its_ranks_and_every_process_exits_2() {
         "no host heatmap"
     );
     assert!(page.contains("n2") && page.contains("GB/s"));
+    // The check's matrix alone is a page: no benchmark log needed.
+    let alone = json.with_extension("hosts.html");
+    collbench()
+        .arg("report")
+        .arg("--matrix")
+        .arg(&json)
+        .arg("-o")
+        .arg(&alone)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&alone).unwrap();
+    assert!(page.contains("Host-pair sendrecv bandwidth") && page.contains("n2"));
+    assert!(!page.contains("<h2>Results</h2>"), "empty sections drawn");
 }
 
 #[test]

@@ -136,18 +136,28 @@ pub fn report_main(args: &ReportOptions) -> anyhow::Result<(ReportOutcome, Optio
         ReportOutcome::Skipped
     };
     let records = &inputs.parsed.records;
-    if records.is_empty() {
+    let ext = args
+        .output
+        .as_deref()
+        .and_then(|p| p.extension())
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let html = matches!(ext.as_str(), "html" | "htm");
+    if !args.matrix.is_empty() && !html {
+        anyhow::bail!(
+            "--matrix draws a heatmap, which only the HTML report has: give -o FILE.html"
+        );
+    }
+    // A check's host matrix alone is a report (which host is slow); any
+    // other report needs results.
+    if records.is_empty() && args.matrix.is_empty() {
         anyhow::bail!("no benchmark results found in the inputs");
     }
     let quality = inputs.quality_markdown();
     let Some(path) = &args.output else {
         return Ok((outcome, Some(render::markdown::render(records) + &quality)));
     };
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
     let text = match ext.as_str() {
         "md" | "markdown" => render::markdown::render(records) + &quality,
         "html" | "htm" => {

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
     /// Logs or directories of logs (nccl-tests/rccl-tests text or JSON,
-    /// nccom-test, OSU, NVSHMEM perftest, collbench JSON).
-    #[arg(required = true, value_name = "FILES|DIRS")]
+    /// nccom-test, OSU, NVSHMEM perftest, collbench JSON); none needed
+    /// with --matrix.
+    #[arg(required_unless_present = "matrix", value_name = "FILES|DIRS")]
     pub inputs: Vec<PathBuf>,
     /// Output file: `.md` for Markdown, `.html` for a self-contained page
     /// with charts. Markdown on stdout when absent.

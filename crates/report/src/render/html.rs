@@ -32,13 +32,16 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
         "<title>collbench report</title><style>{STYLE}</style></head><body>"
     );
     out.push_str("<h1>collbench report</h1>\n");
-    let (counts, tables) = overview(&runs);
-    let _ = writeln!(out, "<p>{counts}</p>");
-    for (title, t) in tables {
-        let _ = writeln!(out, "<h2>{title}</h2>");
-        out.push_str(&table(&t));
+    // A page of host matrices alone (`report --matrix` without logs).
+    if !runs.is_empty() {
+        let (counts, tables) = overview(&runs);
+        let _ = writeln!(out, "<p>{counts}</p>");
+        for (title, t) in tables {
+            let _ = writeln!(out, "<h2>{title}</h2>");
+            out.push_str(&table(&t));
+        }
+        out.push_str("<h2>Charts</h2>\n");
     }
-    out.push_str("<h2>Charts</h2>\n");
     for op in all_ops(&runs) {
         let _ = writeln!(out, "<h3>{}</h3>", esc(&op));
         // Only figures that mean something for the op (see crate::metrics).
@@ -77,7 +80,9 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
             figure(&mut out, &charts::heatmap_svg(&m.labels, &m.gbps));
         }
     }
-    out.push_str("<h2>Results</h2>\n");
+    if !runs.is_empty() {
+        out.push_str("<h2>Results</h2>\n");
+    }
     for run in &runs {
         for op in run.record.ops() {
             let _ = writeln!(out, "<h3>{} — {}</h3>", esc(&run.label), esc(&op));
