@@ -493,8 +493,10 @@ static ncclResult_t cb_get_coll_info(void* context, ncclFunc_t collType, size_t 
     if (!cb_claim(table, numAlgo, numProto, r->algo, r->proto)) continue;
     if (r->channels != -1) *nChannels = r->channels;
     cb_applied++;
+    /* At INFO, like NCCL's own TUNING line for each call: one can tell the
+     * plugin's answer from what NCCL then ran (bench/tuner_check.py). */
     if (ctx->log)
-      ctx->log(NCCL_LOG_TRACE, CB_LOG_SUBSYS_TUNING, __FILE__, __LINE__,
+      ctx->log(NCCL_LOG_INFO, CB_LOG_SUBSYS_TUNING, __FILE__, __LINE__,
                "collbench tuner: %s %zu bytes -> rule %d (%s/%s, channels %d)", cb_coll_names[r->coll], nBytes, i,
                cb_algo_names[r->algo], cb_proto_names[r->proto], r->channels);
     break;
