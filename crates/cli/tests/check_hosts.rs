@@ -135,35 +135,26 @@ fn a_slow_host_is_named_with_its_ranks_and_every_process_exits_2() {
         .arg(&run)
         .assert()
         .success();
-    let html = json.with_extension("html");
-    collbench()
-        .arg("report")
-        .arg(&run)
-        .arg("--matrix")
-        .arg(&json)
-        .arg("-o")
-        .arg(&html)
-        .assert()
-        .success();
-    let page = std::fs::read_to_string(&html).unwrap();
-    assert!(
-        page.contains("Host-pair sendrecv bandwidth"),
-        "no host heatmap"
-    );
-    assert!(page.contains("n2") && page.contains("GB/s"));
-    // The check's matrix alone is a page: no benchmark log needed.
-    let alone = json.with_extension("hosts.html");
-    collbench()
-        .arg("report")
-        .arg("--matrix")
-        .arg(&json)
-        .arg("-o")
-        .arg(&alone)
-        .assert()
-        .success();
-    let page = std::fs::read_to_string(&alone).unwrap();
-    assert!(page.contains("Host-pair sendrecv bandwidth") && page.contains("n2"));
-    assert!(!page.contains("<h2>Results</h2>"), "empty sections drawn");
+    // With the run's charts beside it, and alone (no benchmark log needed).
+    for (logs, name) in [(vec![&run], "html"), (vec![], "hosts.html")] {
+        let html = json.with_extension(name);
+        collbench()
+            .arg("report")
+            .args(logs)
+            .arg("--matrix")
+            .arg(&json)
+            .arg("-o")
+            .arg(&html)
+            .assert()
+            .success();
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(
+            page.contains("Host-pair sendrecv bandwidth"),
+            "no host heatmap in {name}"
+        );
+        assert!(page.contains("n2") && page.contains("GB/s"));
+        assert_eq!(page.contains("<h2>Results</h2>"), name == "html", "{name}");
+    }
 }
 
 #[test]
