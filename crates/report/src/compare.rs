@@ -460,7 +460,6 @@ pub(crate) mod tests {
     /// An all_reduce float sum case measured out-of-place only.
     pub(crate) fn all_reduce(size: u64, out_of_place: Placement) -> CaseResult {
         CaseResult {
-            count: 0,
             out_of_place: Some(out_of_place),
             ..CaseResult::float_sum("all_reduce", size)
         }
