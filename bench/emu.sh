@@ -8,7 +8,7 @@
 #   bench/emu.sh [STAGE ...]
 #     stages: ntbuild pinning explain tuner faults check zmodes parity2
 #     parity4 (default: all of them, in that order); issue 23's tune
-#     stages, each named to run: tune tunerepro buffsize nauto
+#     stages, each named to run: tune tunerepro tunecsv buffsize nauto
 #     (bench/emu_tune.py judges them; see their comments below)
 #
 # ntbuild  builds nccl-tests 2.19.6 with MPI=1 from $NTSRC into $NT (skipped
@@ -383,13 +383,13 @@ stage_tune() {
 }
 
 # The --shell lines against the defaults, 3 rounds A B A B, collbench and
-# nccl-tests alike, at the tuned ops' large sizes (needs stage_tune's
-# winner.sh, or WINNER=path).
+# nccl-tests alike, at the sizes the bars name (REPRO_SWEEP; needs
+# stage_tune's winner.sh, or WINNER=path).
 stage_tunerepro() {
   local d=$O/tunerepro w=${WINNER:-$O/tune/winner.sh} r op vars=() names=""
   [ -s "$w" ] || { log "tunerepro: no winner in $w"; return; }
   while read -r _ kv; do vars+=("$kv"); names+=" -x ${kv%%=*}"; done < "$w"
-  local sweep="-b 64M -e 512M -f 2 -w 2 -n 10"
+  local sweep=${REPRO_SWEEP:-"-b 128M -e 512M -f 4 -w 2 -n 10"}
   for r in $(seq "${REPRO_ROUNDS:-3}"); do
     mkdir -p "$d/ntdef$r" "$d/ntenv$r"
     cb "$d" "cbdef$r" 2 -- run all_reduce all_gather $sweep
@@ -400,6 +400,27 @@ stage_tunerepro() {
     done
   done
   python3 bench/emu_tune.py repro "$O/tune/tune.json" "$d" | tee "$d/repro.md" | tee -a "$O/log.txt"
+}
+
+# The search's own tuner CSV (tune/tuner.csv, nNodes/nRanks filled) with
+# collbench's exported plugin under the real nccl-tests, the tuned ops and
+# sizes: NCCL's TUNING log against the CSV's rules (bench/tuner_check.py;
+# exit 2 there when the CSV holds no rule, as when every band's winner is
+# an environment), and each run's exit code (nothing crashes).
+stage_tunecsv() {
+  local d=$O/tunecsv csv=${TUNE_CSV:-$O/tune/tuner.csv} op
+  [ -s "$csv" ] || { log "tunecsv: no CSV in $csv"; return; }
+  cp "$csv" "$d/tuner.csv"
+  log "tunecsv: $(grep -vc '^#' "$d/tuner.csv") rules in $csv"
+  "$CB" tuner-plugin "$d/plugin" > "$d/plugin.txt" 2>&1; log "tuner-plugin rc=$?"
+  for op in all_reduce all_gather; do
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING NCCL_TUNER_PLUGIN="$d/plugin/libnccl-tuner-collbench.so" \
+      NCCL_TUNER_CONFIG_FILE="$d/tuner.csv" nt "$d" "nt_$op" 2 "${op}_perf" -b 1M -e 512M -f 8 -w 1 -n 2
+  done
+  cat "$d"/nt_*.txt > "$d/nt_all.log" 2>/dev/null
+  log "tunecsv: plugin lines $(grep -ci 'collbench' "$d/nt_all.log"); $(grep -h 'Out of bounds' "$d"/nt_*.txt | tr '\n' ' ')"
+  python3 bench/tuner_check.py "$d/tuner.csv" "$d/nt_all.log" 2 > "$d/check_nt.txt" 2>&1
+  log "tunecsv nccl-tests + exported plugin: rc=$? $(tail -n 1 "$d/check_nt.txt")"
 }
 
 # NCCL's default buffer size spelled out as a user's --env candidate:
@@ -427,6 +448,7 @@ stage_nauto() {
       if [ "$m" = n20 ]; then cb "$d" "n20$r" 2 -- run $sweep -n 20; else cb "$d" "auto$r" 2 -- run $sweep -n auto; fi
       echo "$m $(secs "$s" "$(now)")" >> "$d/wall$r.txt"
     done
+    pack  # a call cut short keeps the rounds done
   done
   python3 bench/emu_tune.py nauto "$d" | tee "$d/nauto.md" | tee -a "$O/log.txt"
 }
