@@ -369,3 +369,50 @@ fn a_failed_candidate_ends_alone_and_the_next_best_wins() {
         assert_eq!(*setting, channels(32), "after {after}");
     }
 }
+
+/// Bands are measured smallest probe first, whatever the ops' order, and
+/// reported in the ops' order: the dear bands come last and share what
+/// the cheap ones left.
+#[test]
+fn bands_are_measured_smallest_first_and_reported_in_op_order() {
+    let mut m = FakeMeasurer::new(3, h200_like());
+    let cfg = TuneConfig::new(
+        vec![Collective::AllReduce, Collective::AllGather],
+        vec![MIB, 512 * MIB],
+        2,
+        1,
+        20.0 * S,
+    );
+    let mut seen: Vec<(usize, Collective, u64)> = Vec::new();
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |p| {
+        let e = (p.band_index, p.band.op, p.band.probe_bytes);
+        if seen.last() != Some(&e) {
+            seen.push(e);
+        }
+    });
+    let order: Vec<(Collective, u64)> = seen.iter().map(|e| (e.1, e.2)).collect();
+    assert_eq!(
+        order,
+        [
+            (Collective::AllReduce, MIB),
+            (Collective::AllGather, MIB),
+            (Collective::AllReduce, 512 * MIB),
+            (Collective::AllGather, 512 * MIB),
+        ]
+    );
+    assert_eq!(seen.iter().map(|e| e.0).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    let reported: Vec<(Collective, u64)> = r
+        .bands
+        .iter()
+        .map(|b| (b.band.op, b.band.probe_bytes))
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            (Collective::AllReduce, MIB),
+            (Collective::AllReduce, 512 * MIB),
+            (Collective::AllGather, MIB),
+            (Collective::AllGather, 512 * MIB),
+        ]
+    );
+}
