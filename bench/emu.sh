@@ -384,22 +384,25 @@ stage_tune() {
 
 # The --shell lines against the defaults, 3 rounds A B A B, collbench and
 # nccl-tests alike, at the sizes the bars name (REPRO_SWEEP; needs
-# stage_tune's winner.sh, or WINNER=path).
+# stage_tune's winner.sh, or WINNER=path: a file of `export NAME=VALUE`
+# lines; REPRO_OPS, REPRO_NAME: the ops, and the folder under emu/).
 stage_tunerepro() {
-  local d=$O/tunerepro w=${WINNER:-$O/tune/winner.sh} r op vars=() names=""
+  local d=$O/${REPRO_NAME:-tunerepro} w=${WINNER:-$O/tune/winner.sh} r op vars=() names=""
+  local ops=${REPRO_OPS:-"all_reduce all_gather"}
+  mkdir -p "$d"
   [ -s "$w" ] || { log "tunerepro: no winner in $w"; return; }
   while read -r _ kv; do vars+=("$kv"); names+=" -x ${kv%%=*}"; done < "$w"
   local sweep=${REPRO_SWEEP:-"-b 128M -e 512M -f 4 -w 2 -n 10"}
   for r in $(seq "${REPRO_ROUNDS:-3}"); do
     mkdir -p "$d/ntdef$r" "$d/ntenv$r"
-    cb "$d" "cbdef$r" 2 -- run all_reduce all_gather $sweep
-    cb "$d" "cbenv$r" 2 "${vars[@]}" -- run all_reduce all_gather $sweep
-    for op in all_reduce all_gather; do
+    cb "$d" "cbdef$r" 2 -- run $ops $sweep
+    cb "$d" "cbenv$r" 2 "${vars[@]}" -- run $ops $sweep
+    for op in $ops; do
       nt "$d/ntdef$r" "$op" 2 "${op}_perf" $sweep
       ( export "${vars[@]}"; NT_X=$names; nt "$d/ntenv$r" "$op" 2 "${op}_perf" $sweep )
     done
   done
-  python3 bench/emu_tune.py repro "$O/tune/tune.json" "$d" | tee "$d/repro.md" | tee -a "$O/log.txt"
+  python3 bench/emu_tune.py repro "$O/tune/tune.json" "$d" "$w" | tee "$d/repro.md" | tee -a "$O/log.txt"
 }
 
 # The search's own tuner CSV (tune/tuner.csv, nNodes/nRanks filled) with

@@ -6,8 +6,10 @@ usage:
       per band: op, band, outcome, busbw gain [95% interval]; then, for
       each op and SIZE (default 128M 512M), the band holding SIZE and
       whether its gain is >= +50% with the interval above zero.
-  emu_tune.py repro TUNE.json DIR
-      DIR holds cbdef<r>.txt / cbenv<r>.txt (collbench run, defaults and
+  emu_tune.py repro TUNE.json DIR [WINNER.sh]
+      WINNER.sh: the `export` lines run (the --shell winner); its claim
+      per band is its confirmed gain where it won, else its screening
+      estimate there. DIR holds cbdef<r>.txt / cbenv<r>.txt (collbench run, defaults and
       the --shell environment) and ntdef<r>/, ntenv<r>/ (nccl-tests, one
       file per op), rounds r = 1, 2, ...: per (op, size) at >= 64 MiB the
       busbw ratio env/default for collbench and for nccl-tests, the
@@ -110,24 +112,52 @@ def nt_rounds(d, prefix):
     return [glob.glob(os.path.join(r, "*.txt")) for r in sorted(glob.glob(os.path.join(d, f"{prefix}[0-9]*")))]
 
 
+def winner_env(path):
+    """The `export NAME=VALUE` lines of a --shell winner file, as env_text."""
+    kv = [ln.split(None, 1)[1].strip() for ln in open(path) if ln.startswith("export ")]
+    return " ".join(kv)
+
+
+def claim_for(b, env):
+    """The search's claim for setting `env` in band b: its confirmed gain
+    where it won the band, else its screening estimate (fewer pairs, what
+    --shell's 'elsewhere' line says); (gain %, kind) or None."""
+    if not b:
+        return None
+    o = b["outcome"]
+    if o.get("kind") == "gain" and env_text(o["setting"]) == env:
+        return gain_pct(o["ratio"])[0], "confirmed"
+    for c in b["candidates"]:
+        if env_text(c["setting"]) == env and "ratio" in c["status"]:
+            return gain_pct(c["status"]["ratio"])[0], "screened"
+    return None
+
+
 def repro(argv):
     bs, d = bands(argv[0]), argv[1]
+    env = winner_env(argv[2]) if len(argv) > 2 else None
     cb_def, cb_env = bw_by_key(rounds(d, "cbdef")), bw_by_key(rounds(d, "cbenv"))
     ntd = nt_rounds(d, "ntdef")
     nt_def = bw_by_key([f for r in ntd for f in r])
     nt_env = bw_by_key([f for r in nt_rounds(d, "ntenv") for f in r])
     per_round = [bw_by_key(r) for r in ntd]
-    print("| op | size | claimed | cb env/def | reproduced | nt env/def | nt def/def range |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print(f"setting run: {env or '(not given: each band winner claim)'}")
+    print("| op | size | band winner's claim | claim for this setting | cb env/def | reproduced "
+          "| nt env/def | cb/nt gain | nt def/def range |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for k in sorted(cb_def.keys() & cb_env.keys()):
-        c = claimed(holding(bs, k[0], k[1]))
+        b = holding(bs, k[0], k[1])
+        c = claimed(b)
+        mine = claim_for(b, env) if env else ((c[0], "band winner") if c else None)
         cb = cb_env[k] / cb_def[k]
         # The share of the claimed busbw gain this run's gain is (percent).
-        share = (cb - 1) * 100 / c[0] * 100 if c and c[0] > 0 else None
+        share = (cb - 1) * 100 / mine[0] * 100 if mine and mine[0] > 0 else None
         nt = nt_env[k] / nt_def[k] if k in nt_env and k in nt_def else None
-        noise = [a[k] / b[k] for a in per_round for b in per_round if a is not b and k in a and k in b]
-        print(f"| {k[0]} | {k[1]} | {f'{c[0]:+.1f}%' if c else '-'} | {cb:.3f} "
-              f"| {f'{share:.0f}%' if share is not None else '-'} | {f'{nt:.3f}' if nt else '-'} "
+        noise = [a[k] / b_[k] for a in per_round for b_ in per_round if a is not b_ and k in a and k in b_]
+        winner = f"{c[0]:+.1f}% ({env_text(b['outcome']['setting'])})" if c else "-"
+        print(f"| {k[0]} | {k[1]} | {winner} | {f'{mine[0]:+.1f}% {mine[1]}' if mine else 'not measured'} "
+              f"| {cb:.3f} | {f'{share:.0f}%' if share is not None else '-'} | {f'{nt:.3f}' if nt else '-'} "
+              f"| {f'{cb / nt:.3f}' if nt else '-'} "
               f"| {f'{min(noise):.3f} - {max(noise):.3f}' if noise else '-'} |")
 
 

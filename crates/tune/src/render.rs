@@ -321,6 +321,47 @@ pub fn env_lines(s: &Setting) -> Vec<String> {
     exports.chain(notes).collect()
 }
 
+/// A comment with what `setting` measured in the bands it did not win
+/// (their screening estimates, fewer pairs than a winner's confirmation;
+/// each band's own winner is in the table): the shell lines set one
+/// environment for every band, and these are its figures there. None when
+/// it won every band.
+fn elsewhere(setting: &Setting, others: &[&BandReport]) -> Option<String> {
+    if others.is_empty() {
+        return None;
+    }
+    let figure = |b: &BandReport| {
+        let status = b
+            .candidates
+            .iter()
+            .find(|c| &c.setting == setting)
+            .map(|c| &c.status);
+        match status {
+            Some(CandidateStatus::Screened { ratio } | CandidateStatus::Pruned { ratio }) => {
+                format!("{:+.1}%", busbw_gain_pct(ratio).0)
+            }
+            Some(CandidateStatus::Unsupported { .. }) => "unsupported".into(),
+            Some(CandidateStatus::Failed { .. }) => "failed".into(),
+            Some(CandidateStatus::NotMeasured) | None => "not measured".into(),
+        }
+    };
+    let list: Vec<String> = others
+        .iter()
+        .map(|b| {
+            format!(
+                "{} {} {}",
+                b.band.op.name(),
+                human(b.band.probe_bytes),
+                figure(b)
+            )
+        })
+        .collect();
+    Some(format!(
+        "# elsewhere it screened (fewer pairs, not confirmed; each band's winner is in the table): {}\n",
+        list.join(", ")
+    ))
+}
+
 /// `v` as one shell word: as is when it holds only characters no shell
 /// reads specially, else single-quoted.
 fn shell_word(v: &str) -> String {
@@ -333,10 +374,13 @@ fn shell_word(v: &str) -> String {
 
 /// Shell lines for one uniform setting: of the settings that won bands
 /// and can be set by environment variables, the one that won the most
-/// bands (ties: the larger total gain), with a comment naming where it won
-/// and warning that a variable applies to every size. Winners that need
-/// the application (buffer registration) follow as comments. Without any
-/// winner, one comment says there is nothing to set.
+/// bands (ties: the larger total gain), with a comment naming where it won,
+/// one with its screening figures in the bands it lost (the shell lines
+/// set it for those too), and one warning that a variable applies to every
+/// size. The other environments that won bands follow as comments
+/// (alternatives: one environment per process), then winners that need
+/// the application (buffer registration). Without any winner, one comment
+/// says there is nothing to set.
 pub fn shell(r: &TuneReport) -> String {
     let mut wins: Vec<(&Setting, Vec<&BandReport>, f64)> = Vec::new();
     for b in &r.bands {
@@ -381,13 +425,26 @@ pub fn shell(r: &TuneReport) -> String {
         )
     };
     let mut out = String::new();
-    match wins.iter().find(|w| by_env(w.0)) {
+    let chosen = wins.iter().find(|w| by_env(w.0));
+    match chosen {
         Some((setting, bands, _)) => {
             out.push_str(&format!(
                 "# collbench tune: {setting} beat NCCL's defaults in {}\n",
                 where_won(bands)
             ));
-            out.push_str("# A variable applies to every op and size in the process: use the tuner config for per-band settings.\n");
+            let others: Vec<&BandReport> = r
+                .bands
+                .iter()
+                .filter(|b| !bands.iter().any(|w| std::ptr::eq(*w, *b)))
+                .collect();
+            if let Some(line) = elsewhere(setting, &others) {
+                out.push_str(&line);
+            }
+            if setting.env.is_empty() {
+                out.push_str("# A variable applies to every op and size in the process: use the tuner config for per-band settings.\n");
+            } else {
+                out.push_str("# NCCL reads these once per process: one value for every op and size (no tuner config sets them per band).\n");
+            }
             for l in env_lines(setting) {
                 out.push_str(&l);
                 out.push('\n');
@@ -395,6 +452,17 @@ pub fn shell(r: &TuneReport) -> String {
         }
         None => out
             .push_str("# collbench tune: no winning setting can be set by environment variables\n"),
+    }
+    // The other environments that won bands, as comments: one environment
+    // per process, so these are the alternatives, not additions.
+    for (setting, bands, _) in wins
+        .iter()
+        .filter(|w| by_env(w.0) && Some(w.0) != chosen.map(|c| c.0))
+    {
+        out.push_str(&format!(
+            "# instead, {setting} won {} (one environment per process: set it in place of the above where those sizes matter most)\n",
+            where_won(bands)
+        ));
     }
     for (setting, bands, _) in wins.iter().filter(|w| !by_env(w.0)) {
         out.push_str(&format!("# also {setting} won {}\n", where_won(bands)));

@@ -107,3 +107,81 @@ fn env_lines_per_knob() {
         ]
     );
 }
+
+/// An environment that wins most bands is the one the shell lines set;
+/// where another setting won, its own screening figure is said, and the
+/// hint says NCCL reads the variables once per process (no tuner config
+/// can set them per band).
+#[test]
+fn an_environment_winner_says_what_it_measured_where_it_lost() {
+    let env = |n: &str| Setting {
+        env: vec![
+            ("NCCL_NSOCKS_PERTHREAD".into(), n.into()),
+            ("NCCL_SOCKET_NTHREADS".into(), "1".into()),
+        ],
+        ..Setting::default()
+    };
+    let (four, two) = (env("4"), env("2"));
+    let (t_four, t_two) = (four.clone(), two.clone());
+    let truth: Truth = Box::new(move |s: &Setting, c| {
+        let large = c.bytes >= 256 << 20;
+        let f = match () {
+            _ if *s == t_four => {
+                if large {
+                    0.7
+                } else {
+                    0.5
+                }
+            }
+            _ if *s == t_two => {
+                if large {
+                    0.45
+                } else {
+                    0.8
+                }
+            }
+            _ => 1.0,
+        };
+        Some((20.0 + c.bytes as f64 / 1e3) * f)
+    });
+    let mut m = FakeMeasurer::new(7, truth);
+    let mut cfg = TuneConfig::new(
+        vec![Collective::AllReduce],
+        vec![1 << 20, 8 << 20, 64 << 20, 512 << 20],
+        2,
+        2,
+        120e6,
+    );
+    cfg.space = collbench_tune::CandidateSpace {
+        channels: vec![],
+        algo_proto: false,
+        registration: false,
+        cta_policy: false,
+        extra: vec![four.clone(), two.clone()],
+    };
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+    let shell = render::shell(&r);
+    let lines: Vec<&str> = shell.lines().collect();
+    assert!(
+        lines[0].contains("NCCL_NSOCKS_PERTHREAD=4") && lines[0].contains("3 of 4 bands"),
+        "{shell}"
+    );
+    // Its figure where NSOCKS=2 won: about +43% (time 0.7 of the default).
+    let elsewhere = lines[1];
+    assert!(elsewhere.starts_with("# elsewhere it screened"), "{shell}");
+    let pct: f64 = elsewhere
+        .split("all_reduce 512M ")
+        .nth(1)
+        .and_then(|t| t.trim_end_matches('%').parse().ok())
+        .unwrap_or_else(|| panic!("no 512M figure in {elsewhere}"));
+    assert!((35.0..52.0).contains(&pct), "{elsewhere}");
+    assert!(lines[2].contains("once per process"), "{shell}");
+    assert!(
+        shell.contains("export NCCL_NSOCKS_PERTHREAD=4\n"),
+        "{shell}"
+    );
+    assert!(
+        shell.contains("# instead, NCCL_NSOCKS_PERTHREAD=2, NCCL_SOCKET_NTHREADS=1 won 1 of 4 bands: all_reduce 512M +"),
+        "{shell}"
+    );
+}
