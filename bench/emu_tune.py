@@ -17,8 +17,9 @@ usage:
       collbench reproduced (bar >= 90%), and nccl-tests' own noise
       (default round against default round).
   emu_tune.py nogain NAME=VALUE TUNE.json...
-      per search, the candidate NAME=VALUE's status; "no gain" when it did
-      not win and its interval does not lie wholly at or below 0.98.
+      per search, the candidate NAME=VALUE's status; "no gain" when it was
+      measured (has an interval), did not win, and its interval does not
+      lie wholly at or below 0.98; "NOT MEASURED" counts for nothing.
   emu_tune.py nauto DIR
       DIR holds auto<r>.txt and n20<r>.txt with wall<r>.txt ("auto S" and
       "n20 S" lines): the wall-time ratio auto/n20 (bar <= 0.6) and, per
@@ -172,7 +173,12 @@ def nogain(argv):
                     st = c["status"]
                     won = claimed(b) and env_text(b["outcome"]["setting"]) == env_text(c["setting"])
                     wholly_below = "ratio" in st and st["ratio"]["hi"] <= 0.98
-                    status = "GAIN" if won or wholly_below else f"no gain ({st['kind']})"
+                    # Never measured is no verdict (call 12's 15 s searches
+                    # measured nothing and were first counted as no gain).
+                    if "ratio" not in st:
+                        status = f"NOT MEASURED ({st['kind']})"
+                    else:
+                        status = "GAIN" if won or wholly_below else f"no gain ({st['kind']})"
         no += status.startswith("no gain")
         print(f"{os.path.basename(path)}: {want}: {status}")
     print(f"nogain: {no} of {len(files)} searches")

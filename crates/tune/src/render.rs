@@ -121,6 +121,16 @@ fn footer(r: &TuneReport) -> String {
         End::Interrupted => "interrupted: bands so far shown".to_string(),
         End::Failed(e) => format!("stopped by a failed measurement ({e}): bands so far shown"),
     };
+    let unmeasured = r
+        .bands
+        .iter()
+        .filter(|b| b.outcome == Outcome::Incomplete)
+        .count();
+    let how = if unmeasured > 0 && r.end == End::Complete {
+        format!("complete, but {unmeasured} of {} bands incomplete: their budget share ran out before any candidate was measured (raise --budget)", r.bands.len())
+    } else {
+        how
+    };
     let limit = r
         .max_channels
         .map_or(String::new(), |n| format!(", at most {n} channels"));

@@ -499,7 +499,21 @@ impl Search<'_> {
         }
     }
 
+    /// The verdict of a band its budget share ended in screening: no gain,
+    /// naming the best screened candidate; or incomplete when no candidate
+    /// got an interval at all (a "no gain" there would claim what was never
+    /// measured: a 15 s search at 64 MiB on two emulated hosts ended so,
+    /// every candidate unmeasured).
     fn no_gain_from_screening(&self, reports: &[CandidateReport]) -> Outcome {
+        let measured = reports.iter().any(|r| {
+            matches!(
+                r.status,
+                CandidateStatus::Screened { .. } | CandidateStatus::Pruned { .. }
+            )
+        });
+        if !measured {
+            return Outcome::Incomplete;
+        }
         let best = reports
             .iter()
             .filter_map(|r| match &r.status {

@@ -416,3 +416,30 @@ fn bands_are_measured_smallest_first_and_reported_in_op_order() {
         ]
     );
 }
+
+/// A budget too small to give any candidate an interval is not "no gain":
+/// the band is incomplete and the footer says to raise the budget (a 15 s
+/// search at 64 MiB on two emulated hosts said "no gain", "complete", with
+/// every candidate unmeasured).
+#[test]
+fn a_band_whose_budget_measured_nothing_is_incomplete_not_no_gain() {
+    // 20 ms per call and a 50 ms budget: the default's first repeats fit,
+    // no candidate's pairs do.
+    let mut m = FakeMeasurer::new(5, Box::new(|_, _| Some(20_000.0)));
+    let cfg = TuneConfig::new(vec![Collective::AllReduce], vec![64 << 20], 2, 1, 0.05 * S);
+    let r = run(&mut m, &cfg);
+    assert_eq!(r.end, End::Complete);
+    let b = &r.bands[0];
+    assert!(
+        b.candidates.iter().all(|c| matches!(
+            c.status,
+            CandidateStatus::NotMeasured | CandidateStatus::Unsupported { .. }
+        )),
+        "{:?}",
+        b.candidates
+    );
+    assert_eq!(b.outcome, Outcome::Incomplete);
+    let text = collbench_tune::render::text(&r);
+    assert!(text.contains("1 of 1 bands incomplete"), "{text}");
+    assert!(text.contains("raise --budget"), "{text}");
+}
