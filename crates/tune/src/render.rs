@@ -116,20 +116,19 @@ fn is_last(r: &TuneReport, i: usize) -> bool {
 
 /// A closing line saying how the search ended and what it cost.
 fn footer(r: &TuneReport) -> String {
-    let how = match &r.end {
-        End::Complete => "complete".to_string(),
-        End::Interrupted => "interrupted: bands so far shown".to_string(),
-        End::Failed(e) => format!("stopped by a failed measurement ({e}): bands so far shown"),
-    };
-    let unmeasured = r
+    let incomplete = r
         .bands
         .iter()
         .filter(|b| b.outcome == Outcome::Incomplete)
         .count();
-    let how = if unmeasured > 0 && r.end == End::Complete {
-        format!("complete, but {unmeasured} of {} bands incomplete: their budget share ran out before any candidate was measured (raise --budget)", r.bands.len())
-    } else {
-        how
+    let how = match &r.end {
+        End::Complete if incomplete > 0 => format!(
+            "complete, but {incomplete} of {} bands incomplete: their budget share ran out before any candidate was measured (raise --budget)",
+            r.bands.len()
+        ),
+        End::Complete => "complete".to_string(),
+        End::Interrupted => "interrupted: bands so far shown".to_string(),
+        End::Failed(e) => format!("stopped by a failed measurement ({e}): bands so far shown"),
     };
     let limit = r
         .max_channels
@@ -436,6 +435,7 @@ pub fn shell(r: &TuneReport) -> String {
     };
     let mut out = String::new();
     let chosen = wins.iter().find(|w| by_env(w.0));
+    let chosen_setting = chosen.map(|c| c.0);
     match chosen {
         Some((setting, bands, _)) => {
             out.push_str(&format!(
@@ -445,7 +445,7 @@ pub fn shell(r: &TuneReport) -> String {
             let others: Vec<&BandReport> = r
                 .bands
                 .iter()
-                .filter(|b| !bands.iter().any(|w| std::ptr::eq(*w, *b)))
+                .filter(|b| b.gain().map(|g| g.0) != Some(*setting))
                 .collect();
             if let Some(line) = elsewhere(setting, &others) {
                 out.push_str(&line);
@@ -467,7 +467,7 @@ pub fn shell(r: &TuneReport) -> String {
     // per process, so these are the alternatives, not additions.
     for (setting, bands, _) in wins
         .iter()
-        .filter(|w| by_env(w.0) && Some(w.0) != chosen.map(|c| c.0))
+        .filter(|w| by_env(w.0) && Some(w.0) != chosen_setting)
     {
         out.push_str(&format!(
             "# instead, {setting} won {} (one environment per process: set it in place of the above where those sizes matter most)\n",

@@ -125,22 +125,20 @@ fn an_environment_winner_says_what_it_measured_where_it_lost() {
     let (t_four, t_two) = (four.clone(), two.clone());
     let truth: Truth = Box::new(move |s: &Setting, c| {
         let large = c.bytes >= 256 << 20;
-        let f = match () {
-            _ if *s == t_four => {
-                if large {
-                    0.7
-                } else {
-                    0.5
-                }
+        let f = if *s == t_four {
+            if large {
+                0.7
+            } else {
+                0.5
             }
-            _ if *s == t_two => {
-                if large {
-                    0.45
-                } else {
-                    0.8
-                }
+        } else if *s == t_two {
+            if large {
+                0.45
+            } else {
+                0.8
             }
-            _ => 1.0,
+        } else {
+            1.0
         };
         Some((20.0 + c.bytes as f64 / 1e3) * f)
     });
