@@ -191,13 +191,14 @@ impl ProgressLines {
         if self.last.as_ref() == Some(&key) {
             return;
         }
-        let phase = match p.phase {
-            Phase::Calibrate => "calibrate",
-            Phase::Screen => "screen",
-            Phase::Confirm => "confirm",
+        let (what, phase) = match p.phase {
+            Phase::Calibrate => ("band", "calibrate"),
+            Phase::Screen => ("band", "screen"),
+            Phase::Confirm => ("band", "confirm"),
+            Phase::ProcessWide => ("process-wide setting, band", "in a band it did not win"),
         };
         crate::stdout::say(format!(
-            "collbench tune: band {}/{} {} {} B: {} ({phase}), {:.0} s of budget left",
+            "collbench tune: {what} {}/{} {} {} B: {} ({phase}), {:.0} s of budget left",
             p.band_index + 1,
             p.bands_total,
             p.band.op,

@@ -51,7 +51,10 @@ pub mod stats;
 pub mod tuner_csv;
 
 pub use measure::{InPair, MeasureError, Measured, Measurer, Sample};
-pub use report::{BandReport, CandidateReport, CandidateStatus, End, Outcome, TuneReport};
+pub use report::{
+    BandReport, CandidateReport, CandidateStatus, End, Outcome, ProcessWide, ProcessWideBand,
+    ProcessWideFigure, TuneReport,
+};
 pub use search::{parse_budget, tune, BudgetError, Phase, Progress, TuneConfig};
 pub use setting::{
     AlgoProto, Algorithm, Case, Cost, CtaPolicy, Protocol, Registration, Setting, TunerAxis,

@@ -7,9 +7,12 @@
 //! confirmation pairs, so the numbers read like nccl-tests' busbw columns.
 
 use crate::plan::{Plan, PlanRow};
-use crate::report::{BandReport, CandidateStatus, End, Outcome, TuneReport};
+use crate::report::{
+    process_wide_choice, winners, BandReport, CandidateStatus, End, Outcome, ProcessWideFigure,
+    TuneReport, Win,
+};
 use crate::setting::{CtaPolicy, Registration, Setting, TunerAxis};
-use crate::stats::Interval;
+use crate::stats::{Interval, Verdict};
 use collbench_core::size::format_size;
 
 const HEADER: [&str; 8] = [
@@ -133,8 +136,16 @@ fn footer(r: &TuneReport) -> String {
     let limit = r
         .max_channels
         .map_or(String::new(), |n| format!(", at most {n} channels"));
+    let process_wide = r.process_wide.as_ref().map_or(String::new(), |p| {
+        format!(
+            ", {:.1} s of it measuring {} (the shell lines' setting) in the {} bands it did not win",
+            p.spent_us / 1e6,
+            p.setting,
+            p.bands.len()
+        )
+    });
     format!(
-        "{how}; measured {:.1} s of a {:.1} s budget{limit}; a gain is shown when the whole 95% interval of the time ratio (fresh interleaved pairs) means >= {:.0}% less time{}",
+        "{how}; measured {:.1} s of a {:.1} s budget{limit}{process_wide}; a gain is shown when the whole 95% interval of the time ratio (fresh interleaved pairs) means >= {:.0}% less time{}",
         r.spent_us / 1e6,
         r.budget_us / 1e6,
         r.gain_rule.min_gain * 100.0,
@@ -330,16 +341,17 @@ pub fn env_lines(s: &Setting) -> Vec<String> {
     exports.chain(notes).collect()
 }
 
-/// A comment with what `setting` measured in the bands it did not win
-/// (their screening estimates, fewer pairs than a winner's confirmation;
-/// each band's own winner is in the table): the shell lines set one
-/// environment for every band, and these are its figures there. None when
-/// it won every band.
-fn elsewhere(setting: &Setting, others: &[&BandReport]) -> Option<String> {
+/// A comment with what `setting` measured in the bands it did not win:
+/// the shell lines set one environment for every band, and these are its
+/// figures there (each band's own winner is in the table). Figures come
+/// from the process-wide phase's fresh pairs where it measured them, else
+/// from screening (fewer pairs, marked so). None when it won every band.
+fn elsewhere(r: &TuneReport, setting: &Setting, others: &[&BandReport]) -> Option<String> {
     if others.is_empty() {
         return None;
     }
-    let figure = |b: &BandReport| {
+    let confirmed = r.process_wide.as_ref().filter(|p| &p.setting == setting);
+    let screened = |b: &BandReport| {
         let status = b
             .candidates
             .iter()
@@ -347,11 +359,27 @@ fn elsewhere(setting: &Setting, others: &[&BandReport]) -> Option<String> {
             .map(|c| &c.status);
         match status {
             Some(CandidateStatus::Screened { ratio } | CandidateStatus::Pruned { ratio }) => {
-                format!("{:+.1}%", busbw_gain_pct(ratio).0)
+                format!("{:+.1}% (screened only)", busbw_gain_pct(ratio).0)
             }
             Some(CandidateStatus::Unsupported { .. }) => "unsupported".into(),
             Some(CandidateStatus::Failed { .. }) => "failed".into(),
             Some(CandidateStatus::NotMeasured) | None => "not measured".into(),
+        }
+    };
+    let figure = |b: &BandReport| {
+        let fresh = confirmed.and_then(|p| p.bands.iter().find(|x| x.band == b.band));
+        match fresh.map(|x| &x.figure) {
+            Some(ProcessWideFigure::Confirmed { ratio, verdict }) => {
+                let note = match verdict {
+                    Verdict::Gain => "",
+                    Verdict::NoGain => " (no gain)",
+                    Verdict::Slower => " (slower)",
+                };
+                format!("{}{note}", gain_text(ratio))
+            }
+            Some(ProcessWideFigure::Unsupported { .. }) => "unsupported".into(),
+            Some(ProcessWideFigure::Failed { .. }) => "failed".into(),
+            Some(ProcessWideFigure::NotMeasured) | None => screened(b),
         }
     };
     let list: Vec<String> = others
@@ -365,8 +393,13 @@ fn elsewhere(setting: &Setting, others: &[&BandReport]) -> Option<String> {
             )
         })
         .collect();
+    let how = if confirmed.is_some() {
+        "fresh pairs against the defaults"
+    } else {
+        "screening, fewer pairs, not confirmed"
+    };
     Some(format!(
-        "# elsewhere it screened (fewer pairs, not confirmed; each band's winner is in the table): {}\n",
+        "# where it did not win, it measured ({how}; each band's winner is in the table): {}\n",
         list.join(", ")
     ))
 }
@@ -383,37 +416,19 @@ fn shell_word(v: &str) -> String {
 
 /// Shell lines for one uniform setting: of the settings that won bands
 /// and can be set by environment variables, the one that won the most
-/// bands (ties: the larger total gain), with a comment naming where it won,
-/// one with its screening figures in the bands it lost (the shell lines
-/// set it for those too), and one warning that a variable applies to every
-/// size. The other environments that won bands follow as comments
+/// bands (ties: the larger total gain; [`process_wide_choice`]), with a
+/// comment naming where it won, one with its figures in the bands it lost
+/// (the shell lines set it for those too: the process-wide phase's fresh
+/// pairs, screening where that phase measured nothing), and one warning
+/// that a variable applies to every size. The other environments that won bands follow as comments
 /// (alternatives: one environment per process), then winners that need
 /// the application (buffer registration). Without any winner, one comment
 /// says there is nothing to set.
 pub fn shell(r: &TuneReport) -> String {
-    let mut wins: Vec<(&Setting, Vec<&BandReport>, f64)> = Vec::new();
-    for b in &r.bands {
-        if let Some((s, ratio)) = b.gain() {
-            match wins.iter_mut().find(|w| w.0 == s) {
-                Some(w) => {
-                    w.1.push(b);
-                    w.2 -= ratio.estimate.ln();
-                }
-                None => wins.push((s, vec![b], -ratio.estimate.ln())),
-            }
-        }
-    }
+    let wins = winners(&r.bands);
     if wins.is_empty() {
         return "# collbench tune: no setting beat NCCL's defaults by the gain rule; nothing to set\n".to_string();
     }
-    wins.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(b.2.total_cmp(&a.2)));
-    let by_env = |s: &Setting| {
-        s.channels.is_some()
-            || s.algorithm.is_some()
-            || s.protocol.is_some()
-            || s.cta_policy != CtaPolicy::Default
-            || !s.env.is_empty()
-    };
     let where_won = |bands: &[&BandReport]| {
         let list: Vec<String> = bands
             .iter()
@@ -434,10 +449,10 @@ pub fn shell(r: &TuneReport) -> String {
         )
     };
     let mut out = String::new();
-    let chosen = wins.iter().find(|w| by_env(w.0));
-    let chosen_setting = chosen.map(|c| c.0);
+    let chosen_setting = process_wide_choice(&r.bands);
+    let chosen = wins.iter().find(|w| Some(w.setting) == chosen_setting);
     match chosen {
-        Some((setting, bands, _)) => {
+        Some(Win { setting, bands, .. }) => {
             out.push_str(&format!(
                 "# collbench tune: {setting} beat NCCL's defaults in {}\n",
                 where_won(bands)
@@ -447,7 +462,7 @@ pub fn shell(r: &TuneReport) -> String {
                 .iter()
                 .filter(|b| b.gain().map(|g| g.0) != Some(*setting))
                 .collect();
-            if let Some(line) = elsewhere(setting, &others) {
+            if let Some(line) = elsewhere(r, setting, &others) {
                 out.push_str(&line);
             }
             if setting.env.is_empty() {
@@ -465,16 +480,16 @@ pub fn shell(r: &TuneReport) -> String {
     }
     // The other environments that won bands, as comments: one environment
     // per process, so these are the alternatives, not additions.
-    for (setting, bands, _) in wins
+    for Win { setting, bands, .. } in wins
         .iter()
-        .filter(|w| by_env(w.0) && Some(w.0) != chosen_setting)
+        .filter(|w| w.setting.set_by_environment() && Some(w.setting) != chosen_setting)
     {
         out.push_str(&format!(
             "# instead, {setting} won {} (one environment per process: set it in place of the above where those sizes matter most)\n",
             where_won(bands)
         ));
     }
-    for (setting, bands, _) in wins.iter().filter(|w| !by_env(w.0)) {
+    for Win { setting, bands, .. } in wins.iter().filter(|w| !w.setting.set_by_environment()) {
         out.push_str(&format!("# also {setting} won {}\n", where_won(bands)));
         for l in env_lines(setting) {
             out.push_str(&l);

@@ -3,7 +3,7 @@
 
 use crate::setting::{AlgoProto, Cost, Setting};
 use crate::space::Band;
-use crate::stats::{GainRule, Interval};
+use crate::stats::{GainRule, Interval, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// The whole search.
@@ -26,6 +26,92 @@ pub struct TuneReport {
     /// One entry per band measured (in order; an interrupted search has
     /// fewer than it planned, the last one possibly incomplete).
     pub bands: Vec<BandReport>,
+    /// The one setting the `--shell` lines set for every band, measured
+    /// again in the bands it did not win; absent when no setting an
+    /// environment can set won a band, or the search did not complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_wide: Option<ProcessWide>,
+}
+
+/// The setting `--shell` sets for the whole process ([`process_wide_choice`])
+/// and what it does in the bands another setting won (or none did): an
+/// environment applies to every op and size, so each of its figures there
+/// is measured on fresh interleaved pairs, as a winner's confirmation is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessWide {
+    pub setting: Setting,
+    /// One entry per band the setting did not win, in the report's order.
+    pub bands: Vec<ProcessWideBand>,
+    /// What these measurements cost (us).
+    pub spent_us: f64,
+}
+
+/// The process-wide setting in one band it did not win.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessWideBand {
+    pub band: Band,
+    pub figure: ProcessWideFigure,
+}
+
+/// What the process-wide setting measured in a band it did not win.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ProcessWideFigure {
+    /// Fresh interleaved pairs against the default: the interval of the
+    /// time ratio setting/default and the gain rule's verdict on it.
+    Confirmed { ratio: Interval, verdict: Verdict },
+    /// No pair fitted what was left of the budget.
+    NotMeasured,
+    /// The measurer cannot run it in this band.
+    Unsupported { reason: String },
+    /// Its measurement failed there (its child processes).
+    Failed { reason: String },
+}
+
+/// A setting that won bands: which, and its total gain (the sum over
+/// those bands of -ln(time ratio), the larger the better).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Win<'a> {
+    pub setting: &'a Setting,
+    pub bands: Vec<&'a BandReport>,
+    pub log_gain: f64,
+}
+
+/// The settings that won bands, most bands first (ties: the larger total
+/// gain first).
+pub fn winners(bands: &[BandReport]) -> Vec<Win<'_>> {
+    let mut wins: Vec<Win> = Vec::new();
+    for b in bands {
+        if let Some((s, ratio)) = b.gain() {
+            match wins.iter_mut().find(|w| w.setting == s) {
+                Some(w) => {
+                    w.bands.push(b);
+                    w.log_gain -= ratio.estimate.ln();
+                }
+                None => wins.push(Win {
+                    setting: s,
+                    bands: vec![b],
+                    log_gain: -ratio.estimate.ln(),
+                }),
+            }
+        }
+    }
+    wins.sort_by(|a, b| {
+        b.bands
+            .len()
+            .cmp(&a.bands.len())
+            .then(b.log_gain.total_cmp(&a.log_gain))
+    });
+    wins
+}
+
+/// The one setting the `--shell` lines set for a whole process: of the
+/// winners an environment can set, the first of [`winners`].
+pub fn process_wide_choice(bands: &[BandReport]) -> Option<&Setting> {
+    winners(bands)
+        .into_iter()
+        .map(|w| w.setting)
+        .find(|s| s.set_by_environment())
 }
 
 /// How the search ended.

@@ -16,10 +16,13 @@
 //! A B B A ...), so a linear drift within a pair cancels over two pairs.
 
 use crate::measure::{InPair, MeasureError, Measurer, Sample};
-use crate::report::{BandReport, CandidateReport, CandidateStatus, End, Outcome, TuneReport};
+use crate::report::{
+    process_wide_choice, BandReport, CandidateReport, CandidateStatus, End, Outcome, ProcessWide,
+    ProcessWideBand, ProcessWideFigure, TuneReport,
+};
 use crate::setting::{AlgoProto, Case, Setting};
 use crate::space::{bands, candidates, Band, CandidateSpace};
-use crate::stats::{AdaptiveStop, Decision, GainRule, StopRule, Verdict};
+use crate::stats::{AdaptiveStop, Decision, GainRule, Interval, StopRule, Verdict};
 use collbench_core::Collective;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -51,6 +54,10 @@ pub struct TuneConfig {
     pub prune_after: u32,
     /// Share of a band's budget for screening (the rest confirms).
     pub screen_fraction: f64,
+    /// Share of the whole budget kept, when there are several bands, for
+    /// measuring the process-wide setting in the bands it did not win
+    /// ([`crate::report::ProcessWide`]); what that phase leaves is unspent.
+    pub process_wide_fraction: f64,
     /// Aim each repeat at about this long (us): iterations per repeat come
     /// from one calibration repeat of the default.
     pub target_repeat_us: f64,
@@ -86,6 +93,7 @@ impl TuneConfig {
             gain: GainRule::default(),
             prune_after: 3,
             screen_fraction: 0.6,
+            process_wide_fraction: 0.2,
             target_repeat_us: 5_000.0,
             max_iters: 1000,
         }
@@ -98,6 +106,8 @@ pub enum Phase {
     Calibrate,
     Screen,
     Confirm,
+    /// The process-wide setting's fresh pairs in a band it did not win.
+    ProcessWide,
 }
 
 /// One progress event, sent before each measurement.
@@ -105,7 +115,8 @@ pub enum Phase {
 pub struct Progress<'a> {
     pub band: &'a Band,
     /// 0-based position of the band in the order the bands are measured
-    /// (smallest probe first), among all bands of all ops.
+    /// (smallest probe first), among all bands of all ops; in
+    /// [`Phase::ProcessWide`], among the bands that phase measures.
     pub band_index: usize,
     pub bands_total: usize,
     pub setting: &'a Setting,
@@ -137,12 +148,20 @@ pub fn tune(
         spent_us: 0.0,
         bands_total: all.len(),
     };
-    let mut done: Vec<Option<BandReport>> = vec![None; all.len()];
+    // The process-wide phase's share, kept back from the bands: with one
+    // band there is nothing for a setting to lose.
+    let reserve = if all.len() > 1 {
+        cfg.budget_us * cfg.process_wide_fraction.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let order = measuring_order(&all);
+    let mut done: Vec<Option<(BandReport, Calibration)>> = vec![None; all.len()];
     let mut end = End::Complete;
-    for (k, &i) in measuring_order(&all).iter().enumerate() {
-        let share = (cfg.budget_us - s.spent_us).max(0.0) / (all.len() - k) as f64;
-        let (report, band_end) = s.band(&all[i], k, share);
-        done[i] = Some(report);
+    for (k, &i) in order.iter().enumerate() {
+        let share = (cfg.budget_us - reserve - s.spent_us).max(0.0) / (all.len() - k) as f64;
+        let (report, calibration, band_end) = s.band(&all[i], k, share);
+        done[i] = Some((report, calibration));
         if let Some(e) = band_end {
             end = e;
             break;
@@ -150,7 +169,16 @@ pub fn tune(
     }
     // Reported in the ops' order, each op's bands by size, whatever the
     // order they were measured in; bands a stop never reached are absent.
-    let out = done.into_iter().flatten().collect();
+    let (bands, calibrations): (Vec<BandReport>, Vec<Calibration>) =
+        done.into_iter().flatten().unzip();
+    let mut process_wide = None;
+    if end == End::Complete {
+        if let Some(setting) = process_wide_choice(&bands) {
+            let (pw, pw_end) = s.process_wide(setting.clone(), &bands, &calibrations, &order);
+            process_wide = Some(pw);
+            end = pw_end.unwrap_or(End::Complete);
+        }
+    }
     TuneReport {
         world_size: cfg.world_size,
         n_nodes: cfg.n_nodes,
@@ -159,8 +187,17 @@ pub fn tune(
         max_channels: cfg.max_channels,
         gain_rule: cfg.gain,
         end,
-        bands: out,
+        bands,
+        process_wide,
     }
+}
+
+/// What a band's calibration and pairs left for the process-wide phase:
+/// its iterations per repeat and its dearest pair (us).
+#[derive(Debug, Clone, Copy)]
+struct Calibration {
+    iters: u32,
+    max_pair_us: f64,
 }
 
 /// The order the bands are measured in: by probe size, smallest first
@@ -201,7 +238,9 @@ struct Search<'a> {
 /// Per-band state: the budget line, the default's samples, the pair costs.
 struct BandState<'b> {
     band: &'b Band,
+    /// Position among `total` in its phase's order (for progress lines).
     index: usize,
+    total: usize,
     iters: u32,
     start_us: f64,
     limit_us: f64,
@@ -211,11 +250,17 @@ struct BandState<'b> {
 }
 
 impl Search<'_> {
-    fn band(&mut self, band: &Band, index: usize, share: f64) -> (BandReport, Option<End>) {
+    fn band(
+        &mut self,
+        band: &Band,
+        index: usize,
+        share: f64,
+    ) -> (BandReport, Calibration, Option<End>) {
         let (allowed, forbidden) = candidates(&self.cfg.space, band.op, self.cfg.max_channels);
         let mut st = BandState {
             band,
             index,
+            total: self.bands_total,
             iters: 1,
             start_us: self.spent_us,
             limit_us: self.spent_us + share,
@@ -269,7 +314,97 @@ impl Search<'_> {
             forbidden,
             spent_us: self.spent_us - st.start_us,
         };
-        (report, end)
+        let calibration = Calibration {
+            iters: st.iters,
+            max_pair_us: st.max_pair_us,
+        };
+        (report, calibration, end)
+    }
+
+    /// Measures `setting`, the one the shell lines set for every band, in
+    /// each band it did not win, on fresh pairs with the confirmation's
+    /// stop rule, bands smallest probe first, each an equal share of the
+    /// budget left. Its screening figure there came from fewer pairs, and
+    /// on two emulated hosts such figures came back at 66-104% of what
+    /// they said (bench/results/tune.md): a line that claims a gain for a
+    /// whole process must rest on a confirmation in every band.
+    fn process_wide(
+        &mut self,
+        setting: Setting,
+        bands: &[BandReport],
+        calibrations: &[Calibration],
+        order: &[usize],
+    ) -> (ProcessWide, Option<End>) {
+        let started = self.spent_us;
+        let lost: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| bands[i].gain().map(|g| g.0) != Some(&setting))
+            .collect();
+        let mut figures: Vec<Option<ProcessWideFigure>> = vec![None; bands.len()];
+        let mut end = None;
+        for (k, &i) in lost.iter().enumerate() {
+            let b = &bands[i];
+            let prior = b.candidates.iter().find(|c| c.setting == setting);
+            let figure = match prior.map(|c| &c.status) {
+                Some(CandidateStatus::Unsupported { reason }) => ProcessWideFigure::Unsupported {
+                    reason: reason.clone(),
+                },
+                Some(CandidateStatus::Failed { reason }) => ProcessWideFigure::Failed {
+                    reason: reason.clone(),
+                },
+                _ => {
+                    let share =
+                        (self.cfg.budget_us - self.spent_us).max(0.0) / (lost.len() - k) as f64;
+                    let mut st = BandState {
+                        band: &b.band,
+                        index: k,
+                        total: lost.len(),
+                        iters: calibrations[i].iters,
+                        start_us: self.spent_us,
+                        limit_us: self.spent_us + share,
+                        max_pair_us: calibrations[i].max_pair_us,
+                        default_logs: Vec::new(),
+                        default_ap: None,
+                    };
+                    match self.pairs_of(&mut st, &setting, None, Phase::ProcessWide) {
+                        Ok((Some(ratio), _)) => ProcessWideFigure::Confirmed {
+                            verdict: self.cfg.gain.judge(&ratio),
+                            ratio,
+                        },
+                        Ok((None, _)) => ProcessWideFigure::NotMeasured,
+                        Err(Halt::Unsupported(reason)) => ProcessWideFigure::Unsupported { reason },
+                        Err(Halt::CandidateFailed(reason)) => ProcessWideFigure::Failed { reason },
+                        Err(Halt::Budget) => ProcessWideFigure::NotMeasured,
+                        Err(Halt::Stop) => {
+                            end = Some(End::Interrupted);
+                            break;
+                        }
+                        Err(Halt::Failed(e)) => {
+                            end = Some(End::Failed(e));
+                            break;
+                        }
+                    }
+                }
+            };
+            figures[i] = Some(figure);
+        }
+        let out = bands
+            .iter()
+            .zip(figures)
+            .filter_map(|(b, f)| {
+                f.map(|figure| ProcessWideBand {
+                    band: b.band,
+                    figure,
+                })
+            })
+            .collect();
+        let pw = ProcessWide {
+            setting,
+            bands: out,
+            spent_us: self.spent_us - started,
+        };
+        (pw, end)
     }
 
     fn run_band(
@@ -320,16 +455,24 @@ impl Search<'_> {
         Ok(self.no_gain_from_screening(reports))
     }
 
-    /// The winner's confirmation on fresh pairs: only these decide.
-    fn confirm(&mut self, st: &mut BandState, best: CandidateReport) -> Result<Outcome, Halt> {
+    /// Fresh pairs of `setting` against the default under the
+    /// confirmation's stop rule, up to the band's limit: the interval of
+    /// the time ratio (None when no pair fitted) and what NCCL last ran
+    /// with the setting (else `ap`).
+    fn pairs_of(
+        &mut self,
+        st: &mut BandState,
+        setting: &Setting,
+        mut ap: Option<AlgoProto>,
+        phase: Phase,
+    ) -> Result<(Option<Interval>, Option<AlgoProto>), Halt> {
         let rule = StopRule {
             max_cost_us: (st.limit_us - self.spent_us).max(0.0),
             ..self.cfg.confirm
         };
         let mut stop = AdaptiveStop::new(rule);
-        let mut ap = best.algo_proto;
         loop {
-            match self.pair(st, &best.setting, stop.len(), Phase::Confirm, st.limit_us) {
+            match self.pair(st, setting, stop.len(), phase, st.limit_us) {
                 Ok((d, c)) => {
                     ap = c.algo_proto.or(ap);
                     if stop.push_pair(d.time_us, c.time_us, d.cost_us + c.cost_us)
@@ -342,7 +485,13 @@ impl Search<'_> {
                 Err(e) => return Err(e),
             }
         }
-        let Some(ratio) = stop.interval() else {
+        Ok((stop.interval(), ap))
+    }
+
+    /// The winner's confirmation on fresh pairs: only these decide.
+    fn confirm(&mut self, st: &mut BandState, best: CandidateReport) -> Result<Outcome, Halt> {
+        let (interval, ap) = self.pairs_of(st, &best.setting, best.algo_proto, Phase::Confirm)?;
+        let Some(ratio) = interval else {
             return Ok(Outcome::NoGain {
                 best: Some(best.setting),
                 ratio: None,
@@ -444,7 +593,7 @@ impl Search<'_> {
         (self.progress)(&Progress {
             band: st.band,
             band_index: st.index,
-            bands_total: self.bands_total,
+            bands_total: st.total,
             setting,
             phase,
             spent_us: self.spent_us,

@@ -169,6 +169,17 @@ impl Setting {
         *self == Setting::default()
     }
 
+    /// Whether environment variables alone can set it for a whole
+    /// process (anything but buffer registration, which needs the
+    /// application).
+    pub fn set_by_environment(&self) -> bool {
+        self.channels.is_some()
+            || self.algorithm.is_some()
+            || self.protocol.is_some()
+            || self.cta_policy != CtaPolicy::Default
+            || !self.env.is_empty()
+    }
+
     /// What this setting takes from the application.
     pub fn cost(&self) -> Cost {
         Cost {

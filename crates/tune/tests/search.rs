@@ -162,7 +162,9 @@ fn respects_the_budget() {
         );
         let r = run(&mut m, &cfg);
         assert!((r.spent_us - m.spent_us).abs() < 1e-6 * m.spent_us.max(1.0));
-        let band_sum: f64 = r.bands.iter().map(|b| b.spent_us).sum();
+        // Every us is the bands' or the process-wide phase's.
+        let band_sum: f64 = r.bands.iter().map(|b| b.spent_us).sum::<f64>()
+            + r.process_wide.as_ref().map_or(0.0, |p| p.spent_us);
         assert!((band_sum - r.spent_us).abs() < 1e-6 * r.spent_us.max(1.0));
         // Overshoot at most by the misprediction of one pair: one
         // calibration repeat of the largest case plus a pair of repeats
@@ -442,4 +444,80 @@ fn a_band_whose_budget_measured_nothing_is_incomplete_not_no_gain() {
     let text = collbench_tune::render::text(&r);
     assert!(text.contains("1 of 1 bands incomplete"), "{text}");
     assert!(text.contains("raise --budget"), "{text}");
+}
+
+/// Two environments, as on two emulated hosts: `a` wins the three small
+/// bands, `b` the large one, where `a` gains nothing. The shell lines set
+/// `a` for every band, so the search measures it again on fresh pairs in
+/// the band it lost (only there, after every band, within the budget) and
+/// says it gains nothing there, instead of leaving its screening figure.
+#[test]
+fn the_shell_setting_is_measured_again_in_the_bands_it_lost() {
+    let env = |v: &str| Setting {
+        env: vec![("NCCL_NSOCKS_PERTHREAD".into(), v.into())],
+        ..Setting::default()
+    };
+    let (a, b) = (env("4"), env("2"));
+    let truth = || -> collbench_tune::fake::Truth {
+        let (ta, tb) = (a.clone(), b.clone());
+        Box::new(move |s: &Setting, c| {
+            let large = c.bytes >= 256 * MIB;
+            let f = match (s == &ta, s == &tb, large) {
+                (true, _, false) => 0.5,
+                (true, _, true) => 1.0,
+                (_, true, false) => 0.8,
+                (_, true, true) => 0.5,
+                _ => 1.0,
+            };
+            Some((20.0 + c.bytes as f64 / 1e3) * f)
+        })
+    };
+    for seed in 0..5 {
+        let mut m = FakeMeasurer::new(seed, truth());
+        let mut cfg = TuneConfig::new(
+            vec![Collective::AllReduce],
+            vec![MIB, 8 * MIB, 64 * MIB, 512 * MIB],
+            2,
+            2,
+            60.0 * S,
+        );
+        cfg.space = collbench_tune::CandidateSpace {
+            channels: vec![],
+            algo_proto: false,
+            registration: false,
+            cta_policy: false,
+            extra: vec![a.clone(), b.clone()],
+        };
+        let mut phases: Vec<(Phase, u64)> = Vec::new();
+        let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |p| {
+            phases.push((p.phase, p.band.probe_bytes))
+        });
+        assert_eq!(r.end, End::Complete, "seed {seed}");
+        assert!(r.spent_us <= r.budget_us + 20_000.0, "seed {seed}");
+        let pw = r.process_wide.as_ref().expect("a process-wide phase");
+        assert_eq!(pw.setting, a, "seed {seed}");
+        assert_eq!(pw.bands.len(), 1, "seed {seed}: {pw:?}");
+        assert_eq!(pw.bands[0].band.probe_bytes, 512 * MIB);
+        let collbench_tune::ProcessWideFigure::Confirmed { ratio, verdict } = &pw.bands[0].figure
+        else {
+            panic!("seed {seed}: {pw:?}");
+        };
+        assert_eq!(
+            *verdict,
+            collbench_tune::Verdict::NoGain,
+            "seed {seed}: {ratio:?}"
+        );
+        assert!(ratio.lo < 1.0 && ratio.hi > 0.98, "seed {seed}: {ratio:?}");
+        // The phase comes after every band and measures only there.
+        let first = phases
+            .iter()
+            .position(|p| p.0 == Phase::ProcessWide)
+            .expect("process-wide repeats");
+        assert!(phases[first..]
+            .iter()
+            .all(|p| p.0 == Phase::ProcessWide && p.1 == 512 * MIB));
+        let shell = collbench_tune::render::shell(&r);
+        assert!(shell.contains("all_reduce 512M +"), "{shell}");
+        assert!(shell.contains("(no gain)"), "{shell}");
+    }
 }
