@@ -9,6 +9,7 @@
 #     stages: ntbuild pinning explain tuner faults check zmodes parity2
 #     parity4 (default: all of them, in that order); issue 23's tune
 #     stages, each named to run: tune tunerepro tunecsv buffsize nauto
+#     commprobe
 #     (bench/emu_tune.py judges them; see their comments below)
 #
 # ntbuild  builds nccl-tests 2.19.6 with MPI=1 from $NTSRC into $NT (skipped
@@ -438,6 +439,30 @@ stage_buffsize() {
       --env NCCL_BUFFSIZE=4194304 --json "$d/s$t.json" $fake
   done
   python3 bench/emu_tune.py nogain NCCL_BUFFSIZE=4194304 "$d"/s[0-9]*.json | tee "$d/nogain.md" | tee -a "$O/log.txt"
+}
+
+# The in-process candidates' figures from tune against the same settings
+# set for a whole process in `run` and nccl-tests: the 10-minute search put
+# channels=8 at 2.7-3.1x the default's time at 64 MiB and -R 1 at 6.9-8.4x
+# (each candidate on a communicator of its own beside the default's, in the
+# same process), where nccl-tests with NCCL_MIN_NCHANNELS=8 took 1.2x
+# (anchors/emu2). $PROBE_ROUNDS rounds (default 2), each: defaults, 8
+# channels, -R 1, for collbench then nccl-tests.
+stage_commprobe() {
+  local d=$O/commprobe r op sweep="-b 64M -e 64M -w 2 -n 10"
+  local ch=(NCCL_MIN_NCHANNELS=8 NCCL_MAX_NCHANNELS=8)
+  for r in $(seq "${PROBE_ROUNDS:-2}"); do
+    mkdir -p "$d/ntdef$r" "$d/ntch8$r" "$d/ntreg$r"
+    cb "$d" "cbdef$r" 2 -- run all_reduce all_gather $sweep
+    cb "$d" "cbch8$r" 2 "${ch[@]}" -- run all_reduce all_gather $sweep
+    cb "$d" "cbreg$r" 2 -- run all_reduce all_gather $sweep -R 1
+    for op in all_reduce all_gather; do
+      nt "$d/ntdef$r" "$op" 2 "${op}_perf" $sweep
+      ( export "${ch[@]}"; NT_X="-x NCCL_MIN_NCHANNELS -x NCCL_MAX_NCHANNELS"; nt "$d/ntch8$r" "$op" 2 "${op}_perf" $sweep )
+      nt "$d/ntreg$r" "$op" 2 "${op}_perf" $sweep -R 1
+    done
+  done
+  python3 bench/emu_tune.py probe "$O/tune/tune.json" "$d" | tee "$d/probe.md" | tee -a "$O/log.txt"
 }
 
 # -n auto against -n 20: the seven ops, 8 B - 1 GiB, rounds interleaved

@@ -8,8 +8,8 @@ usage:
       whether its gain is >= +50% with the interval above zero.
   emu_tune.py repro TUNE.json DIR [WINNER.sh]
       WINNER.sh: the `export` lines run (the --shell winner); its claim
-      per band is its confirmed gain where it won, else its screening
-      estimate there. DIR holds cbdef<r>.txt / cbenv<r>.txt (collbench run, defaults and
+      per band is its confirmed gain where it won, else its process-wide
+      figure (fresh pairs), else its screening estimate there. DIR holds cbdef<r>.txt / cbenv<r>.txt (collbench run, defaults and
       the --shell environment) and ntdef<r>/, ntenv<r>/ (nccl-tests, one
       file per op), rounds r = 1, 2, ...: per (op, size) at >= 64 MiB the
       busbw ratio env/default for collbench and for nccl-tests, the
@@ -25,6 +25,12 @@ usage:
       "n20 S" lines): the wall-time ratio auto/n20 (bar <= 0.6) and, per
       (op, size, placement) at >= 64 MiB, the spread of busbw over rounds
       (max/min - 1) for each; bar: auto's median spread <= n20's.
+  emu_tune.py probe TUNE.json DIR
+      DIR holds cb{def,ch8,reg}<r>.txt and nt{def,ch8,reg}<r>/ (stage
+      commprobe): per op at 64 MiB, the time ratio setting/default of
+      channels=8 and -R 1 set for the whole process, in collbench run and
+      nccl-tests, beside tune's in-process screening ratio for the same
+      setting in the band holding 64 MiB.
 Exit 0 always: the numbers are the result.
 """
 import glob
@@ -119,15 +125,21 @@ def winner_env(path):
     return " ".join(kv)
 
 
-def claim_for(b, env):
-    """The search's claim for setting `env` in band b: its confirmed gain
-    where it won the band, else its screening estimate (fewer pairs, what
-    --shell's 'elsewhere' line says); (gain %, kind) or None."""
+def claim_for(report, b, env):
+    """The search's claim for setting `env` in band b, what --shell says:
+    its confirmed gain where it won the band, else its process-wide
+    figure (fresh pairs, the report's `process_wide`), else its screening
+    estimate (fewer pairs); (gain %, kind) or None."""
     if not b:
         return None
     o = b["outcome"]
     if o.get("kind") == "gain" and env_text(o["setting"]) == env:
         return gain_pct(o["ratio"])[0], "confirmed"
+    pw = report.get("process_wide")
+    if pw and env_text(pw["setting"]) == env:
+        for x in pw["bands"]:
+            if x["band"] == b["band"] and x["figure"]["kind"] == "confirmed":
+                return gain_pct(x["figure"]["ratio"])[0], "process-wide"
     for c in b["candidates"]:
         if env_text(c["setting"]) == env and "ratio" in c["status"]:
             return gain_pct(c["status"]["ratio"])[0], "screened"
@@ -135,7 +147,8 @@ def claim_for(b, env):
 
 
 def repro(argv):
-    bs, d = bands(argv[0]), argv[1]
+    report = __import__("json").load(open(argv[0]))
+    bs, d = report["bands"], argv[1]
     env = winner_env(argv[2]) if len(argv) > 2 else None
     cb_def, cb_env = bw_by_key(rounds(d, "cbdef")), bw_by_key(rounds(d, "cbenv"))
     ntd = nt_rounds(d, "ntdef")
@@ -149,7 +162,7 @@ def repro(argv):
     for k in sorted(cb_def.keys() & cb_env.keys()):
         b = holding(bs, k[0], k[1])
         c = claimed(b)
-        mine = claim_for(b, env) if env else ((c[0], "band winner") if c else None)
+        mine = claim_for(report, b, env) if env else ((c[0], "band winner") if c else None)
         cb = cb_env[k] / cb_def[k]
         # The share of the claimed busbw gain this run's gain is (percent).
         share = (cb - 1) * 100 / mine[0] * 100 if mine and mine[0] > 0 else None
@@ -160,6 +173,30 @@ def repro(argv):
               f"| {cb:.3f} | {f'{share:.0f}%' if share is not None else '-'} | {f'{nt:.3f}' if nt else '-'} "
               f"| {f'{cb / nt:.3f}' if nt else '-'} "
               f"| {f'{min(noise):.3f} - {max(noise):.3f}' if noise else '-'} |")
+
+
+def probe(argv):
+    report = __import__("json").load(open(argv[0])) if os.path.exists(argv[0]) else {"bands": []}
+    d = argv[1]
+    tune_key = {"ch8": lambda st: st.get("channels") == 8 and not st.get("env"),
+                "reg": lambda st: st.get("registration") == "local"}
+    print("| op | size | setting | cb time ratio | nt time ratio | tune's in-process ratio |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    cb_def = bw_by_key(rounds(d, "cbdef"))
+    nt_def = bw_by_key([f for r in nt_rounds(d, "ntdef") for f in r])
+    for name in ("ch8", "reg"):
+        cb = bw_by_key(rounds(d, f"cb{name}"))
+        nt = bw_by_key([f for r in nt_rounds(d, f"nt{name}") for f in r])
+        for k in sorted(cb_def):
+            b = holding(report["bands"], k[0], k[1])
+            t = "-"
+            for c in (b or {}).get("candidates", []):
+                if tune_key[name](c["setting"]) and "ratio" in c["status"]:
+                    t = f"{c['status']['ratio']['estimate']:.2f} ({c['status']['kind']})"
+            # busbw ratio default/setting is the time ratio setting/default.
+            cbr = f"{cb_def[k] / cb[k]:.2f}" if k in cb else "-"
+            ntr = f"{nt_def[k] / nt[k]:.2f}" if k in nt and k in nt_def else "-"
+            print(f"| {k[0]} | {k[1]} | {name} | {cbr} | {ntr} | {t} |")
 
 
 def nogain(argv):
@@ -207,7 +244,7 @@ def nauto(argv):
 
 
 def main(argv):
-    cmds = {"gains": gains, "repro": repro, "nogain": nogain, "nauto": nauto}
+    cmds = {"gains": gains, "repro": repro, "nogain": nogain, "nauto": nauto, "probe": probe}
     if len(argv) < 3 or argv[1] not in cmds:
         print(__doc__.strip(), file=sys.stderr)
         return 0
