@@ -343,7 +343,8 @@ pub fn user_candidates(user: &[UserEnv]) -> Vec<EnvCandidate> {
 pub struct Plan {
     pub job: Job,
     pub space: CandidateSpace,
-    /// Every environment candidate of `space.extra`, with its meaning.
+    /// Every environment candidate of `space.extra` and `space.asked`, with
+    /// its meaning.
     pub env: Vec<EnvCandidate>,
     /// Why environment candidates are not measured in this job, if they
     /// are not (several processes: each would need a child job on every
@@ -355,11 +356,13 @@ impl Plan {
     /// The plan for `job` with the user's `--env` candidates.
     pub fn new(job: Job, user: &[UserEnv]) -> Plan {
         let mut env = env_candidates(&job);
-        env.extend(user_candidates(user));
+        let asked = user_candidates(user);
         let space = CandidateSpace {
             extra: env.iter().map(EnvCandidate::setting).collect(),
+            asked: asked.iter().map(EnvCandidate::setting).collect(),
             ..CandidateSpace::default()
         };
+        env.extend(asked);
         Plan {
             job,
             space,
@@ -374,6 +377,7 @@ impl Plan {
         let mut space = self.space.clone();
         if self.env_not_measured.is_some() {
             space.extra.retain(|s| s.env.is_empty());
+            space.asked.retain(|s| s.env.is_empty());
         }
         space
     }

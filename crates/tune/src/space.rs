@@ -73,6 +73,11 @@ pub struct CandidateSpace {
     pub cta_policy: bool,
     /// More settings, tried as given (e.g. a default spelled out).
     pub extra: Vec<Setting>,
+    /// Settings the user asked for by name (`--env`), screened before all
+    /// others: when a band's budget is tight, the first candidates are the
+    /// ones it measures, and a user's own must not be the one left out.
+    #[serde(default)]
+    pub asked: Vec<Setting>,
 }
 
 impl Default for CandidateSpace {
@@ -83,6 +88,7 @@ impl Default for CandidateSpace {
             registration: true,
             cta_policy: true,
             extra: buffsize_candidates(),
+            asked: Vec::new(),
         }
     }
 }
@@ -131,15 +137,15 @@ pub fn algo_protos(op: Collective) -> Vec<(Algorithm, Protocol)> {
     }
 }
 
-/// Candidates for one op, without the default and without repeats:
-/// `(allowed, forbidden)`, where forbidden ones fix more channels than
+/// Candidates for one op in screening order (the user's own first), without
+/// the default and without repeats (the first kept): `(allowed, forbidden)`, where forbidden ones fix more channels than
 /// `max_channels` and are never measured.
 pub fn candidates(
     space: &CandidateSpace,
     op: Collective,
     max_channels: Option<u32>,
 ) -> (Vec<Setting>, Vec<Setting>) {
-    let mut all: Vec<Setting> = Vec::new();
+    let mut all: Vec<Setting> = space.asked.clone();
     for &n in &space.channels {
         all.push(Setting {
             channels: Some(n),
@@ -244,5 +250,23 @@ mod tests {
         assert!(ok_b
             .iter()
             .all(|s| s.algorithm.is_none_or(|a| a == Algorithm::Ring)));
+    }
+
+    /// A user's `--env` candidate is screened first, once, even when a
+    /// built-in candidate is the same setting (NCCL's default buffer size
+    /// spelled out: a 15 s search measured the 20 candidates before it and
+    /// never reached it).
+    #[test]
+    fn the_users_own_candidates_come_first_and_once() {
+        let mine = buffsize_candidates()
+            .pop()
+            .expect("the default spelled out");
+        let space = CandidateSpace {
+            asked: vec![mine.clone()],
+            ..CandidateSpace::default()
+        };
+        let (ok, _) = candidates(&space, Collective::AllReduce, None);
+        assert_eq!(ok[0], mine);
+        assert_eq!(ok.iter().filter(|s| **s == mine).count(), 1);
     }
 }

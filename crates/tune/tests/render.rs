@@ -156,6 +156,7 @@ fn an_environment_winner_says_what_it_measured_where_it_lost() {
         registration: false,
         cta_policy: false,
         extra: vec![four.clone(), two.clone()],
+        asked: vec![],
     };
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
     let shell = render::shell(&r);

@@ -281,6 +281,7 @@ fn nccls_default_buffer_size_spelled_out_is_no_gain() {
             registration: false,
             cta_policy: false,
             extra: vec![explicit.clone()],
+            asked: vec![],
         };
         let r = run(&mut m, &cfg);
         for b in &r.bands {
@@ -487,6 +488,7 @@ fn the_shell_setting_is_measured_again_in_the_bands_it_lost() {
             registration: false,
             cta_policy: false,
             extra: vec![a.clone(), b.clone()],
+            asked: vec![],
         };
         let mut phases: Vec<(Phase, u64)> = Vec::new();
         let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |p| {
