@@ -136,7 +136,8 @@ fn footer(r: &TuneReport) -> String {
     let limit = r
         .max_channels
         .map_or(String::new(), |n| format!(", at most {n} channels"));
-    let process_wide = r.process_wide.as_ref().map_or(String::new(), |p| {
+    let lost = r.process_wide.as_ref().filter(|p| !p.bands.is_empty());
+    let process_wide = lost.map_or(String::new(), |p| {
         format!(
             ", {:.1} s of it measuring {} (the shell lines' setting) in the {} bands it did not win",
             p.spent_us / 1e6,
