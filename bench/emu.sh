@@ -375,7 +375,8 @@ stage_check() {
 stage_tune() {
   local d=$O/tune fake=""
   [ "$DRY" = 1 ] && fake="--test-fake ok"
-  cb_start "$d" tune 2 -- tune all_reduce all_gather -b 1M -e 512M -f 8 \
+  # TUNE_SWEEP: the ops and sizes (default: the bars' search).
+  cb_start "$d" tune 2 -- tune ${TUNE_SWEEP:-all_reduce all_gather -b 1M -e 512M -f 8} \
     --budget "${TUNE_BUDGET:-10m}" --shell --json "$d/tune.json" --csv "$d/tuner.csv" $fake
   cb_wait "$d" tune 900
   grep '^export ' "$d/tune.txt" > "$d/winner.sh"

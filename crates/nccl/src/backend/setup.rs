@@ -168,24 +168,39 @@ impl NcclBackend {
         let free_before_init = free(&gpus);
         let bind = |i: usize| -> Result<(), BackendError> { Ok(gpus[i].dev.bind()?) };
         let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
-        let comms = if procs == 1 && config.is_none() {
-            let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
-            nccl.comm_init_all(&devs)?
-        } else if procs == 1 {
-            // ncclCommInitAll takes no config: one id and
-            // ncclCommInitRankConfig per GPU in a group, as nccl-tests does.
-            let id = nccl.get_unique_id()?;
-            nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
-        } else {
-            // The first process of each group makes its group's NCCL id.
-            let make = || Ok(nccl.get_unique_id()?.to_bytes());
-            let id =
-                super::exchange::group_id(control, one_group, index_in_group == 0, group[0], make)?;
-            let id = UniqueId::from_bytes(&id).ok_or_else(|| {
-                BackendError::Library("malformed NCCL id from the group's first rank".into())
-            })?;
-            nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
-        };
+        // NCCL's proxy and network threads take the mask of the thread
+        // that creates the communicator: a second backend of this process
+        // (tune's candidates) is created from the launching thread, pinned
+        // by the first to one CPU. On two emulated hosts its socket threads
+        // then shared that CPU, and tune measured channels=8 at 2.9-3.0x
+        // the default's time and -R 1 at 5.4-7.0x, where the same settings
+        // set for a whole process took 1.2-1.3x and 1.0x in collbench run
+        // and nccl-tests alike (bench/results/tune.md, commprobe).
+        let comms = crate::affinity::unpinned(|| -> Result<_, BackendError> {
+            Ok(if procs == 1 && config.is_none() {
+                let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
+                nccl.comm_init_all(&devs)?
+            } else if procs == 1 {
+                // ncclCommInitAll takes no config: one id and
+                // ncclCommInitRankConfig per GPU in a group, as nccl-tests does.
+                let id = nccl.get_unique_id()?;
+                nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
+            } else {
+                // The first process of each group makes its group's NCCL id.
+                let make = || Ok(nccl.get_unique_id()?.to_bytes());
+                let id = super::exchange::group_id(
+                    control,
+                    one_group,
+                    index_in_group == 0,
+                    group[0],
+                    make,
+                )?;
+                let id = UniqueId::from_bytes(&id).ok_or_else(|| {
+                    BackendError::Library("malformed NCCL id from the group's first rank".into())
+                })?;
+                nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
+            })
+        })?;
         let memory = super::memory::MemoryWatch::after_init(&free_before_init, &free(&gpus));
         for (gpu, c) in gpus.iter_mut().zip(comms) {
             gpu.comm = c;
