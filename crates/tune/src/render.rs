@@ -139,10 +139,11 @@ fn footer(r: &TuneReport) -> String {
     let lost = r.process_wide.as_ref().filter(|p| !p.bands.is_empty());
     let process_wide = lost.map_or(String::new(), |p| {
         format!(
-            ", {:.1} s of it measuring {} (the shell lines' setting) in the {} bands it did not win",
+            ", {:.1} s of it measuring {} (the shell lines' setting) in the {} band{} it did not win",
             p.spent_us / 1e6,
             p.setting,
-            p.bands.len()
+            p.bands.len(),
+            if p.bands.len() == 1 { "" } else { "s" }
         )
     });
     format!(
@@ -371,7 +372,11 @@ fn elsewhere(r: &TuneReport, setting: &Setting, others: &[&BandReport]) -> Optio
         let fresh = confirmed.and_then(|p| p.bands.iter().find(|x| x.band == b.band));
         match fresh.map(|x| &x.figure) {
             Some(ProcessWideFigure::Confirmed { ratio, verdict }) => {
+                // Both figures come from fresh pairs: where this one is the
+                // larger, the band's own pick was not the best there.
+                let above_winner = b.gain().is_some_and(|(_, w)| ratio.estimate < w.estimate);
                 let note = match verdict {
+                    Verdict::Gain if above_winner => " (more than the band's winner)",
                     Verdict::Gain => "",
                     Verdict::NoGain => " (no gain)",
                     Verdict::Slower => " (slower)",

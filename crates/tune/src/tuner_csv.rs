@@ -238,13 +238,17 @@ impl TunerConfig {
                 ));
                 continue;
             };
-            if setting.registration != Registration::None
-                || setting.cta_policy != CtaPolicy::Default
-                || !setting.env.is_empty()
-            {
-                notes.push(format!(
-                    "{where_}: needs buffer registration, a CTA policy or environment variables, which the application sets, not the tuner"
-                ));
+            let needs = if !setting.env.is_empty() {
+                Some("environment variables NCCL reads once per process (collbench tune --shell prints them)")
+            } else if setting.registration != Registration::None {
+                Some("buffer registration, which the application does")
+            } else if setting.cta_policy != CtaPolicy::Default {
+                Some("a CTA policy, which the application sets (NCCL_CTA_POLICY or ncclConfig_t)")
+            } else {
+                None
+            };
+            if let Some(needs) = needs {
+                notes.push(format!("{where_}: needs {needs}, not the tuner"));
                 continue;
             }
             let ap = match (setting.algorithm, setting.protocol, algo_proto) {

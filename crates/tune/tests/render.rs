@@ -192,4 +192,28 @@ fn an_environment_winner_says_what_it_measured_where_it_lost() {
         shell.contains("# instead, NCCL_NSOCKS_PERTHREAD=2, NCCL_SOCKET_NTHREADS=1 won 1 of 4 bands: all_reduce 512M +"),
         "{shell}"
     );
+    assert!(!shell.contains("more than the band's winner"), "{shell}");
+    // Had the band's own pick confirmed at less than the process-wide
+    // setting's fresh figure (0.8 of the default's time against 0.7), the
+    // line says the band's pick was not the best there.
+    let mut worse = r.clone();
+    let band = worse
+        .bands
+        .iter_mut()
+        .find(|b| b.band.probe_bytes == 512 << 20)
+        .expect("the 512M band");
+    let collbench_tune::Outcome::Gain { ratio, .. } = &mut band.outcome else {
+        panic!("512M has a winner: {:?}", band.outcome);
+    };
+    *ratio = collbench_tune::Interval {
+        estimate: 0.8,
+        lo: 0.78,
+        hi: 0.82,
+        ..*ratio
+    };
+    let shell = render::shell(&worse);
+    assert!(
+        shell.contains("all_reduce 512M +") && shell.contains("(more than the band's winner)"),
+        "{shell}"
+    );
 }
