@@ -93,6 +93,21 @@ impl Default for CandidateSpace {
     }
 }
 
+impl CandidateSpace {
+    /// A space of just these settings (no channel, algorithm/protocol,
+    /// registration or CTA-policy candidates).
+    pub fn only(settings: Vec<Setting>) -> CandidateSpace {
+        CandidateSpace {
+            channels: Vec::new(),
+            algo_proto: false,
+            registration: false,
+            cta_policy: false,
+            extra: settings,
+            asked: Vec::new(),
+        }
+    }
+}
+
 /// NCCL's default buffer size (`NCCL_BUFFSIZE`, 4 MiB in 2.28).
 pub const NCCL_DEFAULT_BUFFSIZE: u64 = 4 << 20;
 

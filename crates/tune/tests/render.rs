@@ -150,14 +150,7 @@ fn an_environment_winner_says_what_it_measured_where_it_lost() {
         2,
         120e6,
     );
-    cfg.space = collbench_tune::CandidateSpace {
-        channels: vec![],
-        algo_proto: false,
-        registration: false,
-        cta_policy: false,
-        extra: vec![four.clone(), two.clone()],
-        asked: vec![],
-    };
+    cfg.space = collbench_tune::CandidateSpace::only(vec![four.clone(), two.clone()]);
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
     let shell = render::shell(&r);
     let lines: Vec<&str> = shell.lines().collect();

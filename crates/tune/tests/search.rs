@@ -275,14 +275,7 @@ fn nccls_default_buffer_size_spelled_out_is_no_gain() {
             1,
             20.0 * S,
         );
-        cfg.space = collbench_tune::CandidateSpace {
-            channels: vec![],
-            algo_proto: false,
-            registration: false,
-            cta_policy: false,
-            extra: vec![explicit.clone()],
-            asked: vec![],
-        };
+        cfg.space = collbench_tune::CandidateSpace::only(vec![explicit.clone()]);
         let r = run(&mut m, &cfg);
         for b in &r.bands {
             assert_eq!(b.candidates.len(), 1);
@@ -482,14 +475,7 @@ fn the_shell_setting_is_measured_again_in_the_bands_it_lost() {
             2,
             60.0 * S,
         );
-        cfg.space = collbench_tune::CandidateSpace {
-            channels: vec![],
-            algo_proto: false,
-            registration: false,
-            cta_policy: false,
-            extra: vec![a.clone(), b.clone()],
-            asked: vec![],
-        };
+        cfg.space = collbench_tune::CandidateSpace::only(vec![a.clone(), b.clone()]);
         let mut phases: Vec<(Phase, u64)> = Vec::new();
         let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |p| {
             phases.push((p.phase, p.band.probe_bytes))
