@@ -9,7 +9,7 @@
 #     stages: ntbuild pinning explain tuner faults check zmodes parity2
 #     parity4 (default: all of them, in that order); issue 23's tune
 #     stages, each named to run: tune tunerepro tunecsv buffsize nauto
-#     commprobe
+#     commprobe falls
 #     (bench/emu_tune.py judges them; see their comments below)
 #
 # ntbuild  builds nccl-tests 2.19.6 with MPI=1 from $NTSRC into $NT (skipped
@@ -464,6 +464,23 @@ stage_commprobe() {
     done
   done
   python3 bench/emu_tune.py probe "$O/tune/tune.json" "$d" | tee "$d/probe.md" | tee -a "$O/log.txt"
+}
+
+# Does a setting's fall (2x2's busbw halving in some runs, call 13) belong
+# to a process or to a stretch of time? $FALLS_PROCS processes (default 6)
+# one after the other, each all_gather 128M, $FALLS_ITERS timed iterations
+# (default 300) with every iteration's time kept (-I 1 -J), the setting of
+# FALLS_ENV (default 2x2); one default process first and last
+# (bench/emu_tune.py falls).
+stage_falls() {
+  local d=$O/falls p vars=(${FALLS_ENV:-NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2})
+  local one="all_gather -b 128M -e 128M -w 5 -n ${FALLS_ITERS:-300} -I 1 -c 0"
+  cb "$d" "def0" 2 -- run $one -J "$d/def0.json"
+  for p in $(seq "${FALLS_PROCS:-6}"); do
+    cb "$d" "env$p" 2 "${vars[@]}" -- run $one -J "$d/env$p.json"
+  done
+  cb "$d" "def9" 2 -- run $one -J "$d/def9.json"
+  python3 bench/emu_tune.py falls "$d" | tee "$d/falls.md" | tee -a "$O/log.txt"
 }
 
 # -n auto against -n 20: the seven ops, 8 B - 1 GiB, rounds interleaved

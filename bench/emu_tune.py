@@ -31,6 +31,13 @@ usage:
       channels=8 and -R 1 set for the whole process, in collbench run and
       nccl-tests, beside tune's in-process screening ratio for the same
       setting in the band holding 64 MiB.
+  emu_tune.py falls DIR
+      DIR holds def*.json and env*.json (stage falls: one process each,
+      every iteration's time): per process, the median iteration time,
+      the share of iterations slower than 1.5x the fastest process's
+      median, and how those slow iterations lie (runs of consecutive slow
+      iterations): a fall that belongs to a process shows as a process
+      all slow; one that belongs to time, as runs inside processes.
 Exit 0 always: the numbers are the result.
 """
 import glob
@@ -199,6 +206,44 @@ def probe(argv):
             print(f"| {k[0]} | {k[1]} | {name} | {cbr} | {ntr} | {t} |")
 
 
+def iter_times(path):
+    """Every timed iteration's time (us) of the first placement that has them."""
+    doc = __import__("json").load(open(path))
+    for r in doc.get("results", [doc]) if isinstance(doc, dict) else doc:
+        for v in (r.values() if isinstance(r, dict) else []):
+            if isinstance(v, dict) and "times_us" in v:
+                return v["times_us"]
+    return []
+
+
+def falls(argv):
+    d = argv[0]
+    files = sorted(glob.glob(os.path.join(d, "def*.json"))) + sorted(glob.glob(os.path.join(d, "env*.json")))
+    series = {os.path.basename(f)[:-5]: iter_times(f) for f in files}
+    env = {k: v for k, v in series.items() if k.startswith("env") and v}
+    if not env:
+        print("no per-iteration times found")
+        return
+    fast = min(statistics.median(v) for v in env.values())
+    print(f"fastest env process median: {fast:.0f} us; slow = above {1.5 * fast:.0f} us")
+    print("| process | iterations | median us | slow share | slow runs (longest) |")
+    print("| --- | --- | --- | --- | --- |")
+    for k, v in series.items():
+        if not v:
+            print(f"| {k} | 0 | - | - | - |")
+            continue
+        slow = [t > 1.5 * fast for t in v]
+        runs, cur = [], 0
+        for x in slow + [False]:
+            if x:
+                cur += 1
+            elif cur:
+                runs.append(cur)
+                cur = 0
+        print(f"| {k} | {len(v)} | {statistics.median(v):.0f} | {100.0 * sum(slow) / len(v):.0f}% "
+              f"| {len(runs)} ({max(runs) if runs else 0}) |")
+
+
 def nogain(argv):
     want, files = argv[0], argv[1:]
     no = 0
@@ -244,7 +289,8 @@ def nauto(argv):
 
 
 def main(argv):
-    cmds = {"gains": gains, "repro": repro, "nogain": nogain, "nauto": nauto, "probe": probe}
+    cmds = {"gains": gains, "repro": repro, "nogain": nogain, "nauto": nauto, "probe": probe,
+            "falls": falls}
     if len(argv) < 3 or argv[1] not in cmds:
         print(__doc__.strip(), file=sys.stderr)
         return 0
