@@ -426,10 +426,10 @@ fn shell_word(v: &str) -> String {
 /// comment naming where it won, one with its figures in the bands it lost
 /// (the shell lines set it for those too: the process-wide phase's fresh
 /// pairs, screening where that phase measured nothing), and one warning
-/// that a variable applies to every size. The other environments that won bands follow as comments
-/// (alternatives: one environment per process), then winners that need
-/// the application (buffer registration). Without any winner, one comment
-/// says there is nothing to set.
+/// that a variable applies to every size. The other environments that won
+/// bands follow as comments (alternatives: one environment per process),
+/// then winners that need the application (buffer registration). Without
+/// any winner, one comment says there is nothing to set.
 pub fn shell(r: &TuneReport) -> String {
     let wins = winners(&r.bands);
     if wins.is_empty() {

@@ -201,6 +201,14 @@ struct Calibration {
     max_pair_us: f64,
 }
 
+impl Calibration {
+    /// Before a band's calibration repeat.
+    const NONE: Calibration = Calibration {
+        iters: 1,
+        max_pair_us: 0.0,
+    };
+}
+
 /// The order the bands are measured in: by probe size, smallest first
 /// (ties in the ops' order). Each band gets an equal share of what is left
 /// when it starts, so the cheap bands, which mostly finish under their
@@ -250,6 +258,39 @@ struct BandState<'b> {
     default_ap: Option<AlgoProto>,
 }
 
+impl<'b> BandState<'b> {
+    /// A band's state from `start_us`, with `share` of the budget, the
+    /// `index`-th of `total`, repeats as `cal` says (a band not yet
+    /// calibrated: [`Calibration::NONE`]).
+    fn new(
+        band: &'b Band,
+        (index, total): (usize, usize),
+        start_us: f64,
+        share: f64,
+        cal: Calibration,
+    ) -> BandState<'b> {
+        BandState {
+            band,
+            index,
+            total,
+            iters: cal.iters,
+            start_us,
+            limit_us: start_us + share,
+            max_pair_us: cal.max_pair_us,
+            default_logs: Vec::new(),
+            default_ap: None,
+        }
+    }
+
+    /// What the band's calibration and pairs found.
+    fn calibration(&self) -> Calibration {
+        Calibration {
+            iters: self.iters,
+            max_pair_us: self.max_pair_us,
+        }
+    }
+}
+
 impl Search<'_> {
     fn band(
         &mut self,
@@ -258,17 +299,13 @@ impl Search<'_> {
         share: f64,
     ) -> (BandReport, Calibration, Option<End>) {
         let (allowed, forbidden) = candidates(&self.cfg.space, band.op, self.cfg.max_channels);
-        let mut st = BandState {
+        let mut st = BandState::new(
             band,
-            index,
-            total: self.bands_total,
-            iters: 1,
-            start_us: self.spent_us,
-            limit_us: self.spent_us + share,
-            max_pair_us: 0.0,
-            default_logs: Vec::new(),
-            default_ap: None,
-        };
+            (index, self.bands_total),
+            self.spent_us,
+            share,
+            Calibration::NONE,
+        );
         let mut reports: Vec<CandidateReport> = allowed
             .iter()
             .map(|s| CandidateReport {
@@ -315,11 +352,7 @@ impl Search<'_> {
             forbidden,
             spent_us: self.spent_us - st.start_us,
         };
-        let calibration = Calibration {
-            iters: st.iters,
-            max_pair_us: st.max_pair_us,
-        };
-        (report, calibration, end)
+        (report, st.calibration(), end)
     }
 
     fn run_band(

@@ -44,17 +44,13 @@ impl Search<'_> {
                 _ => {
                     let share =
                         (self.cfg.budget_us - self.spent_us).max(0.0) / (lost.len() - k) as f64;
-                    let mut st = BandState {
-                        band: &b.band,
-                        index: k,
-                        total: lost.len(),
-                        iters: calibrations[i].iters,
-                        start_us: self.spent_us,
-                        limit_us: self.spent_us + share,
-                        max_pair_us: calibrations[i].max_pair_us,
-                        default_logs: Vec::new(),
-                        default_ap: None,
-                    };
+                    let mut st = BandState::new(
+                        &b.band,
+                        (k, lost.len()),
+                        self.spent_us,
+                        share,
+                        calibrations[i],
+                    );
                     match self.pairs_of(&mut st, &setting, None, Phase::ProcessWide) {
                         Ok((Some(ratio), _)) => ProcessWideFigure::Confirmed {
                             verdict: self.cfg.gain.judge(&ratio),
