@@ -156,6 +156,21 @@ fn faulty(mode: &str, rank: usize) -> bool {
     }
 }
 
+/// The fake child's noise seed: from its rank and its `NCCL_*`
+/// environment, so each child of a search has its own noise and every run
+/// of a test the same (a process-id seed made one test's verdict on
+/// NCCL's default spelled out change from run to run).
+fn child_seed(rank: usize) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("NCCL_"))
+        .collect();
+    vars.sort();
+    let mut h = DefaultHasher::new();
+    (rank, vars).hash(&mut h);
+    h.finish()
+}
+
 impl<'a> FakeChild<'a> {
     fn new(mode: &str, job: &'a dyn Bootstrap) -> Result<FakeChild<'a>, Failure> {
         check_mode(mode)?;
@@ -169,7 +184,7 @@ impl<'a> FakeChild<'a> {
             // No drift: the fake's drift is per process, while a real
             // machine's (clocks, temperature) is shared by parent and
             // children alike.
-            inner: FakeMeasurer::new(std::process::id().into(), fake_truth(factor))
+            inner: FakeMeasurer::new(child_seed(job.rank()), fake_truth(factor))
                 .noise(0.01)
                 .drift(0.0),
             fault: faulty(mode, job.rank()).then(|| mode.trim_end_matches('1').to_string()),
