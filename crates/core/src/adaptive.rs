@@ -46,6 +46,16 @@ impl LogSeries {
         self.n == 0
     }
 
+    /// The mean of the values (0 before the first).
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// The sample variance of the values; `None` below two.
+    pub fn variance(&self) -> Option<f64> {
+        (self.n >= 2).then(|| (self.m2 / f64::from(self.n - 1)).max(0.0))
+    }
+
     /// The interval of `exp(mean)` at `confidence` (e.g. 0.95); `None`
     /// below two values.
     pub fn interval(&self, confidence: f64) -> Option<Interval> {

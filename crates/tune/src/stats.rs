@@ -86,9 +86,123 @@ impl GainRule {
     }
 }
 
+/// The interval of the time ratio from pairs measured in several process
+/// pairs: `processes[g]` holds the log ratios (candidate/default) of the
+/// pairs measured in process pair `g`. Each process pair is one draw of
+/// what a fresh process gets, so the estimate is the mean of the process
+/// pairs' means (equal weights) and the interval is Student's over those
+/// means, with one degree of freedom fewer than process pairs: it carries
+/// the spread from one process to the next, which pooling the pairs would
+/// hide (their count would shrink the interval while every pair shared
+/// one process's luck). Its standard error is never below what the pairs'
+/// own noise alone gives (a near-tie of a few process means must not look
+/// surer than their pairs are). `None` below two process pairs with a
+/// pair each; a process pair with no pair counts for nothing.
+pub fn across_processes(processes: &[LogSeries], confidence: f64) -> Option<Interval> {
+    let measured: Vec<&LogSeries> = processes.iter().filter(|s| !s.is_empty()).collect();
+    let g = measured.len();
+    if g < 2 {
+        return None;
+    }
+    let mut means = LogSeries::default();
+    for s in &measured {
+        means.push(s.mean());
+    }
+    let between = means.variance().unwrap_or(0.0) / g as f64;
+    // Within: the mean of the process pairs' own variances of their means;
+    // a process pair of one pair borrows the others' pooled variance.
+    let pooled = pooled_variance(&measured);
+    let within = measured
+        .iter()
+        .map(|s| s.variance().or(pooled).unwrap_or(0.0) / f64::from(s.len()))
+        .sum::<f64>()
+        / (g * g) as f64;
+    let se = between.max(within).sqrt();
+    let half = student_t_quantile(0.5 + confidence / 2.0, (g - 1) as u32) * se;
+    let m = means.mean();
+    Some(Interval {
+        estimate: m.exp(),
+        lo: (m - half).exp(),
+        hi: (m + half).exp(),
+        n: measured.iter().map(|s| s.len()).sum(),
+        confidence,
+    })
+}
+
+/// The pooled sample variance of the series with two values or more.
+fn pooled_variance(series: &[&LogSeries]) -> Option<f64> {
+    let (ss, df) = series
+        .iter()
+        .filter_map(|s| {
+            s.variance()
+                .map(|v| (v * f64::from(s.len() - 1), s.len() - 1))
+        })
+        .fold((0.0, 0u32), |(a, b), (x, y)| (a + x, b + y));
+    (df > 0).then(|| ss / f64::from(df))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn series(values: &[f64]) -> LogSeries {
+        let mut s = LogSeries::default();
+        for &v in values {
+            s.push(f64::ln(v));
+        }
+        s
+    }
+
+    #[test]
+    fn process_pairs_that_disagree_widen_the_interval_pooling_would_hide() {
+        // Four process pairs, each tight within, but 0.5x to 0.9x apart.
+        let gens: Vec<LogSeries> = [0.5, 0.9, 0.55, 0.85]
+            .iter()
+            .map(|&r| series(&[r * 0.995, r, r * 1.005, r]))
+            .collect();
+        let across = across_processes(&gens, 0.95).unwrap();
+        let mut pooled = LogSeries::default();
+        for r in [0.5f64, 0.9, 0.55, 0.85] {
+            for f in [0.995, 1.0, 1.005, 1.0] {
+                pooled.push((r * f).ln());
+            }
+        }
+        let pooled = pooled.interval(0.95).unwrap();
+        assert_eq!(across.n, 16);
+        assert!((across.estimate - pooled.estimate).abs() < 1e-9);
+        let width = |i: &Interval| (i.hi / i.lo).ln();
+        assert!(
+            width(&across) > 2.0 * width(&pooled),
+            "{across:?} {pooled:?}"
+        );
+        // Wide enough to cover every process pair's own figure but the
+        // extremes' mean stays inside.
+        assert!(across.lo < 0.6 && across.hi > 0.8, "{across:?}");
+    }
+
+    #[test]
+    fn process_pairs_that_agree_give_the_pairs_own_precision() {
+        let gens: Vec<LogSeries> = (0..4)
+            .map(|_| series(&[0.79, 0.81, 0.80, 0.80, 0.795, 0.805]))
+            .collect();
+        let i = across_processes(&gens, 0.95).unwrap();
+        // Identical means: the between term is zero, the pairs' noise
+        // keeps the interval open.
+        assert!(i.lo < 0.8 && 0.8 < i.hi && i.hi < 0.81, "{i:?}");
+        assert_eq!(GainRule::default().judge(&i), Verdict::Gain);
+    }
+
+    #[test]
+    fn one_process_pair_is_not_enough() {
+        assert_eq!(across_processes(&[series(&[0.8, 0.81])], 0.95), None);
+        assert_eq!(
+            across_processes(&[series(&[0.8, 0.81]), LogSeries::default()], 0.95),
+            None
+        );
+        // Two process pairs of one pair each: the between term alone.
+        let i = across_processes(&[series(&[0.8]), series(&[0.9])], 0.95).unwrap();
+        assert!(i.lo < 0.8 && i.hi > 0.9, "{i:?}");
+    }
 
     #[test]
     fn interval_brackets_a_known_ratio() {
