@@ -72,6 +72,43 @@ pub(crate) fn unpinned<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// A CPU mask for child processes: the mask of the thread that made it,
+/// given to every process started with [`ChildMask::apply`]. A process
+/// inherits the mask of the thread that forks it, for all its threads
+/// (NCCL's proxy and socket threads too): started from the pinned
+/// launching thread, a child would run everything on one CPU.
+#[derive(Clone, Copy)]
+pub struct ChildMask(libc::cpu_set_t);
+
+impl ChildMask {
+    /// The calling thread's mask, if the system says (take it before
+    /// the thread is pinned).
+    pub fn of_this_thread() -> Option<ChildMask> {
+        // SAFETY: as in pin_current_thread: a plain bit array of exactly
+        // its size, written for this thread (pid 0).
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            (libc::sched_getaffinity(0, size, &mut set) == 0).then_some(ChildMask(set))
+        }
+    }
+
+    /// Makes `cmd`'s process start with this mask.
+    pub fn apply(self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the forked child before exec, where
+        // only async-signal-safe calls are allowed: sched_setaffinity is a
+        // plain system call on a mask copied into the closure. Its failure
+        // leaves the inherited mask, no reason to fail the child.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0);
+                Ok(())
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +121,40 @@ mod tests {
         assert_eq!(pick_cpu(&[2, 9], 0), Some(9));
         assert_eq!(pick_cpu(&[2, 9], 1), Some(2));
         assert_eq!(pick_cpu(&[5], 0), None);
+    }
+
+    #[test]
+    fn a_child_starts_with_the_mask_taken_before_pinning() {
+        let mask = ChildMask::of_this_thread().unwrap();
+        let wide = std::thread::spawn(move || {
+            let allowed = |s: &str| {
+                s.lines()
+                    .find(|l| l.starts_with("Cpus_allowed_list"))
+                    .map(str::to_string)
+            };
+            let own = allowed(&std::fs::read_to_string("/proc/thread-self/status").unwrap());
+            let pinned_to = pin_current_thread(0);
+            let mut cmd = std::process::Command::new("cat");
+            cmd.arg("/proc/self/status");
+            let pinned = cmd.output().unwrap();
+            let mut cmd = std::process::Command::new("cat");
+            cmd.arg("/proc/self/status");
+            mask.apply(&mut cmd);
+            let masked = cmd.output().unwrap();
+            (
+                own,
+                pinned_to.map(|_| allowed(&String::from_utf8_lossy(&pinned.stdout))),
+                allowed(&String::from_utf8_lossy(&masked.stdout)),
+            )
+        })
+        .join()
+        .unwrap();
+        let (own, pinned, masked) = wide;
+        assert_eq!(masked, own);
+        // With two CPUs or more the thread was pinned, and a child started
+        // without the mask inherits the one CPU.
+        if let Some(pinned) = pinned {
+            assert_ne!(pinned, own);
+        }
     }
 }

@@ -29,6 +29,7 @@ pub mod split;
 pub mod tune;
 pub mod tuner;
 
+pub use affinity::ChildMask;
 pub use backend::NcclBackend;
 pub use error::{CudaError, NcclError};
 

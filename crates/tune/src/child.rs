@@ -3,7 +3,10 @@
 //! which NCCL reads once per process, are measured in long-lived child
 //! processes of collbench itself: for each candidate environment, one
 //! child with it and one with the default environment as its partner
-//! ([`Children`]), each holding its communicators and buffers.
+//! ([`Children`]), each holding its communicators and buffers. A
+//! confirmation replaces both with fresh ones before each of its process
+//! pairs ([`Children::renew`], [`Measurer::renew`]): a process's speed can
+//! be its own.
 //! The parent drives them through pipes, one request and one reply per
 //! repeat, in the same interleaved pairs as in-process candidates, so the
 //! statistics and the budget are the same; only a pipe round trip is added
@@ -262,7 +265,16 @@ impl Child {
     }
 }
 
+/// How long the old children of a renewal may take to end by themselves
+/// before they are killed.
+const RETIRE_GRACE: Duration = Duration::from_millis(300);
+
 impl Child {
+    /// Whether the process has ended.
+    fn exited(&mut self) -> bool {
+        matches!(self.process.try_wait(), Ok(Some(_)))
+    }
+
     /// Ends the child (killed) for `reason`: every later request is
     /// answered at once with it.
     fn end(&mut self, reason: &str) {
@@ -321,6 +333,11 @@ fn label(key: &Key) -> String {
     }
 }
 
+/// The variable that tells a child which of its candidate's process pairs
+/// it belongs to: 0 for the first, 1 and on for those [`Children::renew`]
+/// started (the test fake's faults read it).
+pub const GENERATION_VAR: &str = "COLLBENCH_TUNE_CHILD_GENERATION";
+
 /// Makes the command for a child with these extra environment variables
 /// (empty: the default environment); the number is how many children were
 /// started before it (`0, 1, ..`, in [`Children::start`]'s order, the same
@@ -377,6 +394,8 @@ pub struct Children {
     spawned: usize,
     /// Candidate environments ended for good, with the reason.
     ended: HashMap<Vec<(String, String)>, String>,
+    /// How many times each candidate environment's children were renewed.
+    generations: HashMap<Vec<(String, String)>, u32>,
 }
 
 impl Children {
@@ -390,6 +409,7 @@ impl Children {
             starting: Vec::new(),
             spawned: 0,
             ended: HashMap::new(),
+            generations: HashMap::new(),
         }
     }
 
@@ -407,23 +427,78 @@ impl Children {
         settings: impl IntoIterator<Item = &'s Setting>,
     ) -> Result<(), MeasureError> {
         for s in settings.into_iter().filter(|s| !s.env.is_empty()) {
-            for (role, env) in [
-                (Role::DefaultPartner, &[][..]),
-                (Role::Candidate, &s.env[..]),
-            ] {
-                let key = Key {
-                    env: s.env.clone(),
-                    role,
-                };
-                if !self.children.contains_key(&key) {
-                    let cmd = self.command(env);
-                    let child = Child::spawn(cmd, &label(&key), self.timeout)?;
-                    self.children.insert(key.clone(), child);
-                    self.starting.push(key);
-                }
+            self.start_pair(&s.env)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the children of candidate environment `env` it lacks (its
+    /// default partner first, then its own), without waiting for them.
+    fn start_pair(&mut self, env: &[(String, String)]) -> Result<(), MeasureError> {
+        let generation = self.generations.get(env).copied().unwrap_or(0);
+        for (role, child_env) in [(Role::DefaultPartner, &[][..]), (Role::Candidate, env)] {
+            let key = Key {
+                env: env.to_vec(),
+                role,
+            };
+            if !self.children.contains_key(&key) {
+                let mut cmd = self.command(child_env);
+                cmd.env(GENERATION_VAR, generation.to_string());
+                let child = Child::spawn(cmd, &label(&key), self.timeout)?;
+                self.children.insert(key.clone(), child);
+                self.starting.push(key);
             }
         }
         Ok(())
+    }
+
+    /// Replaces the children of candidate environment `env` (its own and
+    /// its default partner's) with fresh ones, and waits until both are
+    /// ready: the old ones are told to end (their stdin closed, both at
+    /// once, so their child jobs wind down together) and killed if they
+    /// linger, then two new ones start with the next numbers. Returns the
+    /// wall time it took (us). A candidate ended for good stays ended.
+    pub fn renew(&mut self, env: &[(String, String)]) -> Result<f64, MeasureError> {
+        if let Some(why) = self.ended.get(env) {
+            return Err(MeasureError::Failed(why.clone()));
+        }
+        let started = Instant::now();
+        let mut old: Vec<Child> = [Role::DefaultPartner, Role::Candidate]
+            .into_iter()
+            .filter_map(|role| {
+                self.children.remove(&Key {
+                    env: env.to_vec(),
+                    role,
+                })
+            })
+            .collect();
+        // Both told at once, then a short grace and a kill: the old ones
+        // must be gone at about the same moment on every host, because the
+        // new ones of every host must meet within their child job's join
+        // deadline (an old child job's rank 0 that waits out its peers'
+        // goodbyes made one host start its new children 2 s after the
+        // others, four processes on two cores).
+        for child in &mut old {
+            child.stdin.take();
+        }
+        let grace = Instant::now() + RETIRE_GRACE;
+        for child in &mut old {
+            while Instant::now() < grace && !child.exited() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if !child.exited() {
+                child.end("renewed");
+            }
+        }
+        drop(old);
+        *self.generations.entry(env.to_vec()).or_insert(0) += 1;
+        self.start_pair(env)?;
+        let deadline = Instant::now() + self.timeout;
+        for key in std::mem::take(&mut self.starting) {
+            let child = self.children.get_mut(&key).expect("inserted by start_pair");
+            child.ready_by(deadline)?;
+        }
+        Ok(started.elapsed().as_secs_f64() * 1e6)
     }
 
     /// Waits until every started child says ready.
@@ -619,5 +694,21 @@ impl Measurer for EnvFallback<'_> {
         if !candidate.env.is_empty() {
             self.children.end(&candidate.env, reason);
         }
+    }
+
+    /// A candidate's environment gets two fresh children
+    /// ([`Children::renew`]); a setting measured in process has none.
+    fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
+        if candidate.env.is_empty() {
+            return Ok(None);
+        }
+        let across = self.across;
+        self.children
+            .renew(&candidate.env)
+            .map(Some)
+            .map_err(|e| match e {
+                MeasureError::Failed(m) if across => MeasureError::CandidateFailed(m),
+                e => e,
+            })
     }
 }

@@ -264,6 +264,27 @@ impl Measurer for Lockstep<'_> {
         let own = self.inner.measure_in_pair(pair, case, iters);
         self.settle(pair.candidate(), own)
     }
+
+    /// Every process renews its processes for `candidate` (the child jobs
+    /// of an environment candidate, started afresh on every host), and
+    /// they agree as on a repeat: the dearest wall time, or the candidate
+    /// ended everywhere with every rank's reason. A setting measured in
+    /// process renews nothing on any rank (it is the same setting on all),
+    /// so that answer needs no agreement.
+    fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
+        let own = match self.inner.renew(candidate) {
+            Ok(None) => return Ok(None),
+            // The wall time travels as a repeat's would: the agreed answer
+            // is the slowest process's.
+            Ok(Some(us)) => Ok(Sample {
+                time_us: us,
+                cost_us: us,
+                algo_proto: None,
+            }),
+            Err(e) => Err(e),
+        };
+        self.settle(candidate, own).map(|s| Some(s.cost_us))
+    }
 }
 
 #[cfg(test)]

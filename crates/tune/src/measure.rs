@@ -99,4 +99,21 @@ pub trait Measurer {
     fn candidate_ended(&mut self, candidate: &Setting, reason: &str) {
         let _ = (candidate, reason);
     }
+
+    /// Fresh processes for `candidate`'s pairs from now on: a measurer
+    /// that measures it in processes of its own (an environment
+    /// candidate's child and its default partner,
+    /// [`crate::child::EnvFallback`]) ends them and starts new ones, ready
+    /// to measure. The search confirms such a candidate over several
+    /// process pairs ([`crate::TuneConfig::confirm_processes`]): on two
+    /// emulated hosts a socket setting's speed differed 2x from one
+    /// process to the next (bench/results/tune.md), so pairs from one
+    /// process pair say nothing about the next.
+    ///
+    /// `Ok(None)`: nothing to renew (measured in this process; the
+    /// default). `Ok(Some(us))`: renewed, taking `us` of wall time.
+    fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
+        let _ = candidate;
+        Ok(None)
+    }
 }

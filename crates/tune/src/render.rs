@@ -147,7 +147,7 @@ fn footer(r: &TuneReport) -> String {
         )
     });
     format!(
-        "{how}; measured {:.1} s of a {:.1} s budget{limit}{process_wide}; a gain is shown when the whole 95% interval of the time ratio (fresh interleaved pairs) means >= {:.0}% less time{}",
+        "{how}; measured {:.1} s of a {:.1} s budget{limit}{process_wide}; a gain is shown when the whole 95% interval of the time ratio (fresh interleaved pairs) means >= {:.0}% less time{}{}",
         r.spent_us / 1e6,
         r.budget_us / 1e6,
         r.gain_rule.min_gain * 100.0,
@@ -155,8 +155,27 @@ fn footer(r: &TuneReport) -> String {
             "; NCCL_* environment candidates were measured in child processes, each against a default-environment child of its own"
         } else {
             ""
-        }
+        },
+        process_pairs(r).map_or(String::new(), |(lo, hi)| {
+            let n = if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") };
+            format!(", and a winner among them confirmed over {n} fresh pairs of such processes (its interval carries the spread from one process to the next)")
+        })
     )
+}
+
+/// The fewest and most process pairs an environment winner's confirmation
+/// was spread over, if any environment won over more than one.
+fn process_pairs(r: &TuneReport) -> Option<(u32, u32)> {
+    let counts = r.bands.iter().filter_map(|b| match &b.outcome {
+        Outcome::Gain {
+            setting, processes, ..
+        } if !setting.env.is_empty() && *processes > 1 => Some(*processes),
+        _ => None,
+    });
+    counts.fold(None, |acc, n| match acc {
+        None => Some((n, n)),
+        Some((lo, hi)) => Some((lo.min(n), hi.max(n))),
+    })
 }
 
 /// Whether any environment candidate was measured (in child processes:
@@ -371,7 +390,7 @@ fn elsewhere(r: &TuneReport, setting: &Setting, others: &[&BandReport]) -> Optio
     let figure = |b: &BandReport| {
         let fresh = confirmed.and_then(|p| p.bands.iter().find(|x| x.band == b.band));
         match fresh.map(|x| &x.figure) {
-            Some(ProcessWideFigure::Confirmed { ratio, verdict }) => {
+            Some(ProcessWideFigure::Confirmed { ratio, verdict, .. }) => {
                 // Both figures come from fresh pairs: where this one is the
                 // larger, the band's own pick was not the best there.
                 let above_winner = b.gain().is_some_and(|(_, w)| ratio.estimate < w.estimate);
@@ -408,6 +427,25 @@ fn elsewhere(r: &TuneReport, setting: &Setting, others: &[&BandReport]) -> Optio
         "# where it did not win, it measured ({how}; each band's winner is in the table): {}\n",
         list.join(", ")
     ))
+}
+
+/// How many fresh process pairs the gains of `bands` were confirmed over,
+/// when more than one (an environment winner's).
+fn confirmed_over(bands: &[&BandReport]) -> String {
+    let counts: Vec<u32> = bands
+        .iter()
+        .filter_map(|b| match &b.outcome {
+            Outcome::Gain { processes, .. } if *processes > 1 => Some(*processes),
+            _ => None,
+        })
+        .collect();
+    match (counts.iter().min(), counts.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => {
+            format!(" (each confirmed in {lo} fresh process pairs)")
+        }
+        (Some(lo), Some(hi)) => format!(" (each confirmed in {lo}-{hi} fresh process pairs)"),
+        _ => String::new(),
+    }
 }
 
 /// `v` as one shell word: as is when it holds only characters no shell
@@ -460,8 +498,9 @@ pub fn shell(r: &TuneReport) -> String {
     match chosen {
         Some(Win { setting, bands, .. }) => {
             out.push_str(&format!(
-                "# collbench tune: {setting} beat NCCL's defaults in {}\n",
-                where_won(bands)
+                "# collbench tune: {setting} beat NCCL's defaults in {}{}\n",
+                where_won(bands),
+                confirmed_over(bands)
             ));
             let others: Vec<&BandReport> = r
                 .bands

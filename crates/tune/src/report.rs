@@ -59,7 +59,14 @@ pub struct ProcessWideBand {
 pub enum ProcessWideFigure {
     /// Fresh interleaved pairs against the default: the interval of the
     /// time ratio setting/default and the gain rule's verdict on it.
-    Confirmed { ratio: Interval, verdict: Verdict },
+    Confirmed {
+        ratio: Interval,
+        verdict: Verdict,
+        /// Process pairs the pairs were spread over (see
+        /// [`Outcome::Gain`]'s `processes`).
+        #[serde(default = "one")]
+        processes: u32,
+    },
     /// No pair fitted what was left of the budget.
     NotMeasured,
     /// The measurer cannot run it in this band.
@@ -114,6 +121,11 @@ pub fn process_wide_choice(bands: &[BandReport]) -> Option<&Setting> {
         .find(|s| s.set_by_environment())
 }
 
+/// A report written before process pairs were counted measured in one.
+fn one() -> u32 {
+    1
+}
+
 /// How the search ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
@@ -164,6 +176,13 @@ pub enum Outcome {
         cost: Cost,
         /// What NCCL ran with the setting, where the measurer could tell.
         algo_proto: Option<AlgoProto>,
+        /// How many process pairs (a fresh candidate process and a fresh
+        /// default partner each) the confirmation's pairs were spread over:
+        /// 1 for a setting measured in this process. With more than one,
+        /// `ratio` is [`crate::stats::across_processes`]'s interval, which
+        /// carries the spread from one process to the next.
+        #[serde(default = "one")]
+        processes: u32,
     },
     /// Nothing passed the gain rule. `best` is the candidate that came
     /// closest (and its confirmation interval, if it got one).

@@ -21,7 +21,9 @@ use crate::report::{
 };
 use crate::setting::{AlgoProto, Case, Setting};
 use crate::space::{bands, candidates, Band, CandidateSpace};
-use crate::stats::{AdaptiveStop, Decision, GainRule, Interval, StopRule, Verdict};
+use crate::stats::{
+    across_processes, AdaptiveStop, Decision, GainRule, Interval, LogSeries, StopRule, Verdict,
+};
 use collbench_core::Collective;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -49,6 +51,11 @@ pub struct TuneConfig {
     pub screen: StopRule,
     /// Stop rule of the winner's confirmation pairs.
     pub confirm: StopRule,
+    /// Fresh process pairs a confirmation of a setting measured in
+    /// processes of its own (an environment candidate) is spread over,
+    /// each with an equal share of its pairs ([`Measurer::renew`]); its
+    /// interval is then [`crate::stats::across_processes`]'s.
+    pub confirm_processes: u32,
     /// The gain rule.
     pub gain: GainRule,
     /// Prune a candidate once this many pairs put it surely slower.
@@ -68,7 +75,10 @@ pub struct TuneConfig {
 
 impl TuneConfig {
     /// Defaults: screening to ±3% (3 to 10 pairs), confirmation to ±1%
-    /// (5 to 40 pairs), 2% gain rule, repeats of about 5 ms.
+    /// (5 to 40 pairs; an environment candidate's over 4 fresh process
+    /// pairs: with 3, Student's quantile at 2 degrees of freedom, 4.3,
+    /// left a setting whose processes ran 0.45x to 0.85x the default's
+    /// time short of a sure gain), 2% gain rule, repeats of about 5 ms.
     pub fn new(
         ops: Vec<Collective>,
         sizes: Vec<u64>,
@@ -91,6 +101,7 @@ impl TuneConfig {
                 ..StopRule::default()
             },
             confirm: StopRule::default(),
+            confirm_processes: 4,
             gain: GainRule::default(),
             prune_after: 3,
             screen_fraction: 0.6,
@@ -147,6 +158,7 @@ pub fn tune(
         stop,
         progress,
         spent_us: 0.0,
+        max_renew_us: 0.0,
         bands_total: all.len(),
     };
     // The process-wide phase's share, kept back from the bands: with one
@@ -241,6 +253,8 @@ struct Search<'a> {
     stop: &'a AtomicBool,
     progress: &'a mut dyn FnMut(&Progress),
     spent_us: f64,
+    /// The dearest renewal of a candidate's processes so far (us).
+    max_renew_us: f64,
     bands_total: usize,
 }
 
@@ -331,6 +345,7 @@ impl Search<'_> {
                 ratio,
                 cost,
                 algo_proto,
+                processes,
                 ..
             } => Outcome::Gain {
                 busbw_gbps: default_time_us.map(|t| busbw(t * ratio.estimate)),
@@ -338,6 +353,7 @@ impl Search<'_> {
                 ratio,
                 cost,
                 algo_proto,
+                processes,
             },
             other => other,
         };
@@ -436,9 +452,111 @@ impl Search<'_> {
         Ok((stop.interval(), ap))
     }
 
+    /// Fresh pairs of `setting` against the default, for a verdict. A
+    /// setting measured in processes of its own is measured in
+    /// `confirm_processes` fresh process pairs, one after another (each
+    /// renewed first, never the screening's: a candidate whose screening
+    /// process happened to be a fast one would otherwise be confirmed by
+    /// the same luck), each with an equal share of the pairs and of the
+    /// band's budget left, and judged by the interval across them; any
+    /// other setting on pairs in this process ([`Search::pairs_of`]).
+    /// Returns the interval (None when no pair fitted), the process pairs
+    /// measured (1 in this process) and what NCCL last ran.
+    fn fresh_pairs(
+        &mut self,
+        st: &mut BandState,
+        setting: &Setting,
+        mut ap: Option<AlgoProto>,
+        phase: Phase,
+    ) -> Result<(Option<Interval>, u32, Option<AlgoProto>), Halt> {
+        let total = self.cfg.confirm_processes.max(1);
+        let mut processes: Vec<LogSeries> = Vec::new();
+        for g in 0..total {
+            match self.renew(st, setting) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let (interval, ap) = self.pairs_of(st, setting, ap, phase)?;
+                    return Ok((interval, u32::from(interval.is_some()), ap));
+                }
+                Err(Halt::Budget) => break,
+                Err(e) => return Err(e),
+            }
+            let rule = StopRule {
+                min_samples: self.cfg.confirm.min_samples.div_ceil(total).max(2),
+                max_samples: self.cfg.confirm.max_samples.div_ceil(total).max(2),
+                max_cost_us: (st.limit_us - self.spent_us).max(0.0) / f64::from(total - g),
+                ..self.cfg.confirm
+            };
+            let mut stop = AdaptiveStop::new(rule);
+            let mut logs = LogSeries::default();
+            loop {
+                match self.pair(st, setting, stop.len(), phase, st.limit_us) {
+                    Ok((d, c)) => {
+                        ap = c.algo_proto.or(ap);
+                        logs.push((c.time_us / d.time_us).ln());
+                        if stop.push_pair(d.time_us, c.time_us, d.cost_us + c.cost_us)
+                            != Decision::Continue
+                        {
+                            break;
+                        }
+                    }
+                    Err(Halt::Budget) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            processes.push(logs);
+        }
+        let confidence = self.cfg.confirm.confidence;
+        let measured: Vec<&LogSeries> = processes.iter().filter(|s| !s.is_empty()).collect();
+        let interval = match measured[..] {
+            [] => None,
+            [one] => one.interval(confidence),
+            _ => across_processes(&processes, confidence),
+        };
+        Ok((interval, measured.len() as u32, ap))
+    }
+
+    /// Fresh processes for `setting`'s pairs ([`Measurer::renew`]), if its
+    /// predicted cost (the dearest renewal so far plus 10%, and a pair
+    /// after it) fits the band's limit: true when renewed, false when the
+    /// setting is measured in this process.
+    fn renew(&mut self, st: &BandState, setting: &Setting) -> Result<bool, Halt> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(Halt::Stop);
+        }
+        // Only a setting of environment variables has processes of its
+        // own: NCCL reads those once per process. Any other needs no
+        // renewal, and no budget for one.
+        if setting.env.is_empty() {
+            return Ok(false);
+        }
+        let predicted = (self.max_renew_us + st.max_pair_us) * 1.1;
+        if self.spent_us + predicted > st.limit_us.min(self.cfg.budget_us) {
+            return Err(Halt::Budget);
+        }
+        let started = Instant::now();
+        match self.m.renew(setting) {
+            Ok(None) => Ok(false),
+            Ok(Some(us)) => {
+                self.spent_us += us;
+                self.max_renew_us = self.max_renew_us.max(us);
+                Ok(true)
+            }
+            Err(e) => {
+                self.spent_us += started.elapsed().as_secs_f64() * 1e6;
+                Err(match e {
+                    MeasureError::CandidateFailed(r) => Halt::CandidateFailed(r),
+                    MeasureError::Unsupported(r) => Halt::Unsupported(r),
+                    MeasureError::Failed(r) => Halt::Failed(r),
+                })
+            }
+        }
+    }
+
     /// The winner's confirmation on fresh pairs: only these decide.
     fn confirm(&mut self, st: &mut BandState, best: CandidateReport) -> Result<Outcome, Halt> {
-        let (interval, ap) = self.pairs_of(st, &best.setting, best.algo_proto, Phase::Confirm)?;
+        let (interval, processes, ap) =
+            self.fresh_pairs(st, &best.setting, best.algo_proto, Phase::Confirm)?;
         let Some(ratio) = interval else {
             return Ok(Outcome::NoGain {
                 best: Some(best.setting),
@@ -452,6 +570,7 @@ impl Search<'_> {
                 ratio,
                 busbw_gbps: None,
                 algo_proto: ap,
+                processes,
             },
             Verdict::NoGain | Verdict::Slower => Outcome::NoGain {
                 best: Some(best.setting),

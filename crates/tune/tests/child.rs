@@ -176,9 +176,15 @@ fn a_search_measures_env_candidates_in_children_each_paired_with_its_own_default
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
     drop(m);
     match &r.bands[0].outcome {
-        Outcome::Gain { setting, ratio, .. } => {
+        Outcome::Gain {
+            setting,
+            ratio,
+            processes,
+            ..
+        } => {
             assert_eq!(setting.to_string(), "NCCL_BUFFSIZE=8388608");
             assert!((ratio.estimate - 0.9).abs() < 1e-9, "{ratio:?}");
+            assert_eq!(*processes, cfg.confirm_processes);
         }
         other => panic!("{other:?}"),
     }
@@ -194,21 +200,34 @@ fn a_search_measures_env_candidates_in_children_each_paired_with_its_own_default
         spelled.status
     );
     // Children start in pairs, the default partner first: 0 and 1 for
-    // NCCL_BUFFSIZE=8388608, 2 and 3 for 4194304. Every repeat of a
-    // candidate had its default partner in its own default child, so both
-    // children of a pair answered the same number of requests.
+    // NCCL_BUFFSIZE=8388608, 2 and 3 for 4194304, the screening's. The
+    // winner's confirmation then ran in fresh pairs, 4 and 5 up to 10 and
+    // 11, never in the screening's children. Every repeat of a candidate
+    // had its default partner in its own default child, so both children
+    // of a pair answered the same number of requests.
     let lines = std::fs::read_to_string(&log).unwrap();
-    let count = |v: &str| lines.lines().filter(|l| *l == v).count();
-    assert!(
-        count("1 8388608") >= 3 && count("3 4194304") >= 3,
-        "{lines}"
-    );
-    assert_eq!(count("0 default"), count("1 8388608"), "{lines}");
-    assert_eq!(count("2 default"), count("3 4194304"), "{lines}");
-    assert_eq!(
-        lines.lines().count(),
-        2 * (count("1 8388608") + count("3 4194304"))
-    );
+    let mut answered: std::collections::BTreeMap<usize, (String, usize)> = Default::default();
+    for l in lines.lines() {
+        let (n, env) = l.split_once(' ').unwrap();
+        answered
+            .entry(n.parse().unwrap())
+            .or_insert((env.to_string(), 0))
+            .1 += 1;
+    }
+    let n_children = 4 + 2 * cfg.confirm_processes as usize;
+    assert_eq!(answered.len(), n_children, "{lines}");
+    for (n, (env, count)) in &answered {
+        let want = match (n % 2, *n < 4) {
+            (0, _) => "default",
+            (_, true) if *n == 3 => "4194304",
+            _ => "8388608",
+        };
+        assert_eq!(env, want, "child {n}: {lines}");
+        if n % 2 == 0 {
+            assert_eq!(*count, answered[&(n + 1)].1, "pair {n}: {lines}");
+        }
+        assert!(*count >= 2, "child {n}: {lines}");
+    }
     // None of the in-process calls carried an environment.
     assert!(inner.calls.iter().all(|(s, _, _)| s.env.is_empty()));
     let _ = std::fs::remove_dir_all(&dir);

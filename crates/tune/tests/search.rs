@@ -486,7 +486,8 @@ fn the_shell_setting_is_measured_again_in_the_bands_it_lost() {
         assert_eq!(pw.setting, a, "seed {seed}");
         assert_eq!(pw.bands.len(), 1, "seed {seed}: {pw:?}");
         assert_eq!(pw.bands[0].band.probe_bytes, 512 * MIB);
-        let collbench_tune::ProcessWideFigure::Confirmed { ratio, verdict } = &pw.bands[0].figure
+        let collbench_tune::ProcessWideFigure::Confirmed { ratio, verdict, .. } =
+            &pw.bands[0].figure
         else {
             panic!("seed {seed}: {pw:?}");
         };

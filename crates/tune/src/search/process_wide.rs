@@ -11,7 +11,7 @@ use crate::setting::Setting;
 impl Search<'_> {
     /// Measures `setting`, the one the shell lines set for every band, in
     /// each band it did not win, on fresh pairs with the confirmation's
-    /// stop rule, bands smallest probe first, each an equal share of the
+    /// stop rule (over fresh process pairs, as a confirmation), bands smallest probe first, each an equal share of the
     /// budget left. Its screening figure there came from fewer pairs, and
     /// on two emulated hosts such figures came back at 66-104% of what
     /// they said (bench/results/tune.md): a line that claims a gain for a
@@ -51,12 +51,13 @@ impl Search<'_> {
                         share,
                         calibrations[i],
                     );
-                    match self.pairs_of(&mut st, &setting, None, Phase::ProcessWide) {
-                        Ok((Some(ratio), _)) => ProcessWideFigure::Confirmed {
+                    match self.fresh_pairs(&mut st, &setting, None, Phase::ProcessWide) {
+                        Ok((Some(ratio), processes, _)) => ProcessWideFigure::Confirmed {
                             verdict: self.cfg.gain.judge(&ratio),
                             ratio,
+                            processes,
                         },
-                        Ok((None, _)) => ProcessWideFigure::NotMeasured,
+                        Ok((None, ..)) => ProcessWideFigure::NotMeasured,
                         Err(Halt::Unsupported(reason)) => ProcessWideFigure::Unsupported { reason },
                         Err(Halt::CandidateFailed(reason)) => ProcessWideFigure::Failed { reason },
                         Err(Halt::Budget) => ProcessWideFigure::NotMeasured,
