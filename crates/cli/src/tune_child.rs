@@ -9,7 +9,9 @@
 //! `NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2` 20% less, any other
 //! value none; MODE `die` or `hang` makes the `NCCL_BUFFSIZE=8388608`
 //! child exit or stop answering after two repeats; `die1` and `hang1` do
-//! so to the 2x2 socket child of rank 1 only (under a launcher); MODE
+//! so to the 2x2 socket child of rank 1 only (under a launcher); `renew1`
+//! makes that child exit as it starts when it is a renewed one (the fresh
+//! processes of a confirmation, `collbench_tune::child::Children::renew`); MODE
 //! `aging` makes every child 0.5% slower with every repeat it has
 //! answered (a stand-in for state a process gathers, such as what it has
 //! allocated and touched: both members of a pair must be measured in
@@ -22,7 +24,7 @@ use crate::exit::{Failure, Outcome};
 use crate::tune_cmd::TuneArgs;
 use crate::tune_job_child::{self, bootstrap_of};
 use collbench_core::Bootstrap;
-use collbench_tune::child::{serve, Spawn};
+use collbench_tune::child::{serve, Spawn, GENERATION_VAR};
 use collbench_tune::fake::{FakeMeasurer, Truth};
 use collbench_tune::Measurer;
 use std::process::Command;
@@ -41,7 +43,19 @@ pub fn spawner() -> Result<Spawn, Failure> {
     spawner_with(Box::new(|_| Vec::new()))
 }
 
+/// The variable that tells a child its number (0, 1, .. in the order the
+/// parent started its children; renewed children get new numbers): it
+/// names the child in the fake's noise seed.
+pub const CHILD_NUMBER_VAR: &str = "COLLBENCH_TUNE_CHILD_NUMBER";
+
 /// [`spawner`], with `vars(k)` added to child number `k`'s environment.
+///
+/// Every child starts with the CPU mask the calling thread has now (call
+/// this before creating communicators): children renewed mid-search are
+/// started from the NCCL backend's launching thread, which is pinned to
+/// one CPU by then, and a child inherits its parent thread's mask for all
+/// its threads, NCCL's proxy and socket threads included (on two emulated
+/// hosts such a mask cost socket settings 3-7x their time).
 pub fn spawner_with(vars: ChildVars) -> Result<Spawn, Failure> {
     let exe = std::env::current_exe().map_err(|e| {
         Failure::new(
@@ -50,11 +64,16 @@ pub fn spawner_with(vars: ChildVars) -> Result<Spawn, Failure> {
         )
     })?;
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mask = collbench_nccl::ChildMask::of_this_thread();
     Ok(Box::new(move |env: &[(String, String)], k: usize| {
         let mut cmd = Command::new(&exe);
         cmd.args(&argv).arg("--serve-measure");
         cmd.envs(env.iter().map(|(k, v)| (k, v)));
         cmd.envs(vars(k));
+        cmd.env(CHILD_NUMBER_VAR, k.to_string());
+        if let Some(mask) = mask {
+            mask.apply(&mut cmd);
+        }
         cmd
     }))
 }
@@ -72,6 +91,10 @@ pub fn serve_measure(a: &TuneArgs) -> Result<Outcome, Failure> {
         Some(mode) => {
             let mut fake = FakeChild::new(mode, control)?;
             fake.pause = Duration::from_millis(a.test_repeat_ms.unwrap_or(0));
+            if fake.fault.as_deref() == Some("renew") {
+                crate::stdout::say("collbench: test fault: this renewed child dies as it starts");
+                std::process::exit(3);
+            }
             Box::new(fake)
         }
         None => {
@@ -126,9 +149,9 @@ pub fn fake_parent(mode: &str) -> Result<FakeMeasurer, Failure> {
 
 fn check_mode(mode: &str) -> Result<(), Failure> {
     match mode {
-        "ok" | "die" | "hang" | "die1" | "hang1" | "aging" | "flat" => Ok(()),
+        "ok" | "die" | "hang" | "die1" | "hang1" | "renew1" | "aging" | "flat" => Ok(()),
         other => Err(Failure::usage(format!(
-            "--test-fake must be ok, die, hang, die1, hang1, aging or flat (got {other})"
+            "--test-fake must be ok, die, hang, die1, hang1, renew1, aging or flat (got {other})"
         ))),
     }
 }
@@ -152,18 +175,22 @@ fn faulty(mode: &str, rank: usize) -> bool {
     match mode {
         "die" | "hang" => var("NCCL_BUFFSIZE").as_deref() == Some("8388608"),
         "die1" | "hang1" => rank == 1 && env_factor(var) == 0.8,
+        "renew1" => {
+            let renewed = var(GENERATION_VAR).is_some_and(|g| g != "0");
+            rank == 1 && env_factor(var) == 0.8 && renewed
+        }
         _ => false,
     }
 }
 
-/// The fake child's noise seed: from its rank and its `NCCL_*`
-/// environment, so each child of a search has its own noise and every run
-/// of a test the same (a process-id seed made one test's verdict on
-/// NCCL's default spelled out change from run to run).
+/// The fake child's noise seed: from its rank, its number and its
+/// `NCCL_*` environment, so each child of a search has its own noise and
+/// every run of a test the same (a process-id seed made one test's
+/// verdict on NCCL's default spelled out change from run to run).
 fn child_seed(rank: usize) -> u64 {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut vars: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("NCCL_"))
+        .filter(|(k, _)| k.starts_with("NCCL_") || k == CHILD_NUMBER_VAR)
         .collect();
     vars.sort();
     let mut h = DefaultHasher::new();

@@ -18,6 +18,7 @@
 
 use crate::exit::{Failure, Outcome};
 use crate::tune_cmd::{self, TuneArgs};
+use crate::tune_job_child::PortBook;
 use crate::{tune_child, tune_job_child, tune_plan};
 use collbench_core::{Bootstrap, PeerFailure};
 use collbench_launch::{Control, LaunchOptions, World};
@@ -183,10 +184,12 @@ pub fn tune_across(
     search(a, &mut measurer, &control, cfg, prepared, &stop)
 }
 
-/// The children, the candidate environments that failed in their setup,
-/// and the setup's wall time (us).
+/// The children (and their child jobs' ports), the candidate
+/// environments that failed in their setup, and the setup's wall time
+/// (us).
 struct Prepared {
     children: Children,
+    ports: PortBook,
     ended: Vec<Vec<(String, String)>>,
     setup_us: f64,
 }
@@ -195,13 +198,14 @@ impl Prepared {
     /// Once every child is ready (or ended everywhere): the setup, started
     /// at `started`, is done.
     fn when_ready(
-        mut children: Children,
+        (mut children, ports): (Children, PortBook),
         control: &Control,
         started: Instant,
     ) -> Result<Prepared, Failure> {
         let ended = children_ready(&mut children, control)?;
         Ok(Prepared {
             children,
+            ports,
             ended,
             setup_us: started.elapsed().as_secs_f64() * 1e6,
         })
@@ -229,18 +233,18 @@ fn start_child_jobs(
     world: &World,
     control: &Control,
     cfg: &TuneConfig,
-) -> Result<Children, Failure> {
+) -> Result<(Children, PortBook), Failure> {
     let envs = env_candidates(cfg);
-    let ports = match envs.len() {
+    let ports = PortBook::new(match envs.len() {
         0 => Vec::new(),
         n => tune_job_child::agree_ports(control, 2 * n)?,
-    };
+    });
     let timeout = a
         .test_child_timeout_s
         .map(Duration::from_secs)
         .unwrap_or_else(|| tune_job_child::child_timeout(a.launch.timeout_s));
     let mut children = Children::new(
-        tune_job_child::spawner(world, a.launch.timeout_s, ports)?,
+        tune_job_child::spawner(world, a.launch.timeout_s, ports.clone())?,
         timeout,
     );
     children
@@ -253,7 +257,7 @@ fn start_child_jobs(
             control.world_size()
         );
     }
-    Ok(children)
+    Ok((children, ports))
 }
 
 /// Waits (one deadline) for every child to be ready; the processes agree
@@ -304,8 +308,14 @@ fn search(
     let agreed = AtomicBool::new(false);
     let mut both = EnvFallback::across(inner, prepared.children);
     let mut lock = Lockstep::new(&mut both, control, stop, &agreed);
-    let mut told = Announce {
+    let mut fresh = FreshPorts {
         inner: &mut lock,
+        control,
+        book: prepared.ports,
+        failure: None,
+    };
+    let mut told = Announce {
+        inner: &mut fresh,
         root,
         told: prepared.ended,
     };
@@ -316,6 +326,7 @@ fn search(
         }
     });
     drop(told);
+    let ports_failure = fresh.failure.take();
     let failure = lock.peer_failure().cloned();
     // The children end before the exit code is shared: a process that
     // exits leaves none behind.
@@ -323,6 +334,9 @@ fn search(
     drop(both);
     if let Some(f) = failure {
         return Err(peer(f));
+    }
+    if let Some(f) = ports_failure {
+        return Err(f);
     }
     rank_0_decides(control, || tune_cmd::report_outcome(a, &report))
 }
@@ -336,11 +350,13 @@ struct Announce<'a> {
 }
 
 impl Announce<'_> {
-    fn hear(
+    /// Passes on what the job answered for `candidate` (a repeat or a
+    /// renewal), saying so first if that ended it.
+    fn hear<T>(
         &mut self,
         candidate: &Setting,
-        got: Result<collbench_tune::Sample, MeasureError>,
-    ) -> Result<collbench_tune::Sample, MeasureError> {
+        got: Result<T, MeasureError>,
+    ) -> Result<T, MeasureError> {
         if let Err(MeasureError::CandidateFailed(why)) = &got {
             if !self.told.contains(&candidate.env) {
                 self.told.push(candidate.env.clone());
@@ -367,6 +383,51 @@ impl Measurer for Announce<'_> {
     fn measure_in_pair(&mut self, pair: InPair<'_>, case: &Case, iters: u32) -> Measured {
         let got = self.inner.measure_in_pair(pair, case, iters);
         self.hear(pair.candidate(), got)
+    }
+
+    fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
+        let got = self.inner.renew(candidate);
+        self.hear(candidate, got)
+    }
+}
+
+/// Every process agrees on two fresh ports (rank 0's picks) before the
+/// children of a candidate are renewed: the renewed pair's child jobs
+/// meet there. A failure to agree (a peer gone) is kept for the usual
+/// line, and ends the search as failed.
+struct FreshPorts<'a> {
+    inner: &'a mut dyn Measurer,
+    control: &'a Control,
+    book: PortBook,
+    failure: Option<Failure>,
+}
+
+impl Measurer for FreshPorts<'_> {
+    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured {
+        self.inner.measure(setting, case, iters)
+    }
+
+    fn measure_in_pair(&mut self, pair: InPair<'_>, case: &Case, iters: u32) -> Measured {
+        self.inner.measure_in_pair(pair, case, iters)
+    }
+
+    fn candidate_ended(&mut self, candidate: &Setting, reason: &str) {
+        self.inner.candidate_ended(candidate, reason);
+    }
+
+    fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
+        if candidate.env.is_empty() {
+            return self.inner.renew(candidate);
+        }
+        match tune_job_child::agree_ports(self.control, 2) {
+            Ok(ports) => self.book.add(&ports),
+            Err(f) => {
+                let why = f.message.clone();
+                self.failure = Some(f);
+                return Err(MeasureError::Failed(why));
+            }
+        }
+        self.inner.renew(candidate)
     }
 }
 

@@ -23,6 +23,7 @@ use collbench_core::{Bootstrap, PeerFailure};
 use collbench_launch::{Control, LaunchOptions, Launcher, World};
 use collbench_tune::child::Spawn;
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The variable that tells a child which child job to join (JSON of a
@@ -137,16 +138,43 @@ pub fn agree_ports(control: &Control, n: usize) -> Result<Vec<u16>, Failure> {
     }
 }
 
+/// The child jobs' ports by child number, shared by the parent's spawner
+/// and its search: those agreed for the children started up front, then
+/// two more agreed for each renewal of a candidate's children (fresh
+/// ones, not kept from the start: a port held by no listener for minutes
+/// may be any other socket's by then, NCCL's own included).
+#[derive(Debug, Clone, Default)]
+pub struct PortBook(Arc<Mutex<Vec<u16>>>);
+
+impl PortBook {
+    /// A book of the ports agreed for children `0..ports.len()`.
+    pub fn new(ports: Vec<u16>) -> PortBook {
+        PortBook(Arc::new(Mutex::new(ports)))
+    }
+
+    /// The ports of the next children, in their order.
+    pub fn add(&self, ports: &[u16]) {
+        if let Ok(mut book) = self.0.lock() {
+            book.extend_from_slice(ports);
+        }
+    }
+
+    /// Child `k`'s port, if one was agreed.
+    fn get(&self, k: usize) -> Option<u16> {
+        self.0.lock().ok().and_then(|b| b.get(k).copied())
+    }
+}
+
 /// The parent's way of starting its children: child number `k` joins
-/// child job `k` at `ports[k]`.
-pub fn spawner(world: &World, timeout_s: u64, ports: Vec<u16>) -> Result<Spawn, Failure> {
+/// child job `k` at `ports`' port `k`.
+pub fn spawner(world: &World, timeout_s: u64, ports: PortBook) -> Result<Spawn, Failure> {
     let world = world.clone();
     tune_child::spawner_with(Box::new(move |k| {
         let job = match ports.get(k) {
-            Some(&port) => serde_json::to_string(&ChildJob::of(&world, timeout_s, k, port))
+            Some(port) => serde_json::to_string(&ChildJob::of(&world, timeout_s, k, port))
                 .expect("a child job serializes"),
-            // Every child is started up front with a port of its own; one
-            // started later says so in its one line.
+            // Every child gets a port agreed before it starts; one that
+            // did not says so in its one line.
             None => format!("no port agreed for child {k}"),
         };
         vec![(CHILD_JOB_VAR.to_string(), job)]

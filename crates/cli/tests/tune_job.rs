@@ -89,6 +89,9 @@ fn assert_socket_winner(report: &Value) {
         );
         let r = outcome["ratio"]["estimate"].as_f64().unwrap();
         assert!((r - 0.8).abs() < 0.03, "{r}");
+        // Confirmed in fresh child jobs (ports agreed mid-search), four
+        // process pairs.
+        assert_eq!(outcome["processes"], 4, "{outcome}");
     }
 }
 
@@ -209,6 +212,38 @@ fn a_child_that_dies_on_rank_1_ends_its_candidate_on_every_rank() {
 #[test]
 fn a_child_that_hangs_on_rank_1_is_killed_and_ends_its_candidate() {
     a_faulty_child_on_rank_1_ends_its_candidate_only("hang1", "no answer within 4 s");
+}
+
+/// Rank 1's 2x2 child dies as it starts when renewed (the confirmation's
+/// fresh processes): the renewal fails on one rank, the candidate ends on
+/// both with rank 1's reason, the next best is confirmed and wins.
+#[test]
+fn a_renewed_child_that_dies_on_rank_1_ends_its_candidate_on_every_rank() {
+    let done = job(&["--test-fake", "renew1", "--format", "json"]);
+    for (rank, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(0), "rank {rank}: {}", f.stderr);
+    }
+    let report: Value = serde_json::from_str(&done[0].stdout).unwrap();
+    assert_eq!(report["end"]["kind"], "complete");
+    let socks = "NCCL_NSOCKS_PERTHREAD=2 NCCL_SOCKET_NTHREADS=2";
+    for b in report["bands"].as_array().unwrap() {
+        let status = &candidate(b, socks)["status"];
+        assert_eq!(status["kind"], "failed", "{status}");
+        let reason = status["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("rank 1: child process with {socks}: exited")),
+            "{reason}"
+        );
+        let outcome = &b["outcome"];
+        assert_eq!(env_of(&outcome["setting"]), "NCCL_BUFFSIZE=8388608");
+        assert_eq!(outcome["processes"], 4, "{outcome}");
+    }
+    let ended = done[0]
+        .stderr
+        .lines()
+        .filter(|l| l.contains(&format!("candidate {socks} ended (the search goes on)")))
+        .count();
+    assert_eq!(ended, 1, "{}", done[0].stderr);
 }
 
 #[test]
