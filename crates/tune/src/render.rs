@@ -204,7 +204,33 @@ pub fn text(r: &TuneReport) -> String {
     let mut out = aligned(&rows);
     out.push_str(&footer(r));
     out.push('\n');
+    out.push_str(&replaced_lines(r));
     out.push_str(&failed_lines(r));
+    out
+}
+
+/// One line per band whose own pick gave way to the process-wide setting
+/// (`crate::report::Replaced`): the table names the better one, and the
+/// pick it replaced must still be on record.
+fn replaced_lines(r: &TuneReport) -> String {
+    let mut out = String::new();
+    for b in &r.bands {
+        let (Some(x), Some((setting, ratio))) = (&b.replaced, b.gain()) else {
+            continue;
+        };
+        let pick = match (&x.setting, &x.ratio) {
+            (Some(s), Some(i)) if x.was_gain => format!("its own pick {s} ({})", gain_text(i)),
+            (Some(s), Some(i)) => format!("its own pick {s} (no gain: {})", gain_text(i)),
+            (Some(s), None) => format!("its own pick {s} (screened only)"),
+            (None, _) => "no pick of its own".to_string(),
+        };
+        out.push_str(&format!(
+            "replaced: {} {}: {pick} gave way to {setting} ({}), the shell lines' setting, measured after the band on fresh pairs and faster over its whole interval\n",
+            b.band.op.name(),
+            human(b.band.probe_bytes),
+            gain_text(ratio)
+        ));
+    }
     out
 }
 
@@ -311,7 +337,7 @@ pub fn markdown(r: &TuneReport) -> String {
     out.push('\n');
     out.push_str(&footer(r));
     out.push('\n');
-    for line in failed_lines(r).lines() {
+    for line in replaced_lines(r).lines().chain(failed_lines(r).lines()) {
         out.push_str(&format!("\n{line}\n"));
     }
     out

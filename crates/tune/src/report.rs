@@ -160,6 +160,28 @@ pub struct BandReport {
     pub forbidden: Vec<Setting>,
     /// What the band's measurements cost (us).
     pub spent_us: f64,
+    /// The band's own pick, when the process-wide setting replaced it as
+    /// the band's winner (`outcome` is then that setting's figure from
+    /// the process-wide phase): see [`Replaced`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<Replaced>,
+}
+
+/// A band's own pick that gave way to the process-wide setting: measured
+/// on fresh pairs in the band after the band was done, that setting was a
+/// gain over its whole interval faster than the pick's estimate (or a
+/// gain where the band had none). Both figures come from fresh pairs
+/// measured after the picks, so neither carries the luck that made a
+/// screening pick; the whole interval, so noise between two near-equal
+/// settings swaps nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replaced {
+    /// The band's confirmed pick (none when it screened no candidate).
+    pub setting: Option<Setting>,
+    /// Its confirmation's interval, if it got one.
+    pub ratio: Option<Interval>,
+    /// Whether the pick itself was a gain.
+    pub was_gain: bool,
 }
 
 /// The band's verdict.

@@ -182,12 +182,13 @@ pub fn tune(
     }
     // Reported in the ops' order, each op's bands by size, whatever the
     // order they were measured in; bands a stop never reached are absent.
-    let (bands, calibrations): (Vec<BandReport>, Vec<Calibration>) =
+    let (mut bands, calibrations): (Vec<BandReport>, Vec<Calibration>) =
         done.into_iter().flatten().unzip();
     let mut process_wide = None;
     if end == End::Complete {
         if let Some(setting) = process_wide_choice(&bands) {
             let (pw, pw_end) = s.process_wide(setting.clone(), &bands, &calibrations, &order);
+            process_wide::promote(&mut bands, &pw, cfg.world_size);
             process_wide = Some(pw);
             end = pw_end.unwrap_or(End::Complete);
         }
@@ -367,6 +368,7 @@ impl Search<'_> {
             candidates: reports,
             forbidden,
             spent_us: self.spent_us - st.start_us,
+            replaced: None,
         };
         (report, st.calibration(), end)
     }

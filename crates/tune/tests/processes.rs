@@ -173,3 +173,118 @@ fn renewals_keep_to_the_budget() {
     );
     assert!((1..4).contains(&m.renewals), "{}", m.renewals);
 }
+
+/// Each environment's own process pairs: `ratio(env, generation, bytes)`.
+struct PerEnv {
+    ratio: fn(&str, u32, u64) -> f64,
+    generations: std::collections::HashMap<String, u32>,
+    calls: u64,
+}
+
+fn env_name(s: &Setting) -> String {
+    s.env
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Measurer for PerEnv {
+    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured {
+        self.calls += 1;
+        let jitter = 1.0 + 0.005 * ((self.calls * 7919 % 13) as f64 / 6.0 - 1.0);
+        let factor = if setting.is_default() {
+            1.0
+        } else {
+            let env = env_name(setting);
+            let g = self.generations.get(&env).copied().unwrap_or(0);
+            (self.ratio)(&env, g, case.bytes)
+        };
+        let time_us = 100.0 * factor * jitter;
+        Ok(Sample {
+            time_us,
+            cost_us: time_us * f64::from(iters) + 50.0,
+            algo_proto: None,
+        })
+    }
+
+    fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
+        if candidate.env.is_empty() {
+            return Ok(None);
+        }
+        *self.generations.entry(env_name(candidate)).or_insert(0) += 1;
+        Ok(Some(RENEW_US))
+    }
+}
+
+fn four_by_one() -> Setting {
+    Setting {
+        env: vec![
+            ("NCCL_NSOCKS_PERTHREAD".into(), "4".into()),
+            ("NCCL_SOCKET_NTHREADS".into(), "1".into()),
+        ],
+        ..Setting::default()
+    }
+}
+
+#[test]
+fn a_band_pick_beaten_by_the_shell_setting_on_fresh_pairs_gives_way_to_it() {
+    // 2x2 runs at 0.5x everywhere. 4x1 runs at 0.9x at 1 MiB; at 8 MiB its
+    // first process (the screening's) happens to run at 0.3x, its fresh
+    // ones at 0.8x: it is picked there and confirmed at +25%, while 2x2,
+    // the shell lines' setting, measures +100% in that band afterwards.
+    let mut m = PerEnv {
+        ratio: |env, g, bytes| match (env.contains("NSOCKS_PERTHREAD=2"), bytes, g) {
+            (true, ..) => 0.5,
+            (false, b, 0) if b == 8 * MIB => 0.3,
+            (false, b, _) if b == 8 * MIB => 0.8,
+            (false, ..) => 0.9,
+        },
+        generations: Default::default(),
+        calls: 0,
+    };
+    let mut cfg = TuneConfig::new(vec![Collective::AllGather], vec![MIB, 8 * MIB], 2, 2, 600e6);
+    cfg.space = CandidateSpace::only(vec![socks(), four_by_one()]);
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+    let [small, large] = &r.bands[..] else {
+        panic!("{:?}", r.bands)
+    };
+    assert_eq!(small.gain().unwrap().0, &socks());
+    assert!(small.replaced.is_none());
+    let (winner, ratio) = large.gain().unwrap();
+    assert_eq!(winner, &socks(), "{:?}", large.outcome);
+    assert!((ratio.estimate - 0.5).abs() < 0.01, "{ratio:?}");
+    let x = large.replaced.as_ref().expect("the pick is on record");
+    assert_eq!(x.setting.as_ref(), Some(&four_by_one()));
+    assert!(x.was_gain);
+    assert!((x.ratio.unwrap().estimate - 0.8).abs() < 0.01, "{x:?}");
+    let text = collbench_tune::render::text(&r);
+    assert!(
+        text.contains("replaced: all_gather 8M: its own pick NCCL_NSOCKS_PERTHREAD=4, NCCL_SOCKET_NTHREADS=1 (+25.0%"),
+        "{text}"
+    );
+    // The shell lines now claim both bands for 2x2.
+    let shell = collbench_tune::render::shell(&r);
+    assert!(shell.contains("in 2 of 2 bands"), "{shell}");
+}
+
+#[test]
+fn a_band_pick_within_the_shell_settings_noise_stays() {
+    // 4x1 at 0.55x in the 8 MiB band, 2x2 at 0.56x there: 2x2 is not
+    // faster over its whole interval than the band's pick, which stays.
+    let mut m = PerEnv {
+        ratio: |env, _, bytes| match (env.contains("NSOCKS_PERTHREAD=2"), bytes) {
+            (true, b) if b == 8 * MIB => 0.56,
+            (true, _) => 0.5,
+            (false, b) if b == 8 * MIB => 0.55,
+            (false, _) => 0.9,
+        },
+        generations: Default::default(),
+        calls: 0,
+    };
+    let mut cfg = TuneConfig::new(vec![Collective::AllGather], vec![MIB, 8 * MIB], 2, 2, 600e6);
+    cfg.space = CandidateSpace::only(vec![socks(), four_by_one()]);
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+    assert_eq!(r.bands[1].gain().unwrap().0, &four_by_one());
+    assert!(r.bands[1].replaced.is_none());
+}
