@@ -307,25 +307,31 @@ fn search(
     tune_cmd::charge_setup(&mut cfg, setup_us)?;
     let agreed = AtomicBool::new(false);
     let mut both = EnvFallback::across(inner, prepared.children);
-    let mut lock = Lockstep::new(&mut both, control, stop, &agreed);
+    // Rank 0 says once per candidate environment that it ended, and why
+    // (those ended in the children's setup were told already).
+    let mut told = prepared.ended;
+    let mut lock = Lockstep::new(&mut both, control, stop, &agreed).on_candidate_ended(Box::new(
+        move |candidate: &Setting, why: &str| {
+            if !told.contains(&candidate.env) {
+                told.push(candidate.env.clone());
+                if root {
+                    say_ended(&candidate.env, why);
+                }
+            }
+        },
+    ));
     let mut fresh = FreshPorts {
         inner: &mut lock,
         control,
         book: prepared.ports,
         failure: None,
     };
-    let mut told = Announce {
-        inner: &mut fresh,
-        root,
-        told: prepared.ended,
-    };
     let mut lines = tune_cmd::ProgressLines::default();
-    let report = collbench_tune::tune(&mut told, &cfg, &agreed, &mut |p| {
+    let report = collbench_tune::tune(&mut fresh, &cfg, &agreed, &mut |p| {
         if root {
             lines.hear(p)
         }
     });
-    drop(told);
     let ports_failure = fresh.failure.take();
     let failure = lock.peer_failure().cloned();
     // The children end before the exit code is shared: a process that
@@ -339,56 +345,6 @@ fn search(
         return Err(f);
     }
     rank_0_decides(control, || tune_cmd::report_outcome(a, &report))
-}
-
-/// Rank 0 says once per candidate environment that it ended, and why.
-struct Announce<'a> {
-    inner: &'a mut dyn Measurer,
-    root: bool,
-    /// Environments already told of.
-    told: Vec<Vec<(String, String)>>,
-}
-
-impl Announce<'_> {
-    /// Passes on what the job answered for `candidate` (a repeat or a
-    /// renewal), saying so first if that ended it.
-    fn hear<T>(
-        &mut self,
-        candidate: &Setting,
-        got: Result<T, MeasureError>,
-    ) -> Result<T, MeasureError> {
-        if let Err(MeasureError::CandidateFailed(why)) = &got {
-            if !self.told.contains(&candidate.env) {
-                self.told.push(candidate.env.clone());
-                if self.root {
-                    say_ended(&candidate.env, why);
-                }
-            }
-        }
-        got
-    }
-}
-
-impl Measurer for Announce<'_> {
-    fn measure(
-        &mut self,
-        setting: &Setting,
-        case: &collbench_tune::Case,
-        iters: u32,
-    ) -> Result<collbench_tune::Sample, MeasureError> {
-        let got = self.inner.measure(setting, case, iters);
-        self.hear(setting, got)
-    }
-
-    fn measure_in_pair(&mut self, pair: InPair<'_>, case: &Case, iters: u32) -> Measured {
-        let got = self.inner.measure_in_pair(pair, case, iters);
-        self.hear(pair.candidate(), got)
-    }
-
-    fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
-        let got = self.inner.renew(candidate);
-        self.hear(candidate, got)
-    }
 }
 
 /// Every process agrees on two fresh ports (rank 0's picks) before the

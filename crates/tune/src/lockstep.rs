@@ -39,7 +39,13 @@ pub struct Lockstep<'a> {
     /// Set when any process stopped: the search polls this one.
     agreed_stop: &'a AtomicBool,
     peer_failure: Option<PeerFailure>,
+    on_ended: Option<EndedHook<'a>>,
 }
+
+/// Told of every candidate the processes agreed to end, with the agreed
+/// reason (each time a request for it is answered so; see
+/// [`Lockstep::on_candidate_ended`]).
+pub type EndedHook<'a> = Box<dyn FnMut(&Setting, &str) + 'a>;
 
 impl<'a> Lockstep<'a> {
     /// Measures with `inner` and agrees over `control`. `local_stop` is
@@ -58,7 +64,16 @@ impl<'a> Lockstep<'a> {
             local_stop,
             agreed_stop,
             peer_failure: None,
+            on_ended: None,
         }
+    }
+
+    /// Calls `hook` whenever the processes agree that a candidate failed
+    /// (a repeat or a renewal answered `MeasureError::CandidateFailed`),
+    /// after the measurer let it go: the caller's place to say so.
+    pub fn on_candidate_ended(mut self, hook: EndedHook<'a>) -> Lockstep<'a> {
+        self.on_ended = Some(hook);
+        self
     }
 
     /// The failure of the processes to talk, if one ended the search.
@@ -242,6 +257,9 @@ impl Lockstep<'_> {
                 }
                 if let Err(MeasureError::CandidateFailed(why)) = &w.result {
                     self.inner.candidate_ended(candidate, why);
+                    if let Some(hook) = &mut self.on_ended {
+                        hook(candidate, why);
+                    }
                 }
                 w.result
             }

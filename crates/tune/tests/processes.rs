@@ -9,45 +9,58 @@ use collbench_tune::space::CandidateSpace;
 use collbench_tune::{
     tune, Case, MeasureError, Measured, Measurer, Outcome, Sample, Setting, TuneConfig,
 };
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
 const MIB: u64 = 1 << 20;
 /// What a renewal costs here (us).
 const RENEW_US: f64 = 200_000.0;
 
-/// A measurer whose environment candidate runs at `ratios[g]` of the
-/// default's time in its `g`-th process pair (the screening's is 0), an
-/// in-process candidate at `in_process` of it, with ±0.5% noise.
-struct ByProcess {
-    ratios: Vec<f64>,
-    in_process: f64,
-    generation: usize,
+/// The time ratio to the default of a setting in its `g`-th process
+/// pair (0: the screening's) at a size.
+type Ratio = Box<dyn Fn(&Setting, u32, u64) -> f64>;
+
+/// A measurer of scripted ratios, each environment's process pairs
+/// counted on its own (a renewal starts the next), ±0.5% noise.
+struct Scripted {
+    ratio: Ratio,
+    generations: HashMap<Vec<(String, String)>, u32>,
     renewals: u32,
     calls: u64,
 }
 
-impl ByProcess {
-    fn new(ratios: &[f64], in_process: f64) -> ByProcess {
-        ByProcess {
-            ratios: ratios.to_vec(),
-            in_process,
-            generation: 0,
+impl Scripted {
+    fn new(ratio: Ratio) -> Scripted {
+        Scripted {
+            ratio,
+            generations: HashMap::new(),
             renewals: 0,
             calls: 0,
         }
     }
+
+    /// The environment candidate at `ratios[g]` in its `g`-th process
+    /// pair (the last from then on), an in-process one at `in_process`.
+    fn by_process(ratios: &'static [f64], in_process: f64) -> Scripted {
+        Scripted::new(Box::new(move |s, g, _| {
+            if s.env.is_empty() {
+                in_process
+            } else {
+                ratios[(g as usize).min(ratios.len() - 1)]
+            }
+        }))
+    }
 }
 
-impl Measurer for ByProcess {
-    fn measure(&mut self, setting: &Setting, _case: &Case, iters: u32) -> Measured {
+impl Measurer for Scripted {
+    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured {
         self.calls += 1;
         let jitter = 1.0 + 0.005 * ((self.calls * 7919 % 13) as f64 / 6.0 - 1.0);
         let factor = if setting.is_default() {
             1.0
-        } else if setting.env.is_empty() {
-            self.in_process
         } else {
-            self.ratios[self.generation.min(self.ratios.len() - 1)]
+            let g = self.generations.get(&setting.env).copied().unwrap_or(0);
+            (self.ratio)(setting, g, case.bytes)
         };
         let time_us = 100.0 * factor * jitter;
         Ok(Sample {
@@ -61,20 +74,25 @@ impl Measurer for ByProcess {
         if candidate.env.is_empty() {
             return Ok(None);
         }
-        self.generation += 1;
+        *self.generations.entry(candidate.env.clone()).or_insert(0) += 1;
         self.renewals += 1;
         Ok(Some(RENEW_US))
     }
 }
 
-fn socks() -> Setting {
+/// The socket knobs, `NCCL_NSOCKS_PERTHREAD` x `NCCL_SOCKET_NTHREADS`.
+fn sockets(nsocks: u32, nthreads: u32) -> Setting {
     Setting {
         env: vec![
-            ("NCCL_NSOCKS_PERTHREAD".into(), "2".into()),
-            ("NCCL_SOCKET_NTHREADS".into(), "2".into()),
+            ("NCCL_NSOCKS_PERTHREAD".into(), nsocks.to_string()),
+            ("NCCL_SOCKET_NTHREADS".into(), nthreads.to_string()),
         ],
         ..Setting::default()
     }
+}
+
+fn socks() -> Setting {
+    sockets(2, 2)
 }
 
 fn config(space: CandidateSpace) -> TuneConfig {
@@ -86,7 +104,7 @@ fn config(space: CandidateSpace) -> TuneConfig {
 #[test]
 fn the_claim_is_the_fresh_processes_mean_not_the_screenings_luck() {
     // Screened in a fast process (0.5x); its next four run 0.55x-0.8x.
-    let mut m = ByProcess::new(&[0.5, 0.55, 0.8, 0.6, 0.7], 1.3);
+    let mut m = Scripted::by_process(&[0.5, 0.55, 0.8, 0.6, 0.7], 1.3);
     let cfg = config(CandidateSpace::only(vec![socks()]));
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
     let Outcome::Gain {
@@ -122,7 +140,7 @@ fn the_claim_is_the_fresh_processes_mean_not_the_screenings_luck() {
 fn processes_that_disagree_too_much_are_no_sure_gain() {
     // Fresh processes from 0.45x to 1.0x: the mean is faster, but four
     // such processes cannot say by how much at 95%.
-    let mut m = ByProcess::new(&[0.45, 0.45, 1.0, 0.5, 0.95], 1.3);
+    let mut m = Scripted::by_process(&[0.45, 0.45, 1.0, 0.5, 0.95], 1.3);
     let cfg = config(CandidateSpace::only(vec![socks()]));
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
     match &r.bands[0].outcome {
@@ -140,7 +158,7 @@ fn processes_that_disagree_too_much_are_no_sure_gain() {
 #[test]
 fn a_setting_measured_in_process_is_confirmed_there() {
     // channels=8 wins; it has no processes of its own to renew.
-    let mut m = ByProcess::new(&[1.2], 0.8);
+    let mut m = Scripted::by_process(&[1.2], 0.8);
     let space = CandidateSpace {
         channels: vec![8],
         ..CandidateSpace::only(vec![socks()])
@@ -161,7 +179,7 @@ fn a_setting_measured_in_process_is_confirmed_there() {
 fn renewals_keep_to_the_budget() {
     // Renewals of 0.2 s in a 0.6 s budget: the confirmation stops renewing
     // when the next one no longer fits, and the search ends within it.
-    let mut m = ByProcess::new(&[0.5, 0.55, 0.8, 0.6, 0.7], 1.3);
+    let mut m = Scripted::by_process(&[0.5, 0.55, 0.8, 0.6, 0.7], 1.3);
     let mut cfg = config(CandidateSpace::only(vec![socks()]));
     cfg.budget_us = 0.6e6;
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
@@ -174,57 +192,8 @@ fn renewals_keep_to_the_budget() {
     assert!((1..4).contains(&m.renewals), "{}", m.renewals);
 }
 
-/// Each environment's own process pairs: `ratio(env, generation, bytes)`.
-struct PerEnv {
-    ratio: fn(&str, u32, u64) -> f64,
-    generations: std::collections::HashMap<String, u32>,
-    calls: u64,
-}
-
-fn env_name(s: &Setting) -> String {
-    s.env
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-impl Measurer for PerEnv {
-    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured {
-        self.calls += 1;
-        let jitter = 1.0 + 0.005 * ((self.calls * 7919 % 13) as f64 / 6.0 - 1.0);
-        let factor = if setting.is_default() {
-            1.0
-        } else {
-            let env = env_name(setting);
-            let g = self.generations.get(&env).copied().unwrap_or(0);
-            (self.ratio)(&env, g, case.bytes)
-        };
-        let time_us = 100.0 * factor * jitter;
-        Ok(Sample {
-            time_us,
-            cost_us: time_us * f64::from(iters) + 50.0,
-            algo_proto: None,
-        })
-    }
-
-    fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
-        if candidate.env.is_empty() {
-            return Ok(None);
-        }
-        *self.generations.entry(env_name(candidate)).or_insert(0) += 1;
-        Ok(Some(RENEW_US))
-    }
-}
-
 fn four_by_one() -> Setting {
-    Setting {
-        env: vec![
-            ("NCCL_NSOCKS_PERTHREAD".into(), "4".into()),
-            ("NCCL_SOCKET_NTHREADS".into(), "1".into()),
-        ],
-        ..Setting::default()
-    }
+    sockets(4, 1)
 }
 
 #[test]
@@ -233,16 +202,14 @@ fn a_band_pick_beaten_by_the_shell_setting_on_fresh_pairs_gives_way_to_it() {
     // first process (the screening's) happens to run at 0.3x, its fresh
     // ones at 0.8x: it is picked there and confirmed at +25%, while 2x2,
     // the shell lines' setting, measures +100% in that band afterwards.
-    let mut m = PerEnv {
-        ratio: |env, g, bytes| match (env.contains("NSOCKS_PERTHREAD=2"), bytes, g) {
+    let mut m = Scripted::new(Box::new(|s, g, bytes| {
+        match (s == &socks(), bytes == 8 * MIB, g) {
             (true, ..) => 0.5,
-            (false, b, 0) if b == 8 * MIB => 0.3,
-            (false, b, _) if b == 8 * MIB => 0.8,
-            (false, ..) => 0.9,
-        },
-        generations: Default::default(),
-        calls: 0,
-    };
+            (false, true, 0) => 0.3,
+            (false, true, _) => 0.8,
+            (false, false, _) => 0.9,
+        }
+    }));
     let mut cfg = TuneConfig::new(vec![Collective::AllGather], vec![MIB, 8 * MIB], 2, 2, 600e6);
     cfg.space = CandidateSpace::only(vec![socks(), four_by_one()]);
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
@@ -272,16 +239,14 @@ fn a_band_pick_beaten_by_the_shell_setting_on_fresh_pairs_gives_way_to_it() {
 fn a_band_pick_within_the_shell_settings_noise_stays() {
     // 4x1 at 0.55x in the 8 MiB band, 2x2 at 0.56x there: 2x2 is not
     // faster over its whole interval than the band's pick, which stays.
-    let mut m = PerEnv {
-        ratio: |env, _, bytes| match (env.contains("NSOCKS_PERTHREAD=2"), bytes) {
-            (true, b) if b == 8 * MIB => 0.56,
-            (true, _) => 0.5,
-            (false, b) if b == 8 * MIB => 0.55,
-            (false, _) => 0.9,
-        },
-        generations: Default::default(),
-        calls: 0,
-    };
+    let mut m = Scripted::new(Box::new(|s, _, bytes| {
+        match (s == &socks(), bytes == 8 * MIB) {
+            (true, true) => 0.56,
+            (true, false) => 0.5,
+            (false, true) => 0.55,
+            (false, false) => 0.9,
+        }
+    }));
     let mut cfg = TuneConfig::new(vec![Collective::AllGather], vec![MIB, 8 * MIB], 2, 2, 600e6);
     cfg.space = CandidateSpace::only(vec![socks(), four_by_one()]);
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
