@@ -173,11 +173,15 @@ pub fn tune_config(a: &TuneArgs, world_size: usize, hosts: usize) -> Result<Tune
     Ok(cfg)
 }
 
-/// A progress line when the band, candidate or phase changes.
+/// A progress line when the band, candidate, phase or fresh process pair
+/// changes.
 #[derive(Default)]
 pub struct ProgressLines {
-    last: Option<(usize, String, Phase)>,
+    last: Option<Shown>,
 }
+
+/// What a progress line names: band, candidate, phase, process pair.
+type Shown = (usize, String, Phase, Option<(u32, u32)>);
 
 impl ProgressLines {
     /// Prints a line on stderr if `p` starts something new.
@@ -187,7 +191,7 @@ impl ProgressLines {
         if p.setting.is_default() && p.phase != Phase::Calibrate {
             return;
         }
-        let key = (p.band_index, p.setting.to_string(), p.phase);
+        let key = (p.band_index, p.setting.to_string(), p.phase, p.process_pair);
         if self.last.as_ref() == Some(&key) {
             return;
         }
@@ -197,8 +201,11 @@ impl ProgressLines {
             Phase::Confirm => ("band", "confirm"),
             Phase::ProcessWide => ("process-wide setting, band", "in a band it did not win"),
         };
+        let fresh = p.process_pair.map_or(String::new(), |(k, n)| {
+            format!(", fresh process pair {k} of {n}")
+        });
         crate::stdout::say(format!(
-            "collbench tune: {what} {}/{} {} {} B: {} ({phase}), {:.0} s of budget left",
+            "collbench tune: {what} {}/{} {} {} B: {} ({phase}{fresh}), {:.0} s of budget left",
             p.band_index + 1,
             p.bands_total,
             p.band.op,

@@ -133,6 +133,9 @@ pub struct Progress<'a> {
     pub bands_total: usize,
     pub setting: &'a Setting,
     pub phase: Phase,
+    /// In a confirmation spread over fresh process pairs: which one
+    /// (1-based) of how many.
+    pub process_pair: Option<(u32, u32)>,
     /// Budget spent and left (us).
     pub spent_us: f64,
     pub budget_left_us: f64,
@@ -159,6 +162,7 @@ pub fn tune(
         progress,
         spent_us: 0.0,
         max_renew_us: 0.0,
+        process_pair: None,
         bands_total: all.len(),
     };
     // The process-wide phase's share, kept back from the bands: with one
@@ -236,6 +240,11 @@ fn measuring_order(bands: &[Band]) -> Vec<usize> {
     order
 }
 
+/// What fresh pairs gave: the interval of the time ratio (None when no
+/// pair fitted), the process pairs measured (1 in this process) and what
+/// NCCL last ran.
+type Fresh = (Option<Interval>, u32, Option<AlgoProto>);
+
 /// Why a band stopped short.
 enum Halt {
     Stop,
@@ -256,6 +265,9 @@ struct Search<'a> {
     spent_us: f64,
     /// The dearest renewal of a candidate's processes so far (us).
     max_renew_us: f64,
+    /// The fresh process pair being measured, for progress events (set
+    /// and cleared by [`Search::fresh_pairs`]).
+    process_pair: Option<(u32, u32)>,
     bands_total: usize,
 }
 
@@ -470,19 +482,47 @@ impl Search<'_> {
         setting: &Setting,
         mut ap: Option<AlgoProto>,
         phase: Phase,
-    ) -> Result<(Option<Interval>, u32, Option<AlgoProto>), Halt> {
+    ) -> Result<Fresh, Halt> {
         let total = self.cfg.confirm_processes.max(1);
         let mut processes: Vec<LogSeries> = Vec::new();
+        let measured = self.process_pairs(st, setting, phase, total, &mut processes, &mut ap);
+        self.process_pair = None;
+        if let Some(in_process) = measured? {
+            return Ok(in_process);
+        }
+        let confidence = self.cfg.confirm.confidence;
+        let measured: Vec<&LogSeries> = processes.iter().filter(|s| !s.is_empty()).collect();
+        let interval = match measured[..] {
+            [] => None,
+            [one] => one.interval(confidence),
+            _ => across_processes(&processes, confidence),
+        };
+        Ok((interval, measured.len() as u32, ap))
+    }
+
+    /// The loop of [`Search::fresh_pairs`] over `total` process pairs,
+    /// each one's log ratios pushed to `processes`. For a setting measured
+    /// in this process: the answer of [`Search::pairs_of`] instead.
+    fn process_pairs(
+        &mut self,
+        st: &mut BandState,
+        setting: &Setting,
+        phase: Phase,
+        total: u32,
+        processes: &mut Vec<LogSeries>,
+        ap: &mut Option<AlgoProto>,
+    ) -> Result<Option<Fresh>, Halt> {
         for g in 0..total {
             match self.renew(st, setting) {
                 Ok(true) => {}
                 Ok(false) => {
-                    let (interval, ap) = self.pairs_of(st, setting, ap, phase)?;
-                    return Ok((interval, u32::from(interval.is_some()), ap));
+                    let (interval, ap) = self.pairs_of(st, setting, *ap, phase)?;
+                    return Ok(Some((interval, u32::from(interval.is_some()), ap)));
                 }
                 Err(Halt::Budget) => break,
                 Err(e) => return Err(e),
             }
+            self.process_pair = Some((g + 1, total));
             let rule = StopRule {
                 min_samples: self.cfg.confirm.min_samples.div_ceil(total).max(2),
                 max_samples: self.cfg.confirm.max_samples.div_ceil(total).max(2),
@@ -494,7 +534,7 @@ impl Search<'_> {
             loop {
                 match self.pair(st, setting, stop.len(), phase, st.limit_us) {
                     Ok((d, c)) => {
-                        ap = c.algo_proto.or(ap);
+                        *ap = c.algo_proto.or(*ap);
                         logs.push((c.time_us / d.time_us).ln());
                         if stop.push_pair(d.time_us, c.time_us, d.cost_us + c.cost_us)
                             != Decision::Continue
@@ -508,14 +548,7 @@ impl Search<'_> {
             }
             processes.push(logs);
         }
-        let confidence = self.cfg.confirm.confidence;
-        let measured: Vec<&LogSeries> = processes.iter().filter(|s| !s.is_empty()).collect();
-        let interval = match measured[..] {
-            [] => None,
-            [one] => one.interval(confidence),
-            _ => across_processes(&processes, confidence),
-        };
-        Ok((interval, measured.len() as u32, ap))
+        Ok(None)
     }
 
     /// Fresh processes for `setting`'s pairs ([`Measurer::renew`]), if its
@@ -665,6 +698,7 @@ impl Search<'_> {
             bands_total: st.total,
             setting,
             phase,
+            process_pair: self.process_pair,
             spent_us: self.spent_us,
             budget_left_us: (self.cfg.budget_us - self.spent_us).max(0.0),
         });

@@ -7,7 +7,7 @@
 use collbench_core::Collective;
 use collbench_tune::space::CandidateSpace;
 use collbench_tune::{
-    tune, Case, MeasureError, Measured, Measurer, Outcome, Sample, Setting, TuneConfig,
+    tune, Case, MeasureError, Measured, Measurer, Outcome, Phase, Sample, Setting, TuneConfig,
 };
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -106,7 +106,17 @@ fn the_claim_is_the_fresh_processes_mean_not_the_screenings_luck() {
     // Screened in a fast process (0.5x); its next four run 0.55x-0.8x.
     let mut m = Scripted::by_process(&[0.5, 0.55, 0.8, 0.6, 0.7], 1.3);
     let cfg = config(CandidateSpace::only(vec![socks()]));
-    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+    let mut pairs_heard = Vec::new();
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |p| {
+        if p.phase == Phase::Confirm && !pairs_heard.contains(&p.process_pair) {
+            pairs_heard.push(p.process_pair);
+        }
+    });
+    // Progress names each fresh process pair of the confirmation.
+    assert_eq!(
+        pairs_heard,
+        (1..=4).map(|k| Some((k, 4))).collect::<Vec<_>>()
+    );
     let Outcome::Gain {
         setting,
         ratio,
