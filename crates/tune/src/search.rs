@@ -1,6 +1,8 @@
 //! The search: for each op and size band, screen the candidates against
 //! NCCL's default in interleaved pairs, drop the surely slower ones early,
-//! then re-measure the best one on fresh pairs and let the gain rule decide.
+//! then re-measure the best one on fresh pairs and let the gain rule decide
+//! (an environment candidate's in fresh process pairs: `fresh`); after the
+//! bands, the process-wide phase (`process_wide`).
 //!
 //! Budget: what the measurer reports as each repeat's wall cost is charged
 //! against `budget_us`. Bands are measured smallest probe first, and each
@@ -21,13 +23,12 @@ use crate::report::{
 };
 use crate::setting::{AlgoProto, Case, Setting};
 use crate::space::{bands, candidates, Band, CandidateSpace};
-use crate::stats::{
-    across_processes, AdaptiveStop, Decision, GainRule, Interval, LogSeries, StopRule, Verdict,
-};
+use crate::stats::{AdaptiveStop, Decision, GainRule, Interval, StopRule, Verdict};
 use collbench_core::Collective;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+mod fresh;
 mod process_wide;
 
 /// Everything the search needs besides the measurer.
@@ -239,11 +240,6 @@ fn measuring_order(bands: &[Band]) -> Vec<usize> {
     order.sort_by_key(|&i| bands[i].probe_bytes);
     order
 }
-
-/// What fresh pairs gave: the interval of the time ratio (None when no
-/// pair fitted), the process pairs measured (1 in this process) and what
-/// NCCL last ran.
-type Fresh = (Option<Interval>, u32, Option<AlgoProto>);
 
 /// Why a band stopped short.
 enum Halt {
@@ -464,128 +460,6 @@ impl Search<'_> {
             }
         }
         Ok((stop.interval(), ap))
-    }
-
-    /// Fresh pairs of `setting` against the default, for a verdict. A
-    /// setting measured in processes of its own is measured in
-    /// `confirm_processes` fresh process pairs, one after another (each
-    /// renewed first, never the screening's: a candidate whose screening
-    /// process happened to be a fast one would otherwise be confirmed by
-    /// the same luck), each with an equal share of the pairs and of the
-    /// band's budget left, and judged by the interval across them; any
-    /// other setting on pairs in this process ([`Search::pairs_of`]).
-    /// Returns the interval (None when no pair fitted), the process pairs
-    /// measured (1 in this process) and what NCCL last ran.
-    fn fresh_pairs(
-        &mut self,
-        st: &mut BandState,
-        setting: &Setting,
-        mut ap: Option<AlgoProto>,
-        phase: Phase,
-    ) -> Result<Fresh, Halt> {
-        let total = self.cfg.confirm_processes.max(1);
-        let mut processes: Vec<LogSeries> = Vec::new();
-        let measured = self.process_pairs(st, setting, phase, total, &mut processes, &mut ap);
-        self.process_pair = None;
-        if let Some(in_process) = measured? {
-            return Ok(in_process);
-        }
-        let confidence = self.cfg.confirm.confidence;
-        let measured: Vec<&LogSeries> = processes.iter().filter(|s| !s.is_empty()).collect();
-        let interval = match measured[..] {
-            [] => None,
-            [one] => one.interval(confidence),
-            _ => across_processes(&processes, confidence),
-        };
-        Ok((interval, measured.len() as u32, ap))
-    }
-
-    /// The loop of [`Search::fresh_pairs`] over `total` process pairs,
-    /// each one's log ratios pushed to `processes`. For a setting measured
-    /// in this process: the answer of [`Search::pairs_of`] instead.
-    fn process_pairs(
-        &mut self,
-        st: &mut BandState,
-        setting: &Setting,
-        phase: Phase,
-        total: u32,
-        processes: &mut Vec<LogSeries>,
-        ap: &mut Option<AlgoProto>,
-    ) -> Result<Option<Fresh>, Halt> {
-        for g in 0..total {
-            match self.renew(st, setting) {
-                Ok(true) => {}
-                Ok(false) => {
-                    let (interval, ap) = self.pairs_of(st, setting, *ap, phase)?;
-                    return Ok(Some((interval, u32::from(interval.is_some()), ap)));
-                }
-                Err(Halt::Budget) => break,
-                Err(e) => return Err(e),
-            }
-            self.process_pair = Some((g + 1, total));
-            let rule = StopRule {
-                min_samples: self.cfg.confirm.min_samples.div_ceil(total).max(2),
-                max_samples: self.cfg.confirm.max_samples.div_ceil(total).max(2),
-                max_cost_us: (st.limit_us - self.spent_us).max(0.0) / f64::from(total - g),
-                ..self.cfg.confirm
-            };
-            let mut stop = AdaptiveStop::new(rule);
-            let mut logs = LogSeries::default();
-            loop {
-                match self.pair(st, setting, stop.len(), phase, st.limit_us) {
-                    Ok((d, c)) => {
-                        *ap = c.algo_proto.or(*ap);
-                        logs.push((c.time_us / d.time_us).ln());
-                        if stop.push_pair(d.time_us, c.time_us, d.cost_us + c.cost_us)
-                            != Decision::Continue
-                        {
-                            break;
-                        }
-                    }
-                    Err(Halt::Budget) => break,
-                    Err(e) => return Err(e),
-                }
-            }
-            processes.push(logs);
-        }
-        Ok(None)
-    }
-
-    /// Fresh processes for `setting`'s pairs ([`Measurer::renew`]), if its
-    /// predicted cost (the dearest renewal so far plus 10%, and a pair
-    /// after it) fits the band's limit: true when renewed, false when the
-    /// setting is measured in this process.
-    fn renew(&mut self, st: &BandState, setting: &Setting) -> Result<bool, Halt> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(Halt::Stop);
-        }
-        // Only a setting of environment variables has processes of its
-        // own: NCCL reads those once per process. Any other needs no
-        // renewal, and no budget for one.
-        if setting.env.is_empty() {
-            return Ok(false);
-        }
-        let predicted = (self.max_renew_us + st.max_pair_us) * 1.1;
-        if self.spent_us + predicted > st.limit_us.min(self.cfg.budget_us) {
-            return Err(Halt::Budget);
-        }
-        let started = Instant::now();
-        match self.m.renew(setting) {
-            Ok(None) => Ok(false),
-            Ok(Some(us)) => {
-                self.spent_us += us;
-                self.max_renew_us = self.max_renew_us.max(us);
-                Ok(true)
-            }
-            Err(e) => {
-                self.spent_us += started.elapsed().as_secs_f64() * 1e6;
-                Err(match e {
-                    MeasureError::CandidateFailed(r) => Halt::CandidateFailed(r),
-                    MeasureError::Unsupported(r) => Halt::Unsupported(r),
-                    MeasureError::Failed(r) => Halt::Failed(r),
-                })
-            }
-        }
     }
 
     /// The winner's confirmation on fresh pairs: only these decide.
