@@ -156,25 +156,28 @@ fn footer(r: &TuneReport) -> String {
         } else {
             ""
         },
-        process_pairs(r).map_or(String::new(), |(lo, hi)| {
-            let n = if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") };
+        process_pairs(&r.bands).map_or(String::new(), |n| {
             format!(", and a winner among them confirmed over {n} fresh pairs of such processes (its interval carries the spread from one process to the next)")
         })
     )
 }
 
-/// The fewest and most process pairs an environment winner's confirmation
-/// was spread over, if any environment won over more than one.
-fn process_pairs(r: &TuneReport) -> Option<(u32, u32)> {
-    let counts = r.bands.iter().filter_map(|b| match &b.outcome {
-        Outcome::Gain {
-            setting, processes, ..
-        } if !setting.env.is_empty() && *processes > 1 => Some(*processes),
-        _ => None,
-    });
-    counts.fold(None, |acc, n| match acc {
-        None => Some((n, n)),
-        Some((lo, hi)) => Some((lo.min(n), hi.max(n))),
+/// How many fresh process pairs the gains of `bands` were confirmed over
+/// (`4`, or `3-4` where they differ), counting those spread over more than
+/// one (an environment winner's); None without such a gain.
+fn process_pairs<'b>(bands: impl IntoIterator<Item = &'b BandReport>) -> Option<String> {
+    let counts: Vec<u32> = bands
+        .into_iter()
+        .filter_map(|b| match &b.outcome {
+            Outcome::Gain { processes, .. } if *processes > 1 => Some(*processes),
+            _ => None,
+        })
+        .collect();
+    let (lo, hi) = (counts.iter().min()?, counts.iter().max()?);
+    Some(if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}-{hi}")
     })
 }
 
@@ -455,25 +458,6 @@ fn elsewhere(r: &TuneReport, setting: &Setting, others: &[&BandReport]) -> Optio
     ))
 }
 
-/// How many fresh process pairs the gains of `bands` were confirmed over,
-/// when more than one (an environment winner's).
-fn confirmed_over(bands: &[&BandReport]) -> String {
-    let counts: Vec<u32> = bands
-        .iter()
-        .filter_map(|b| match &b.outcome {
-            Outcome::Gain { processes, .. } if *processes > 1 => Some(*processes),
-            _ => None,
-        })
-        .collect();
-    match (counts.iter().min(), counts.iter().max()) {
-        (Some(lo), Some(hi)) if lo == hi => {
-            format!(" (each confirmed in {lo} fresh process pairs)")
-        }
-        (Some(lo), Some(hi)) => format!(" (each confirmed in {lo}-{hi} fresh process pairs)"),
-        _ => String::new(),
-    }
-}
-
 /// `v` as one shell word: as is when it holds only characters no shell
 /// reads specially, else single-quoted.
 fn shell_word(v: &str) -> String {
@@ -526,7 +510,9 @@ pub fn shell(r: &TuneReport) -> String {
             out.push_str(&format!(
                 "# collbench tune: {setting} beat NCCL's defaults in {}{}\n",
                 where_won(bands),
-                confirmed_over(bands)
+                process_pairs(bands.iter().copied()).map_or(String::new(), |n| format!(
+                    " (each confirmed in {n} fresh process pairs)"
+                ))
             ));
             let others: Vec<&BandReport> = r
                 .bands
