@@ -43,11 +43,6 @@ pub fn spawner() -> Result<Spawn, Failure> {
     spawner_with(Box::new(|_| Vec::new()))
 }
 
-/// The variable that tells a child its number (0, 1, .. in the order the
-/// parent started its children; renewed children get new numbers): it
-/// names the child in the fake's noise seed.
-pub const CHILD_NUMBER_VAR: &str = "COLLBENCH_TUNE_CHILD_NUMBER";
-
 /// [`spawner`], with `vars(k)` added to child number `k`'s environment.
 ///
 /// Every child starts with the CPU mask the calling thread has now (call
@@ -70,7 +65,6 @@ pub fn spawner_with(vars: ChildVars) -> Result<Spawn, Failure> {
         cmd.args(&argv).arg("--serve-measure");
         cmd.envs(env.iter().map(|(k, v)| (k, v)));
         cmd.envs(vars(k));
-        cmd.env(CHILD_NUMBER_VAR, k.to_string());
         if let Some(mask) = mask {
             mask.apply(&mut cmd);
         }
@@ -183,14 +177,15 @@ fn faulty(mode: &str, rank: usize) -> bool {
     }
 }
 
-/// The fake child's noise seed: from its rank, its number and its
-/// `NCCL_*` environment, so each child of a search has its own noise and
-/// every run of a test the same (a process-id seed made one test's
-/// verdict on NCCL's default spelled out change from run to run).
+/// The fake child's noise seed: from its rank, its `NCCL_*` environment
+/// and its process pair ([`GENERATION_VAR`]), so each child of a search
+/// has its own noise and every run of a test the same (a process-id seed
+/// made one test's verdict on NCCL's default spelled out change from run
+/// to run).
 fn child_seed(rank: usize) -> u64 {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut vars: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("NCCL_") || k == CHILD_NUMBER_VAR)
+        .filter(|(k, _)| k.starts_with("NCCL_") || k == GENERATION_VAR)
         .collect();
     vars.sort();
     let mut h = DefaultHasher::new();
