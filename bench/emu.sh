@@ -9,7 +9,7 @@
 #     stages: ntbuild pinning explain tuner faults check zmodes parity2
 #     parity4 (default: all of them, in that order); issue 23's tune
 #     stages, each named to run: tune tunerepro tunecsv buffsize nauto
-#     commprobe falls
+#     commprobe falls cpuvar
 #     (bench/emu_tune.py judges them; see their comments below)
 #
 # ntbuild  builds nccl-tests 2.19.6 with MPI=1 from $NTSRC into $NT (skipped
@@ -91,6 +91,27 @@ fi
 # PIDS; rank r's stdout and stderr in DIR/NAME.r<r>.{txt,err}. Every
 # process has LOCAL_RANK=r unless the VAR list says otherwise.
 JOB=0
+# EMU_HOSTCPUS=1: each emulated host runs on CPUs of its own, as hosts do:
+# the machine's physical cores (with their hyperthreads) split into W runs
+# of cores, host r on run r (taskset; NCCL's threads, collbench's pinning
+# and tune's children all stay inside it). Without it every host's
+# threads share every CPU. HOSTCPUS is read at each start, so a stage may
+# switch it between runs.
+HOSTCPUS=${EMU_HOSTCPUS:-0}
+# host_cpus W: the W hosts' CPU lists, separated by ';'.
+host_cpus() {
+  lscpu -p=CPU,CORE | python3 -c '
+import os, sys
+w, allowed, cores = int(sys.argv[1]), os.sched_getaffinity(0), {}
+for ln in sys.stdin:
+    if ln.startswith("#"): continue
+    cpu, core = map(int, ln.split(",")[:2])
+    if cpu in allowed: cores.setdefault(core, []).append(cpu)
+order = sorted(cores.values(), key=min)
+n = len(order)
+runs = [order[r % n] for r in range(w)] if n < w else [sum(order[r * n // w:(r + 1) * n // w], []) for r in range(w)]
+print(";".join(",".join(map(str, sorted(c))) for c in runs))' "$1"
+}
 cb_start() {
   local dir=$1 name=$2 w=$3; shift 3
   local vars=()
@@ -103,8 +124,11 @@ cb_start() {
   # other jobs' own sockets take theirs: a port at 37134 was in use once.
   local port=$((20000 + (BASHPID * 131 + JOB * 7919) % 12000)) r
   PIDS=()
+  local lists=() pre=()
+  [ "$HOSTCPUS" = 1 ] && IFS=';' read -ra lists <<< "$(host_cpus "$w")"
   for r in $(seq 0 $((w - 1))); do
-    env NCCL_HOSTID="emu$JOB-$r" CUDA_VISIBLE_DEVICES=0 RANK=$r WORLD_SIZE=$w \
+    pre=(); [ "$HOSTCPUS" = 1 ] && pre=(taskset -c "${lists[r]}")
+    "${pre[@]}" env NCCL_HOSTID="emu$JOB-$r" CUDA_VISIBLE_DEVICES=0 RANK=$r WORLD_SIZE=$w \
       LOCAL_RANK=$r LOCAL_WORLD_SIZE=$w MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       COLLBENCH_BIND=127.0.0.1 "${vars[@]}" \
       "$CB" "$@" $DRYFLAGS > "$dir/$name.r$r.txt" 2> "$dir/$name.r$r.err" &
@@ -135,12 +159,15 @@ nt() {
   local dir=$1 name=$2 w=$3 bin=$4; shift 4
   [ "$DRY" = 1 ] && return 0
   JOB=$((JOB + 1))
-  local s; s=$(now)
+  local s cpus=(); s=$(now)
+  [ "$HOSTCPUS" = 1 ] && cpus=(-x "EMU_CPULISTS=$(host_cpus "$w")")
   timeout 240 mpirun --allow-run-as-root -np "$w" --bind-to none --oversubscribe \
     -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME -x NCCL_IB_DISABLE -x CUDA_MPS_PIPE_DIRECTORY \
     -x NCCL_TESTS_DEVICE=0 -x NCCL_DEBUG -x NCCL_DEBUG_SUBSYS -x NCCL_TUNER_PLUGIN \
-    -x NCCL_TUNER_CONFIG_FILE -x EMU_JOB=$JOB ${NT_X:-} \
-    bash -c 'NCCL_HOSTID=emu$EMU_JOB-$OMPI_COMM_WORLD_RANK exec "$@"' _ \
+    -x NCCL_TUNER_CONFIG_FILE -x EMU_JOB=$JOB "${cpus[@]}" ${NT_X:-} \
+    bash -c 'export NCCL_HOSTID=emu$EMU_JOB-$OMPI_COMM_WORLD_RANK
+      [ -n "${EMU_CPULISTS:-}" ] || exec "$@"
+      IFS=";" read -ra L <<< "$EMU_CPULISTS"; exec taskset -c "${L[$OMPI_COMM_WORLD_RANK]}" "$@"' _ \
     "$NT/$bin" "$@" -g 1 > "$dir/$name.txt" 2> "$dir/$name.err"
   printf '%-34s rc=%-12s %6.1f s\n' "$name" "$?" "$(secs "$s" "$(now)")" | tee -a "$O/log.txt"
 }
@@ -481,6 +508,41 @@ stage_falls() {
   done
   cb "$d" "def9" 2 -- run $one -J "$d/def9.json"
   python3 bench/emu_tune.py falls "$d" | tee "$d/falls.md" | tee -a "$O/log.txt"
+}
+
+# Where do the defaults' swings between processes come from? Run to run,
+# NCCL's default busbw moved by up to +-27% (call 14) while each process
+# held steady within itself. Every emulated host's threads (collbench's or
+# nccl-tests' launch thread, NCCL's proxy and socket threads, all busy)
+# share every CPU, so how they fall on cores and hyperthreads is each
+# process's luck. $CPUVAR_ROUNDS rounds (default 6), each with the hosts
+# on shared CPUs and on CPUs of their own (EMU_HOSTCPUS), order
+# alternating: nccl-tests' defaults (all_reduce, all_gather); rounds 1-3
+# also collbench's defaults and nccl-tests with 4 sockets per thread
+# (call 14's winner). bench/emu_tune.py cpuvar: the spread per placement.
+stage_cpuvar() {
+  local d=$O/cpuvar r p op sweep="-b 128M -e 512M -f 4 -w 2 -n 10"
+  local env=(NCCL_NSOCKS_PERTHREAD=4 NCCL_SOCKET_NTHREADS=1)
+  { nproc; lscpu; lscpu -e; cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpuset.cpus.effective; } > "$d/cpus.txt" 2>&1
+  log "cpuvar: host CPUs (2 hosts) $(host_cpus 2)"
+  for r in $(seq "${CPUVAR_ROUNDS:-6}"); do
+    local order="shared own"; [ $((r % 2)) = 0 ] && order="own shared"
+    for p in $order; do
+      HOSTCPUS=0; [ "$p" = own ] && HOSTCPUS=1
+      mkdir -p "$d/ntdef$p$r" "$d/ntenv$p$r"
+      # Where each thread runs, 3 s into the first all_reduce.
+      [ "$r" -le 2 ] && ( sleep 3; ps -eLo pid,tid,psr,pcpu,comm > "$d/threads_$p$r.txt" ) &
+      for op in all_reduce all_gather; do nt "$d/ntdef$p$r" "$op" 2 "${op}_perf" $sweep; done
+      if [ "$r" -le 3 ]; then
+        cb "$d" "cbdef$p$r" 2 -- run all_reduce all_gather $sweep
+        ( export "${env[@]}"; NT_X="-x NCCL_NSOCKS_PERTHREAD -x NCCL_SOCKET_NTHREADS"
+          nt "$d/ntenv$p$r" all_reduce 2 all_reduce_perf $sweep )
+      fi
+    done
+    pack
+  done
+  HOSTCPUS=${EMU_HOSTCPUS:-0}
+  python3 bench/emu_tune.py cpuvar "$d" | tee "$d/cpuvar.md" | tee -a "$O/log.txt"
 }
 
 # -n auto against -n 20: the seven ops, 8 B - 1 GiB, rounds interleaved

@@ -38,6 +38,12 @@ usage:
       median, and how those slow iterations lie (runs of consecutive slow
       iterations): a fall that belongs to a process shows as a process
       all slow; one that belongs to time, as runs inside processes.
+  emu_tune.py cpuvar DIR
+      DIR holds nt{def,env}<placement><r>/ and cbdef<placement><r>.txt
+      (stage cpuvar; placement shared or own): per placement, tool and
+      (op, size) at >= 64 MiB, each round's out-of-place busbw, their
+      spread (max/min - 1) and the standard deviation of their logs; then
+      nccl-tests' gain of 4 sockets per thread over the defaults.
 Exit 0 always: the numbers are the result.
 """
 import glob
@@ -288,9 +294,43 @@ def nauto(argv):
         print(f"spread: {'met' if med['auto'] <= med['n20'] else 'NOT met'} (auto no wider than n20)")
 
 
+def cpuvar(argv):
+    import math
+    d = argv[0]
+    print("| placement | tool | op | size | busbw per round, GB/s | spread | sd of log |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    means, sds = {}, {"shared": [], "own": []}
+    for p in ("shared", "own"):
+        per = {
+            "nt def": [bw_by_key(r) for r in nt_rounds(d, f"ntdef{p}")],
+            "nt env": [bw_by_key(r) for r in nt_rounds(d, f"ntenv{p}")],
+            "cb def": [bw_by_key([f]) for f in rounds(d, f"cbdef{p}")],
+        }
+        for tool, rs in per.items():
+            for k in sorted(set().union(*rs) if rs else []):
+                v = [r[k] for r in rs if k in r]
+                logs = [math.log(x) for x in v]
+                sd = statistics.stdev(logs) if len(v) > 1 else float("nan")
+                means[(p, tool, k)] = statistics.mean(v)
+                if tool == "nt def" and len(v) > 1:
+                    sds[p].append(sd)
+                print(f"| {p} | {tool} | {k[0]} | {k[1] // MIB}M | {' '.join(f'{x:.2f}' for x in v)} "
+                      f"| {max(v) / min(v) - 1:.1%} | {sd:.3f} |")
+    for p in ("shared", "own"):
+        for k in sorted(k for (q, t, k) in means if q == p and t == "nt env"):
+            if (p, "nt def", k) in means:
+                print(f"nt gain, {p}, {k[0]} {k[1] // MIB}M: "
+                      f"{means[(p, 'nt env', k)] / means[(p, 'nt def', k)]:.3f}x")
+    if sds["shared"] and sds["own"]:
+        med = {p: statistics.median(v) for p, v in sds.items()}
+        quieter = "own" if med["own"] < 0.7 * med["shared"] else "shared"
+        print(f"cpuvar: quieter placement: {quieter} (nccl-tests' defaults, median sd of log busbw "
+              f"between processes: shared {med['shared']:.3f}, own {med['own']:.3f}; own must be < 0.7x)")
+
+
 def main(argv):
     cmds = {"gains": gains, "repro": repro, "nogain": nogain, "nauto": nauto, "probe": probe,
-            "falls": falls}
+            "falls": falls, "cpuvar": cpuvar}
     if len(argv) < 3 or argv[1] not in cmds:
         print(__doc__.strip(), file=sys.stderr)
         return 0
