@@ -200,6 +200,7 @@ impl ProgressLines {
             Phase::Screen => ("band", "screen"),
             Phase::Confirm => ("band", "confirm"),
             Phase::ProcessWide => ("process-wide setting, band", "in a band it did not win"),
+            Phase::Refine => ("process-wide setting, figure", "refine"),
         };
         let fresh = p.process_pair.map_or(String::new(), |(k, n)| {
             format!(", fresh process pair {k} of {n}")

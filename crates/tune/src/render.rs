@@ -137,7 +137,7 @@ fn footer(r: &TuneReport) -> String {
         .max_channels
         .map_or(String::new(), |n| format!(", at most {n} channels"));
     let lost = r.process_wide.as_ref().filter(|p| !p.bands.is_empty());
-    let process_wide = lost.map_or(String::new(), |p| {
+    let mut process_wide = lost.map_or(String::new(), |p| {
         format!(
             ", {:.1} s of it measuring {} (the shell lines' setting) in the {} band{} it did not win",
             p.spent_us / 1e6,
@@ -146,6 +146,13 @@ fn footer(r: &TuneReport) -> String {
             if p.bands.len() == 1 { "" } else { "s" }
         )
     });
+    if let Some(p) = r.process_wide.as_ref().filter(|p| p.refine_spent_us > 0.0) {
+        process_wide += &format!(
+            ", {:.1} s on more fresh process pairs for {}'s figures, widest interval first (the budget the search had left)",
+            p.refine_spent_us / 1e6,
+            if lost.is_some() { "that setting" } else { "the shell lines' setting" }
+        );
+    }
     format!(
         "{how}; measured {:.1} s of a {:.1} s budget{limit}{process_wide}; a gain is shown when the whole 95% interval of the time ratio (fresh interleaved pairs) means >= {:.0}% less time{}{}",
         r.spent_us / 1e6,

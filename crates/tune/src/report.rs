@@ -44,6 +44,11 @@ pub struct ProcessWide {
     pub bands: Vec<ProcessWideBand>,
     /// What these measurements cost (us).
     pub spent_us: f64,
+    /// What the refinement cost (us): more fresh process pairs for this
+    /// setting's figures, in the bands it won and in these, with the
+    /// budget the search had left.
+    #[serde(default)]
+    pub refine_spent_us: f64,
 }
 
 /// The process-wide setting in one band it did not win.

@@ -30,6 +30,7 @@ use std::time::Instant;
 
 mod fresh;
 mod process_wide;
+mod refine;
 
 /// Everything the search needs besides the measurer.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,8 +66,17 @@ pub struct TuneConfig {
     pub screen_fraction: f64,
     /// Share of the whole budget kept, when there are several bands, for
     /// measuring the process-wide setting in the bands it did not win
-    /// ([`crate::report::ProcessWide`]); what that phase leaves is unspent.
+    /// ([`crate::report::ProcessWide`]); what that phase leaves goes to the
+    /// refinement.
     pub process_wide_fraction: f64,
+    /// The refinement: with budget left after the process-wide phase, the
+    /// process-wide setting's figures measured over fresh process pairs
+    /// get more such pairs, the widest interval first, up to this many
+    /// pairs each (at most `confirm_processes`: none added).
+    pub refine_processes: u32,
+    /// ... until each interval's half width (of the log time ratio) is at
+    /// most this.
+    pub refine_half_width: f64,
     /// Aim each repeat at about this long (us): iterations per repeat come
     /// from one calibration repeat of the default.
     pub target_repeat_us: f64,
@@ -79,7 +89,11 @@ impl TuneConfig {
     /// (5 to 40 pairs; an environment candidate's over 4 fresh process
     /// pairs: with 3, Student's quantile at 2 degrees of freedom, 4.3,
     /// left a setting whose processes ran 0.45x to 0.85x the default's
-    /// time short of a sure gain), 2% gain rule, repeats of about 5 ms.
+    /// time short of a sure gain), 2% gain rule, repeats of about 5 ms;
+    /// the refinement up to 16 process pairs or ±2.5% (with 16, Student's
+    /// quantile is 2.13 against 3.18 with 4, and the standard error half:
+    /// a third of the interval; ±2.5% of the time ratio is ±5% of a
+    /// doubled busbw).
     pub fn new(
         ops: Vec<Collective>,
         sizes: Vec<u64>,
@@ -107,6 +121,8 @@ impl TuneConfig {
             prune_after: 3,
             screen_fraction: 0.6,
             process_wide_fraction: 0.2,
+            refine_processes: 16,
+            refine_half_width: 0.025,
             target_repeat_us: 5_000.0,
             max_iters: 1000,
         }
@@ -121,6 +137,8 @@ pub enum Phase {
     Confirm,
     /// The process-wide setting's fresh pairs in a band it did not win.
     ProcessWide,
+    /// More fresh process pairs for the process-wide setting's figures.
+    Refine,
 }
 
 /// One progress event, sent before each measurement.
@@ -165,6 +183,7 @@ pub fn tune(
         max_renew_us: 0.0,
         process_pair: None,
         bands_total: all.len(),
+        kept: Vec::new(),
     };
     // The process-wide phase's share, kept back from the bands: with one
     // band there is nothing for a setting to lose.
@@ -191,11 +210,19 @@ pub fn tune(
         done.into_iter().flatten().unzip();
     let mut process_wide = None;
     if end == End::Complete {
-        if let Some(setting) = process_wide_choice(&bands) {
-            let (pw, pw_end) = s.process_wide(setting.clone(), &bands, &calibrations, &order);
+        if let Some(setting) = process_wide_choice(&bands).cloned() {
+            let (mut pw, pw_end) = s.process_wide(setting.clone(), &bands, &calibrations, &order);
+            if pw_end.is_none() {
+                let started = s.spent_us;
+                end = s.refine(&setting).unwrap_or(End::Complete);
+                pw.refine_spent_us = s.spent_us - started;
+                s.apply_refined(&setting, &mut bands, &mut pw);
+            }
             process_wide::promote(&mut bands, &pw, cfg.world_size);
             process_wide = Some(pw);
-            end = pw_end.unwrap_or(End::Complete);
+            if let Some(e) = pw_end {
+                end = e;
+            }
         }
     }
     TuneReport {
@@ -265,6 +292,8 @@ struct Search<'a> {
     /// and cleared by [`Search::fresh_pairs`]).
     process_pair: Option<(u32, u32)>,
     bands_total: usize,
+    /// Figures over several fresh process pairs, for the refinement.
+    kept: Vec<fresh::Kept>,
 }
 
 /// Per-band state: the budget line, the default's samples, the pair costs.

@@ -95,9 +95,12 @@ fn socks() -> Setting {
     sockets(2, 2)
 }
 
+/// One all_gather band of `space`, without the refinement (these tests
+/// are about the confirmation; the refinement's own set theirs).
 fn config(space: CandidateSpace) -> TuneConfig {
     let mut cfg = TuneConfig::new(vec![Collective::AllGather], vec![64 * MIB], 2, 2, 600e6);
     cfg.space = space;
+    cfg.refine_processes = 0;
     cfg
 }
 
@@ -262,4 +265,172 @@ fn a_band_pick_within_the_shell_settings_noise_stays() {
     let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
     assert_eq!(r.bands[1].gain().unwrap().0, &four_by_one());
     assert!(r.bands[1].replaced.is_none());
+}
+
+/// One all_gather band of 2x2 alone, refinement as by default.
+fn refined(budget_us: f64) -> TuneConfig {
+    let mut cfg = TuneConfig::new(vec![Collective::AllGather], vec![64 * MIB], 2, 2, budget_us);
+    cfg.space = CandidateSpace::only(vec![socks()]);
+    cfg
+}
+
+/// 2x2's ratio in process pair `g`: the screening's and the next four
+/// lucky (0.5x-0.55x), those after them from a cycle around 0.65x.
+fn lucky_first(g: u32) -> f64 {
+    const LATER: [f64; 4] = [0.7, 0.6, 0.75, 0.55];
+    match g {
+        0..=4 => [0.5, 0.5, 0.55, 0.5, 0.52][g as usize],
+        _ => LATER[(g as usize - 5) % LATER.len()],
+    }
+}
+
+#[test]
+fn the_budget_left_buys_the_shell_settings_claim_more_process_pairs() {
+    let mut m = Scripted::new(Box::new(|_, g, _| lucky_first(g)));
+    let cfg = refined(600e6);
+    let mut refine_pairs = Vec::new();
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |p| {
+        if p.phase == Phase::Refine && !refine_pairs.contains(&p.process_pair) {
+            refine_pairs.push(p.process_pair);
+        }
+    });
+    let Outcome::Gain {
+        ratio, processes, ..
+    } = &r.bands[0].outcome
+    else {
+        panic!("{:?}", r.bands[0].outcome)
+    };
+    // 4 confirmation pairs, then 12 more up to the cap, each heard.
+    assert_eq!(*processes, 16);
+    assert_eq!(m.renewals, 16);
+    assert_eq!(
+        refine_pairs,
+        (5..=16).map(|k| Some((k, 16))).collect::<Vec<_>>()
+    );
+    // The claim is the mean over all 16 fresh pairs: nearer the later
+    // processes' 0.65x than the four lucky ones' 0.52x.
+    let mean = (1..=16).map(|g| lucky_first(g).ln()).sum::<f64>() / 16.0;
+    assert!(
+        (ratio.estimate / mean.exp() - 1.0).abs() < 0.01,
+        "{ratio:?} against {}",
+        mean.exp()
+    );
+    let pw = r.process_wide.as_ref().expect("the shell lines' setting");
+    assert!(pw.refine_spent_us >= 12.0 * RENEW_US, "{pw:?}");
+    assert!(r.spent_us <= cfg.budget_us);
+    // The footer says where that time went, and how many pairs.
+    let text = collbench_tune::render::text(&r);
+    assert!(
+        text.contains("s on more fresh process pairs for the shell lines' setting's figures")
+            && text.contains("confirmed over 16 fresh pairs"),
+        "{text}"
+    );
+    // Without the refinement: the four lucky pairs' claim, further off.
+    let mut m = Scripted::new(Box::new(|_, g, _| lucky_first(g)));
+    let mut cfg = refined(600e6);
+    cfg.refine_processes = 0;
+    let r4 = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+    let (_, four) = r4.bands[0].gain().unwrap();
+    assert!(four.estimate < 0.53, "{four:?}");
+    assert_eq!(r4.process_wide.unwrap().refine_spent_us, 0.0);
+}
+
+#[test]
+fn processes_that_agree_within_the_target_get_no_more() {
+    // Every process at 0.6x (the measurer's ±0.5% noise only): 4 pairs
+    // already put the interval within ±2.5%.
+    let mut m = Scripted::new(Box::new(|_, _, _| 0.6));
+    let r = tune(
+        &mut m,
+        &refined(600e6),
+        &AtomicBool::new(false),
+        &mut |_| {},
+    );
+    let Outcome::Gain { processes, .. } = &r.bands[0].outcome else {
+        panic!("{:?}", r.bands[0].outcome)
+    };
+    assert_eq!(*processes, 4);
+    assert_eq!(m.renewals, 4);
+    assert_eq!(r.process_wide.unwrap().refine_spent_us, 0.0);
+}
+
+#[test]
+fn the_refinement_keeps_to_the_budget() {
+    // Renewals of 0.2 s: a 2 s budget has room for a few more pairs
+    // after the confirmation's four, not for twelve.
+    let mut m = Scripted::new(Box::new(|_, g, _| lucky_first(g)));
+    let cfg = refined(2e6);
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+    assert!(
+        r.spent_us <= cfg.budget_us,
+        "{} of {}",
+        r.spent_us,
+        cfg.budget_us
+    );
+    let Outcome::Gain { processes, .. } = &r.bands[0].outcome else {
+        panic!("{:?}", r.bands[0].outcome)
+    };
+    assert!((5..16).contains(processes), "{processes}");
+}
+
+#[test]
+fn a_gain_that_more_process_pairs_no_longer_call_sure_is_no_gain() {
+    // Four fresh pairs at 0.85x-0.9x confirm a gain; the processes after
+    // them run at the default's pace or slower.
+    let ratio = |g: u32| match g {
+        0..=4 => [0.8, 0.9, 0.85, 0.88, 0.86][g as usize],
+        _ => [1.05, 1.0, 1.1, 0.98][(g as usize - 5) % 4],
+    };
+    let mut m = Scripted::new(Box::new(move |_, g, _| ratio(g)));
+    let r = tune(
+        &mut m,
+        &refined(600e6),
+        &AtomicBool::new(false),
+        &mut |_| {},
+    );
+    match &r.bands[0].outcome {
+        Outcome::NoGain {
+            best: Some(s),
+            ratio: Some(iv),
+        } => {
+            assert_eq!(s, &socks());
+            assert!(iv.hi > 0.98, "{iv:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // And the shell lines set nothing.
+    assert!(!collbench_tune::render::shell(&r).contains("export "));
+}
+
+#[test]
+fn the_shell_settings_figures_where_it_did_not_win_are_refined_too() {
+    // 2x2 wins the 1 and 64 MiB bands (0.5x), the shell lines' setting;
+    // 4x1 wins at 8 MiB (0.3x), where 2x2 runs at 0.5x-0.8x by process:
+    // its figure there gets more pairs.
+    let mut m = Scripted::new(Box::new(|s, g, bytes| {
+        match (s == &socks(), bytes == 8 * MIB) {
+            (true, false) => 0.5,
+            (true, true) => [0.5, 0.8, 0.6, 0.75][g as usize % 4],
+            (false, true) => 0.3,
+            (false, false) => 0.9,
+        }
+    }));
+    let sizes = vec![MIB, 8 * MIB, 64 * MIB];
+    let mut cfg = TuneConfig::new(vec![Collective::AllGather], sizes, 2, 2, 600e6);
+    cfg.space = CandidateSpace::only(vec![socks(), four_by_one()]);
+    let r = tune(&mut m, &cfg, &AtomicBool::new(false), &mut |_| {});
+    assert_eq!(r.bands[1].gain().unwrap().0, &four_by_one());
+    let pw = r.process_wide.expect("the shell lines' setting");
+    assert_eq!(pw.setting, socks());
+    match &pw.bands[0].figure {
+        collbench_tune::ProcessWideFigure::Confirmed { processes, .. } => {
+            assert_eq!(*processes, 16)
+        }
+        other => panic!("{other:?}"),
+    }
+    // The 1 MiB band's own figure agreed within the target: four pairs.
+    let Outcome::Gain { processes, .. } = &r.bands[0].outcome else {
+        panic!("{:?}", r.bands[0].outcome)
+    };
+    assert_eq!(*processes, 4);
 }

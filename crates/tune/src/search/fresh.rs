@@ -3,9 +3,10 @@
 //! them ([`crate::stats::across_processes`]); any other setting on pairs in
 //! the parent's process.
 
-use super::{BandState, Halt, Phase, Search};
+use super::{BandState, Calibration, Halt, Phase, Search};
 use crate::measure::MeasureError;
 use crate::setting::{AlgoProto, Setting};
+use crate::space::Band;
 use crate::stats::{across_processes, AdaptiveStop, Decision, Interval, LogSeries, StopRule};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -14,6 +15,17 @@ use std::time::Instant;
 /// pair fitted), the process pairs measured (1 in this process) and what
 /// NCCL last ran.
 pub(super) type Fresh = (Option<Interval>, u32, Option<AlgoProto>);
+
+/// A figure measured over several fresh process pairs, kept with its
+/// pairs so that the refinement can add more ([`Search::refine`]).
+pub(super) struct Kept {
+    pub(super) band: Band,
+    pub(super) setting: Setting,
+    /// Each process pair's log ratios (setting/default).
+    pub(super) processes: Vec<LogSeries>,
+    /// The band's repeats, for the pairs added later.
+    pub(super) calibration: Calibration,
+}
 
 impl Search<'_> {
     /// Fresh pairs of `setting` against the default, for a verdict. A
@@ -47,7 +59,22 @@ impl Search<'_> {
             [one] => one.interval(confidence),
             _ => across_processes(&processes, confidence),
         };
-        Ok((interval, measured.len() as u32, ap))
+        let count = measured.len() as u32;
+        if count > 1 {
+            // Kept for the refinement, which may add process pairs to it;
+            // a later figure of the same setting in the same band (the
+            // process-wide phase's, after the band's own confirmation said
+            // no gain) takes the earlier one's place.
+            self.kept
+                .retain(|k| !(k.band == *st.band && &k.setting == setting));
+            self.kept.push(Kept {
+                band: *st.band,
+                setting: setting.clone(),
+                processes,
+                calibration: st.calibration(),
+            });
+        }
+        Ok((interval, count, ap))
     }
 
     /// The loop of [`Search::fresh_pairs`] over `total` process pairs,
@@ -73,39 +100,56 @@ impl Search<'_> {
                 Err(e) => return Err(e),
             }
             self.process_pair = Some((g + 1, total));
-            let rule = StopRule {
-                min_samples: self.cfg.confirm.min_samples.div_ceil(total).max(2),
-                max_samples: self.cfg.confirm.max_samples.div_ceil(total).max(2),
-                max_cost_us: (st.limit_us - self.spent_us).max(0.0) / f64::from(total - g),
-                ..self.cfg.confirm
-            };
-            let mut stop = AdaptiveStop::new(rule);
-            let mut logs = LogSeries::default();
-            loop {
-                match self.pair(st, setting, stop.len(), phase, st.limit_us) {
-                    Ok((d, c)) => {
-                        *ap = c.algo_proto.or(*ap);
-                        logs.push((c.time_us / d.time_us).ln());
-                        if stop.push_pair(d.time_us, c.time_us, d.cost_us + c.cost_us)
-                            != Decision::Continue
-                        {
-                            break;
-                        }
-                    }
-                    Err(Halt::Budget) => break,
-                    Err(e) => return Err(e),
-                }
-            }
-            processes.push(logs);
+            let max_cost_us = (st.limit_us - self.spent_us).max(0.0) / f64::from(total - g);
+            processes.push(self.one_process_pair(st, setting, phase, max_cost_us, ap)?);
         }
         Ok(None)
+    }
+
+    /// The pairs of one fresh process pair (already renewed): a
+    /// confirmation's share of pairs (its stop rule's counts split over
+    /// `confirm_processes`), at most `max_cost_us`; their log ratios
+    /// (empty when none fitted).
+    pub(super) fn one_process_pair(
+        &mut self,
+        st: &mut BandState,
+        setting: &Setting,
+        phase: Phase,
+        max_cost_us: f64,
+        ap: &mut Option<AlgoProto>,
+    ) -> Result<LogSeries, Halt> {
+        let total = self.cfg.confirm_processes.max(1);
+        let rule = StopRule {
+            min_samples: self.cfg.confirm.min_samples.div_ceil(total).max(2),
+            max_samples: self.cfg.confirm.max_samples.div_ceil(total).max(2),
+            max_cost_us,
+            ..self.cfg.confirm
+        };
+        let mut stop = AdaptiveStop::new(rule);
+        let mut logs = LogSeries::default();
+        loop {
+            match self.pair(st, setting, stop.len(), phase, st.limit_us) {
+                Ok((d, c)) => {
+                    *ap = c.algo_proto.or(*ap);
+                    logs.push((c.time_us / d.time_us).ln());
+                    if stop.push_pair(d.time_us, c.time_us, d.cost_us + c.cost_us)
+                        != Decision::Continue
+                    {
+                        break;
+                    }
+                }
+                Err(Halt::Budget) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(logs)
     }
 
     /// Fresh processes for `setting`'s pairs ([`Measurer::renew`]), if its
     /// predicted cost (the dearest renewal so far plus 10%, and a pair
     /// after it) fits the band's limit: true when renewed, false when the
     /// setting is measured in this process.
-    fn renew(&mut self, st: &BandState, setting: &Setting) -> Result<bool, Halt> {
+    pub(super) fn renew(&mut self, st: &BandState, setting: &Setting) -> Result<bool, Halt> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(Halt::Stop);
         }

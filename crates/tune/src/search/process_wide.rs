@@ -160,6 +160,7 @@ impl Search<'_> {
             setting,
             bands: out,
             spent_us: self.spent_us - started,
+            refine_spent_us: 0.0,
         };
         (pw, end)
     }
