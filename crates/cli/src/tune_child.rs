@@ -16,7 +16,10 @@
 //! answered (a stand-in for state a process gathers, such as what it has
 //! allocated and touched: both members of a pair must be measured in
 //! processes with the same history); MODE `flat` makes no candidate
-//! faster (the defaults win). Under a launcher the fake children of one
+//! faster (the defaults win); MODE `spread` makes a faster candidate's
+//! speed differ from one process pair to the next (0.9x-1.12x of its
+//! figure, by the pair's number), as socket settings do on emulated
+//! hosts, which the refinement answers with more pairs. Under a launcher the fake children of one
 //! child job agree on every repeat's time over their own control plane,
 //! as NCCL's ranks wait for each other in a collective.
 
@@ -143,9 +146,11 @@ pub fn fake_parent(mode: &str) -> Result<FakeMeasurer, Failure> {
 
 fn check_mode(mode: &str) -> Result<(), Failure> {
     match mode {
-        "ok" | "die" | "hang" | "die1" | "hang1" | "renew1" | "aging" | "flat" => Ok(()),
+        "ok" | "die" | "hang" | "die1" | "hang1" | "renew1" | "aging" | "flat" | "spread" => {
+            Ok(())
+        }
         other => Err(Failure::usage(format!(
-            "--test-fake must be ok, die, hang, die1, hang1, renew1, aging or flat (got {other})"
+            "--test-fake must be ok, die, hang, die1, hang1, renew1, aging, flat or spread (got {other})"
         ))),
     }
 }
@@ -193,14 +198,24 @@ fn child_seed(rank: usize) -> u64 {
     h.finish()
 }
 
+/// `spread`'s factor for this child's process pair ([`GENERATION_VAR`]):
+/// the same on every rank, so the ranks of one pair agree.
+fn spread() -> f64 {
+    let generation: usize = std::env::var(GENERATION_VAR)
+        .ok()
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(0);
+    [1.0, 1.12, 0.9, 1.08, 0.92][generation % 5]
+}
+
 impl<'a> FakeChild<'a> {
     fn new(mode: &str, job: &'a dyn Bootstrap) -> Result<FakeChild<'a>, Failure> {
         check_mode(mode)?;
         // `flat`: no candidate is faster, the defaults win everywhere.
-        let factor = if mode == "flat" {
-            1.0
-        } else {
-            env_factor(|k| std::env::var(k).ok())
+        let factor = match env_factor(|k| std::env::var(k).ok()) {
+            _ if mode == "flat" => 1.0,
+            f if mode == "spread" && f < 1.0 => f * spread(),
+            f => f,
         };
         Ok(FakeChild {
             // No drift: the fake's drift is per process, while a real

@@ -96,8 +96,8 @@ pub struct TuneArgs {
     /// requests on stdin.
     #[arg(long, hide = true)]
     pub serve_measure: bool,
-    /// Test hook: the scripted fake instead of NCCL (ok, die, hang, aging,
-    /// flat).
+    /// Test hook: the scripted fake instead of NCCL (ok, die, hang, die1,
+    /// hang1, renew1, aging, flat, spread).
     #[arg(long, hide = true)]
     pub test_fake: Option<String>,
     /// Test hook: milliseconds the fake takes per repeat (several

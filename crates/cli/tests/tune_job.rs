@@ -245,6 +245,36 @@ fn a_renewed_child_that_dies_on_rank_1_ends_its_candidate_on_every_rank() {
     );
 }
 
+/// 2x2's speed differs by process pair (`spread`): the budget left after
+/// the search buys its figures more fresh process pairs, in lock step on
+/// both ranks (every renewal a new child job), within the budget.
+#[test]
+fn two_processes_refine_the_shell_settings_figures_in_more_process_pairs() {
+    let done = job(&["--test-fake", "spread", "--format", "json"]);
+    for (rank, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(0), "rank {rank}: {}", f.stderr);
+    }
+    let report: Value = serde_json::from_str(&done[0].stdout).expect("rank 0's JSON");
+    assert!(report["spent_us"].as_f64().unwrap() <= report["budget_us"].as_f64().unwrap());
+    let pw = &report["process_wide"];
+    assert_eq!(pw["setting"]["env"][0][1], "2", "{pw}");
+    assert!(pw["refine_spent_us"].as_f64().unwrap() > 0.0, "{pw}");
+    let most = report["bands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["outcome"]["processes"].as_u64())
+        .max();
+    assert!(most > Some(4), "{report}");
+    assert!(
+        done[0]
+            .stderr
+            .contains("(refine, fresh process pair 5 of 16)"),
+        "{}",
+        done[0].stderr
+    );
+}
+
 #[test]
 fn the_plan_of_two_hosts_lists_socket_knobs_on_rank_0_only() {
     let done = job(&["--list-candidates"]);
