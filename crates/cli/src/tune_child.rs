@@ -19,9 +19,10 @@
 //! faster (the defaults win); MODE `spread` makes a faster candidate's
 //! speed differ from one process pair to the next (0.9x-1.12x of its
 //! figure, by the pair's number), as socket settings do on emulated
-//! hosts, which the refinement answers with more pairs. Under a launcher the fake children of one
-//! child job agree on every repeat's time over their own control plane,
-//! as NCCL's ranks wait for each other in a collective.
+//! hosts, which the refinement answers with more pairs. Under a launcher
+//! the fake children of one child job agree on every repeat's time over
+//! their own control plane, as NCCL's ranks wait for each other in a
+//! collective.
 
 use crate::exit::{Failure, Outcome};
 use crate::tune_cmd::TuneArgs;
@@ -144,15 +145,19 @@ pub fn fake_parent(mode: &str) -> Result<FakeMeasurer, Failure> {
     Ok(FakeMeasurer::new(1, fake_truth(1.0)).noise(0.01))
 }
 
+/// The `--test-fake` modes (see the module's comment).
+const MODES: [&str; 9] = [
+    "ok", "die", "hang", "die1", "hang1", "renew1", "aging", "flat", "spread",
+];
+
 fn check_mode(mode: &str) -> Result<(), Failure> {
-    match mode {
-        "ok" | "die" | "hang" | "die1" | "hang1" | "renew1" | "aging" | "flat" | "spread" => {
-            Ok(())
-        }
-        other => Err(Failure::usage(format!(
-            "--test-fake must be ok, die, hang, die1, hang1, renew1, aging, flat or spread (got {other})"
-        ))),
+    if MODES.contains(&mode) {
+        return Ok(());
     }
+    Err(Failure::usage(format!(
+        "--test-fake must be one of {} (got {mode})",
+        MODES.join(", ")
+    )))
 }
 
 /// A child's fake: the truth for its own environment, the fault its mode

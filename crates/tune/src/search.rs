@@ -725,6 +725,13 @@ fn geo_mean(logs: &[f64]) -> Option<f64> {
     (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
 
+/// busbw (GB/s) in band `b` of a setting taking `ratio` times the
+/// default's time there (None when the default got no time).
+fn band_busbw(b: &BandReport, ratio: f64, world_size: usize) -> Option<f64> {
+    b.default_time_us
+        .map(|t| busbw_gbps(b.band.op, b.band.probe_bytes, world_size, t * ratio))
+}
+
 /// busbw (GB/s) of `op` at `bytes` (nccl-tests' size, 4-byte elements)
 /// taking `time_us` per iteration, as nccl-tests computes it.
 pub fn busbw_gbps(op: Collective, bytes: u64, world_size: usize, time_us: f64) -> f64 {

@@ -2,7 +2,7 @@
 //! lines set for a whole process, measured again on fresh pairs in each
 //! band it did not win ([`crate::report::ProcessWide`]).
 
-use super::{busbw_gbps, BandState, Calibration, Halt, Phase, Search};
+use super::{band_busbw, BandState, Calibration, Halt, Phase, Search};
 use crate::report::{
     BandReport, CandidateStatus, End, Outcome, ProcessWide, ProcessWideBand, ProcessWideFigure,
     Replaced,
@@ -60,18 +60,10 @@ pub(super) fn promote(bands: &mut [BandReport], pw: &ProcessWide, world_size: us
                 was_gain: false,
             },
         };
-        let busbw = b.default_time_us.map(|t| {
-            busbw_gbps(
-                b.band.op,
-                b.band.probe_bytes,
-                world_size,
-                t * ratio.estimate,
-            )
-        });
         b.outcome = Outcome::Gain {
             setting: pw.setting.clone(),
             ratio: *ratio,
-            busbw_gbps: busbw,
+            busbw_gbps: band_busbw(b, ratio.estimate, world_size),
             cost: pw.setting.cost(),
             algo_proto: None,
             processes: *processes,
@@ -83,8 +75,8 @@ pub(super) fn promote(bands: &mut [BandReport], pw: &ProcessWide, world_size: us
 impl Search<'_> {
     /// Measures `setting`, the one the shell lines set for every band, in
     /// each band it did not win, on fresh pairs with the confirmation's
-    /// stop rule (over fresh process pairs, as a confirmation), bands smallest probe first, each an equal share of the
-    /// budget left. Its screening figure there came from fewer pairs, and
+    /// stop rule (over fresh process pairs, as a confirmation), bands
+    /// smallest probe first, each an equal share of the budget left. Its screening figure there came from fewer pairs, and
     /// on two emulated hosts such figures came back at 66-104% of what
     /// they said (bench/results/tune.md): a line that claims a gain for a
     /// whole process must rest on a confirmation in every band.

@@ -12,7 +12,7 @@
 //! search had left 232 s of its 595 s unspent.
 
 use super::fresh::Kept;
-use super::{busbw_gbps, BandState, Halt, Phase, Search};
+use super::{band_busbw, BandState, Halt, Phase, Search};
 use crate::report::{BandReport, End, Outcome, ProcessWide, ProcessWideFigure};
 use crate::setting::Setting;
 use crate::stats::{across_processes, Interval, Verdict};
@@ -123,6 +123,7 @@ impl Search<'_> {
     /// A band's gain with its refined interval (or no gain, if the gain
     /// rule no longer passes it).
     fn regain(&self, b: &mut BandReport, ratio: Interval, processes: u32, verdict: Verdict) {
+        let refined_busbw = band_busbw(b, ratio.estimate, self.cfg.world_size);
         let Outcome::Gain {
             setting,
             busbw_gbps: busbw,
@@ -142,13 +143,6 @@ impl Search<'_> {
         }
         *old = ratio;
         *count = processes;
-        *busbw = b.default_time_us.map(|t| {
-            busbw_gbps(
-                b.band.op,
-                b.band.probe_bytes,
-                self.cfg.world_size,
-                t * ratio.estimate,
-            )
-        });
+        *busbw = refined_busbw;
     }
 }
