@@ -269,6 +269,35 @@ impl Child {
 /// before they are killed.
 const RETIRE_GRACE: Duration = Duration::from_millis(300);
 
+/// How long every child may take to end by itself when the search is
+/// over (all of them at once) before the ones left are killed: what the
+/// parent holds back from the budget for it ([`Children::TEARDOWN`]).
+const FINAL_GRACE: Duration = Duration::from_secs(2);
+
+/// Tells every child in `group` to end (its stdin closed, all of them
+/// before any is waited for), waits for them until `grace` has passed,
+/// and kills the ones still running.
+///
+/// All at once because a child job's rank 0 waits for its peers'
+/// goodbyes: children ended one after another, in an order that differs
+/// from host to host (each parent's map has its own), each waited for its
+/// peer on the other host, and two emulated hosts with 28 children each
+/// ended 21 s past `--budget`.
+fn retire(group: &mut [Child], grace: Duration, reason: &str) {
+    for child in group.iter_mut() {
+        child.stdin.take();
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline && group.iter_mut().any(|c| !c.exited()) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for child in group.iter_mut().filter(|c| c.dead.is_none()) {
+        if !child.exited() {
+            child.end(reason);
+        }
+    }
+}
+
 impl Child {
     /// Whether the process has ended.
     fn exited(&mut self) -> bool {
@@ -478,18 +507,7 @@ impl Children {
         // deadline (an old child job's rank 0 that waits out its peers'
         // goodbyes made one host start its new children 2 s after the
         // others, four processes on two cores).
-        for child in &mut old {
-            child.stdin.take();
-        }
-        let grace = Instant::now() + RETIRE_GRACE;
-        for child in &mut old {
-            while Instant::now() < grace && !child.exited() {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if !child.exited() {
-                child.end("renewed");
-            }
-        }
+        retire(&mut old, RETIRE_GRACE, "renewed");
         drop(old);
         *self.generations.entry(env.to_vec()).or_insert(0) += 1;
         self.start_pair(env)?;
@@ -601,6 +619,21 @@ impl Children {
             self.children.insert(key.clone(), child);
         }
         Ok(self.children.get_mut(&key).expect("inserted above"))
+    }
+}
+
+impl Children {
+    /// The wall time the end of the children may take once the search is
+    /// over ([`Drop`]): a search that must end within a budget holds this
+    /// much back for it.
+    pub const TEARDOWN: Duration = FINAL_GRACE;
+}
+
+impl Drop for Children {
+    /// Ends every child at once ([`retire`]), within [`Children::TEARDOWN`].
+    fn drop(&mut self) {
+        let mut all: Vec<Child> = self.children.drain().map(|(_, c)| c).collect();
+        retire(&mut all, FINAL_GRACE, "the search is over");
     }
 }
 
