@@ -16,7 +16,7 @@ use collbench_nccl::tune::NcclMeasurer;
 use collbench_nccl::tuner::{TunerError, TunerPlugin};
 use collbench_tune::child::{Children, EnvFallback};
 use collbench_tune::{parse_budget, render, setting::tuner_coll_name, End, Progress, TuneConfig};
-use collbench_tune::{Measurer, Phase, TuneReport, TunerConfig};
+use collbench_tune::{Measurer, Phase, TuneReport, TunerConfig, WallClock};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -333,7 +333,7 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
         let started = Instant::now();
         let children = start_children(a, &cfg)?;
         let children = children_ready(children, started)?;
-        return search(a, &mut fake, children, cfg, stop_on_ctrl_c());
+        return search(a, &mut fake, children, 0, cfg, stop_on_ctrl_c());
     }
     let plugin = TunerPlugin::install().map_err(|e| match e {
         TunerError::UserPlugin(_) => refused(e.to_string()),
@@ -355,7 +355,8 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     crate::stdout::say("collbench tune: creating the candidates' communicators");
     measurer.prepare(&all_candidates(&cfg));
     let children = children_ready(children, started)?;
-    search(a, &mut measurer, children, cfg, stop)
+    let communicators = measurer.communicators();
+    search(a, &mut measurer, children, communicators, cfg, stop)
 }
 
 /// Communicators and children, and the wall time their setup took (us).
@@ -408,37 +409,60 @@ pub fn all_candidates(cfg: &TuneConfig) -> Vec<collbench_tune::Setting> {
         .collect()
 }
 
-/// Charges the setup to the budget, runs the search (environment
+/// Charges the setup and the end (the children and `communicators` of
+/// `inner` to destroy) to the budget, runs the search (environment
 /// candidates in the prepared children) and prints the report.
 fn search(
     a: &TuneArgs,
     inner: &mut dyn Measurer,
     prepared: Prepared,
+    communicators: usize,
     mut cfg: TuneConfig,
     stop: Arc<AtomicBool>,
 ) -> Result<Outcome, Failure> {
     let Prepared { children, setup_us } = prepared;
+    charge_setup(&mut cfg, setup_us, teardown_us(&children, communicators))?;
     let mut measurer = EnvFallback::new(inner, children);
-    charge_setup(&mut cfg, setup_us)?;
+    let mut clock = WallClock::new(&mut measurer);
     let mut lines = ProgressLines::default();
-    let report = collbench_tune::tune(&mut measurer, &cfg, &stop, &mut |p| lines.hear(p));
+    let report = collbench_tune::tune(&mut clock, &cfg, &stop, &mut |p| lines.hear(p));
     drop(measurer);
     report_outcome(a, &report)
 }
 
-/// Takes the setup's wall time (us) from the budget; a setup that took
-/// all of it ends the command.
-pub fn charge_setup(cfg: &mut TuneConfig, setup_us: f64) -> Result<(), Failure> {
-    if setup_us >= cfg.budget_us {
+/// What destroying one of the parent's communicators may take, held back
+/// from the budget: on two emulated hosts (socket transport) a search
+/// holding 11 communicators and 28 children per process took 6.4 s from
+/// its last repeat to its exit (bench/results/tune.md, session 14).
+pub const COMM_TEARDOWN: Duration = Duration::from_millis(500);
+
+/// What ending the search takes (us), held back from the budget: its
+/// children's end, when it has any ([`Children::TEARDOWN`]), and
+/// destroying its `communicators` ([`COMM_TEARDOWN`] each).
+pub fn teardown_us(children: &Children, communicators: usize) -> f64 {
+    let children = if children.is_empty() {
+        Duration::ZERO
+    } else {
+        Children::TEARDOWN
+    };
+    (children + COMM_TEARDOWN * communicators as u32).as_secs_f64() * 1e6
+}
+
+/// Takes the setup's wall time (us) and what ending will take
+/// (`teardown_us`) from the budget, so that the command ends within it; a
+/// setup that took all of it ends the command.
+pub fn charge_setup(cfg: &mut TuneConfig, setup_us: f64, teardown_us: f64) -> Result<(), Failure> {
+    if setup_us + teardown_us >= cfg.budget_us {
         return Err(Failure::new(
             Outcome::TuneFailed,
             format!(
-                "creating the communicators took {:.0} s, the whole --budget: raise --budget",
-                setup_us / 1e6
+                "creating the communicators took {:.0} s and ending them takes {:.0} s, the whole --budget: raise --budget",
+                setup_us / 1e6,
+                teardown_us / 1e6
             ),
         ));
     }
-    cfg.budget_us -= setup_us;
+    cfg.budget_us -= setup_us + teardown_us;
     Ok(())
 }
 

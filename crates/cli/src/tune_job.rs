@@ -28,7 +28,7 @@ use collbench_tune::child::{Children, EnvFallback};
 use collbench_tune::lockstep::{agree_outcomes, Lockstep};
 use collbench_tune::plan::distinct_hosts;
 use collbench_tune::{
-    CandidateSpace, Case, InPair, MeasureError, Measured, Measurer, Setting, TuneConfig,
+    CandidateSpace, Case, InPair, MeasureError, Measured, Measurer, Setting, TuneConfig, WallClock,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
@@ -132,6 +132,8 @@ pub fn tune_across(
     world: &World,
     launch: &LaunchOptions,
 ) -> Result<Outcome, Failure> {
+    // The budget is the command's wall time: joining the job counts too.
+    let started = Instant::now();
     let control = join(world, launch)?;
     if a.list_candidates {
         return rank_0_decides(&control, || {
@@ -149,7 +151,6 @@ pub fn tune_across(
     };
     if let Some(mode) = &a.test_fake {
         let stop = tune_cmd::stop_on_ctrl_c();
-        let started = Instant::now();
         let cfg = config(world.world_size)?;
         let children = start_child_jobs(a, world, &control, &cfg)?;
         let mut fake = Paced {
@@ -157,7 +158,7 @@ pub fn tune_across(
             pause: Duration::from_millis(a.test_repeat_ms.unwrap_or(0)),
         };
         let prepared = Prepared::when_ready(children, &control, started)?;
-        return search(a, &mut fake, &control, cfg, prepared, &stop);
+        return search(a, &mut fake, &control, cfg, prepared, 0, &stop);
     }
     let plugin = TunerPlugin::install().map_err(|e| match e {
         TunerError::UserPlugin(_) => Failure::new(Outcome::TuneRefused, e.to_string()),
@@ -165,7 +166,6 @@ pub fn tune_across(
     })?;
     // Before any thread NCCL starts: the handler thread never calls NCCL.
     let stop = tune_cmd::stop_on_ctrl_c();
-    let started = Instant::now();
     // Children before this process's communicators (see tune_cmd::tune):
     // a child started from the NCCL launching thread would inherit its
     // one-CPU mask. Their setup overlaps with ours.
@@ -181,7 +181,16 @@ pub fn tune_across(
     // walks the shared candidates.
     measurer.prepare(&tune_cmd::all_candidates(&cfg));
     let prepared = Prepared::when_ready(children, &control, started)?;
-    search(a, &mut measurer, &control, cfg, prepared, &stop)
+    let communicators = measurer.communicators();
+    search(
+        a,
+        &mut measurer,
+        &control,
+        cfg,
+        prepared,
+        communicators,
+        &stop,
+    )
 }
 
 /// The children (and their child jobs' ports), the candidate
@@ -293,24 +302,33 @@ fn say_ended(env: &[(String, String)], why: &str) {
 }
 
 /// The search in lock step; rank 0 prints, everyone exits with its code.
+/// `communicators`: how many `inner` holds (their end is charged too).
 fn search(
     a: &TuneArgs,
     inner: &mut dyn Measurer,
     control: &Control,
     mut cfg: TuneConfig,
     prepared: Prepared,
+    communicators: usize,
     stop: &AtomicBool,
 ) -> Result<Outcome, Failure> {
     let root = control.rank() == 0;
-    // The slowest setup, charged to everyone alike: the budgets agree.
-    let setup_us = control.all_max(&[prepared.setup_us]).map_err(peer)?[0];
-    tune_cmd::charge_setup(&mut cfg, setup_us)?;
+    // The slowest setup and end, charged to everyone alike: the budgets
+    // agree.
+    let own = [
+        prepared.setup_us,
+        tune_cmd::teardown_us(&prepared.children, communicators),
+    ];
+    let max = control.all_max(&own).map_err(peer)?;
+    tune_cmd::charge_setup(&mut cfg, max[0], max[1])?;
     let agreed = AtomicBool::new(false);
     let mut both = EnvFallback::across(inner, prepared.children);
+    // Inside the agreement: the dearest process's wall time is everyone's.
+    let mut clock = WallClock::new(&mut both);
     // Rank 0 says once per candidate environment that it ended, and why
     // (those ended in the children's setup were told already).
     let mut told = prepared.ended;
-    let mut lock = Lockstep::new(&mut both, control, stop, &agreed).on_candidate_ended(Box::new(
+    let mut lock = Lockstep::new(&mut clock, control, stop, &agreed).on_candidate_ended(Box::new(
         move |candidate: &Setting, why: &str| {
             if !told.contains(&candidate.env) {
                 told.push(candidate.env.clone());

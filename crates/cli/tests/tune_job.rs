@@ -26,8 +26,13 @@ fn spawn(rank: usize, port: u16, args: &[&str]) -> Child {
 /// The command of rank `rank` of `world_size` processes.
 fn command(rank: usize, world_size: usize, port: u16, args: &[&str]) -> Command {
     let mut cmd = torchrun_rank(rank, world_size, port);
-    cmd.args(TUNE_SEARCH)
-        .args(["--timeout-s", "5"])
+    cmd.args(TUNE_SEARCH);
+    with_job_args(cmd, rank, args)
+}
+
+/// `cmd` (a search) with the options every test's job has, then `args`.
+fn with_job_args(mut cmd: Command, rank: usize, args: &[&str]) -> Command {
+    cmd.args(["--timeout-s", "5"])
         .args(args)
         .env("NCCL_HOSTID", format!("emu{rank}"))
         .env("NCCL_IB_DISABLE", "1")
@@ -410,4 +415,56 @@ fn children_with(token: &str) -> Vec<u32> {
         (text.contains(token) && text.contains("--serve-measure")).then_some(pid)
     })
     .collect()
+}
+
+/// The whole job ends within `--budget`, joining and ending included: the
+/// search charges its wall time (the processes' agreement between paced
+/// repeats too, not only the measurer's costs) and leaves the time its 14
+/// children per process take to end, all at once (before: 17 s for a 12 s
+/// budget here, and 21 s past a 10-minute budget on two emulated hosts).
+#[test]
+fn a_search_that_spends_its_budget_ends_within_it_children_and_all() {
+    let budget = Duration::from_secs(12);
+    let search = [
+        "tune",
+        "all_reduce",
+        "-b",
+        "1M",
+        "-e",
+        "4M",
+        "--budget",
+        "12s",
+    ];
+    let args = [
+        "--test-fake",
+        "spread",
+        "--test-repeat-ms",
+        "20",
+        "--format",
+        "json",
+    ];
+    let port = free_port();
+    let started = Instant::now();
+    let ranks: Vec<Child> = (0..2)
+        .map(|r| {
+            let mut cmd = torchrun_rank(r, 2, port);
+            cmd.args(search);
+            with_job_args(cmd, r, &args)
+                .spawn()
+                .expect("start collbench")
+        })
+        .collect();
+    let deadline = started + Duration::from_secs(60);
+    let done: Vec<Finished> = ranks.into_iter().map(|c| finish(c, deadline)).collect();
+    let wall = started.elapsed();
+    for (rank, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(0), "rank {rank}: {}", f.stderr);
+    }
+    let report: Value = serde_json::from_str(&done[0].stdout).expect("rank 0's JSON");
+    let (spent, given) = (
+        report["spent_us"].as_f64().unwrap(),
+        report["budget_us"].as_f64().unwrap(),
+    );
+    assert!(spent > 0.6 * given, "spent {spent} of {given} us");
+    assert!(wall <= budget, "{wall:?} for a {budget:?} budget");
 }

@@ -50,7 +50,7 @@ pub mod space;
 pub mod stats;
 pub mod tuner_csv;
 
-pub use measure::{InPair, MeasureError, Measured, Measurer, Sample};
+pub use measure::{InPair, MeasureError, Measured, Measurer, Sample, WallClock};
 pub use report::{
     BandReport, CandidateReport, CandidateStatus, End, Outcome, ProcessWide, ProcessWideBand,
     ProcessWideFigure, TuneReport,

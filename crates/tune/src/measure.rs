@@ -117,3 +117,137 @@ pub trait Measurer {
         Ok(None)
     }
 }
+
+/// A [`Measurer`] whose every cost is at least the wall time since its
+/// previous answer: `--budget` is the command's wall time, and between
+/// two repeats there is more than the repeats (under a launcher the
+/// processes' agreement after each one and the ports agreed for a
+/// renewal, the search's own work, progress lines). Charged only with
+/// the repeats' costs, a 10-minute search on two emulated hosts ended 21 s
+/// past its budget. Under a launcher it wraps the measurer inside the
+/// agreement ([`crate::lockstep::Lockstep`]), whose dearest cost then
+/// holds every process's wall time and keeps the searches' budgets alike.
+/// Errors carry no cost and pass as they are (the clock runs on).
+pub struct WallClock<'a> {
+    inner: &'a mut dyn Measurer,
+    /// When the previous answer was given (or the clock made).
+    since: std::time::Instant,
+}
+
+impl<'a> WallClock<'a> {
+    /// Starts the clock now: the first repeat is charged from here.
+    pub fn new(inner: &'a mut dyn Measurer) -> WallClock<'a> {
+        WallClock {
+            inner,
+            since: std::time::Instant::now(),
+        }
+    }
+
+    /// The wall time since the previous answer (us); restarts the clock.
+    fn lap_us(&mut self) -> f64 {
+        let now = std::time::Instant::now();
+        let us = now.duration_since(self.since).as_secs_f64() * 1e6;
+        self.since = now;
+        us
+    }
+
+    /// A sample charged with the lap; an error leaves the clock running,
+    /// so the next answer carries its time.
+    fn charged(&mut self, measured: Measured) -> Measured {
+        measured.map(|s| Sample {
+            cost_us: s.cost_us.max(self.lap_us()),
+            ..s
+        })
+    }
+}
+
+impl Measurer for WallClock<'_> {
+    fn measure(&mut self, setting: &Setting, case: &Case, iters: u32) -> Measured {
+        let m = self.inner.measure(setting, case, iters);
+        self.charged(m)
+    }
+
+    fn measure_in_pair(&mut self, pair: InPair<'_>, case: &Case, iters: u32) -> Measured {
+        let m = self.inner.measure_in_pair(pair, case, iters);
+        self.charged(m)
+    }
+
+    fn candidate_ended(&mut self, candidate: &Setting, reason: &str) {
+        self.inner.candidate_ended(candidate, reason);
+    }
+
+    fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
+        // Nothing renewed (or a failure): the clock runs on.
+        match self.inner.renew(candidate) {
+            Ok(Some(us)) => Ok(Some(us.max(self.lap_us()))),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::setting::{Case, Setting};
+    use std::time::Duration;
+
+    /// Answers at once with a cost of 1 us; with `fail_first`, its first
+    /// answer is a failure.
+    struct Instant1us {
+        fail_first: bool,
+        calls: u32,
+    }
+
+    impl Measurer for Instant1us {
+        fn measure(&mut self, _: &Setting, _: &Case, _: u32) -> Measured {
+            self.calls += 1;
+            if self.fail_first && self.calls == 1 {
+                return Err(MeasureError::Failed("told to".into()));
+            }
+            Ok(Sample {
+                time_us: 1.0,
+                cost_us: 1.0,
+                algo_proto: None,
+            })
+        }
+    }
+
+    fn case() -> Case {
+        Case {
+            op: collbench_core::Collective::AllReduce,
+            bytes: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn a_repeat_costs_at_least_the_wall_time_since_the_previous_answer() {
+        let mut inner = Instant1us {
+            fail_first: false,
+            calls: 0,
+        };
+        let mut clock = WallClock::new(&mut inner);
+        let s = Setting::default();
+        std::thread::sleep(Duration::from_millis(30));
+        let first = clock.measure(&s, &case(), 1).unwrap();
+        assert!(first.cost_us >= 30_000.0, "{first:?}");
+        // Nothing in between: the repeat's own (tiny) cost, not the first lap again.
+        let second = clock.measure(&s, &case(), 1).unwrap();
+        assert!(second.cost_us < 30_000.0, "{second:?}");
+    }
+
+    #[test]
+    fn time_before_an_error_or_a_renewal_of_nothing_goes_to_the_next_answer() {
+        let mut inner = Instant1us {
+            fail_first: true,
+            calls: 0,
+        };
+        let mut clock = WallClock::new(&mut inner);
+        let s = Setting::default();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(clock.measure(&s, &case(), 1).is_err());
+        assert_eq!(clock.renew(&s), Ok(None));
+        std::thread::sleep(Duration::from_millis(20));
+        let next = clock.measure(&s, &case(), 1).unwrap();
+        assert!(next.cost_us >= 40_000.0, "{next:?}");
+    }
+}

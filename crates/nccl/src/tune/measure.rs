@@ -123,8 +123,11 @@ pub struct NcclMeasurer<'a> {
     plugin: TunerPlugin,
     /// The default communicator, made at construction.
     default: NcclBackend,
-    /// Candidates' communicators, made on first use.
-    others: HashMap<CommKey, NcclBackend>,
+    /// Candidates' communicators, made on first use, in the order made:
+    /// the same order in every process (they are made in the search's
+    /// order), so they are also destroyed in the same order everywhere
+    /// (a map's order differs from process to process).
+    others: Vec<(CommKey, NcclBackend)>,
     /// Communicators NCCL refused to create: the candidates that need
     /// them are unsupported.
     refused: HashMap<CommKey, String>,
@@ -153,9 +156,15 @@ impl<'a> NcclMeasurer<'a> {
             control,
             plugin,
             default,
-            others: HashMap::new(),
+            others: Vec::new(),
             refused: HashMap::new(),
         })
+    }
+
+    /// How many communicators it holds (the default's and the
+    /// candidates'): each takes time to destroy when it ends.
+    pub fn communicators(&self) -> usize {
+        1 + self.others.len()
     }
 
     /// Ranks in the communicator.
@@ -191,21 +200,26 @@ impl<'a> NcclMeasurer<'a> {
         if let Some(why) = self.refused.get(&key) {
             return Err(MeasureError::Unsupported(why.clone()));
         }
-        if !self.others.contains_key(&key) {
-            let mut opts = self.opts.clone();
-            opts.nccl_only.registration = key.register;
-            match NcclBackend::with_config(&opts, self.control, &key.config) {
-                Ok(b) => {
-                    self.others.insert(key, b);
-                }
-                Err(e) => {
-                    let why = format!("NCCL cannot create this communicator: {e}");
-                    self.refused.insert(key, why.clone());
-                    return Err(MeasureError::Unsupported(why));
+        let made = self.others.iter().position(|(k, _)| *k == key);
+        let at = match made {
+            Some(at) => at,
+            None => {
+                let mut opts = self.opts.clone();
+                opts.nccl_only.registration = key.register;
+                match NcclBackend::with_config(&opts, self.control, &key.config) {
+                    Ok(b) => {
+                        self.others.push((key, b));
+                        self.others.len() - 1
+                    }
+                    Err(e) => {
+                        let why = format!("NCCL cannot create this communicator: {e}");
+                        self.refused.insert(key, why.clone());
+                        return Err(MeasureError::Unsupported(why));
+                    }
                 }
             }
-        }
-        Ok(self.others.get_mut(&key).expect("inserted above"))
+        };
+        Ok(&mut self.others[at].1)
     }
 }
 
@@ -267,7 +281,7 @@ impl Measurer for NcclMeasurer<'_> {
             // search; the default's failure ends the search.
             Err(MeasureError::Failed(why)) if key != CommKey::of(&Setting::default()) => {
                 let why = format!("failed on its communicator: {why}");
-                self.others.remove(&key);
+                self.others.retain(|(k, _)| *k != key);
                 self.refused.insert(key, why.clone());
                 return Err(MeasureError::Unsupported(why));
             }
