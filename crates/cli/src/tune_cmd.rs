@@ -53,7 +53,7 @@ pub struct TuneArgs {
     /// Size factor between probes; one band per probe size.
     #[arg(short = 'f', long = "stepfactor", default_value_t = 4)]
     pub stepfactor: u64,
-    /// Wall time the measurements may take (e.g. 90s, 10m, 1h).
+    /// Wall time the whole command may take, setup and end included (e.g. 90s, 10m, 1h).
     #[arg(long, default_value = "10m")]
     pub budget: String,
     /// Never try a setting that fixes more channels (SMs) than this.

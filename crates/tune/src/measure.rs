@@ -127,7 +127,7 @@ pub trait Measurer {
 /// past its budget. Under a launcher it wraps the measurer inside the
 /// agreement ([`crate::lockstep::Lockstep`]), whose dearest cost then
 /// holds every process's wall time and keeps the searches' budgets alike.
-/// Errors carry no cost and pass as they are (the clock runs on).
+/// Errors carry no cost and pass as they are.
 pub struct WallClock<'a> {
     inner: &'a mut dyn Measurer,
     /// When the previous answer was given (or the clock made).
@@ -151,11 +151,13 @@ impl<'a> WallClock<'a> {
         us
     }
 
-    /// A sample charged with the lap; an error leaves the clock running,
-    /// so the next answer carries its time.
+    /// A sample charged with the lap. An error restarts the clock too:
+    /// the search charges a failed candidate's wall time itself (a hung
+    /// child's deadline), and must not pay it twice.
     fn charged(&mut self, measured: Measured) -> Measured {
+        let lap_us = self.lap_us();
         measured.map(|s| Sample {
-            cost_us: s.cost_us.max(self.lap_us()),
+            cost_us: s.cost_us.max(lap_us),
             ..s
         })
     }
@@ -177,10 +179,15 @@ impl Measurer for WallClock<'_> {
     }
 
     fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
-        // Nothing renewed (or a failure): the clock runs on.
+        // Nothing renewed: the clock runs on. A failure: charged by the
+        // search, as a failed repeat is.
         match self.inner.renew(candidate) {
+            Ok(None) => Ok(None),
             Ok(Some(us)) => Ok(Some(us.max(self.lap_us()))),
-            other => other,
+            Err(e) => {
+                self.lap_us();
+                Err(e)
+            }
         }
     }
 }
@@ -191,11 +198,20 @@ mod tests {
     use crate::setting::{Case, Setting};
     use std::time::Duration;
 
-    /// Answers at once with a cost of 1 us; with `fail_first`, its first
-    /// answer is a failure.
+    /// Answers at once with a cost of 1 us; its first answer is a failure
+    /// when `fail_first`.
     struct Instant1us {
         fail_first: bool,
         calls: u32,
+    }
+
+    impl Instant1us {
+        fn new(fail_first: bool) -> Instant1us {
+            Instant1us {
+                fail_first,
+                calls: 0,
+            }
+        }
     }
 
     impl Measurer for Instant1us {
@@ -219,35 +235,38 @@ mod tests {
         }
     }
 
+    const MS: f64 = 1000.0;
+
     #[test]
     fn a_repeat_costs_at_least_the_wall_time_since_the_previous_answer() {
-        let mut inner = Instant1us {
-            fail_first: false,
-            calls: 0,
-        };
+        let mut inner = Instant1us::new(false);
         let mut clock = WallClock::new(&mut inner);
         let s = Setting::default();
         std::thread::sleep(Duration::from_millis(30));
         let first = clock.measure(&s, &case(), 1).unwrap();
-        assert!(first.cost_us >= 30_000.0, "{first:?}");
-        // Nothing in between: the repeat's own (tiny) cost, not the first lap again.
+        assert!(first.cost_us >= 30.0 * MS, "{first:?}");
+        // Nothing in between: about the repeat's own cost, not the lap again.
         let second = clock.measure(&s, &case(), 1).unwrap();
-        assert!(second.cost_us < 30_000.0, "{second:?}");
+        assert!(second.cost_us < 30.0 * MS, "{second:?}");
     }
 
     #[test]
-    fn time_before_an_error_or_a_renewal_of_nothing_goes_to_the_next_answer() {
-        let mut inner = Instant1us {
-            fail_first: true,
-            calls: 0,
-        };
-        let mut clock = WallClock::new(&mut inner);
+    fn a_renewal_of_nothing_leaves_its_time_to_the_next_answer_a_failure_does_not() {
         let s = Setting::default();
+        let mut ok = Instant1us::new(false);
+        let mut clock = WallClock::new(&mut ok);
         std::thread::sleep(Duration::from_millis(20));
-        assert!(clock.measure(&s, &case(), 1).is_err());
         assert_eq!(clock.renew(&s), Ok(None));
         std::thread::sleep(Duration::from_millis(20));
         let next = clock.measure(&s, &case(), 1).unwrap();
-        assert!(next.cost_us >= 40_000.0, "{next:?}");
+        assert!(next.cost_us >= 40.0 * MS, "{next:?}");
+
+        // The search charges a failure's time itself: not twice.
+        let mut failing = Instant1us::new(true);
+        let mut clock = WallClock::new(&mut failing);
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(clock.measure(&s, &case(), 1).is_err());
+        let next = clock.measure(&s, &case(), 1).unwrap();
+        assert!(next.cost_us < 40.0 * MS, "{next:?}");
     }
 }
