@@ -281,8 +281,9 @@ const FINAL_GRACE: Duration = Duration::from_secs(2);
 /// All at once because a child job's rank 0 waits for its peers'
 /// goodbyes: children ended one after another, in an order that differs
 /// from host to host (each parent's map has its own), each waited for its
-/// peer on the other host, and two emulated hosts with 28 children each
-/// ended 21 s past `--budget`.
+/// peer on the other host. With the gaps between repeats then uncharged
+/// ([`crate::measure::WallClock`]), two emulated hosts with 28 children
+/// each ended 21 s past `--budget`.
 fn retire(group: &mut [Child], grace: Duration, reason: &str) {
     for child in group.iter_mut() {
         child.stdin.take();
