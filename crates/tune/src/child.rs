@@ -631,7 +631,8 @@ impl Children {
 }
 
 impl Drop for Children {
-    /// Ends every child at once ([`retire`]), within [`Children::TEARDOWN`].
+    /// Ends every child at once (all told before any is waited for),
+    /// within [`Children::TEARDOWN`].
     fn drop(&mut self) {
         let mut all: Vec<Child> = self.children.drain().map(|(_, c)| c).collect();
         retire(&mut all, FINAL_GRACE, "the search is over");
