@@ -429,6 +429,11 @@ pub struct Children {
 }
 
 impl Children {
+    /// The wall time the end of the children may take once the search is
+    /// over ([`Drop`]): a search that must end within a budget holds this
+    /// much back for it.
+    pub const TEARDOWN: Duration = FINAL_GRACE;
+
     /// Children are made by `spawn` and must answer every line within
     /// `timeout`.
     pub fn new(spawn: Spawn, timeout: Duration) -> Children {
@@ -621,13 +626,6 @@ impl Children {
         }
         Ok(self.children.get_mut(&key).expect("inserted above"))
     }
-}
-
-impl Children {
-    /// The wall time the end of the children may take once the search is
-    /// over ([`Drop`]): a search that must end within a budget holds this
-    /// much back for it.
-    pub const TEARDOWN: Duration = FINAL_GRACE;
 }
 
 impl Drop for Children {
