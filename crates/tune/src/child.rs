@@ -548,7 +548,7 @@ impl Children {
             let why = child.ready_by(deadline).err().map(|e| match e {
                 MeasureError::Failed(m)
                 | MeasureError::Unsupported(m)
-                | MeasureError::CandidateFailed(m) => m,
+                | MeasureError::CandidateFailed { reason: m, .. } => m,
             });
             match out.iter_mut().find(|r| r.env == key.env) {
                 Some(r) => {
@@ -683,18 +683,27 @@ impl<'a> EnvFallback<'a> {
             iters,
         };
         let across = self.across;
-        let candidate_only = |e: MeasureError| match e {
-            MeasureError::Failed(m) if across => MeasureError::CandidateFailed(m),
-            e => e,
-        };
         let mut sample = self
             .children
             .child(key)
             .and_then(|c| c.measure(&req))
-            .map_err(candidate_only)?;
+            .map_err(|e| candidate_only(e, across, start))?;
         // The parent's wall time: the pipe round trip is part of the cost.
         sample.cost_us = sample.cost_us.max(start.elapsed().as_secs_f64() * 1e6);
         Ok(sample)
+    }
+}
+
+/// Under a launcher (`across`), a child's failure is its candidate's
+/// alone: it ends that candidate, charged the wall time since `start`,
+/// not the search.
+fn candidate_only(e: MeasureError, across: bool, start: Instant) -> MeasureError {
+    match e {
+        MeasureError::Failed(reason) if across => MeasureError::CandidateFailed {
+            reason,
+            cost_us: start.elapsed().as_secs_f64() * 1e6,
+        },
+        e => e,
     }
 }
 
@@ -735,13 +744,10 @@ impl Measurer for EnvFallback<'_> {
         if candidate.env.is_empty() {
             return Ok(None);
         }
-        let across = self.across;
+        let (across, start) = (self.across, Instant::now());
         self.children
             .renew(&candidate.env)
             .map(Some)
-            .map_err(|e| match e {
-                MeasureError::Failed(m) if across => MeasureError::CandidateFailed(m),
-                e => e,
-            })
+            .map_err(|e| candidate_only(e, across, start))
     }
 }

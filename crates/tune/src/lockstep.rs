@@ -127,17 +127,27 @@ fn agreed(words: &[Word]) -> Measured {
     for &(rank, e) in &errors {
         match e {
             MeasureError::Failed(m) => return Err(MeasureError::Failed(on(rank, m))),
-            MeasureError::CandidateFailed(m) => candidate.push((rank, m.as_str())),
+            MeasureError::CandidateFailed { reason, .. } => candidate.push((rank, reason.as_str())),
             MeasureError::Unsupported(m) => {
                 unsupported.get_or_insert_with(|| MeasureError::Unsupported(on(rank, m)));
             }
         }
     }
     if !candidate.is_empty() {
-        return Err(MeasureError::CandidateFailed(joint_reason(
-            &candidate,
-            words.len(),
-        )));
+        // Every process charges the dearest one's wall time, failed or
+        // not, as for a sample: their budgets stay equal.
+        let cost_us = words
+            .iter()
+            .map(|w| match &w.result {
+                Ok(s) => s.cost_us,
+                Err(MeasureError::CandidateFailed { cost_us, .. }) => *cost_us,
+                Err(_) => 0.0,
+            })
+            .fold(0.0, f64::max);
+        return Err(MeasureError::CandidateFailed {
+            reason: joint_reason(&candidate, words.len()),
+            cost_us,
+        });
     }
     if let Some(e) = unsupported {
         return Err(e);
@@ -255,7 +265,7 @@ impl Lockstep<'_> {
                 if w.stop {
                     self.agreed_stop.store(true, Ordering::SeqCst);
                 }
-                if let Err(MeasureError::CandidateFailed(why)) = &w.result {
+                if let Err(MeasureError::CandidateFailed { reason: why, .. }) = &w.result {
                     self.inner.candidate_ended(candidate, why);
                     if let Some(hook) = &mut self.on_ended {
                         hook(candidate, why);

@@ -21,7 +21,7 @@ pub struct Sample {
 }
 
 /// Why a measurement gave no sample.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 pub enum MeasureError {
     /// The setting cannot run on this machine or for this op (e.g. NVLS
     /// without NVLink SHARP): the search skips the candidate and says why.
@@ -35,8 +35,39 @@ pub enum MeasureError {
     /// disagreed on some host): the search ends that candidate with the
     /// reason and goes on. A candidate's own trouble must not cost the
     /// other candidates their measurements.
-    #[error("candidate failed: {0}")]
-    CandidateFailed(String),
+    #[error("candidate failed: {reason}")]
+    CandidateFailed {
+        /// Why, for people.
+        reason: String,
+        /// Wall time the failed repeat or renewal took (us): a hung
+        /// child's deadline is budget spent. Under a launcher it is the
+        /// dearest process's, agreed like a sample's cost, so every
+        /// process charges the same and their searches stay in step.
+        cost_us: f64,
+    },
+}
+
+impl MeasureError {
+    /// A candidate's failure charged at least `us` of wall time; any
+    /// other error as it is.
+    fn charged(self, us: f64) -> MeasureError {
+        match self {
+            MeasureError::CandidateFailed { reason, cost_us } => MeasureError::CandidateFailed {
+                reason,
+                cost_us: cost_us.max(us),
+            },
+            e => e,
+        }
+    }
+
+    /// A candidate's failure whose wall time the measurer does not know
+    /// (0 us: [`WallClock`] charges the time since its previous answer).
+    pub fn candidate_failed(reason: impl Into<String>) -> MeasureError {
+        MeasureError::CandidateFailed {
+            reason: reason.into(),
+            cost_us: 0.0,
+        }
+    }
 }
 
 /// One member of an interleaved pair, as the search asks for it: the
@@ -151,15 +182,19 @@ impl<'a> WallClock<'a> {
         us
     }
 
-    /// A sample charged with the lap. An error restarts the clock too:
-    /// the search charges a failed candidate's wall time itself (a hung
-    /// child's deadline), and must not pay it twice.
+    /// A sample, or a candidate's failure (a hung child's deadline),
+    /// charged with the lap. Other errors restart the clock too: an
+    /// unsupported candidate costs next to nothing, and a failed
+    /// measurement ends the search.
     fn charged(&mut self, measured: Measured) -> Measured {
         let lap_us = self.lap_us();
-        measured.map(|s| Sample {
-            cost_us: s.cost_us.max(lap_us),
-            ..s
-        })
+        match measured {
+            Ok(s) => Ok(Sample {
+                cost_us: s.cost_us.max(lap_us),
+                ..s
+            }),
+            Err(e) => Err(e.charged(lap_us)),
+        }
     }
 }
 
@@ -179,15 +214,12 @@ impl Measurer for WallClock<'_> {
     }
 
     fn renew(&mut self, candidate: &Setting) -> Result<Option<f64>, MeasureError> {
-        // Nothing renewed: the clock runs on. A failure: charged by the
-        // search, as a failed repeat is.
+        // Nothing renewed: the clock runs on. A failure is charged as a
+        // failed repeat is.
         match self.inner.renew(candidate) {
             Ok(None) => Ok(None),
             Ok(Some(us)) => Ok(Some(us.max(self.lap_us()))),
-            Err(e) => {
-                self.lap_us();
-                Err(e)
-            }
+            Err(e) => Err(e.charged(self.lap_us())),
         }
     }
 }
@@ -261,12 +293,34 @@ mod tests {
         let next = clock.measure(&s, &case(), 1).unwrap();
         assert!(next.cost_us >= 40.0 * MS, "{next:?}");
 
-        // The search charges a failure's time itself: not twice.
+        // A failure takes its lap with it: not charged twice.
         let mut failing = Instant1us::new(true);
         let mut clock = WallClock::new(&mut failing);
         std::thread::sleep(Duration::from_millis(40));
         assert!(clock.measure(&s, &case(), 1).is_err());
         let next = clock.measure(&s, &case(), 1).unwrap();
         assert!(next.cost_us < 40.0 * MS, "{next:?}");
+    }
+
+    /// Fails every candidate, at once, as a candidate's fault.
+    struct CandidateFails;
+
+    impl Measurer for CandidateFails {
+        fn measure(&mut self, _: &Setting, _: &Case, _: u32) -> Measured {
+            Err(MeasureError::candidate_failed("its child hung"))
+        }
+    }
+
+    #[test]
+    fn a_candidates_failure_is_charged_its_wall_time() {
+        let mut inner = CandidateFails;
+        let mut clock = WallClock::new(&mut inner);
+        std::thread::sleep(Duration::from_millis(30));
+        match clock.measure(&Setting::default(), &case(), 1) {
+            Err(MeasureError::CandidateFailed { cost_us, .. }) => {
+                assert!(cost_us >= 30.0 * MS, "{cost_us}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -26,7 +26,6 @@ use crate::space::{bands, candidates, Band, CandidateSpace};
 use crate::stats::{AdaptiveStop, Decision, GainRule, Interval, StopRule, Verdict};
 use collbench_core::Collective;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 mod fresh;
 mod process_wide;
@@ -614,7 +613,6 @@ impl Search<'_> {
         } else {
             st.iters
         };
-        let started = Instant::now();
         let measured = match partner {
             Some(partner) => self
                 .m
@@ -644,11 +642,13 @@ impl Search<'_> {
                 Ok(sample)
             }
             Err(MeasureError::Unsupported(r)) if !setting.is_default() => Err(Halt::Unsupported(r)),
-            Err(MeasureError::CandidateFailed(r)) if of_candidate => {
-                // A failure gives no cost, but a hung child took its
-                // deadline: the budget must hold all the same.
-                self.spent_us += started.elapsed().as_secs_f64() * 1e6;
-                Err(Halt::CandidateFailed(r))
+            Err(MeasureError::CandidateFailed { reason, cost_us }) if of_candidate => {
+                // A hung child took its deadline: the budget must hold all
+                // the same. The measurer's figure, not this process's own
+                // clock: under a launcher every process gets the same
+                // (agreed) one, so their searches decide alike.
+                self.spent_us += cost_us;
+                Err(Halt::CandidateFailed(reason))
             }
             Err(e) => Err(Halt::Failed(e.to_string())),
         }

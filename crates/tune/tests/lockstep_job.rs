@@ -207,9 +207,11 @@ impl Measurer for FailsOnRank2 {
         if s.channels == Some(4) {
             self.repeats_of_winner += 1;
             if self.rank == 2 && self.repeats_of_winner > 3 {
-                return Err(MeasureError::CandidateFailed(
-                    "its child process exited".into(),
-                ));
+                // As a child measurer says it: with the wall time it took.
+                return Err(MeasureError::CandidateFailed {
+                    reason: "its child process exited".into(),
+                    cost_us: 20_000.0,
+                });
             }
         }
         self.inner.measure(s, c, iters)
@@ -248,6 +250,11 @@ fn a_candidate_failing_on_one_of_four_ranks_ends_on_all_and_the_search_goes_on()
         }
     }
     assert!(ended >= 1, "the failing candidate was never ended: {r:?}");
+    // Every process charged the failure as rank 2 did: budgets that
+    // drift apart would end up deciding apart.
+    for (rank, other) in reports.iter().enumerate() {
+        assert_eq!(other.spent_us, r.spent_us, "rank {rank}'s budget drifted");
+    }
 }
 
 #[test]

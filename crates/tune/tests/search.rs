@@ -315,8 +315,8 @@ impl collbench_tune::Measurer for FailsFor {
         if *pair.candidate() == self.failing {
             self.seen += 1;
             if self.seen > self.after {
-                return Err(collbench_tune::MeasureError::CandidateFailed(
-                    "rank 1: child process exited".into(),
+                return Err(collbench_tune::MeasureError::candidate_failed(
+                    "rank 1: child process exited",
                 ));
             }
         }

@@ -78,20 +78,23 @@ fn the_peers_slower_sample_is_the_one_the_search_sees() {
 }
 
 #[test]
-fn a_candidate_failure_on_one_rank_is_everyones_with_all_reasons() {
+fn a_candidate_failure_on_one_rank_is_everyones_with_all_reasons_and_the_dearest_time() {
     let died = "child process with X=1: exited (exit status: 3)";
     let broke = "child process with X=1: the child job lost rank 1";
+    let failed = |reason: &str, cost_us: f64| MeasureError::CandidateFailed {
+        reason: reason.into(),
+        cost_us,
+    };
+    // Rank 1 waited out its child's deadline: every process charges that.
     let words = [
-        word(Err(MeasureError::CandidateFailed(broke.into()))),
-        word(Err(MeasureError::CandidateFailed(died.into()))),
-        word(sample(1.0, 1.0)),
+        word(Err(failed(broke, 5.0))),
+        word(Err(failed(died, 30e6))),
+        word(sample(1.0, 2.0)),
         word(Err(MeasureError::Unsupported("no NVLS".into()))),
     ];
     assert_eq!(
         agreed(&words),
-        Err(MeasureError::CandidateFailed(format!(
-            "rank 0: {broke}; rank 1: {died}"
-        )))
+        Err(failed(&format!("rank 0: {broke}; rank 1: {died}"), 30e6))
     );
 }
 
@@ -141,7 +144,7 @@ impl Measurer for Ends {
         if s.is_default() {
             sample(1.0, 1.0)
         } else {
-            Err(MeasureError::CandidateFailed("mine".into()))
+            Err(MeasureError::candidate_failed("mine"))
         }
     }
 
@@ -152,8 +155,7 @@ impl Measurer for Ends {
 
 #[test]
 fn the_measurer_hears_of_the_candidate_ended_even_from_its_partners_repeat() {
-    let peer =
-        serde_json::to_vec(&word(Err(MeasureError::CandidateFailed("peer".into())))).unwrap();
+    let peer = serde_json::to_vec(&word(Err(MeasureError::candidate_failed("peer")))).unwrap();
     let two = TwoProcesses {
         peer: Some(peer),
         failure: None,
@@ -174,10 +176,12 @@ fn the_measurer_hears_of_the_candidate_ended_even_from_its_partners_repeat() {
         partner: &cand,
     };
     let got = lock.measure_in_pair(pair, &case, 1);
-    assert_eq!(
-        got,
-        Err(MeasureError::CandidateFailed("rank 1: peer".into()))
-    );
+    // This process's own repeat (1 us) was the dearest.
+    let failed = MeasureError::CandidateFailed {
+        reason: "rank 1: peer".into(),
+        cost_us: 1.0,
+    };
+    assert_eq!(got, Err(failed));
     drop(lock);
     assert_eq!(m.ended, [(cand, "rank 1: peer".to_string())]);
 }

@@ -171,13 +171,18 @@ impl Search<'_> {
                 self.max_renew_us = self.max_renew_us.max(us);
                 Ok(true)
             }
-            Err(e) => {
+            // As a failed repeat: the measurer's (agreed) wall time.
+            Err(MeasureError::CandidateFailed { reason, cost_us }) => {
+                self.spent_us += cost_us;
+                Err(Halt::CandidateFailed(reason))
+            }
+            Err(MeasureError::Unsupported(r)) => {
                 self.spent_us += started.elapsed().as_secs_f64() * 1e6;
-                Err(match e {
-                    MeasureError::CandidateFailed(r) => Halt::CandidateFailed(r),
-                    MeasureError::Unsupported(r) => Halt::Unsupported(r),
-                    MeasureError::Failed(r) => Halt::Failed(r),
-                })
+                Err(Halt::Unsupported(r))
+            }
+            Err(MeasureError::Failed(r)) => {
+                self.spent_us += started.elapsed().as_secs_f64() * 1e6;
+                Err(Halt::Failed(r))
             }
         }
     }
