@@ -251,8 +251,14 @@ def falls(argv):
 
 
 def nogain(argv):
+    """Per search, what became of the candidate `want`. Two counts: the
+    tool's claims (a band's outcome), and, stricter (the rule up to call
+    17), also any screen whose interval lies wholly below 0.98. A screen
+    of an environment candidate is one pair of child processes: its
+    interval carries none of the spread between processes (docs/tune.md,
+    section 6), so it is no verdict; the strict count is kept to show it."""
     want, files = argv[0], argv[1:]
-    no = 0
+    no = strict = 0
     for path in files:
         status = "absent"
         for b in bands(path):
@@ -265,11 +271,19 @@ def nogain(argv):
                     # measured nothing and were first counted as no gain).
                     if "ratio" not in st:
                         status = f"NOT MEASURED ({st['kind']})"
+                    elif won:
+                        status = "GAIN"
+                    elif wholly_below:
+                        r = st["ratio"]
+                        status = (f"no gain ({st['kind']}; its screen's one-pair interval "
+                                  f"{r['lo']:.3f}-{r['hi']:.3f} lies below 0.98)")
                     else:
-                        status = "GAIN" if won or wholly_below else f"no gain ({st['kind']})"
+                        status = f"no gain ({st['kind']})"
         no += status.startswith("no gain")
+        strict += status.startswith("no gain") and "lies below" not in status
         print(f"{os.path.basename(path)}: {want}: {status}")
-    print(f"nogain: {no} of {len(files)} searches")
+    print(f"nogain: {no} of {len(files)} searches (the tool's verdicts); "
+          f"{strict} of {len(files)} counting a screen's interval as a verdict")
 
 
 def nauto(argv):
