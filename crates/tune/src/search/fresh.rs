@@ -176,10 +176,10 @@ impl Search<'_> {
                 self.spent_us += cost_us;
                 Err(Halt::CandidateFailed(reason))
             }
-            Err(MeasureError::Unsupported(r)) => {
-                self.spent_us += started.elapsed().as_secs_f64() * 1e6;
-                Err(Halt::Unsupported(r))
-            }
+            // Charged nothing, as an unsupported repeat is: the processes
+            // agree on the error, and each one's own clock would differ.
+            Err(MeasureError::Unsupported(r)) => Err(Halt::Unsupported(r)),
+            // The search ends here: its own clock is fine.
             Err(MeasureError::Failed(r)) => {
                 self.spent_us += started.elapsed().as_secs_f64() * 1e6;
                 Err(Halt::Failed(r))
