@@ -1,7 +1,7 @@
 //! What `collbench compare` prints: the text (sides, tables, verdict) or
 //! the same findings as one JSON document (`--format json`).
 
-use crate::compare::{Comparison, Row, Verdict};
+use crate::compare::{Comparison, Overall, Row};
 use crate::compare_sides::{self, Side};
 use serde::Serialize;
 
@@ -56,6 +56,9 @@ pub fn text(sides: &Sides, cmp: &Comparison) -> String {
     line("");
     line(&cmp.table());
     line(&cmp.overall_line());
+    for h in cmp.hidden_lines() {
+        line(&h);
+    }
     let regressions = cmp.regression_table();
     if !regressions.is_empty() {
         line(&format!("\nRegressions:\n\n{regressions}"));
@@ -79,10 +82,19 @@ struct Document<'a> {
     base: &'a str,
     new: &'a str,
     threshold_pct: f64,
-    /// `ok` or `regression`, as the exit code says (0 or 1).
+    /// `ok`, `regression` or `cannot_tell`, as the exit code says (0, 1
+    /// or 3).
     verdict: &'static str,
+    /// Runs on each side (a folder or `--base-run`/`--new-run` gives
+    /// several).
+    runs: Runs,
     exit_code: i32,
     regressions: usize,
+    /// Cases that cannot tell alone (noise, one case only, no estimate).
+    cannot_tell: usize,
+    /// Ops whose pooled drop no case confirms (the verdict
+    /// `cannot_tell`), one line each.
+    hidden: Vec<String>,
     /// Rank counts or GPU models that differ between the sides.
     warnings: Vec<String>,
     only_base: &'a [String],
@@ -102,10 +114,16 @@ struct Case<'a> {
     root: i64,
     size_bytes: u64,
     placement: &'static str,
-    /// The figure the verdict is judged on: `time`, `busbw` or `algbw`.
-    judged_on: &'static str,
-    /// NEW/BASE of that figure (`null` where BASE is 0).
+    /// The figure the verdict is judged on: `time`, `busbw` or `algbw`,
+    /// with ` (p50)` where the medians of the iterations were compared.
+    judged_on: String,
+    /// NEW/BASE of that figure (`null` where not finite).
     ratio: Option<f64>,
+    /// Its 95% interval, `[low, high]` (`null` without a noise estimate).
+    interval: Option<[f64; 2]>,
+    /// Where the noise estimate came from (`null`: none).
+    noise: Option<String>,
+    /// `same`, `regression`, `improved` or `cannot tell (...)`.
     verdict: &'static str,
     base: Figures,
     new: Figures,
@@ -116,6 +134,12 @@ struct Case<'a> {
 }
 
 #[derive(Debug, Serialize)]
+struct Runs {
+    base: usize,
+    new: usize,
+}
+
+#[derive(Debug, Serialize)]
 struct Figures {
     time_us: f64,
     algbw_gbps: f64,
@@ -123,11 +147,7 @@ struct Figures {
 }
 
 fn case(r: &Row) -> Case<'_> {
-    let (judged_on, ratio) = if r.by_time {
-        ("time", r.time_ratio())
-    } else {
-        (r.bw_name, r.bw_ratio())
-    };
+    let ratio = r.judged_ratio();
     let figures = |p: &collbench_core::Placement| Figures {
         time_us: p.time_us,
         algbw_gbps: p.algbw_gbps,
@@ -140,13 +160,11 @@ fn case(r: &Row) -> Case<'_> {
         root: r.root,
         size_bytes: r.size_bytes,
         placement: r.placement,
-        judged_on,
+        judged_on: r.judged_on(),
         ratio: ratio.is_finite().then_some(ratio),
-        verdict: match r.verdict {
-            Verdict::Same => "same",
-            Verdict::Regression => "regression",
-            Verdict::Improved => "improved",
-        },
+        interval: r.interval().map(|(lo, hi)| [lo, hi]),
+        noise: r.estimate.source.map(|s| s.to_string()),
+        verdict: r.verdict.word(),
         base: figures(&r.base),
         new: figures(&r.new),
         nccl_change: r.choice_change().map(|c| c.cell()),
@@ -156,14 +174,25 @@ fn case(r: &Row) -> Case<'_> {
 /// The JSON document, pretty-printed, with a final line end.
 pub fn json(sides: &Sides, cmp: &Comparison) -> String {
     let regressions = cmp.regressions().count();
+    let (verdict, exit_code) = match cmp.overall() {
+        Overall::NoRegression => ("ok", 0),
+        Overall::Regression => ("regression", 1),
+        Overall::CannotTell => ("cannot_tell", 3),
+    };
     let doc = Document {
         schema: "collbench-compare/1",
         base: sides.base_name,
         new: sides.new_name,
         threshold_pct: cmp.threshold_pct,
-        verdict: if regressions == 0 { "ok" } else { "regression" },
-        exit_code: i32::from(regressions > 0),
+        verdict,
+        runs: Runs {
+            base: cmp.runs.0,
+            new: cmp.runs.1,
+        },
+        exit_code,
         regressions,
+        cannot_tell: cmp.unsure().count(),
+        hidden: cmp.hidden_lines(),
         warnings: compare_sides::warnings(sides.base, sides.new),
         only_base: &cmp.only_base,
         only_new: &cmp.only_new,

@@ -1,0 +1,412 @@
+//! The rule that turns each case's ratio interval into a verdict.
+//!
+//! * **Thresholds.** Sizes from 1 MiB are judged on bandwidth (NEW below
+//!   BASE by more than the threshold, 5% by default); smaller ones on time
+//!   (slower by more than twice the threshold, and by more than 5 µs).
+//! * **The interval decides.** A case is *beyond* the threshold only when
+//!   its whole 95% interval is; when the estimate is beyond it but the
+//!   interval reaches back, the case *cannot tell* (noise as large as the
+//!   effect).
+//! * **Two adjacent cases.** One case alone is not a regression, however
+//!   sure its interval: on a shared machine one size now and then catches
+//!   a burst that its own statistics cannot foresee. A case beyond the
+//!   threshold is a regression when a neighbour (the next size up or down
+//!   in the same placement, or the other placement of the same size) is
+//!   beyond it too; alone it is "one case only", which cannot tell.
+//! * **Per op, pooled.** The bandwidth-regime cases of an op are pooled
+//!   (inverse-variance mean of their log ratios). Where the pooled
+//!   estimate is beyond the threshold, two adjacent cases' estimates are
+//!   too, but no two adjacent cases confirm it with their intervals, the
+//!   comparison as a whole cannot tell: a drop may be hiding in noise.
+
+use super::noise::{neighbour_residuals, placement_residual, robust_sd, Estimate, NoiseSource};
+
+/// Sizes below this are judged on time (latency regime).
+pub const LATENCY_REGIME_BELOW_BYTES: u64 = 1 << 20;
+/// In the latency regime a slowdown must also exceed this many µs.
+pub const TIME_FLOOR_US: f64 = 5.0;
+/// In the latency regime the time threshold is this many times the busbw one.
+pub const TIME_THRESHOLD_FACTOR: f64 = 2.0;
+
+/// Why a case cannot be judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsure {
+    /// The estimate is beyond the threshold, the interval is not.
+    Noise,
+    /// Beyond the threshold, but no adjacent case agrees.
+    OneCase,
+    /// No source of noise: no statistics, one run a side, too few
+    /// neighbouring cases to read the log's scatter.
+    NoNoise,
+}
+
+/// What a compared case came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Within the threshold (or its interval reaches inside it with an
+    /// estimate inside it too).
+    Same,
+    /// Slower beyond the threshold, with its interval, and confirmed by
+    /// an adjacent case.
+    Regression,
+    /// Faster beyond the threshold, with its interval.
+    Improved,
+    CannotTell(Unsure),
+}
+
+impl Verdict {
+    /// The word in tables and JSON.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Same => "same",
+            Verdict::Regression => "regression",
+            Verdict::Improved => "improved",
+            Verdict::CannotTell(Unsure::Noise) => "cannot tell (noise)",
+            Verdict::CannotTell(Unsure::OneCase) => "cannot tell (one case only)",
+            Verdict::CannotTell(Unsure::NoNoise) => "cannot tell (no noise estimate)",
+        }
+    }
+}
+
+/// What the rule needs of a case besides its estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CaseShape {
+    /// Index of the op group (op, type, redop, root) the case belongs to.
+    pub group: usize,
+    pub size_bytes: u64,
+    pub in_place: bool,
+    /// Judged on time (latency regime) rather than bandwidth.
+    pub by_time: bool,
+    /// BASE's time in µs (for the latency regime's absolute floor; 0 where
+    /// the test measures no time).
+    pub base_time_us: f64,
+}
+
+/// The rule's settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rule {
+    /// Percent change that counts (bandwidth regime; twice it on time).
+    pub threshold_pct: f64,
+}
+
+impl Rule {
+    /// `ln` of the slowdown beyond which a case regresses.
+    fn slower(&self, by_time: bool) -> f64 {
+        let t = self.threshold_pct / 100.0;
+        if by_time {
+            (1.0 + t * TIME_THRESHOLD_FACTOR).ln()
+        } else {
+            // Bandwidth down by t is time up by 1/(1-t).
+            -(1.0 - t.min(0.999_999)).ln()
+        }
+    }
+
+    /// `ln` of the speed-up beyond which a case improved (negative).
+    fn faster(&self, by_time: bool) -> f64 {
+        let t = self.threshold_pct / 100.0;
+        if by_time {
+            (1.0 - (t * TIME_THRESHOLD_FACTOR).min(0.999_999)).ln()
+        } else {
+            -(1.0 + t).ln()
+        }
+    }
+}
+
+/// Floors each estimate's standard error with the log's own scatter of
+/// its op group, and fills it where no other source could: returns the
+/// estimates to judge.
+pub fn with_log_scatter(shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Estimate> {
+    let groups = shapes.iter().map(|s| s.group + 1).max().unwrap_or(0);
+    let scatter: Vec<Option<f64>> = (0..groups)
+        .map(|g| robust_sd(&group_residuals(shapes, estimates, g)))
+        .collect();
+    shapes
+        .iter()
+        .zip(estimates)
+        .map(|(shape, e)| {
+            let Some(log_sd) = scatter[shape.group] else {
+                return *e;
+            };
+            match (e.se, e.source) {
+                // Runs see what changes between runs: keep their spread.
+                (Some(_), Some(NoiseSource::Runs { .. })) => *e,
+                (Some(se), _) if se >= log_sd => *e,
+                _ => Estimate {
+                    se: Some(log_sd),
+                    source: Some(NoiseSource::Log),
+                    ..*e
+                },
+            }
+        })
+        .collect()
+}
+
+/// The residuals of one op group: neighbouring sizes per placement and
+/// out-of-place against in-place per size.
+fn group_residuals(shapes: &[CaseShape], estimates: &[Estimate], group: usize) -> Vec<f64> {
+    let mut out = Vec::new();
+    for in_place in [false, true] {
+        let series = ordered(shapes, group, in_place);
+        let logs: Vec<f64> = series.iter().map(|&i| estimates[i].log_ratio).collect();
+        out.extend(neighbour_residuals(&logs));
+    }
+    for i in ordered(shapes, group, false) {
+        let twin = shapes
+            .iter()
+            .position(|s| s.group == group && s.in_place && s.size_bytes == shapes[i].size_bytes);
+        if let Some(j) = twin {
+            out.push(placement_residual(
+                estimates[i].log_ratio,
+                estimates[j].log_ratio,
+            ));
+        }
+    }
+    out.retain(|x| x.is_finite());
+    out
+}
+
+/// Indices of a group's cases of one placement, by size.
+fn ordered(shapes: &[CaseShape], group: usize, in_place: bool) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..shapes.len())
+        .filter(|&i| shapes[i].group == group && shapes[i].in_place == in_place)
+        .collect();
+    v.sort_by_key(|&i| shapes[i].size_bytes);
+    v
+}
+
+/// Where a case's interval lies against the thresholds, before its
+/// neighbours are asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Alone {
+    Same,
+    Beyond,
+    Improved,
+    Unsure(Unsure),
+}
+
+fn alone(rule: &Rule, shape: &CaseShape, e: &Estimate) -> Alone {
+    let Some(se) = e.se.filter(|s| s.is_finite()) else {
+        return Alone::Unsure(Unsure::NoNoise);
+    };
+    let half = e.z95 * se;
+    let (d, slower, faster) = (
+        e.log_ratio,
+        rule.slower(shape.by_time),
+        rule.faster(shape.by_time),
+    );
+    // The latency regime's floor: a few µs is never a regression.
+    let delta_us = shape.base_time_us * (d.exp() - 1.0);
+    let floor_ok = !shape.by_time || delta_us.abs() > TIME_FLOOR_US;
+    if d > slower && floor_ok {
+        if d - half > slower {
+            Alone::Beyond
+        } else {
+            Alone::Unsure(Unsure::Noise)
+        }
+    } else if d < faster && floor_ok && d + half < faster {
+        Alone::Improved
+    } else {
+        Alone::Same
+    }
+}
+
+/// The verdict of every case: alone, then confirmed by a neighbour.
+pub fn judge(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Verdict> {
+    let first: Vec<Alone> = shapes
+        .iter()
+        .zip(estimates)
+        .map(|(s, e)| alone(rule, s, e))
+        .collect();
+    (0..shapes.len())
+        .map(|i| match first[i] {
+            Alone::Same => Verdict::Same,
+            Alone::Improved => Verdict::Improved,
+            Alone::Unsure(u) => Verdict::CannotTell(u),
+            Alone::Beyond if neighbours(shapes, i).any(|j| first[j] == Alone::Beyond) => {
+                Verdict::Regression
+            }
+            Alone::Beyond => Verdict::CannotTell(Unsure::OneCase),
+        })
+        .collect()
+}
+
+/// A case's neighbours: the next size down and up in its placement, and
+/// its other placement at the same size.
+fn neighbours(shapes: &[CaseShape], i: usize) -> impl Iterator<Item = usize> + '_ {
+    let s = shapes[i];
+    let series = ordered(shapes, s.group, s.in_place);
+    let at = series.iter().position(|&j| j == i).unwrap_or(0);
+    let mut out = Vec::new();
+    if at > 0 {
+        out.push(series[at - 1]);
+    }
+    if let Some(&j) = series.get(at + 1) {
+        out.push(j);
+    }
+    out.extend((0..shapes.len()).filter(|&j| {
+        shapes[j].group == s.group
+            && shapes[j].in_place != s.in_place
+            && shapes[j].size_bytes == s.size_bytes
+    }));
+    out.into_iter()
+}
+
+/// Whether two adjacent bandwidth-regime cases of `group` both have
+/// their estimate beyond the threshold (what a drop hiding in noise looks
+/// like, as against one stray case).
+pub fn adjacent_estimates_beyond(
+    rule: &Rule,
+    shapes: &[CaseShape],
+    estimates: &[Estimate],
+    group: usize,
+) -> bool {
+    let beyond = |i: usize| {
+        shapes[i].group == group
+            && !shapes[i].by_time
+            && estimates[i].log_ratio > rule.slower(false)
+    };
+    (0..shapes.len()).any(|i| beyond(i) && neighbours(shapes, i).any(beyond))
+}
+
+/// One op group's bandwidth-regime cases pooled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pooled {
+    pub group: usize,
+    /// Inverse-variance mean of the cases' `ln(t_new / t_base)`.
+    pub log_ratio: f64,
+    pub se: f64,
+    pub cases: usize,
+    /// Whether the pooled estimate is beyond the threshold.
+    pub beyond: bool,
+    /// Whether its 95% interval is wholly beyond too.
+    pub sure: bool,
+}
+
+/// Pools each group's bandwidth-regime cases that have a noise estimate
+/// (groups with fewer than two such cases are left out).
+pub fn pool(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Pooled> {
+    let groups = shapes.iter().map(|s| s.group + 1).max().unwrap_or(0);
+    let slower = rule.slower(false);
+    let z = collbench_core::adaptive::normal_quantile(0.975);
+    (0..groups)
+        .filter_map(|g| {
+            let (mut w, mut wd, mut n) = (0.0, 0.0, 0);
+            for (s, e) in shapes.iter().zip(estimates) {
+                let Some(se) = e.se.filter(|x| *x > 0.0 && x.is_finite()) else {
+                    continue;
+                };
+                if s.group == g && !s.by_time && e.log_ratio.is_finite() {
+                    w += 1.0 / (se * se);
+                    wd += e.log_ratio / (se * se);
+                    n += 1;
+                }
+            }
+            (n >= 2).then(|| {
+                let (d, se) = (wd / w, w.sqrt().recip());
+                Pooled {
+                    group: g,
+                    log_ratio: d,
+                    se,
+                    cases: n,
+                    beyond: d > slower,
+                    sure: d - z * se > slower,
+                }
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(size: u64, in_place: bool) -> CaseShape {
+        CaseShape {
+            group: 0,
+            size_bytes: size,
+            in_place,
+            by_time: size < LATENCY_REGIME_BELOW_BYTES,
+            base_time_us: 1000.0,
+        }
+    }
+
+    fn est(d: f64, se: f64) -> Estimate {
+        Estimate {
+            log_ratio: d,
+            se: Some(se),
+            z95: 1.96,
+            source: Some(NoiseSource::Iterations {
+                samples: 20,
+                median: true,
+            }),
+        }
+    }
+
+    const RULE: Rule = Rule { threshold_pct: 5.0 };
+
+    #[test]
+    fn two_adjacent_sizes_beyond_the_threshold_regress_one_alone_cannot_tell() {
+        let shapes: Vec<_> = [1u64 << 20, 2 << 20, 4 << 20, 8 << 20]
+            .map(|s| shape(s, false))
+            .to_vec();
+        let drop = -(0.9f64.ln());
+        let v = judge(
+            &RULE,
+            &shapes,
+            &[
+                est(0.0, 0.01),
+                est(drop, 0.01),
+                est(drop, 0.01),
+                est(0.0, 0.01),
+            ],
+        );
+        assert_eq!(
+            v,
+            [
+                Verdict::Same,
+                Verdict::Regression,
+                Verdict::Regression,
+                Verdict::Same
+            ]
+        );
+        let v = judge(
+            &RULE,
+            &shapes,
+            &[
+                est(0.0, 0.01),
+                est(drop, 0.01),
+                est(0.0, 0.01),
+                est(0.0, 0.01),
+            ],
+        );
+        assert_eq!(v[1], Verdict::CannotTell(Unsure::OneCase));
+    }
+
+    #[test]
+    fn an_interval_reaching_inside_the_threshold_cannot_tell() {
+        let shapes = [shape(1 << 20, false), shape(1 << 20, true)];
+        let drop = -(0.9f64.ln());
+        let v = judge(&RULE, &shapes, &[est(drop, 0.1), est(drop, 0.1)]);
+        assert_eq!(v, [Verdict::CannotTell(Unsure::Noise); 2]);
+        let p = pool(&RULE, &shapes, &[est(drop, 0.1), est(drop, 0.1)]);
+        assert!(p[0].beyond && !p[0].sure, "{p:?}");
+    }
+
+    #[test]
+    fn a_few_microseconds_never_regress() {
+        let mut s = shape(8, false);
+        s.base_time_us = 2.0;
+        let v = judge(&RULE, &[s, s], &[est(1.0, 0.01), est(1.0, 0.01)]);
+        assert_eq!(v[0], Verdict::Same);
+    }
+
+    #[test]
+    fn the_log_scatter_floors_a_too_narrow_iteration_interval() {
+        let shapes: Vec<_> = (20..28).map(|k| shape(1 << k, false)).collect();
+        let noisy = [0.0, 0.1, -0.1, 0.05, -0.05, 0.1, -0.1, 0.0];
+        let e: Vec<_> = noisy.iter().map(|&d| est(d, 0.001)).collect();
+        let out = with_log_scatter(&shapes, &e);
+        assert!(out.iter().all(|e| e.se.unwrap() > 0.05), "{out:?}");
+        assert!(out.iter().all(|e| e.source == Some(NoiseSource::Log)));
+    }
+}
