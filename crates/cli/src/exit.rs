@@ -33,8 +33,12 @@ pub enum Outcome {
     CheckFail,
     /// `compare`: no case regressed.
     NoRegression,
-    /// `compare`: some case regressed beyond the threshold.
+    /// `compare`: some case regressed beyond the threshold, or NEW failed
+    /// its correctness gate.
     Regression,
+    /// `compare`: no case regressed, but an op drops beyond the threshold
+    /// within its noise.
+    CompareCannotTell,
     /// `compare`: an input cannot be read, or the two share no case.
     CompareUnusable,
     /// `preflight`: every rank checked in with the same versions.
@@ -101,6 +105,7 @@ const OTHERS: [(&str, &[Outcome]); 6] = [
             Outcome::NoRegression,
             Outcome::Regression,
             Outcome::CompareUnusable,
+            Outcome::CompareCannotTell,
         ],
     ),
     (
@@ -153,7 +158,7 @@ impl Outcome {
             | Outcome::ReportUnusable
             | Outcome::DoctorFail
             | Outcome::TuneRefused => 2,
-            Outcome::Launch | Outcome::PreflightFail => 3,
+            Outcome::Launch | Outcome::PreflightFail | Outcome::CompareCannotTell => 3,
             Outcome::Backend | Outcome::TuneFailed => 4,
             Outcome::Timeout => 5,
             Outcome::ReportSkipped => 6,
@@ -175,8 +180,9 @@ impl Outcome {
             Outcome::CheckWarn => "warn",
             Outcome::CheckFail => "fail (a wrong result always fails), or the check could not run",
             Outcome::NoRegression => "no regression",
-            Outcome::Regression => "regression",
-            Outcome::CompareUnusable => "an input cannot be read, or the two share no case",
+            Outcome::Regression => "regression (a 95% interval beyond the threshold in two adjacent cases), or NEW has wrong results, an out-of-bounds FAILED line, an error or crash line, or fewer cases than BASE",
+            Outcome::CompareUnusable => "an input cannot be read, the two share no case, or BASE has wrong results or was cut short (`--trust-base` compares anyway)",
+            Outcome::CompareCannotTell => "cannot tell: no case regressed, but an op drops beyond the threshold within its noise",
             Outcome::ReportComplete => "report written, every input read",
             Outcome::ReportUnusable => "an input named directly cannot be read, or `--strict` and a file in a folder cannot",
             Outcome::ReportSkipped => "report written, but files in a folder were skipped (listed on stderr)",
@@ -208,8 +214,9 @@ impl Outcome {
         use collbench_report::CompareOutcome;
         match found {
             CompareOutcome::NoRegression => Outcome::NoRegression,
-            CompareOutcome::Regression => Outcome::Regression,
+            CompareOutcome::Regression | CompareOutcome::NewFailed => Outcome::Regression,
             CompareOutcome::Unusable => Outcome::CompareUnusable,
+            CompareOutcome::CannotTell => Outcome::CompareCannotTell,
         }
     }
 

@@ -4,15 +4,29 @@
 
 mod common;
 
-use collbench_core::{CaseResult, Explanation, KernelChoice, Placement, Record};
+use collbench_core::{CaseResult, Explanation, KernelChoice, Placement, Record, TimeStats};
 use common::collbench;
 use std::path::Path;
 
 /// What NCCL ran for a case: algorithm, protocol, channels.
 type Ran<'a> = Option<(&'a str, &'a str, u64)>;
 
+/// Statistics of 100 iterations around `time_us`, 1% apart: tight enough
+/// that compare's intervals are sure of a 12% change.
+fn tight(time_us: f64) -> Option<TimeStats> {
+    Some(TimeStats {
+        mean_us: time_us,
+        min_us: time_us * 0.98,
+        p50_us: time_us,
+        p99_us: time_us * 1.02,
+        max_us: time_us * 1.03,
+        stdev_us: time_us * 0.01,
+        samples: 100,
+    })
+}
+
 /// An all_reduce run of 2 ranks: (size, time µs, busbw, what NCCL ran or
-/// nothing).
+/// nothing), with per-iteration statistics.
 fn run(cases: &[(u64, f64, f64, Ran)]) -> Record {
     let mut r = Record::new("collbench");
     r.backend = Some("nccl".into());
@@ -30,6 +44,8 @@ fn run(cases: &[(u64, f64, f64, Ran)]) -> Record {
                 busbw_gbps: busbw,
                 wrong: Some(0),
                 explain,
+                iterations: 100,
+                stats: tight(time_us),
                 ..Placement::default()
             }),
             ..CaseResult::float_sum("all_reduce", size)

@@ -1,6 +1,7 @@
 //! What `collbench compare` prints: the text (sides, tables, verdict) or
 //! the same findings as one JSON document (`--format json`).
 
+use crate::compare::gate::Failure;
 use crate::compare::{Comparison, Overall, Row};
 use crate::compare_sides::{self, Side};
 use serde::Serialize;
@@ -23,14 +24,26 @@ pub struct Sides<'a> {
     pub new: &'a Side,
 }
 
+/// `FAILED: NEW new.txt: wrong results: ...`, one line per failure.
+fn failure_lines(sides: &Sides, failures: &[Failure]) -> Vec<String> {
+    failures
+        .iter()
+        .map(|f| format!("FAILED: NEW {}: {f}", sides.new_name))
+        .collect()
+}
+
 /// The text layout: a line per side, warnings, one-sided cases, the table,
-/// the overall line, the regressions and the verdict line.
-pub fn text(sides: &Sides, cmp: &Comparison) -> String {
+/// the overall line, the regressions and the verdict line; when NEW failed
+/// its correctness gate, a FAILED line per failure first and last.
+pub fn text(sides: &Sides, cmp: &Comparison, failures: &[Failure]) -> String {
     let mut out = String::new();
     let mut line = |s: &str| {
         out += s;
         out += "\n";
     };
+    for f in failure_lines(sides, failures) {
+        line(&f);
+    }
     line(&compare_sides::header_line(
         "BASE",
         sides.base_name,
@@ -70,7 +83,18 @@ pub fn text(sides: &Sides, cmp: &Comparison) -> String {
             line("");
         }
     }
-    line(&cmp.verdict_line());
+    let failed = failure_lines(sides, failures);
+    match failed.first() {
+        // Correctness first: the speed verdict is shown, the gate's is last.
+        Some(first) => {
+            line(&format!("speed alone: {}", cmp.verdict_line()));
+            for f in &failed[1..] {
+                line(f);
+            }
+            line(first);
+        }
+        None => line(&cmp.verdict_line()),
+    }
     out
 }
 
@@ -82,9 +106,12 @@ struct Document<'a> {
     base: &'a str,
     new: &'a str,
     threshold_pct: f64,
-    /// `ok`, `regression` or `cannot_tell`, as the exit code says (0, 1
-    /// or 3).
+    /// `ok`, `regression`, `failed` (NEW failed its correctness gate) or
+    /// `cannot_tell`, as the exit code says (0, 1, 1 or 3).
     verdict: &'static str,
+    /// Why NEW failed its correctness gate, one line each (empty: it
+    /// passed).
+    failures: Vec<String>,
     /// Runs on each side (a folder or `--base-run`/`--new-run` gives
     /// several).
     runs: Runs,
@@ -172,9 +199,10 @@ fn case(r: &Row) -> Case<'_> {
 }
 
 /// The JSON document, pretty-printed, with a final line end.
-pub fn json(sides: &Sides, cmp: &Comparison) -> String {
+pub fn json(sides: &Sides, cmp: &Comparison, failures: &[Failure]) -> String {
     let regressions = cmp.regressions().count();
     let (verdict, exit_code) = match cmp.overall() {
+        _ if !failures.is_empty() => ("failed", 1),
         Overall::NoRegression => ("ok", 0),
         Overall::Regression => ("regression", 1),
         Overall::CannotTell => ("cannot_tell", 3),
@@ -185,6 +213,7 @@ pub fn json(sides: &Sides, cmp: &Comparison) -> String {
         new: sides.new_name,
         threshold_pct: cmp.threshold_pct,
         verdict,
+        failures: failures.iter().map(Failure::to_string).collect(),
         runs: Runs {
             base: cmp.runs.0,
             new: cmp.runs.1,
@@ -198,7 +227,10 @@ pub fn json(sides: &Sides, cmp: &Comparison) -> String {
         only_new: &cmp.only_new,
         cases: cmp.rows.iter().map(case).collect(),
         overall: cmp.overall_line(),
-        verdict_line: cmp.verdict_line(),
+        verdict_line: failure_lines(sides, failures)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| cmp.verdict_line()),
     };
     // Plain structs of strings and numbers always serialise.
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"

@@ -28,6 +28,7 @@ pub mod parse;
 pub mod render;
 pub use collbench_output::{metrics, units};
 
+pub use compare::command::{compare_main, CompareOptions, CompareOutcome};
 pub use compare_out::CompareFormat;
 pub use input::{read_paths, Inputs, Parsed, Warning};
 pub use parse::{parse_file, parse_paths, parse_str, FileError, Format, ParseError};
@@ -101,23 +102,6 @@ pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html:
     })
 }
 
-/// What `collbench compare` compares and how (the CLI fills it from its
-/// flags).
-#[derive(Debug, Clone)]
-pub struct CompareOptions {
-    /// The reference log (or directory of logs).
-    pub base: PathBuf,
-    /// The log to judge against `base`.
-    pub new: PathBuf,
-    /// Percent change that counts as a regression (the rule is
-    /// [`compare::compare`]'s).
-    pub threshold: f64,
-    /// What stdout carries.
-    pub format: CompareFormat,
-    /// Read both inputs as this format instead of detecting it.
-    pub input_format: Option<Format>,
-}
-
 /// Runs `collbench report`. Skipped files and data-quality warnings go to
 /// [`collbench_core::diag`] (stderr), one line each, and into the report's
 /// "Data quality" section. Returns the Markdown for stdout when there is no
@@ -185,73 +169,4 @@ pub fn report_main(args: &ReportOptions) -> anyhow::Result<(ReportOutcome, Optio
     std::fs::write(path, text)
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
     Ok((outcome, None))
-}
-
-/// What `collbench compare` found (the CLI turns it into the exit code).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompareOutcome {
-    /// No case regressed.
-    NoRegression,
-    /// At least one case regressed beyond the threshold.
-    Regression,
-    /// An input could not be read, or the two share no case (said on
-    /// stderr).
-    Unusable,
-}
-
-/// Runs `collbench compare`: returns the table and verdict line (or their
-/// JSON) for stdout (empty when unusable), and whether a case regressed.
-/// Lines about the inputs go to [`collbench_core::diag`] (stderr).
-pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, String)> {
-    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
-        anyhow::bail!("--threshold must be a non-negative percentage");
-    }
-    let read = |p: &PathBuf| read_paths(std::slice::from_ref(p), args.input_format, false);
-    let (base, new) = match (read(&args.base), read(&args.new)) {
-        (Ok(b), Ok(n)) => (b, n),
-        (Err(e), _) | (_, Err(e)) => {
-            diag::line(&format!("collbench compare: {e}"));
-            return Ok((CompareOutcome::Unusable, String::new()));
-        }
-    };
-    for s in base.skipped.iter().chain(&new.skipped) {
-        diag::line(&format!("collbench compare: skipped {s}"));
-    }
-    for w in base.parsed.warnings.iter().chain(&new.parsed.warnings) {
-        diag::line(&format!("collbench compare: warning: {w}"));
-    }
-    let (base_recs, new_recs) = (&base.parsed.records, &new.parsed.records);
-    let cmp = compare::compare(base_recs, new_recs, args.threshold);
-    if cmp.rows.is_empty() {
-        diag::line(&format!(
-            "collbench compare: {} and {} have no case (op, type, size) in common",
-            args.base.display(),
-            args.new.display()
-        ));
-        return Ok((CompareOutcome::Unusable, String::new()));
-    }
-    let (bs, ns) = (
-        compare_sides::side(base_recs),
-        compare_sides::side(new_recs),
-    );
-    let (base_name, new_name) = (
-        args.base.display().to_string(),
-        args.new.display().to_string(),
-    );
-    let sides = compare_out::Sides {
-        base_name: &base_name,
-        new_name: &new_name,
-        base: &bs,
-        new: &ns,
-    };
-    let text = match args.format {
-        CompareFormat::Text => compare_out::text(&sides, &cmp),
-        CompareFormat::Json => compare_out::json(&sides, &cmp),
-    };
-    let outcome = if cmp.regressions().next().is_some() {
-        CompareOutcome::Regression
-    } else {
-        CompareOutcome::NoRegression
-    };
-    Ok((outcome, text))
 }

@@ -50,18 +50,42 @@ impl From<&ReportArgs> for ReportOptions {
 /// `collbench compare` arguments.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The reference log (or directory of logs).
+    /// The reference: a log, or a folder whose files are runs of the same
+    /// sweep (each file one run).
     pub base: PathBuf,
-    /// The log to judge against BASE.
+    /// The run to judge against BASE: a log, or a folder of runs.
     pub new: PathBuf,
-    /// Percent change that counts as a regression. Sizes >= 1 MiB are judged
-    /// on busbw, or algbw where the op has no known bus factor (NEW below
-    /// BASE by more than PCT). Below 1 MiB timing noise
-    /// dominates, so time is judged instead, and a case regresses only when it
-    /// is slower by more than 2 x PCT and by more than 5 µs. Exit status: 1 on
-    /// regression, 0 otherwise, 2 when an input cannot be read.
+    /// Percent change that counts as a regression: busbw (algbw where the
+    /// op has no bus factor) below BASE by more than PCT from 1 MiB, time
+    /// slower by more than 2 x PCT and 5 µs below. A case regresses only
+    /// when the 95% interval of its NEW/BASE ratio lies wholly beyond PCT
+    /// and an adjacent case (next size, other placement) does too; the
+    /// interval comes from the inputs' own noise (see --base-run). Exit
+    /// status: 0 no regression; 1 regression, or NEW has wrong results, an
+    /// out-of-bounds FAILED line, an error or crash line, or fewer cases
+    /// than BASE; 2 an input cannot be read, the two share no case, or
+    /// BASE has wrong results (--trust-base); 3 cannot tell (an op drops
+    /// beyond PCT within its noise).
     #[arg(long, value_name = "PCT", default_value_t = 5.0)]
     pub threshold: f64,
+    /// Another run of BASE (repeatable; a folder as BASE does the same).
+    /// With several runs a side, each case's noise is its spread across
+    /// runs, the best estimate; with one, per-iteration statistics
+    /// (collbench JSON, nccl-tests -I or -J) or the log's scatter between
+    /// neighbouring sizes and placements.
+    #[arg(long = "base-run", value_name = "FILE")]
+    pub base_runs: Vec<PathBuf>,
+    /// Another run of NEW (repeatable; a folder as NEW does the same).
+    #[arg(long = "new-run", value_name = "FILE")]
+    pub new_runs: Vec<PathBuf>,
+    /// Compare against a BASE that has wrong results or was cut short
+    /// (otherwise exit 2: a reference that cannot be trusted).
+    #[arg(long)]
+    pub trust_base: bool,
+    /// NEW measures fewer cases than BASE on purpose (otherwise a case of
+    /// BASE missing from NEW means NEW was cut short: exit 1).
+    #[arg(long)]
+    pub subset: bool,
     /// What stdout carries: the tables and verdict line, or the same
     /// findings as JSON.
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
@@ -76,9 +100,13 @@ impl From<&CompareArgs> for CompareOptions {
         CompareOptions {
             base: a.base.clone(),
             new: a.new.clone(),
+            base_runs: a.base_runs.clone(),
+            new_runs: a.new_runs.clone(),
             threshold: a.threshold,
             format: a.format.into(),
             input_format: a.input_format.map(|f| f.0),
+            trust_base: a.trust_base,
+            subset: a.subset,
         }
     }
 }

@@ -7,6 +7,8 @@
 //!   scatter.
 //! * [`rule`]: thresholds, intervals, two adjacent cases, pooling per op.
 //! * [`table`]: the text tables and lines.
+//! * [`gate`]: correctness first (wrong results, crash lines, cut logs).
+//! * [`command`]: the command: each side's runs read, gated, compared.
 //!
 //! "Bandwidth" is busbw where the op's bus factor is known, else algbw
 //! (OSU, see [`crate::metrics`]); tests that measure no time (OSU bandwidth
@@ -16,6 +18,8 @@
 //! [`crate::compare_explain`] names changes of algorithm, protocol and
 //! channels.
 
+pub mod command;
+pub mod gate;
 pub mod noise;
 pub mod rule;
 mod table;
@@ -296,7 +300,7 @@ fn matched_case(
         .all(|(_, p)| p.stats.is_some_and(|s| s.samples > 1 && s.p50_us > 0.0));
     let samples = |side: &RunsOfCase| -> Option<Vec<Sample>> {
         side.iter()
-            .map(|(_, p)| Sample::of(p, bw(bw_name, p), median))
+            .map(|(_, p)| Sample::of(p, bw(bw_name, p), median, by_time))
             .collect()
     };
     let estimate = noise::estimate(&samples(b)?, &samples(n)?);

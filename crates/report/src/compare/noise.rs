@@ -69,10 +69,11 @@ const MEDIAN_SE_FACTOR: f64 = 1.2533;
 
 impl Sample {
     /// The figure of `p`: the median iteration where `median` and
-    /// statistics allow, else the reported time; 1/bandwidth for tests
-    /// without time. `None` when there is nothing positive to take the log
-    /// of.
-    pub fn of(p: &Placement, bw: f64, median: bool) -> Option<Sample> {
+    /// statistics allow; else 1/bandwidth where the case is judged on
+    /// bandwidth (`by_time` false) or the test has no time, the reported
+    /// time otherwise. `None` when there is nothing positive to take the
+    /// log of.
+    pub fn of(p: &Placement, bw: f64, median: bool, by_time: bool) -> Option<Sample> {
         let stats = p
             .stats
             .filter(|s| s.samples > 1 && s.mean_us > 0.0 && s.stdev_us.is_finite());
@@ -90,10 +91,10 @@ impl Sample {
                 });
             }
         }
-        let log_time = if p.time_us > 0.0 {
-            p.time_us.ln()
-        } else if bw > 0.0 {
+        let log_time = if bw > 0.0 && (!by_time || p.time_us <= 0.0) {
             -bw.ln()
+        } else if p.time_us > 0.0 {
+            p.time_us.ln()
         } else {
             return None;
         };
@@ -254,19 +255,19 @@ mod tests {
 
     #[test]
     fn the_median_and_its_standard_error_come_from_the_statistics() {
-        let s = Sample::of(&placement(110.0, 11.0, 100.0), 0.0, true).unwrap();
+        let s = Sample::of(&placement(110.0, 11.0, 100.0), 0.0, true, true).unwrap();
         assert!((s.log_time - 100f64.ln()).abs() < 1e-12);
         // 1.2533 x CV 0.1 / sqrt(100).
         assert!((s.iter_se.unwrap() - 0.012533).abs() < 1e-6);
-        let m = Sample::of(&placement(110.0, 11.0, 100.0), 0.0, false).unwrap();
+        let m = Sample::of(&placement(110.0, 11.0, 100.0), 0.0, false, true).unwrap();
         assert!((m.log_time - 110f64.ln()).abs() < 1e-12);
     }
 
     #[test]
     fn without_time_the_bandwidth_stands_in_and_nothing_is_none() {
         let p = Placement::default();
-        assert_eq!(Sample::of(&p, 0.0, true), None);
-        let s = Sample::of(&p, 4.0, true).unwrap();
+        assert_eq!(Sample::of(&p, 0.0, true, false), None);
+        let s = Sample::of(&p, 4.0, true, true).unwrap();
         assert!((s.log_time + 4f64.ln()).abs() < 1e-12);
         assert_eq!(s.iter_se, None);
     }

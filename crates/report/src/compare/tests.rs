@@ -147,7 +147,8 @@ fn several_runs_a_side_use_their_spread() {
         jitter
             .iter()
             .map(|j| {
-                let mut r = two_large((3000.0 * scale * j, 1.0), (6000.0 * scale * j, 1.0));
+                let t = 3000.0 * scale * j;
+                let mut r = two_large((t, 1e6 / t), (2.0 * t, 2e6 / (2.0 * t)));
                 for c in &mut r.results {
                     c.out_of_place.as_mut().unwrap().stats = None;
                 }

@@ -132,6 +132,16 @@ fn skip_reason(e: &FileError) -> String {
     e.to_string()
 }
 
+/// The files `path` names: itself, or every file under a folder (sorted
+/// by name, recursively).
+pub fn files_of(path: &Path) -> Result<Vec<PathBuf>, FileError> {
+    if path.is_dir() {
+        files_under(path)
+    } else {
+        Ok(vec![path.to_path_buf()])
+    }
+}
+
 fn files_under(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     let io = |source| FileError::Io {
         path: dir.display().to_string(),

@@ -1,0 +1,184 @@
+//! `collbench compare` as a command: read each side's runs, gate on
+//! correctness, compare, and say what it came to.
+
+use super::gate::{self, Failure};
+use super::{compare_runs, Overall};
+use crate::compare_out::{self, CompareFormat};
+use crate::compare_sides;
+use crate::input::{files_of, read_paths, Inputs};
+use crate::parse::Format;
+use collbench_core::{diag, Record};
+use std::path::PathBuf;
+
+/// What `collbench compare` compares and how (the CLI fills it from its
+/// flags).
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    /// The reference: a log, or a folder whose files are runs of it.
+    pub base: PathBuf,
+    /// The run to judge against `base`: a log or a folder of runs.
+    pub new: PathBuf,
+    /// More runs of BASE (`--base-run`).
+    pub base_runs: Vec<PathBuf>,
+    /// More runs of NEW (`--new-run`).
+    pub new_runs: Vec<PathBuf>,
+    /// Percent change that counts as a regression (the rule is
+    /// [`super::rule`]'s).
+    pub threshold: f64,
+    /// What stdout carries.
+    pub format: CompareFormat,
+    /// Read both inputs as this format instead of detecting it.
+    pub input_format: Option<Format>,
+    /// Judge against a BASE that failed its own correctness gate.
+    pub trust_base: bool,
+    /// NEW may measure fewer cases than BASE without counting as cut short.
+    pub subset: bool,
+}
+
+/// What `collbench compare` found (the CLI turns it into the exit code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOutcome {
+    /// No case regressed.
+    NoRegression,
+    /// At least one case regressed beyond the threshold (confirmed by an
+    /// adjacent case).
+    Regression,
+    /// NEW has wrong results, an out-of-bounds FAILED line, an error or
+    /// crash line, or was cut short: it fails whatever its speed.
+    NewFailed,
+    /// No case regressed, but an op drops beyond the threshold within its
+    /// noise: the inputs cannot tell.
+    CannotTell,
+    /// An input could not be read, the two share no case, or BASE failed
+    /// its own correctness gate (said on stderr).
+    Unusable,
+}
+
+/// One side's runs, read: a run per file (a folder gives one per file in
+/// it), with what was noticed.
+struct Side {
+    runs: Vec<Vec<Record>>,
+    inputs: Inputs,
+}
+
+fn read_side(
+    first: &PathBuf,
+    more: &[PathBuf],
+    format: Option<Format>,
+) -> Result<Side, crate::FileError> {
+    let mut side = Side {
+        runs: Vec::new(),
+        inputs: Inputs::default(),
+    };
+    for path in std::iter::once(first).chain(more) {
+        let is_dir = path.is_dir();
+        for file in files_of(path)? {
+            match read_paths(std::slice::from_ref(&file), format, false) {
+                Ok(mut one) => {
+                    side.runs.push(one.parsed.records.clone());
+                    side.inputs.skipped.append(&mut one.skipped);
+                    side.inputs.parsed.append(one.parsed);
+                }
+                Err(e) if is_dir => side.inputs.skipped.push(e.to_string()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    side.runs.retain(|r| !r.is_empty());
+    Ok(side)
+}
+
+/// Each run of a side as a slice.
+fn refs(s: &Side) -> Vec<&[Record]> {
+    s.runs.iter().map(Vec::as_slice).collect()
+}
+
+/// Runs `collbench compare`: returns the text (or JSON) for stdout, empty
+/// when unusable, and what it came to. Lines about the inputs go to
+/// [`collbench_core::diag`] (stderr).
+pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, String)> {
+    if !(args.threshold.is_finite() && (0.0..100.0).contains(&args.threshold)) {
+        anyhow::bail!("--threshold must be a percentage from 0 to below 100");
+    }
+    let unusable = |line: String| {
+        diag::line(&format!("collbench compare: {line}"));
+        Ok((CompareOutcome::Unusable, String::new()))
+    };
+    let read = |first, more: &[PathBuf]| read_side(first, more, args.input_format);
+    let (base, new) = match (
+        read(&args.base, &args.base_runs),
+        read(&args.new, &args.new_runs),
+    ) {
+        (Ok(b), Ok(n)) => (b, n),
+        (Err(e), _) | (_, Err(e)) => return unusable(e.to_string()),
+    };
+    for s in base.inputs.skipped.iter().chain(&new.inputs.skipped) {
+        diag::line(&format!("collbench compare: skipped {s}"));
+    }
+    for w in base
+        .inputs
+        .parsed
+        .warnings
+        .iter()
+        .chain(&new.inputs.parsed.warnings)
+    {
+        diag::line(&format!("collbench compare: warning: {w}"));
+    }
+    let base_failures = gate::of_records(&base.inputs.parsed.records);
+    if let Some(f) = base_failures.first() {
+        if !args.trust_base {
+            return unusable(format!(
+                "BASE {} cannot be trusted as a reference: {f} (--trust-base to compare anyway)",
+                args.base.display()
+            ));
+        }
+        diag::line(&format!(
+            "collbench compare: warning: BASE {} failed its own gate ({f}); compared anyway \
+             (--trust-base)",
+            args.base.display()
+        ));
+    }
+    let cmp = compare_runs(&refs(&base), &refs(&new), args.threshold);
+    if cmp.rows.is_empty() {
+        return unusable(format!(
+            "{} and {} have no case (op, type, size) in common",
+            args.base.display(),
+            args.new.display()
+        ));
+    }
+    let mut failures = gate::of_records(&new.inputs.parsed.records);
+    if !args.subset && !cmp.only_base.is_empty() {
+        failures.push(Failure::MissingCases {
+            count: cmp.only_base.len(),
+            first: cmp.only_base[0].clone(),
+        });
+    }
+    let (bs, ns) = (
+        compare_sides::side(&base.inputs.parsed.records),
+        compare_sides::side(&new.inputs.parsed.records),
+    );
+    let (base_name, new_name) = (
+        args.base.display().to_string(),
+        args.new.display().to_string(),
+    );
+    let sides = compare_out::Sides {
+        base_name: &base_name,
+        new_name: &new_name,
+        base: &bs,
+        new: &ns,
+    };
+    let text = match args.format {
+        CompareFormat::Text => compare_out::text(&sides, &cmp, &failures),
+        CompareFormat::Json => compare_out::json(&sides, &cmp, &failures),
+    };
+    let outcome = if !failures.is_empty() {
+        CompareOutcome::NewFailed
+    } else {
+        match cmp.overall() {
+            Overall::NoRegression => CompareOutcome::NoRegression,
+            Overall::Regression => CompareOutcome::Regression,
+            Overall::CannotTell => CompareOutcome::CannotTell,
+        }
+    };
+    Ok((outcome, text))
+}
