@@ -544,3 +544,23 @@ fn every_fixture_is_detected() {
         assert_eq!(detected(rel), Some(f), "{rel}");
     }
 }
+
+/// A packager's MPI build (`all_reduce_perf_mpi`) and nccl-tests' own binary
+/// name the same op, so their logs have every case in common.
+#[test]
+fn suffixed_binary_names_are_the_same_op() {
+    let text = std::fs::read_to_string(fixture("anchors/all_reduce.txt")).unwrap();
+    assert!(text.contains("all_reduce_perf"));
+    let base = parse_str(&text, None, "base.txt").unwrap();
+    for renamed in ["all_reduce_perf_mpi", "all_reduce_perf_nccl", "all-reduce"] {
+        let new = parse_str(&text.replace("all_reduce_perf", renamed), None, "new.txt").unwrap();
+        assert_eq!(new[0].ops(), ["all_reduce"], "{renamed}");
+        let key = |r: &Record| -> Vec<(String, u64)> {
+            r.results
+                .iter()
+                .map(|c| (c.op.clone(), c.size_bytes))
+                .collect()
+        };
+        assert_eq!(key(&new[0]), key(&base[0]), "{renamed}");
+    }
+}

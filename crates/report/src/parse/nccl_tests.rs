@@ -433,17 +433,15 @@ fn device(tokens: &[&str]) -> Option<DeviceInfo> {
     })
 }
 
-/// NCCL_VERSION_CODE: `major*10000 + minor*100 + patch` since 2.9,
-/// `major*1000 + minor*100 + patch` before.
-/// `all_reduce_perf` (possibly with a path) -> `all_reduce`.
+/// `all_reduce_perf` (possibly with a path or a packager's suffix such as
+/// `_mpi`) -> `all_reduce`; see [`Collective::from_tool_name`]. A name it
+/// does not know is kept, less its `_perf`.
 pub(crate) fn op_name(perf: &str) -> String {
     let base = perf.rsplit('/').next().unwrap_or(perf);
-    Collective::from_perf_name(base)
-        .or_else(|| Collective::parse(base).ok())
-        .map_or_else(
-            || base.trim_end_matches("_perf").to_string(),
-            |c| c.name().to_string(),
-        )
+    Collective::from_tool_name(base).map_or_else(
+        || base.trim_end_matches("_perf").to_string(),
+        |c| c.name().to_string(),
+    )
 }
 
 /// The last collective named in free text: `*_perf` binaries, or the
@@ -516,6 +514,11 @@ mod tests {
     #[test]
     fn ops_are_found_in_names_and_prose() {
         assert_eq!(op_name("./build/alltoall_perf"), "alltoall");
+        assert_eq!(op_name("all_reduce_perf_mpi"), "all_reduce");
+        assert_eq!(
+            op_mentioned("srun ./all_gather_perf_nccl -b 8").as_deref(),
+            Some("all_gather")
+        );
         assert_eq!(
             op_mentioned("kubectl exec -- /configs/allgather.sh h1 h2").as_deref(),
             Some("all_gather")
