@@ -10,6 +10,7 @@
 //! what it expected there.
 
 pub mod collbench_json;
+pub mod collbench_text;
 pub mod detect;
 pub mod inspector;
 pub mod nccl_json;
@@ -64,13 +65,15 @@ pub enum Format {
     Nvshmem,
     /// collbench's own JSON.
     CollbenchJson,
+    /// collbench's own text output (`collbench run` on stdout).
+    Collbench,
     /// NCCL Inspector JSON.
     Inspector,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::NcclTests,
         Format::NcclJson,
         Format::Rccl,
@@ -78,6 +81,7 @@ impl Format {
         Format::Osu,
         Format::Nvshmem,
         Format::CollbenchJson,
+        Format::Collbench,
         Format::Inspector,
     ];
 
@@ -93,6 +97,9 @@ impl Format {
             Format::Osu => "OSU Micro-Benchmarks (collective latency, osu_bw, osu_latency, ...)",
             Format::Nvshmem => "NVSHMEM perftest tables",
             Format::CollbenchJson => "collbench's own JSON (one Record, or an array of them)",
+            Format::Collbench => {
+                "collbench's own text output (`collbench run` on stdout; one record per run)"
+            }
             Format::Inspector => "NCCL Inspector profiler plugin JSON (one object per collective)",
         }
     }
@@ -107,6 +114,7 @@ impl Format {
             Format::Osu => "osu",
             Format::Nvshmem => "nvshmem",
             Format::CollbenchJson => "collbench-json",
+            Format::Collbench => "collbench",
             Format::Inspector => "inspector",
         }
     }
@@ -289,6 +297,7 @@ fn parse_one(
         Format::Osu => osu::parse(text, &mut notes)?,
         Format::Nvshmem => nvshmem::parse(text, &mut notes)?,
         Format::CollbenchJson => collbench_json::parse(text, &mut notes)?,
+        Format::Collbench => collbench_text::parse(text, origin, &mut notes)?,
         Format::Inspector => inspector::parse(text, &mut notes)?,
     };
     Ok((records, notes))
