@@ -38,7 +38,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             Some(Err(e)) if e.is_eof() && !cases.is_empty() => {
                 // The plugin was writing when the job ended.
                 let line = text[..offset].lines().count() + 1;
-                notes.warn(
+                notes.cut_short(
                     line,
                     format!(
                         "partial: the log ends inside a record; the {index} complete record(s) before it are kept"

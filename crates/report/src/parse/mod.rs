@@ -24,7 +24,7 @@ mod read;
 mod text;
 pub mod unit;
 
-pub use crate::input::{Parsed, Warning};
+pub use crate::input::{Fault, Parsed, Warning};
 use collbench_core::Record;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -39,12 +39,36 @@ pub struct Notes {
     /// Given to the parser: the text's last line had no line end (the
     /// writer was stopped mid-line), so a bad last row is a cut one.
     pub cut_last_line: bool,
+    /// Failure signals the parser saw (out-of-bounds footers, a cut log);
+    /// their `origin` is empty here and filled by [`parse_text`].
+    pub faults: Vec<Fault>,
 }
 
 impl Notes {
     /// A warning about `line` (0: the text as a whole).
     pub fn warn(&mut self, line: usize, message: impl Into<String>) {
         self.warnings.push(ParseError::at(line, message));
+    }
+
+    /// The log stops early (`message` says how, starting with
+    /// "partial"): a warning and a [`Fault::CutShort`].
+    pub fn cut_short(&mut self, line: usize, message: impl Into<String>) {
+        let reason = message.into();
+        self.faults.push(Fault::CutShort {
+            origin: String::new(),
+            reason: reason.clone(),
+        });
+        self.warn(line, reason);
+    }
+
+    /// nccl-tests counted `count` result values outside tolerance: a
+    /// warning and a [`Fault::OutOfBounds`].
+    pub fn out_of_bounds(&mut self, line: usize, count: u64, message: impl Into<String>) {
+        self.faults.push(Fault::OutOfBounds {
+            origin: String::new(),
+            count,
+        });
+        self.warn(line, message);
     }
 }
 
@@ -256,6 +280,10 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
             out.warnings
                 .push(Warning::new(&name, stream.original_line(w.line), w.message));
         }
+        for mut f in notes.faults {
+            f.set_origin(&name);
+            out.faults.push(f);
+        }
         for (k, mut r) in records.into_iter().enumerate() {
             if r.origin.is_none() || label_streams {
                 r.origin = Some(name.clone());
@@ -266,6 +294,8 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
         }
     }
     crate::input::quality::check(&mut out, origin);
+    out.faults
+        .extend(crate::input::fault::crashes(text, origin));
     Ok(out)
 }
 

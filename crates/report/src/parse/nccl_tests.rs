@@ -79,7 +79,7 @@ pub(crate) fn parse_as(
     }
     if !p.cur.results.is_empty() && !p.avg_seen {
         let n = p.cur.results.len();
-        p.notes.warn(
+        p.notes.cut_short(
             p.last_line,
             format!(
                 "partial: the log ends before the '# Avg bus bandwidth' line of its last table; \
@@ -156,7 +156,7 @@ impl Parser<'_> {
                             && (tokens.len() < table.cols.len() || self.notes.cut_last_line) =>
                     {
                         let n = self.cur.results.len();
-                        self.notes.warn(
+                        self.notes.cut_short(
                             line_no,
                             format!(
                                 "partial: the log ends mid-row at line {line_no}; \
@@ -235,11 +235,14 @@ impl Parser<'_> {
             }
             ["Out", "of", "bounds", "values", ":", n, verdict, ..] => {
                 if *verdict != "OK" || *n != "0" {
-                    self.notes.warn(
+                    // The count is of result values outside the checker's
+                    // tolerance: wrong results, not stray writes.
+                    self.notes.out_of_bounds(
                         line_no,
+                        n.parse().unwrap_or(0),
                         format!(
-                            "nccl-tests found {n} out-of-bounds value(s) ({verdict}): \
-                             the run wrote outside its buffers, so its figures are suspect"
+                            "nccl-tests found {n} result value(s) outside tolerance ({verdict}): \
+                             the run produced wrong results"
                         ),
                     );
                 }

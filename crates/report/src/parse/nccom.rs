@@ -77,7 +77,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             match parsed {
                 Ok(r) => cur.results.push(r),
                 Err(_) if line_no == last && (tokens.len() < 6 || notes.cut_last_line) => {
-                    notes.warn(line_no, partial_row(line_no, cur.results.len()));
+                    notes.cut_short(line_no, partial_row(line_no, cur.results.len()));
                 }
                 Err(e) => return Err(e),
             }
