@@ -227,6 +227,13 @@ static ALLTOALLV: CollectiveSpec = CollectiveSpec {
     ..BASE
 };
 
+/// Words that tools and packagers put around a collective's name in a
+/// binary's name (`all_reduce_perf_mpi`, `rccl_all_reduce_perf`); they
+/// never name a collective themselves.
+const TOOL_WORDS: [&str; 10] = [
+    "perf", "mpi", "nccl", "rccl", "cuda", "hip", "rocm", "test", "tests", "bench",
+];
+
 impl Collective {
     /// Every collective, in the order `collbench run all` runs them: the
     /// seven that nccl-tests users run most first.
@@ -266,32 +273,49 @@ impl Collective {
         self.spec().name
     }
 
-    /// Parses `all_reduce`, `allreduce`, `all-reduce` or `all_reduce_perf`.
+    /// Parses a collective's name in any spelling [`Collective::from_tool_name`]
+    /// reads: `all_reduce`, `allreduce`, `all-reduce`, `all_reduce_perf`, ...
     pub fn parse(s: &str) -> Result<Collective, ParseError> {
-        let norm: String = s
-            .trim_end_matches("_perf")
-            .chars()
-            .filter(|c| *c != '_' && *c != '-')
-            .collect::<String>()
-            .to_ascii_lowercase();
-        for c in Collective::ALL {
-            if c.name().replace('_', "") == norm {
-                return Ok(c);
-            }
-        }
-        Err(ParseError::Unknown {
+        Collective::from_tool_name(s).ok_or_else(|| ParseError::Unknown {
             what: "collective",
             value: s.to_string(),
             expected: "all, ".to_string() + &Collective::ALL.map(|c| c.name()).join(", "),
         })
     }
 
-    /// Finds the collective whose nccl-tests binary is `perf_name`
-    /// (e.g. `all_reduce_perf`), for the `argv[0]` alias.
-    pub fn from_perf_name(perf_name: &str) -> Option<Collective> {
+    /// The collective a benchmark binary or log names, in any tool's
+    /// spelling: nccl-tests' and rccl-tests' binaries (`all_reduce_perf`,
+    /// also with a path), packagers' renames (`all_reduce_perf_mpi`,
+    /// `all_reduce_perf_nccl`, `nccl_all_reduce_perf`), dashes, underscores
+    /// or none (`all-reduce`, `allreduce`, `send_recv`), any case
+    /// (`AllReduce`, as NCCL Inspector writes it). The one place where
+    /// such names become a collective: parsers, `compare` and the CLI's
+    /// `argv[0]` alias agree because they all come here.
+    pub fn from_tool_name(name: &str) -> Option<Collective> {
+        let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+        let lower = base.trim().to_ascii_lowercase();
+        let words: Vec<&str> = lower.split(['_', '-']).filter(|w| !w.is_empty()).collect();
+        let tool_word = |w: &&&str| TOOL_WORDS.contains(*w);
+        let start = words.iter().take_while(tool_word).count();
+        let end = words.len() - words[start..].iter().rev().take_while(tool_word).count();
+        let compact: String = words[start..end].concat();
         Collective::ALL
             .into_iter()
-            .find(|c| c.spec().perf_name == perf_name)
+            .find(|c| c.name().replace('_', "") == compact)
+    }
+
+    /// The collective whose benchmark binary is `perf_name`, in any
+    /// spelling of [`Collective::from_tool_name`] that has the `perf` word
+    /// (`all_reduce_perf`, `all_reduce_perf_mpi`), for the `argv[0]` alias:
+    /// a program merely called `reduce` is not nccl-tests' binary.
+    pub fn from_perf_name(perf_name: &str) -> Option<Collective> {
+        let has_perf = perf_name
+            .to_ascii_lowercase()
+            .split(['_', '-', '/', '\\'])
+            .any(|w| w == "perf");
+        has_perf
+            .then(|| Collective::from_tool_name(perf_name))
+            .flatten()
     }
 
     /// Buffer counts for a requested size in bytes, rounded down as
@@ -410,6 +434,46 @@ mod tests {
             Collective::from_perf_name("alltoall_perf"),
             Some(Collective::AllToAll)
         );
+    }
+
+    #[test]
+    fn tool_names_map_to_one_collective() {
+        use Collective::*;
+        for (name, want) in [
+            ("all_reduce_perf", AllReduce),
+            ("all_reduce_perf_mpi", AllReduce),
+            ("all_reduce_perf_nccl", AllReduce),
+            ("./build/all_reduce_perf", AllReduce),
+            ("/opt/rccl-tests/bin/all_reduce_perf", AllReduce),
+            ("nccl_all_reduce_perf", AllReduce),
+            ("all-reduce", AllReduce),
+            ("AllReduce", AllReduce),
+            ("all_gather_perf_mpi", AllGather),
+            ("reduce-scatter", ReduceScatter),
+            ("reduce_scatter_perf_nccl", ReduceScatter),
+            ("alltoall_perf_mpi", AllToAll),
+            ("all_to_all", AllToAll),
+            ("alltoallv_perf", AllToAllV),
+            ("broadcast_perf_mpi", Broadcast),
+            ("reduce_perf", Reduce),
+            ("sendrecv_perf_mpi", SendRecv),
+            ("send-recv", SendRecv),
+            ("gather_perf", Gather),
+            ("scatter_perf_mpi", Scatter),
+            ("hypercube_perf", HyperCube),
+        ] {
+            assert_eq!(Collective::from_tool_name(name), Some(want), "{name}");
+        }
+        for name in ["perf", "nccl-tests", "", "all_reduce_x", "allscatter"] {
+            assert_eq!(Collective::from_tool_name(name), None, "{name}");
+        }
+        // The argv[0] alias wants nccl-tests' binary, not a bare name.
+        assert_eq!(
+            Collective::from_perf_name("all_reduce_perf_mpi"),
+            Some(AllReduce)
+        );
+        assert_eq!(Collective::from_perf_name("reduce"), None);
+        assert_eq!(Collective::from_perf_name("collbench"), None);
     }
 
     #[test]

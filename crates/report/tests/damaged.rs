@@ -308,7 +308,14 @@ fn out_of_bounds_failures_warn() {
         "Out of bounds values : 12 FAILED",
     );
     let p = ok(&text);
-    assert_warned(&p, "found 12 out-of-bounds value(s) (FAILED)");
+    assert_warned(
+        &p,
+        "found 12 result value(s) outside tolerance (FAILED): the run produced wrong results",
+    );
+    assert!(p.faults.iter().any(|f| matches!(
+        f,
+        collbench_report::input::Fault::OutOfBounds { count: 12, .. }
+    )));
 }
 
 #[test]

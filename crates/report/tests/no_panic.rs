@@ -9,7 +9,7 @@ use collbench_report::render::charts::{heatmap_svg, line_chart_svg, Series};
 use proptest::prelude::*;
 use std::path::Path;
 
-const FORMATS: [Option<Format>; 9] = [
+const FORMATS: [Option<Format>; 10] = [
     None,
     Some(Format::NcclTests),
     Some(Format::NcclJson),
@@ -18,6 +18,7 @@ const FORMATS: [Option<Format>; 9] = [
     Some(Format::Osu),
     Some(Format::Nvshmem),
     Some(Format::CollbenchJson),
+    Some(Format::Collbench),
     Some(Format::Inspector),
 ];
 
@@ -25,7 +26,15 @@ const FORMATS: [Option<Format>; 9] = [
 fn corpus() -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut out = Vec::new();
-    for dir in ["anchors", "foreign", "seeds", "small", "bad"] {
+    for dir in [
+        "anchors",
+        "foreign",
+        "seeds",
+        "small",
+        "bad",
+        "collbench",
+        "failing",
+    ] {
         let mut files: Vec<_> = std::fs::read_dir(root.join(dir))
             .unwrap()
             .map(|e| e.unwrap().path())

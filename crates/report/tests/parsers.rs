@@ -544,3 +544,89 @@ fn every_fixture_is_detected() {
         assert_eq!(detected(rel), Some(f), "{rel}");
     }
 }
+
+/// A packager's MPI build (`all_reduce_perf_mpi`) and nccl-tests' own binary
+/// name the same op, so their logs have every case in common.
+#[test]
+fn suffixed_binary_names_are_the_same_op() {
+    let text = std::fs::read_to_string(fixture("anchors/all_reduce.txt")).unwrap();
+    assert!(text.contains("all_reduce_perf"));
+    let base = parse_str(&text, None, "base.txt").unwrap();
+    for renamed in ["all_reduce_perf_mpi", "all_reduce_perf_nccl", "all-reduce"] {
+        let new = parse_str(&text.replace("all_reduce_perf", renamed), None, "new.txt").unwrap();
+        assert_eq!(new[0].ops(), ["all_reduce"], "{renamed}");
+        let key = |r: &Record| -> Vec<(String, u64)> {
+            r.results
+                .iter()
+                .map(|c| (c.op.clone(), c.size_bytes))
+                .collect()
+        };
+        assert_eq!(key(&new[0]), key(&base[0]), "{renamed}");
+    }
+}
+
+/// `collbench run all` on stdout (the CPU backend, 2 rank threads): one
+/// run, so one record with every op, labelled as collbench's.
+#[test]
+fn collbench_text_is_one_run() {
+    let rel = "collbench/run_all_cpu.txt";
+    assert_eq!(detected(rel), Some(Format::Collbench));
+    let r = one(rel);
+    assert_eq!(r.source, "collbench");
+    assert_eq!(r.tool_version.as_deref(), Some("0.1.0"));
+    assert_eq!(r.backend.as_deref(), Some("cpu"));
+    assert_eq!(r.library, None);
+    assert_eq!(
+        r.ops(),
+        [
+            "all_reduce",
+            "all_gather",
+            "reduce_scatter",
+            "alltoall",
+            "broadcast",
+            "reduce",
+            "sendrecv",
+            "gather",
+            "scatter",
+            "hypercube",
+            "alltoallv"
+        ]
+    );
+    assert_eq!(r.results.len(), 11 * 6);
+    assert_eq!(r.settings.world_size, 2);
+    assert_eq!(r.devices.len(), 2);
+    assert_eq!(r.avg_busbw_gbps, None);
+    let first = &r.results[0];
+    assert_eq!((first.op.as_str(), first.size_bytes), ("all_reduce", 8));
+    assert_close(first.out_of_place.as_ref().unwrap().time_us, 1.84, 1e-9);
+    let p = read_file(&fixture(rel), None).unwrap();
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    // Forcing nccl-tests still reads it as nccl-tests did: one per op.
+    let forced = parse_file(&fixture(rel), Some(Format::NcclTests)).unwrap();
+    assert_eq!(forced.len(), 11);
+}
+
+/// Two runs appended to one file are two records, with the line numbers
+/// of the whole file.
+#[test]
+fn appended_collbench_runs_are_two_records() {
+    let text = std::fs::read_to_string(fixture("collbench/run_all_cpu.txt")).unwrap();
+    let two = format!("{text}{text}");
+    let r = parse_str(&two, None, "two.txt").unwrap();
+    assert_eq!(r.len(), 2);
+    assert!(r
+        .iter()
+        .all(|r| r.results.len() == 66 && r.source == "collbench"));
+    // Cut before the second run's last footer: the warning names the
+    // last line of the whole text.
+    let cut = &two[..two.rfind("# Out of bounds").unwrap()];
+    let p = collbench_report::parse::parse_text(cut, None, "cut.txt").unwrap();
+    let last = cut.lines().count();
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.line == last && w.message.starts_with("partial")),
+        "{:?}",
+        p.warnings
+    );
+}

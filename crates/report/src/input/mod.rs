@@ -4,9 +4,11 @@
 //! ([`read_paths`]).
 
 pub mod clean;
+pub mod fault;
 pub mod quality;
 
 pub use clean::{clean, Cleaned, Stream};
+pub use fault::Fault;
 
 use crate::parse::{read_file, FileError, Format, SourceUnits};
 use collbench_core::Record;
@@ -50,6 +52,9 @@ pub struct Parsed {
     /// The units each record's figures were printed in (same order).
     pub units: Vec<SourceUnits>,
     pub warnings: Vec<Warning>,
+    /// Failure signals (wrong results, crashes, a cut log), typed for a
+    /// correctness gate; the warnings say the same for people.
+    pub faults: Vec<Fault>,
 }
 
 impl Parsed {
@@ -58,6 +63,7 @@ impl Parsed {
         self.records.append(&mut other.records);
         self.units.append(&mut other.units);
         self.warnings.append(&mut other.warnings);
+        self.faults.append(&mut other.faults);
     }
 
     /// Whether any warning says the log was cut ("partial").

@@ -8,8 +8,11 @@
 //! * Rows out of size order within one series.
 //! * A sweep that stops before the header's `maxBytes` (the run was cut).
 //! * Results that were never checked: `#wrong` shows N/A, not 0.
+//!
+//! A sweep cut short and rows with wrong results are also typed
+//! [`Fault`]s.
 
-use super::{Parsed, Warning};
+use super::{Fault, Parsed, Warning};
 use crate::units;
 use collbench_core::{CaseResult, Placement, Record};
 
@@ -20,8 +23,16 @@ pub fn check(parsed: &mut Parsed, origin: &str) {
         let mut w = Vec::new();
         duplicates(r, &mut w);
         order(r, &mut w);
+        let before = w.len();
         stops_early(r, &mut w);
+        parsed
+            .faults
+            .extend(w[before..].iter().map(|m| Fault::CutShort {
+                origin: name.clone(),
+                reason: m.clone(),
+            }));
         unchecked(r, &mut w);
+        parsed.faults.extend(super::fault::wrong_results(r, &name));
         parsed
             .warnings
             .extend(w.into_iter().map(|m| Warning::new(&name, 0, m)));
@@ -40,7 +51,8 @@ fn key(c: &CaseResult) -> Key {
     )
 }
 
-fn case_name(c: &CaseResult) -> String {
+/// `all_reduce float sum root 0 1 KiB`: a case as warnings name it.
+pub(crate) fn case_name(c: &CaseResult) -> String {
     let mut s = format!("{} {}", c.op, c.dtype);
     if !c.redop.is_empty() && c.redop != "none" {
         s = format!("{s} {}", c.redop);

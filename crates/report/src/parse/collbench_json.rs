@@ -9,7 +9,7 @@ use collbench_core::Record;
 pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let records = parse_records(text)?;
     for why in records.iter().filter_map(|r| r.partial.as_deref()) {
-        notes.warn(0, format!("partial: {why}; the sweep was not finished"));
+        notes.cut_short(0, format!("partial: {why}; the sweep was not finished"));
     }
     Ok(records)
 }

@@ -22,7 +22,10 @@ pub fn detect(text: &str) -> Option<Format> {
             Format::CollbenchJson
         });
     }
-    if text.contains("rccl-tests") || text.contains("RCCL version") {
+    // collbench's own text is nccl-tests' layout under its version line.
+    if text.contains("# collbench version ") {
+        Some(Format::Collbench)
+    } else if text.contains("rccl-tests") || text.contains("RCCL version") {
         Some(Format::Rccl)
     } else if text.contains("count(elems)") || text.contains("nccom-test") {
         Some(Format::Nccom)
@@ -69,6 +72,10 @@ mod tests {
         assert_eq!(
             detect("# size count type time algbw busbw"),
             Some(Format::NcclTests)
+        );
+        assert_eq!(
+            detect("# collbench version 0.1.0 (nccl-tests 2.19 output format) backend: cpu library: none\n# size count type time algbw busbw"),
+            Some(Format::Collbench)
         );
         assert_eq!(detect("hello"), None);
     }

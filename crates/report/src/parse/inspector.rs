@@ -38,7 +38,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             Some(Err(e)) if e.is_eof() && !cases.is_empty() => {
                 // The plugin was writing when the job ended.
                 let line = text[..offset].lines().count() + 1;
-                notes.warn(
+                notes.cut_short(
                     line,
                     format!(
                         "partial: the log ends inside a record; the {index} complete record(s) before it are kept"
@@ -154,8 +154,8 @@ fn header(doc: &Value, rec: &mut Record) {
 /// `AllReduce` -> `all_reduce`; names collbench does not know are kept in
 /// lower case.
 fn op_name(coll: &str) -> String {
-    let lower = coll.to_ascii_lowercase();
-    Collective::parse(&lower).map_or(lower, |c| c.name().to_string())
+    Collective::from_tool_name(coll)
+        .map_or_else(|| coll.to_ascii_lowercase(), |c| c.name().to_string())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! what it expected there.
 
 pub mod collbench_json;
+pub mod collbench_text;
 pub mod detect;
 pub mod inspector;
 pub mod nccl_json;
@@ -23,7 +24,7 @@ mod read;
 mod text;
 pub mod unit;
 
-pub use crate::input::{Parsed, Warning};
+pub use crate::input::{Fault, Parsed, Warning};
 use collbench_core::Record;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -38,12 +39,36 @@ pub struct Notes {
     /// Given to the parser: the text's last line had no line end (the
     /// writer was stopped mid-line), so a bad last row is a cut one.
     pub cut_last_line: bool,
+    /// Failure signals the parser saw (out-of-bounds footers, a cut log);
+    /// their `origin` is empty here and filled by [`parse_text`].
+    pub faults: Vec<Fault>,
 }
 
 impl Notes {
     /// A warning about `line` (0: the text as a whole).
     pub fn warn(&mut self, line: usize, message: impl Into<String>) {
         self.warnings.push(ParseError::at(line, message));
+    }
+
+    /// The log stops early (`message` says how, starting with
+    /// "partial"): a warning and a [`Fault::CutShort`].
+    pub fn cut_short(&mut self, line: usize, message: impl Into<String>) {
+        let reason = message.into();
+        self.faults.push(Fault::CutShort {
+            origin: String::new(),
+            reason: reason.clone(),
+        });
+        self.warn(line, reason);
+    }
+
+    /// nccl-tests counted `count` result values outside tolerance: a
+    /// warning and a [`Fault::OutOfBounds`].
+    pub fn out_of_bounds(&mut self, line: usize, count: u64, message: impl Into<String>) {
+        self.faults.push(Fault::OutOfBounds {
+            origin: String::new(),
+            count,
+        });
+        self.warn(line, message);
     }
 }
 
@@ -64,13 +89,15 @@ pub enum Format {
     Nvshmem,
     /// collbench's own JSON.
     CollbenchJson,
+    /// collbench's own text output (`collbench run` on stdout).
+    Collbench,
     /// NCCL Inspector JSON.
     Inspector,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::NcclTests,
         Format::NcclJson,
         Format::Rccl,
@@ -78,6 +105,7 @@ impl Format {
         Format::Osu,
         Format::Nvshmem,
         Format::CollbenchJson,
+        Format::Collbench,
         Format::Inspector,
     ];
 
@@ -93,6 +121,9 @@ impl Format {
             Format::Osu => "OSU Micro-Benchmarks (collective latency, osu_bw, osu_latency, ...)",
             Format::Nvshmem => "NVSHMEM perftest tables",
             Format::CollbenchJson => "collbench's own JSON (one Record, or an array of them)",
+            Format::Collbench => {
+                "collbench's own text output (`collbench run` on stdout; one record per run)"
+            }
             Format::Inspector => "NCCL Inspector profiler plugin JSON (one object per collective)",
         }
     }
@@ -107,6 +138,7 @@ impl Format {
             Format::Osu => "osu",
             Format::Nvshmem => "nvshmem",
             Format::CollbenchJson => "collbench-json",
+            Format::Collbench => "collbench",
             Format::Inspector => "inspector",
         }
     }
@@ -248,6 +280,10 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
             out.warnings
                 .push(Warning::new(&name, stream.original_line(w.line), w.message));
         }
+        for mut f in notes.faults {
+            f.set_origin(&name);
+            out.faults.push(f);
+        }
         for (k, mut r) in records.into_iter().enumerate() {
             if r.origin.is_none() || label_streams {
                 r.origin = Some(name.clone());
@@ -258,6 +294,8 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
         }
     }
     crate::input::quality::check(&mut out, origin);
+    out.faults
+        .extend(crate::input::fault::crashes(text, origin));
     Ok(out)
 }
 
@@ -289,6 +327,7 @@ fn parse_one(
         Format::Osu => osu::parse(text, &mut notes)?,
         Format::Nvshmem => nvshmem::parse(text, &mut notes)?,
         Format::CollbenchJson => collbench_json::parse(text, &mut notes)?,
+        Format::Collbench => collbench_text::parse(text, origin, &mut notes)?,
         Format::Inspector => inspector::parse(text, &mut notes)?,
     };
     Ok((records, notes))

@@ -96,7 +96,32 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         .get("average_bus_bandwidth")
         .and_then(|a| a.get("bandwidth"))
         .and_then(number);
+    out_of_bounds(&doc, notes);
     Ok(vec![rec])
+}
+
+/// `"out_of_bounds": {"count": 3, "okay": "false"}` (a string in version
+/// 3; a bool is read too): result values outside tolerance.
+fn out_of_bounds(doc: &Value, notes: &mut Notes) {
+    let Some(oob) = doc.get("out_of_bounds") else {
+        return;
+    };
+    let okay = match oob.get("okay") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => s != "false",
+        _ => true,
+    };
+    let count = oob.get("count").and_then(Value::as_u64).unwrap_or(0);
+    if !okay || count > 0 {
+        notes.out_of_bounds(
+            0,
+            count,
+            format!(
+                "nccl-tests found {count} result value(s) outside tolerance (out_of_bounds.okay {okay}): \
+                 the run produced wrong results"
+            ),
+        );
+    }
 }
 
 fn settings(c: &Value, rec: &mut Record) -> Result<(), ParseError> {

@@ -79,7 +79,7 @@ pub(crate) fn parse_as(
     }
     if !p.cur.results.is_empty() && !p.avg_seen {
         let n = p.cur.results.len();
-        p.notes.warn(
+        p.notes.cut_short(
             p.last_line,
             format!(
                 "partial: the log ends before the '# Avg bus bandwidth' line of its last table; \
@@ -156,7 +156,7 @@ impl Parser<'_> {
                             && (tokens.len() < table.cols.len() || self.notes.cut_last_line) =>
                     {
                         let n = self.cur.results.len();
-                        self.notes.warn(
+                        self.notes.cut_short(
                             line_no,
                             format!(
                                 "partial: the log ends mid-row at line {line_no}; \
@@ -235,11 +235,14 @@ impl Parser<'_> {
             }
             ["Out", "of", "bounds", "values", ":", n, verdict, ..] => {
                 if *verdict != "OK" || *n != "0" {
-                    self.notes.warn(
+                    // The count is of result values outside the checker's
+                    // tolerance: wrong results, not stray writes.
+                    self.notes.out_of_bounds(
                         line_no,
+                        n.parse().unwrap_or(0),
                         format!(
-                            "nccl-tests found {n} out-of-bounds value(s) ({verdict}): \
-                             the run wrote outside its buffers, so its figures are suspect"
+                            "nccl-tests found {n} result value(s) outside tolerance ({verdict}): \
+                             the run produced wrong results"
                         ),
                     );
                 }
@@ -433,17 +436,15 @@ fn device(tokens: &[&str]) -> Option<DeviceInfo> {
     })
 }
 
-/// NCCL_VERSION_CODE: `major*10000 + minor*100 + patch` since 2.9,
-/// `major*1000 + minor*100 + patch` before.
-/// `all_reduce_perf` (possibly with a path) -> `all_reduce`.
+/// `all_reduce_perf` (possibly with a path or a packager's suffix such as
+/// `_mpi`) -> `all_reduce`; see [`Collective::from_tool_name`]. A name it
+/// does not know is kept, less its `_perf`.
 pub(crate) fn op_name(perf: &str) -> String {
     let base = perf.rsplit('/').next().unwrap_or(perf);
-    Collective::from_perf_name(base)
-        .or_else(|| Collective::parse(base).ok())
-        .map_or_else(
-            || base.trim_end_matches("_perf").to_string(),
-            |c| c.name().to_string(),
-        )
+    Collective::from_tool_name(base).map_or_else(
+        || base.trim_end_matches("_perf").to_string(),
+        |c| c.name().to_string(),
+    )
 }
 
 /// The last collective named in free text: `*_perf` binaries, or the
@@ -516,6 +517,11 @@ mod tests {
     #[test]
     fn ops_are_found_in_names_and_prose() {
         assert_eq!(op_name("./build/alltoall_perf"), "alltoall");
+        assert_eq!(op_name("all_reduce_perf_mpi"), "all_reduce");
+        assert_eq!(
+            op_mentioned("srun ./all_gather_perf_nccl -b 8").as_deref(),
+            Some("all_gather")
+        );
         assert_eq!(
             op_mentioned("kubectl exec -- /configs/allgather.sh h1 h2").as_deref(),
             Some("all_gather")

@@ -21,7 +21,7 @@
 use super::text::{float, is_uint, last_line, num, numbered_lines, partial_row};
 use super::unit;
 use super::{Notes, ParseError};
-use collbench_core::{CaseResult, Placement, Record};
+use collbench_core::{CaseResult, Collective, Placement, Record};
 
 /// The `settings.average` value that marks P50 times.
 pub const P50: &str = "p50";
@@ -77,7 +77,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             match parsed {
                 Ok(r) => cur.results.push(r),
                 Err(_) if line_no == last && (tokens.len() < 6 || notes.cut_last_line) => {
-                    notes.warn(line_no, partial_row(line_no, cur.results.len()));
+                    notes.cut_short(line_no, partial_row(line_no, cur.results.len()));
                 }
                 Err(e) => return Err(e),
             }
@@ -198,14 +198,18 @@ fn command(
     Ok(())
 }
 
-/// nccom-test's operation names and short aliases.
+/// nccom-test's short aliases; its full names go through
+/// [`Collective::from_tool_name`] like every other tool's.
 fn op_alias(a: &str) -> Option<&'static str> {
     Some(match a {
-        "allr" | "all_reduce" | "allreduce" => "all_reduce",
-        "allg" | "all_gather" | "allgather" => "all_gather",
-        "redsct" | "reduce_scatter" | "reducescatter" => "reduce_scatter",
-        "alltoall" | "all_to_all" => "alltoall",
-        "sendrecv" | "permute" => "sendrecv",
+        "allr" => "all_reduce",
+        "allg" => "all_gather",
+        "redsct" => "reduce_scatter",
+        "permute" => "sendrecv",
+        "all_reduce" | "allreduce" | "all_gather" | "allgather" | "reduce_scatter"
+        | "reducescatter" | "alltoall" | "all_to_all" | "sendrecv" => {
+            Collective::from_tool_name(a)?.name()
+        }
         _ => return None,
     })
 }

@@ -110,7 +110,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         match parsed {
             Ok(r) => rec.results.push(r),
             Err(_) if line_no == last && (tokens.len() < c.len() || notes.cut_last_line) => {
-                notes.warn(line_no, partial_row(line_no, rec.results.len()));
+                notes.cut_short(line_no, partial_row(line_no, rec.results.len()));
             }
             Err(e) => return Err(e),
         }
