@@ -1,7 +1,7 @@
 //! What `collbench compare` prints: the text (sides, tables, verdict) or
 //! the same findings as one JSON document (`--format json`).
 
-use crate::compare::gate::Failure;
+use crate::compare::gate::{self, Failure};
 use crate::compare::{Comparison, Overall, Row};
 use crate::compare_sides::{self, Side};
 use serde::Serialize;
@@ -24,14 +24,6 @@ pub struct Sides<'a> {
     pub new: &'a Side,
 }
 
-/// `FAILED: NEW new.txt: wrong results: ...`, one line per failure.
-fn failure_lines(sides: &Sides, failures: &[Failure]) -> Vec<String> {
-    failures
-        .iter()
-        .map(|f| format!("FAILED: NEW {}: {f}", sides.new_name))
-        .collect()
-}
-
 /// The text layout: a line per side, warnings, one-sided cases, the table,
 /// the overall line, the regressions and the verdict line; when NEW failed
 /// its correctness gate, a FAILED line per failure first and last.
@@ -41,7 +33,7 @@ pub fn text(sides: &Sides, cmp: &Comparison, failures: &[Failure]) -> String {
         out += s;
         out += "\n";
     };
-    for f in failure_lines(sides, failures) {
+    for f in gate::lines("NEW", failures) {
         line(&f);
     }
     line(&compare_sides::header_line(
@@ -83,7 +75,7 @@ pub fn text(sides: &Sides, cmp: &Comparison, failures: &[Failure]) -> String {
             line("");
         }
     }
-    let failed = failure_lines(sides, failures);
+    let failed = gate::lines("NEW", failures);
     match failed.first() {
         // Correctness first: the speed verdict is shown, the gate's is last.
         Some(first) => {
@@ -227,7 +219,7 @@ pub fn json(sides: &Sides, cmp: &Comparison, failures: &[Failure]) -> String {
         only_new: &cmp.only_new,
         cases: cmp.rows.iter().map(case).collect(),
         overall: cmp.overall_line(),
-        verdict_line: failure_lines(sides, failures)
+        verdict_line: gate::lines("NEW", failures)
             .into_iter()
             .next()
             .unwrap_or_else(|| cmp.verdict_line()),

@@ -93,9 +93,31 @@ fn refs(s: &Side) -> Vec<&[Record]> {
     s.runs.iter().map(Vec::as_slice).collect()
 }
 
+/// What a NEW that cannot be read still says: its crash or error lines
+/// (a run that died before its first row), read within a bound.
+fn crash_lines(path: &std::path::Path) -> Vec<Failure> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    let read =
+        std::fs::File::open(path).and_then(|f| f.take(CRASH_SCAN_BYTES).read_to_end(&mut text));
+    if path.is_dir() || read.is_err() {
+        return Vec::new();
+    }
+    let origin = path.display().to_string();
+    gate::of_faults(&crate::input::fault::crashes(
+        &String::from_utf8_lossy(&text),
+        &origin,
+    ))
+}
+
+/// How much of an unreadable NEW is searched for crash lines.
+const CRASH_SCAN_BYTES: u64 = 16 << 20;
+
 /// Runs `collbench compare`: returns the text (or JSON) for stdout, empty
 /// when unusable, and what it came to. Lines about the inputs go to
-/// [`collbench_core::diag`] (stderr).
+/// [`collbench_core::diag`] (stderr). NEW's correctness is judged first:
+/// a NEW that failed says so (exit 1) even when nothing else can be
+/// compared.
 pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, String)> {
     if !(args.threshold.is_finite() && (0.0..100.0).contains(&args.threshold)) {
         anyhow::bail!("--threshold must be a percentage from 0 to below 100");
@@ -104,13 +126,26 @@ pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, St
         diag::line(&format!("collbench compare: {line}"));
         Ok((CompareOutcome::Unusable, String::new()))
     };
+    let failed = |failures: &[Failure]| {
+        let text = gate::lines("NEW", failures).join("\n") + "\n";
+        Ok((CompareOutcome::NewFailed, text))
+    };
     let read = |first, more: &[PathBuf]| read_side(first, more, args.input_format);
-    let (base, new) = match (
-        read(&args.base, &args.base_runs),
-        read(&args.new, &args.new_runs),
-    ) {
-        (Ok(b), Ok(n)) => (b, n),
-        (Err(e), _) | (_, Err(e)) => return unusable(e.to_string()),
+    let new = match read(&args.new, &args.new_runs) {
+        Ok(n) => n,
+        Err(e) => {
+            let crashed = crash_lines(&args.new);
+            diag::line(&format!("collbench compare: {e}"));
+            return if crashed.is_empty() {
+                unusable(format!("NEW {} cannot be read", args.new.display()))
+            } else {
+                failed(&crashed)
+            };
+        }
+    };
+    let base = match read(&args.base, &args.base_runs) {
+        Ok(b) => b,
+        Err(e) => return unusable(e.to_string()),
     };
     for s in base.inputs.skipped.iter().chain(&new.inputs.skipped) {
         diag::line(&format!("collbench compare: skipped {s}"));
@@ -124,35 +159,58 @@ pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, St
     {
         diag::line(&format!("collbench compare: warning: {w}"));
     }
-    let base_failures = gate::of_records(&base.inputs.parsed.records);
+    let base_failures = gate::of_faults(&base.inputs.parsed.faults);
     if let Some(f) = base_failures.first() {
         if !args.trust_base {
             return unusable(format!(
-                "BASE {} cannot be trusted as a reference: {f} (--trust-base to compare anyway)",
-                args.base.display()
+                "BASE cannot be trusted as a reference: {f} (--trust-base to compare anyway)"
             ));
         }
         diag::line(&format!(
-            "collbench compare: warning: BASE {} failed its own gate ({f}); compared anyway \
-             (--trust-base)",
-            args.base.display()
+            "collbench compare: warning: BASE failed its own gate ({f}); compared anyway \
+             (--trust-base)"
         ));
     }
+    let mut failures = gate::of_faults(&new.inputs.parsed.faults);
     let cmp = compare_runs(&refs(&base), &refs(&new), args.threshold);
     if cmp.rows.is_empty() {
+        if !failures.is_empty() {
+            return failed(&failures);
+        }
         return unusable(format!(
             "{} and {} have no case (op, type, size) in common",
             args.base.display(),
             args.new.display()
         ));
     }
-    let mut failures = gate::of_records(&new.inputs.parsed.records);
     if !args.subset && !cmp.only_base.is_empty() {
         failures.push(Failure::MissingCases {
+            origin: args.new.display().to_string(),
             count: cmp.only_base.len(),
             first: cmp.only_base[0].clone(),
         });
     }
+    let text = render(args, &base, &new, &cmp, &failures);
+    let outcome = if !failures.is_empty() {
+        CompareOutcome::NewFailed
+    } else {
+        match cmp.overall() {
+            Overall::NoRegression => CompareOutcome::NoRegression,
+            Overall::Regression => CompareOutcome::Regression,
+            Overall::CannotTell => CompareOutcome::CannotTell,
+        }
+    };
+    Ok((outcome, text))
+}
+
+/// The text or JSON for stdout.
+fn render(
+    args: &CompareOptions,
+    base: &Side,
+    new: &Side,
+    cmp: &super::Comparison,
+    failures: &[Failure],
+) -> String {
     let (bs, ns) = (
         compare_sides::side(&base.inputs.parsed.records),
         compare_sides::side(&new.inputs.parsed.records),
@@ -167,18 +225,8 @@ pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, St
         base: &bs,
         new: &ns,
     };
-    let text = match args.format {
-        CompareFormat::Text => compare_out::text(&sides, &cmp, &failures),
-        CompareFormat::Json => compare_out::json(&sides, &cmp, &failures),
-    };
-    let outcome = if !failures.is_empty() {
-        CompareOutcome::NewFailed
-    } else {
-        match cmp.overall() {
-            Overall::NoRegression => CompareOutcome::NoRegression,
-            Overall::Regression => CompareOutcome::Regression,
-            Overall::CannotTell => CompareOutcome::CannotTell,
-        }
-    };
-    Ok((outcome, text))
+    match args.format {
+        CompareFormat::Text => compare_out::text(&sides, cmp, failures),
+        CompareFormat::Json => compare_out::json(&sides, cmp, failures),
+    }
 }

@@ -34,6 +34,7 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
         let records = nccl_tests::parse_as(chunk, origin, "collbench", &|_, _| false, &mut part)
             .map_err(shift)?;
         notes.warnings.extend(part.warnings.into_iter().map(shift));
+        notes.faults.append(&mut part.faults);
         if let Some(units) = part.units.values().next() {
             notes.units.insert(out.len(), *units);
         }
