@@ -38,6 +38,7 @@ fn matrix() -> html::Matrix {
                     .collect()
             })
             .collect(),
+        cut: None,
     }
 }
 

@@ -163,27 +163,61 @@ where
     Ok(())
 }
 
+/// Cells at or above this ratio to the matrix median get the best colour.
+pub const HEATMAP_BEST_RATIO: f64 = 1.0;
+/// Cells at or below this ratio to the matrix median get the worst colour.
+pub const HEATMAP_WORST_RATIO: f64 = 0.5;
+/// The line marked on the scale when the matrix carries no verdict cut.
+pub const HEATMAP_FIXED_MARK: f64 = 0.9;
+
 /// A rank x rank bandwidth matrix (GB/s) as an SVG heatmap: row = sender,
-/// column = receiver, darker = slower, each cell labelled with its value
-/// when there is room. `labels` name the ranks; missing or non-finite
-/// cells are drawn grey. Used by reports and by `collbench check`.
-pub fn heatmap_svg(labels: &[String], matrix: &[Vec<f64>]) -> String {
+/// column = receiver, each cell labelled with its value when there is
+/// room. The colour is the cell's ratio to the median of all measured
+/// cells on a fixed scale ([`HEATMAP_WORST_RATIO`] and below darkest,
+/// [`HEATMAP_BEST_RATIO`] and above brightest, log in between), so a quiet
+/// job stays bright and only a real outlier is dark. `cut` is the check's
+/// host verdict cut (a ratio to the job median) and is marked on the
+/// scale; without one, a fixed [`HEATMAP_FIXED_MARK`] line is marked and
+/// the legend says so. Missing or non-finite cells are drawn grey.
+pub fn heatmap_svg(labels: &[String], matrix: &[Vec<f64>], cut: Option<f64>) -> String {
     let n = labels.len().max(matrix.len()).max(1);
-    let values = matrix.iter().flatten().copied().filter(|v| v.is_finite());
-    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+    let mut values: Vec<f64> = matrix
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    values.sort_by(f64::total_cmp);
+    let median = match values.len() {
+        0 => None,
+        k if k % 2 == 1 => Some(values[k / 2]),
+        k => Some((values[k / 2 - 1] + values[k / 2]) / 2.0),
+    };
     let cell = (560 / n as u32).clamp(12, 64);
     let side = cell * n as u32;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (side + 240, side + 110)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (side + 360, side + 110)).into_drawing_area();
         let (grid, scale) = root.split_horizontally(side + 150);
-        let _ = draw_heatmap(&grid, labels, matrix, n, (lo, hi), cell);
-        if lo <= hi {
-            let _ = draw_scale(&scale, (lo, hi), side);
+        let _ = draw_heatmap(&grid, labels, matrix, n, median, cell);
+        if let Some(median) = median {
+            let _ = draw_scale(&scale, median, cut, side);
         }
         let _ = root.present();
     }
     svg
+}
+
+/// Where `gbps` sits on the fixed colour scale: 0 at or below
+/// [`HEATMAP_WORST_RATIO`] of `median`, 1 at or above
+/// [`HEATMAP_BEST_RATIO`], log in between.
+fn ratio_position(gbps: f64, median: f64) -> f64 {
+    ratio_to_position(gbps / median)
+}
+
+fn ratio_to_position(ratio: f64) -> f64 {
+    let span = (HEATMAP_BEST_RATIO / HEATMAP_WORST_RATIO).ln();
+    ((ratio / HEATMAP_WORST_RATIO).ln() / span).clamp(0.0, 1.0)
 }
 
 fn draw_heatmap(
@@ -191,7 +225,7 @@ fn draw_heatmap(
     labels: &[String],
     matrix: &[Vec<f64>],
     n: usize,
-    (lo, hi): (f64, f64),
+    median: Option<f64>,
     cell: u32,
 ) -> Result<(), Box<dyn std::error::Error>> {
     root.fill(&WHITE)?;
@@ -220,23 +254,19 @@ fn draw_heatmap(
             }
         })
         .draw()?;
-    let span = if hi > lo { hi - lo } else { 1.0 };
     for (r, row) in matrix.iter().enumerate().take(n) {
         for c in 0..n {
             let v = row.get(c).copied().unwrap_or(f64::NAN);
             // Row 0 at the top, as matrices are read.
             let y = n - 1 - r;
-            let fill = if v.is_finite() {
-                ramp((v - lo) / span)
-            } else {
-                RGBColor(200, 200, 200)
-            };
+            let t = median.filter(|_| v.is_finite()).map(|m| ratio_position(v, m));
+            let fill = t.map_or(RGBColor(200, 200, 200), ramp);
             chart.draw_series(std::iter::once(Rectangle::new(
                 [(c, y), (c + 1, y + 1)],
                 fill.filled(),
             )))?;
-            if v.is_finite() && cell >= 36 {
-                let text_color = if (v - lo) / span < 0.5 { WHITE } else { BLACK };
+            if let (Some(t), true) = (t, cell >= 36) {
+                let text_color = if t < 0.5 { WHITE } else { BLACK };
                 let style = ("sans-serif", 11).into_font().color(&text_color).pos(
                     plotters::style::text_anchor::Pos::new(
                         plotters::style::text_anchor::HPos::Center,
@@ -255,16 +285,18 @@ fn draw_heatmap(
     Ok(())
 }
 
-/// The colour scale beside the heatmap: the ramp from the slowest cell
-/// (bottom) to the fastest (top), with both ends and the middle in GB/s.
+/// The colour scale beside the heatmap, in ratios to the matrix median
+/// (fixed ends, so two jobs' heatmaps read alike), with the median in
+/// GB/s and the verdict's cut (or a fixed mark) as a red line.
 fn draw_scale(
     area: &DrawingArea<SVGBackend, Shift>,
-    (lo, hi): (f64, f64),
+    median: f64,
+    cut: Option<f64>,
     height: u32,
 ) -> Result<(), Box<dyn std::error::Error>> {
     const STEPS: i32 = 32;
     let (top, left, width) = (40i32, 10i32, 18i32);
-    let h = height.max(64) as i32;
+    let h = height.max(96) as i32;
     for i in 0..STEPS {
         let t = 1.0 - (i as f64 + 0.5) / STEPS as f64;
         let (y0, y1) = (top + h * i / STEPS, top + h * (i + 1) / STEPS);
@@ -278,15 +310,42 @@ fn draw_scale(
         BLACK.mix(0.4),
     ))?;
     let font = ("sans-serif", 12).into_font();
-    for (t, v) in [(0.0, hi), (0.5, (lo + hi) / 2.0), (1.0, lo)] {
-        let y = top + (h as f64 * t) as i32 - 6;
-        area.draw(&Text::new(
-            units::gbps(v),
-            (left + width + 4, y),
-            font.clone(),
-        ))?;
+    let y_of = |ratio: f64| top + (h as f64 * (1.0 - ratio_to_position(ratio))) as i32;
+    let mid = (HEATMAP_BEST_RATIO * HEATMAP_WORST_RATIO).sqrt();
+    for (ratio, text) in [
+        (HEATMAP_BEST_RATIO, format!(">= {}x", units::ratio(HEATMAP_BEST_RATIO))),
+        (mid, format!("{}x", units::ratio(mid))),
+        (HEATMAP_WORST_RATIO, format!("<= {}x", units::ratio(HEATMAP_WORST_RATIO))),
+    ] {
+        area.draw(&Text::new(text, (left + width + 4, y_of(ratio) - 6), font.clone()))?;
     }
-    area.draw(&Text::new("GB/s", (left, top - 18), font))?;
+    let (mark, words) = match cut {
+        Some(c) if c.is_finite() && c > 0.0 => (
+            c,
+            [
+                format!("red: verdict cut {}x", units::ratio(c)),
+                "(check's host verdict)".to_string(),
+            ],
+        ),
+        _ => (
+            HEATMAP_FIXED_MARK,
+            [
+                format!("red: {}x, a fixed mark", units::ratio(HEATMAP_FIXED_MARK)),
+                "(the file has no verdict cut)".to_string(),
+            ],
+        ),
+    };
+    let y = y_of(mark);
+    area.draw(&PathElement::new(
+        vec![(left - 4, y), (left + width + 4, y)],
+        RED.stroke_width(2),
+    ))?;
+    for (i, w) in words.into_iter().enumerate() {
+        let at = (left, top + h + 8 + 15 * i as i32);
+        area.draw(&Text::new(w, at, font.clone().color(&RED)))?;
+    }
+    let head = format!("ratio to the median ({} GB/s)", units::gbps(median));
+    area.draw(&Text::new(head, (left, top - 18), font))?;
     Ok(())
 }
 
@@ -320,7 +379,7 @@ mod tests {
             points: vec![(0.0, 0.0), (8.0, 1.0)],
         };
         assert!(line_chart_svg("t", "us", &[one], true).contains("<svg"));
-        assert!(heatmap_svg(&[], &[]).contains("<svg"));
+        assert!(heatmap_svg(&[], &[], None).contains("<svg"));
     }
 
     #[test]
@@ -335,9 +394,42 @@ mod tests {
     #[test]
     fn heatmap_labels_cells() {
         let labels: Vec<String> = (0..2).map(|i| format!("r{i}")).collect();
-        let svg = heatmap_svg(&labels, &[vec![0.0, 350.5], vec![349.0, f64::NAN]]);
+        let svg = heatmap_svg(&labels, &[vec![0.0, 350.5], vec![349.0, f64::NAN]], None);
         assert!(svg.contains("350.50") && svg.contains("r1") && svg.contains("<rect"));
-        // The colour scale names its ends and unit.
-        assert!(svg.contains("GB/s") && svg.contains("0.00"), "{svg}");
+        // The colour scale is in ratios to the median, named in GB/s.
+        assert!(svg.contains("ratio to the median (349.75 GB/s)"), "{svg}");
+        assert!(svg.contains("&gt;= 1.000x") && svg.contains("&lt;= 0.500x"), "{svg}");
+        // No cut in the file: a fixed mark, and the legend says so.
+        assert!(svg.contains("0.900x, a fixed mark") && svg.contains("no verdict cut"));
+        let svg = heatmap_svg(&labels, &[vec![0.0, 350.5], vec![349.0, 1.0]], Some(0.8));
+        assert!(svg.contains("verdict cut 0.800x") && !svg.contains("fixed mark"));
+    }
+
+    /// The colour scale is fixed, not the matrix's own range: in a quiet
+    /// job (1.94-2.15 GB/s) a pair 10% under the rest stays bright, while
+    /// a host 30x slower in a bad job is as dark as the scale goes.
+    #[test]
+    fn heatmap_colours_by_ratio_to_the_median_on_a_fixed_scale() {
+        let median = 2.15;
+        let quiet = ratio_position(1.94, median);
+        let bad = ratio_position(2.15 / 30.0, median);
+        assert!(quiet > 0.8, "{quiet}");
+        assert_eq!(bad, 0.0);
+        assert_eq!(ratio_position(median, median), 1.0);
+        assert_eq!(ratio_position(3.0 * median, median), 1.0);
+        assert!((ratio_to_position(0.5_f64.sqrt()) - 0.5).abs() < 1e-12);
+        // The quiet job's slowest cell is not drawn in the darkest colour.
+        let labels: Vec<String> = (0..3).map(|i| format!("h{i}")).collect();
+        let m = vec![
+            vec![f64::NAN, 2.15, 1.94],
+            vec![2.15, f64::NAN, 2.12],
+            vec![1.94, 2.12, f64::NAN],
+        ];
+        let darkest = ramp(0.0);
+        let svg = heatmap_svg(&labels, &m, None);
+        let dark = format!("fill=\"#{:02X}{:02X}{:02X}\"", darkest.0, darkest.1, darkest.2);
+        let cells = svg.matches(&dark).count();
+        // Only the scale's own bottom step is darkest.
+        assert!(cells <= 1, "{cells} darkest rects:\n{svg}");
     }
 }
