@@ -12,7 +12,7 @@
 //! * [`compare`]: NEW vs BASE with a documented noise rule;
 //!   [`compare_sides`] names both sides and warns where they differ;
 //!   [`compare_explain`] names changes in what NCCL ran; [`compare_out`]
-//!   prints it as text or JSON.
+//!   prints it as text or JSON, [`render::compare_html`] as an HTML page.
 //! * [`units`]: collbench-output's number formatter, re-exported.
 //!
 //! Not for: running benchmarks or judging them against baselines (`check`).
@@ -121,6 +121,11 @@ pub struct CompareOptions {
     pub format: CompareFormat,
     /// Read both inputs as this format instead of detecting it.
     pub input_format: Option<Format>,
+    /// Also write the comparison as a self-contained HTML page with
+    /// charts here ([`render::compare_html`]). The CLI checks the path
+    /// (never an input, no existing file without `--force`) before this
+    /// runs.
+    pub html: Option<PathBuf>,
 }
 
 /// Runs `collbench report`. Skipped files and data-quality warnings go to
@@ -205,7 +210,8 @@ pub enum CompareOutcome {
 }
 
 /// Runs `collbench compare`: returns the table and verdict line (or their
-/// JSON) for stdout (empty when unusable), and whether a case regressed.
+/// JSON) for stdout (empty when unusable), and whether a case regressed;
+/// writes the HTML page where `html` names a file.
 /// Lines about the inputs go to [`collbench_core::diag`] (stderr).
 pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, String)> {
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
@@ -253,6 +259,10 @@ pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, St
         CompareFormat::Text => compare_out::text(&sides, &cmp),
         CompareFormat::Json => compare_out::json(&sides, &cmp),
     };
+    if let Some(path) = &args.html {
+        std::fs::write(path, render::compare_html::render(&sides, &cmp))
+            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
+    }
     let outcome = if cmp.regressions().next().is_some() {
         CompareOutcome::Regression
     } else {

@@ -36,6 +36,53 @@ const SIZE: (u32, u32) = (860, 440);
 /// (bandwidth). Points with a non-positive size (or value, on a log axis)
 /// cannot be placed and are left out.
 pub fn line_chart_svg(title: &str, y_label: &str, series: &[Series], log_y: bool) -> String {
+    overlay_chart_svg(title, y_label, series, &Overlay::default(), log_y)
+}
+
+/// How a marked point is drawn: what a comparison found at that size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// A regression: a filled red circle.
+    Regression,
+    /// The rule cannot tell: a hollow amber triangle.
+    CannotTell,
+    /// An improvement: a hollow green circle.
+    Improved,
+}
+
+impl Mark {
+    /// The legend's words.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mark::Regression => "regression",
+            Mark::CannotTell => "cannot tell",
+            Mark::Improved => "improved",
+        }
+    }
+}
+
+/// What a chart draws over its lines (a comparison's findings).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overlay {
+    /// Vertical error bars `(bytes, low, high)`, in the colour of series
+    /// `bars_of` and named in the legend by `bars_label`.
+    pub bars: Vec<(f64, f64, f64)>,
+    pub bars_of: usize,
+    pub bars_label: String,
+    /// Points to mark `(bytes, value, how)`.
+    pub marks: Vec<(f64, f64, Mark)>,
+}
+
+/// [`line_chart_svg`] with `overlay` drawn over the lines: error bars and
+/// marked points, each kind named in the legend. Bars and marks that
+/// cannot be placed are left out, as points are.
+pub fn overlay_chart_svg(
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    overlay: &Overlay,
+    log_y: bool,
+) -> String {
     let series: Vec<Series> = series
         .iter()
         .map(|s| Series {
@@ -47,14 +94,22 @@ pub fn line_chart_svg(title: &str, y_label: &str, series: &[Series], log_y: bool
                 .filter(|&(x, y)| plottable(x, y, log_y))
                 .collect(),
         })
-        .filter(|s| !s.points.is_empty())
         .collect();
+    let overlay = Overlay {
+        bars: (overlay.bars.iter().copied())
+            .filter(|&(x, lo, hi)| plottable(x, lo, log_y) && plottable(x, hi, log_y))
+            .collect(),
+        marks: (overlay.marks.iter().copied())
+            .filter(|&(x, y, _)| plottable(x, y, log_y))
+            .collect(),
+        ..overlay.clone()
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         // Drawing into a String cannot fail for I/O reasons; a failure here
         // would only mean a degenerate range, which we avoid below.
-        let _ = draw_lines(&root, title, y_label, &series, log_y);
+        let _ = draw_lines(&root, (title, y_label), &series, &overlay, log_y);
         let _ = root.present();
     }
     svg
@@ -71,13 +126,22 @@ fn plottable(x: f64, y: f64, log_y: bool) -> bool {
 
 fn draw_lines(
     root: &DrawingArea<SVGBackend, Shift>,
-    title: &str,
-    y_label: &str,
+    (title, y_label): (&str, &str),
     series: &[Series],
+    overlay: &Overlay,
     log_y: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     root.fill(&WHITE)?;
-    let all = || series.iter().flat_map(|s| s.points.iter());
+    let bar_ends = overlay
+        .bars
+        .iter()
+        .flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
+    let all = || {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().copied())
+            .chain(bar_ends.clone())
+    };
     let (mut x_min, mut x_max) =
         all().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
     let (mut y_min, mut y_max) =
@@ -111,7 +175,7 @@ fn draw_lines(
             .x_label_formatter(&fmt_x)
             .y_label_formatter(&|v| format!("{v}"))
             .draw()?;
-        series_with_legend(&mut c, series)?;
+        series_with_legend(&mut c, series, overlay)?;
     } else {
         let mut c = chart.build_cartesian_2d(x, y_min..y_max)?;
         c.configure_mesh()
@@ -119,22 +183,27 @@ fn draw_lines(
             .y_desc(y_label)
             .x_label_formatter(&fmt_x)
             .draw()?;
-        series_with_legend(&mut c, series)?;
+        series_with_legend(&mut c, series, overlay)?;
     }
     Ok(())
 }
 
 /// Draws each series as a line with a dot on every point, in its colour,
-/// then the legend, on either kind of y axis.
+/// then the overlay and the legend, on either kind of y axis.
 fn series_with_legend<'a, X, Y>(
     c: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     series: &[Series],
+    overlay: &Overlay,
 ) -> Result<(), Box<dyn std::error::Error>>
 where
     X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
     Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
 {
-    for (i, s) in series.iter().enumerate() {
+    for (i, s) in series
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.points.is_empty())
+    {
         let color = COLORS[i % COLORS.len()];
         c.draw_series(LineSeries::new(
             s.points.iter().copied(),
@@ -144,7 +213,59 @@ where
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
         c.draw_series(s.points.iter().map(|p| Circle::new(*p, 2, color.filled())))?;
     }
+    draw_overlay(c, overlay)?;
     legend(c)
+}
+
+/// Error bars (a vertical line with caps a few percent of the size wide)
+/// and marked points, each kind once in the legend.
+fn draw_overlay<'a, X, Y>(
+    c: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    overlay: &Overlay,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+{
+    if !overlay.bars.is_empty() {
+        let style = COLORS[overlay.bars_of % COLORS.len()]
+            .mix(0.7)
+            .stroke_width(1);
+        let bar = move |&(x, lo, hi): &(f64, f64, f64)| {
+            let (a, b) = (x / 1.08, x * 1.08);
+            let path = vec![(a, lo), (b, lo), (x, lo), (x, hi), (a, hi), (b, hi)];
+            PathElement::new(path, style)
+        };
+        c.draw_series(overlay.bars.iter().map(bar))?
+            .label(overlay.bars_label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x + 9, y - 6), (x + 9, y + 6)], style));
+    }
+    for kind in [Mark::Regression, Mark::CannotTell, Mark::Improved] {
+        let at: Vec<(f64, f64)> = (overlay.marks.iter())
+            .filter(|m| m.2 == kind)
+            .map(|m| (m.0, m.1))
+            .collect();
+        if at.is_empty() {
+            continue;
+        }
+        c.draw_series(at.iter().map(|&p| mark_element(p, kind)))?
+            .label(kind.label())
+            .legend(move |(x, y)| mark_element((x + 9, y), kind));
+    }
+    Ok(())
+}
+
+/// One mark, at a point in data or pixel coordinates.
+fn mark_element<DB: DrawingBackend, C: Clone + 'static>(
+    at: C,
+    kind: Mark,
+) -> DynElement<'static, DB, C> {
+    let amber = RGBColor(230, 159, 0);
+    match kind {
+        Mark::Regression => Circle::new(at, 6, RED.filled()).into_dyn(),
+        Mark::CannotTell => TriangleMarker::new(at, 7, amber.stroke_width(2)).into_dyn(),
+        Mark::Improved => Circle::new(at, 6, RGBColor(0, 158, 115).stroke_width(2)).into_dyn(),
+    }
 }
 
 fn legend<'a, X, Y>(
@@ -259,7 +380,9 @@ fn draw_heatmap(
             let v = row.get(c).copied().unwrap_or(f64::NAN);
             // Row 0 at the top, as matrices are read.
             let y = n - 1 - r;
-            let t = median.filter(|_| v.is_finite()).map(|m| ratio_position(v, m));
+            let t = median
+                .filter(|_| v.is_finite())
+                .map(|m| ratio_position(v, m));
             let fill = t.map_or(RGBColor(200, 200, 200), ramp);
             chart.draw_series(std::iter::once(Rectangle::new(
                 [(c, y), (c + 1, y + 1)],
@@ -313,11 +436,21 @@ fn draw_scale(
     let y_of = |ratio: f64| top + (h as f64 * (1.0 - ratio_to_position(ratio))) as i32;
     let mid = (HEATMAP_BEST_RATIO * HEATMAP_WORST_RATIO).sqrt();
     for (ratio, text) in [
-        (HEATMAP_BEST_RATIO, format!(">= {}x", units::ratio(HEATMAP_BEST_RATIO))),
+        (
+            HEATMAP_BEST_RATIO,
+            format!(">= {}x", units::ratio(HEATMAP_BEST_RATIO)),
+        ),
         (mid, format!("{}x", units::ratio(mid))),
-        (HEATMAP_WORST_RATIO, format!("<= {}x", units::ratio(HEATMAP_WORST_RATIO))),
+        (
+            HEATMAP_WORST_RATIO,
+            format!("<= {}x", units::ratio(HEATMAP_WORST_RATIO)),
+        ),
     ] {
-        area.draw(&Text::new(text, (left + width + 4, y_of(ratio) - 6), font.clone()))?;
+        area.draw(&Text::new(
+            text,
+            (left + width + 4, y_of(ratio) - 6),
+            font.clone(),
+        ))?;
     }
     let (mark, words) = match cut {
         Some(c) if c.is_finite() && c > 0.0 => (
@@ -398,7 +531,10 @@ mod tests {
         assert!(svg.contains("350.50") && svg.contains("r1") && svg.contains("<rect"));
         // The colour scale is in ratios to the median, named in GB/s.
         assert!(svg.contains("ratio to the median (349.75 GB/s)"), "{svg}");
-        assert!(svg.contains("&gt;= 1.000x") && svg.contains("&lt;= 0.500x"), "{svg}");
+        assert!(
+            svg.contains("&gt;= 1.000x") && svg.contains("&lt;= 0.500x"),
+            "{svg}"
+        );
         // No cut in the file: a fixed mark, and the legend says so.
         assert!(svg.contains("0.900x, a fixed mark") && svg.contains("no verdict cut"));
         let svg = heatmap_svg(&labels, &[vec![0.0, 350.5], vec![349.0, 1.0]], Some(0.8));
@@ -427,7 +563,10 @@ mod tests {
         ];
         let darkest = ramp(0.0);
         let svg = heatmap_svg(&labels, &m, None);
-        let dark = format!("fill=\"#{:02X}{:02X}{:02X}\"", darkest.0, darkest.1, darkest.2);
+        let dark = format!(
+            "fill=\"#{:02X}{:02X}{:02X}\"",
+            darkest.0, darkest.1, darkest.2
+        );
         let cells = svg.matches(&dark).count();
         // Only the scale's own bottom step is darkest.
         assert!(cells <= 1, "{cells} darkest rects:\n{svg}");

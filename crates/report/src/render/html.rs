@@ -103,7 +103,7 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
     out
 }
 
-fn figure(out: &mut String, svg: &str) {
+pub(crate) fn figure(out: &mut String, svg: &str) {
     let _ = writeln!(out, "<figure class=\"chart\">{svg}</figure>");
 }
 
@@ -116,7 +116,7 @@ pub(crate) fn esc(s: &str) -> String {
 }
 
 /// A table; numeric columns are right-aligned.
-fn table(t: &Table) -> String {
+pub(crate) fn table(t: &Table) -> String {
     let mut out = String::from("<table><thead><tr>");
     for h in &t.header {
         let _ = write!(out, "<th>{}</th>", esc(h));
