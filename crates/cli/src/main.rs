@@ -279,6 +279,9 @@ fn real_main() -> Result<Outcome, Failure> {
             Ok(Outcome::report(outcome))
         }
         Command::Compare(a) => {
+            if let Some(path) = &a.html {
+                outputs::claim("--html", path, a.force, &[&a.base, &a.new])?;
+            }
             let (outcome, text) = collbench_report::compare_main(&(&a).into()).map_err(usage)?;
             stdout::print(&text)?;
             Ok(Outcome::compare(outcome))

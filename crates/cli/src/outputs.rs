@@ -1,5 +1,6 @@
 //! The one rule for every file a command writes (`run --output`, `run -J`,
-//! `gen -o`, `report -o`, `check --json`), checked before any work:
+//! `gen -o`, `report -o`, `compare --html`, `check --json`), checked before
+//! any work:
 //!
 //! - an input of the command is never overwritten, `--force` or not; "the
 //!   same file" means the same device and inode, so a hard link or a

@@ -155,6 +155,76 @@ fn report_writes_markdown_and_html() {
     );
 }
 
+/// A copy of all_reduce.txt 20% slower from 64 MiB up: both placements'
+/// times x1.25, their bandwidths x0.8.
+fn slower_copy(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(anchor("all_reduce.txt")).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut t: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        if t.len() == 13 && t[0].parse::<u64>().is_ok_and(|s| s >= 64 << 20) {
+            for (i, f) in [
+                (5, 1.25),
+                (6, 0.8),
+                (7, 0.8),
+                (9, 1.25),
+                (10, 0.8),
+                (11, 0.8),
+            ] {
+                t[i] = format!("{:.2}", t[i].parse::<f64>().unwrap() * f);
+            }
+            out.push_str(&t.join("  "));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    write_file(dir, "all_reduce_slower.txt", &out)
+}
+
+#[test]
+fn compare_writes_an_html_page_under_the_output_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let slower = slower_copy(dir.path());
+    let out = dir.path().join("cmp.html");
+    let html = |path: &Path, force: bool| {
+        let mut c = compare_with_anchor(&slower);
+        c.arg("--html").arg(path);
+        if force {
+            c.arg("--force");
+        }
+        c
+    };
+    html(&out, false).assert().code(1);
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert_says(
+        &page,
+        &[
+            "<h1>collbench compare</h1>",
+            "BASE (out-of-place)",
+            "NEW (out-of-place)",
+            "NEW 95% interval",
+            "\nregression\n</text>",
+            "<strong>REGRESSION</strong>",
+            "<th>95% interval</th>",
+        ],
+    );
+    assert!(!page.contains("<script"));
+    // The rule of every output file: an existing one needs --force ...
+    let refused = html(&out, false).assert().code(2).get_output().clone();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_says(&stderr, &["--html", "already exists", "--force"]);
+    html(&out, true).assert().code(1);
+    // ... and an input is never overwritten, --force or not, checked
+    // before anything is read.
+    let before = std::fs::read_to_string(&slower).unwrap();
+    let refused = html(&slower, true).assert().code(2).get_output().clone();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_says(&stderr, &["is also an input", "never overwrites an input"]);
+    assert!(refused.stdout.is_empty(), "nothing compared");
+    assert_eq!(std::fs::read_to_string(&slower).unwrap(), before);
+}
+
 /// all_reduce.txt (2 ranks) as if run on 8: six more `# Rank` lines, and
 /// every busbw from 64 MiB up lowered by 20%.
 fn eight_rank_copy(dir: &Path) -> PathBuf {
@@ -231,8 +301,16 @@ fn compare_lists_sizes_found_on_one_side_only() {
         .stdout(predicate::str::contains(
             "cut short: 2 case(s) of BASE missing (first: all_reduce float sum 8 GiB out-of-place)",
         ));
-    // Unless it measures fewer cases on purpose.
-    compare_with_anchor(&path).arg("--subset").assert().code(0);
+    // --subset waives the missing cases, not the log's own word that it
+    // stopped before its header's maxBytes.
+    compare_with_anchor(&path).arg("--subset").assert().code(1);
+    // A sweep that ends where its header says, on purpose: passes.
+    let fewer = write_file(
+        dir.path(),
+        "fewer.txt",
+        &short.replace("maxBytes 8589934592", "maxBytes 4294967296"),
+    );
+    compare_with_anchor(&fewer).arg("--subset").assert().code(0);
 }
 
 fn foreign_logs() -> PathBuf {

@@ -83,6 +83,17 @@ pub struct HostName {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostVerdictMatrix {
     pub matrix: HostPairs,
+    /// `hosts.verdict.threshold`: the cut the verdict judged host scores
+    /// by; absent when the job was not judged (or from older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<VerdictCut>,
+}
+
+/// The part of the host verdict's threshold readers need: `cut`, a ratio
+/// to the job median below which a host is slow.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VerdictCut {
+    pub cut: f64,
 }
 
 /// `hosts.verdict.matrix`: the measured host pairs (sparse).

@@ -12,7 +12,7 @@
 //! * [`compare`]: NEW vs BASE with a documented noise rule;
 //!   [`compare_sides`] names both sides and warns where they differ;
 //!   [`compare_explain`] names changes in what NCCL ran; [`compare_out`]
-//!   prints it as text or JSON.
+//!   prints it as text or JSON, [`render::compare_html`] as an HTML page.
 //! * [`units`]: collbench-output's number formatter, re-exported.
 //!
 //! Not for: running benchmarks or judging them against baselines (`check`).
@@ -76,9 +76,13 @@ pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html:
     let file: collbench_core::pairs::CheckMatrixFile = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: not check JSON: {e}", path.display()))?;
     // One process: rank pairs; several: host pairs.
-    let (m, what) = match (file.localization, file.hosts) {
-        (Some(l), _) => (l.matrix, "Pairwise sendrecv bandwidth"),
-        (None, Some(h)) => (h.to_matrix(), "Host-pair sendrecv bandwidth"),
+    let (m, what, cut) = match (file.localization, file.hosts) {
+        (Some(l), _) => (l.matrix, "Pairwise sendrecv bandwidth", None),
+        (None, Some(h)) => (
+            h.to_matrix(),
+            "Host-pair sendrecv bandwidth",
+            h.verdict.threshold.map(|t| t.cut),
+        ),
         (None, None) => anyhow::bail!(
             "{}: no localization.matrix or hosts.verdict.matrix: pass the JSON of a `collbench check --json FILE` run that made pairwise or host tests",
             path.display()
@@ -99,6 +103,7 @@ pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html:
             .into_iter()
             .map(|row| row.into_iter().map(|c| c.unwrap_or(f64::NAN)).collect())
             .collect(),
+        cut,
     })
 }
 

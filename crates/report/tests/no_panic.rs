@@ -204,6 +204,6 @@ proptest! {
         prop_assert!(line_chart_svg("t", "y", &[s], log_y).contains("<svg"));
         let m: Vec<Vec<f64>> = (0..n).map(|i| (0..n).map(|j| (i * j) as f64).collect()).collect();
         let labels: Vec<String> = (0..n).map(|i| i.to_string()).collect();
-        prop_assert!(heatmap_svg(&labels, &m).contains("<svg"));
+        prop_assert!(heatmap_svg(&labels, &m, None).contains("<svg"));
     }
 }

@@ -38,6 +38,7 @@ fn matrix() -> html::Matrix {
                     .collect()
             })
             .collect(),
+        cut: None,
     }
 }
 
@@ -178,5 +179,80 @@ fn html_charts_render_in_headless_chromium() {
     }
     if let Ok(dir) = std::env::var("COLLBENCH_REPORT_KEEP") {
         std::fs::write(Path::new(&dir).join("report.html"), &page).unwrap();
+    }
+}
+
+/// The `compare --html` page, opened in headless Chromium: both charts of
+/// each op are laid out, and a screenshot of the page is not blank.
+#[test]
+fn compare_html_renders_in_headless_chromium() {
+    if std::env::var("COLLBENCH_BROWSER_TESTS").as_deref() != Ok("1") {
+        eprintln!("skipped: set COLLBENCH_BROWSER_TESTS=1 (and install chromium) to run");
+        return;
+    }
+    let browser = chromium()
+        .expect("COLLBENCH_BROWSER_TESTS=1 but no chromium on PATH (apt-get install chromium)");
+    let base = records(&["anchors/all_reduce.txt"]);
+    let mut new = base.clone();
+    // NEW 20% slower from 64 MiB up: a regression over adjacent sizes.
+    for c in new.iter_mut().flat_map(|r| r.results.iter_mut()) {
+        if c.size_bytes >= 64 << 20 {
+            for p in [c.out_of_place.as_mut(), c.in_place.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                p.busbw_gbps *= 0.8;
+                p.algbw_gbps *= 0.8;
+                p.time_us /= 0.8;
+            }
+        }
+    }
+    let cmp = collbench_report::compare::compare(&base, &new, 5.0);
+    assert!(cmp.regressions().next().is_some(), "{}", cmp.table());
+    let (bs, ns) = (
+        collbench_report::compare_sides::side(&base),
+        collbench_report::compare_sides::side(&new),
+    );
+    let sides = collbench_report::compare_out::Sides {
+        base_name: "base.txt",
+        new_name: "new.txt",
+        base: &bs,
+        new: &ns,
+    };
+    let page = collbench_report::render::compare_html::render(&sides, &cmp);
+    let sizes = rendered_svg_sizes(&browser, &page);
+    assert_eq!(sizes.len(), 2, "{sizes:?}");
+    assert!(
+        sizes.iter().all(|(w, h)| *w > 100.0 && *h > 100.0),
+        "{sizes:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (file, png) = (dir.path().join("cmp.html"), dir.path().join("cmp.png"));
+    std::fs::write(&file, &page).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let status = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .args(["--hide-scrollbars", "--window-size=1280,1600"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .expect("run chromium");
+    let bytes = std::fs::read(&png).unwrap_or_else(|e| {
+        panic!(
+            "no screenshot ({e}); chromium stderr: {}",
+            String::from_utf8_lossy(&status.stderr)
+        )
+    });
+    // A PNG, and more than a blank page compresses to.
+    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+    assert!(bytes.len() > 20_000, "screenshot of {} bytes", bytes.len());
+    if let Ok(dir) = std::env::var("COLLBENCH_REPORT_KEEP") {
+        std::fs::write(Path::new(&dir).join("compare.html"), &page).unwrap();
     }
 }

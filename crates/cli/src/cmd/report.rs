@@ -93,6 +93,14 @@ pub struct CompareArgs {
     /// Read both inputs as this format instead of detecting it.
     #[arg(long = "input-format", value_enum, value_name = "FORMAT")]
     pub input_format: Option<InputFormat>,
+    /// Also write the comparison as a self-contained HTML page: BASE and
+    /// NEW overlaid per op (bandwidth and time against size), NEW's 95%
+    /// interval, regressions marked, then the per-case table.
+    #[arg(long, value_name = "FILE.html")]
+    pub html: Option<PathBuf>,
+    /// Replace an existing --html file (never an input).
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl From<&CompareArgs> for CompareOptions {
@@ -107,6 +115,7 @@ impl From<&CompareArgs> for CompareOptions {
             input_format: a.input_format.map(|f| f.0),
             trust_base: a.trust_base,
             subset: a.subset,
+            html: a.html.clone(),
         }
     }
 }

@@ -33,6 +33,11 @@ pub struct CompareOptions {
     pub trust_base: bool,
     /// NEW may measure fewer cases than BASE without counting as cut short.
     pub subset: bool,
+    /// Also write the comparison as a self-contained HTML page with
+    /// charts here ([`crate::render::compare_html`]). The CLI checks the
+    /// path (never an input, no existing file without `--force`) before
+    /// this runs.
+    pub html: Option<PathBuf>,
 }
 
 /// What `collbench compare` found (the CLI turns it into the exit code).
@@ -190,7 +195,7 @@ pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, St
             first: cmp.only_base[0].clone(),
         });
     }
-    let text = render(args, &base, &new, &cmp, &failures);
+    let text = render(args, &base, &new, &cmp, &failures)?;
     let outcome = if !failures.is_empty() {
         CompareOutcome::NewFailed
     } else {
@@ -203,14 +208,14 @@ pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, St
     Ok((outcome, text))
 }
 
-/// The text or JSON for stdout.
+/// The text or JSON for stdout; the HTML page where asked.
 fn render(
     args: &CompareOptions,
     base: &Side,
     new: &Side,
     cmp: &super::Comparison,
     failures: &[Failure],
-) -> String {
+) -> anyhow::Result<String> {
     let (bs, ns) = (
         compare_sides::side(&base.inputs.parsed.records),
         compare_sides::side(&new.inputs.parsed.records),
@@ -225,8 +230,12 @@ fn render(
         base: &bs,
         new: &ns,
     };
-    match args.format {
+    if let Some(path) = &args.html {
+        std::fs::write(path, crate::render::compare_html::render(&sides, cmp))
+            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
+    }
+    Ok(match args.format {
         CompareFormat::Text => compare_out::text(&sides, cmp, failures),
         CompareFormat::Json => compare_out::json(&sides, cmp, failures),
-    }
+    })
 }

@@ -22,7 +22,7 @@ fn geomean(values: impl Iterator<Item = f64>) -> Option<(f64, usize)> {
     (n > 0).then(|| ((sum / n as f64).exp(), n))
 }
 
-/// A Markdown table of `rows`: the case (op, type, redop, size), then the
+/// A table of `rows`: the case (op, type, redop, size), then the
 /// columns `header` with each row's cells from `cells`. When NCCL's
 /// algorithm, protocol or channels differ in some row (both runs
 /// explained), a last column names the change there.
@@ -31,7 +31,7 @@ fn table_of<'a>(
     header: &[&'static str],
     numeric: &[bool],
     cells: impl Fn(&Row) -> Vec<String>,
-) -> String {
+) -> Table {
     let choices = rows.clone().any(|r| r.choice_change().is_some());
     let mut header = [&["op", "type", "redop", "size"][..], header].concat();
     let mut numeric = [&[false, false, false, true][..], numeric].concat();
@@ -49,11 +49,11 @@ fn table_of<'a>(
             row
         })
         .collect();
-    markdown::table(&Table {
+    Table {
         header,
         numeric,
         rows,
-    })
+    }
 }
 
 /// `0.912 [0.880, 0.945]`-style cells: the judged ratio, its interval and
@@ -86,6 +86,12 @@ impl Comparison {
     /// protocol or channels differ in some row (both runs explained), a
     /// last column names the change there.
     pub fn table(&self) -> String {
+        markdown::table(&self.case_table())
+    }
+
+    /// [`Comparison::table`]'s rows and columns, for other renderers (the
+    /// HTML comparison); a regression's verdict cell is `**REGRESSION**`.
+    pub fn case_table(&self) -> Table {
         let header = [
             "placement",
             "base bw (GB/s)",
@@ -132,7 +138,7 @@ impl Comparison {
             "noise from",
         ];
         let numeric = [true, false, false, true, true, true, false, false];
-        table_of(self.regressions(), &header, &numeric, |r| {
+        let table = table_of(self.regressions(), &header, &numeric, |r| {
             let (metric, base, new) = if r.by_time {
                 (
                     "time (µs)".to_string(),
@@ -155,7 +161,8 @@ impl Comparison {
             ];
             cells.extend(judged_cells(r));
             cells
-        })
+        });
+        markdown::table(&table)
     }
 
     /// Per op: the geometric mean of NEW/BASE bandwidth over sizes from

@@ -15,9 +15,12 @@ pub struct Matrix {
     pub labels: Vec<String>,
     /// GB/s, `matrix[from][to]`.
     pub gbps: Vec<Vec<f64>>,
+    /// The check's host verdict cut (a ratio to the job median), marked
+    /// on the heatmap's scale; `None` where the file carries none.
+    pub cut: Option<f64>,
 }
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}\
+pub(crate) const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}\
 h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}h3{font-size:1.05rem}\
 table{border-collapse:collapse;margin:.6rem 0;font-size:.85rem}th,td{border:1px solid #d0d7de;padding:.25rem .5rem}\
 th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafbfc}\
@@ -77,7 +80,7 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
         out.push_str("<h2>Bandwidth matrix</h2>\n");
         for m in matrices {
             let _ = writeln!(out, "<h3>{}</h3>", esc(&m.title));
-            figure(&mut out, &charts::heatmap_svg(&m.labels, &m.gbps));
+            figure(&mut out, &charts::heatmap_svg(&m.labels, &m.gbps, m.cut));
         }
     }
     if !runs.is_empty() {
@@ -100,7 +103,7 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
     out
 }
 
-fn figure(out: &mut String, svg: &str) {
+pub(crate) fn figure(out: &mut String, svg: &str) {
     let _ = writeln!(out, "<figure class=\"chart\">{svg}</figure>");
 }
 
@@ -113,7 +116,7 @@ pub(crate) fn esc(s: &str) -> String {
 }
 
 /// A table; numeric columns are right-aligned.
-fn table(t: &Table) -> String {
+pub(crate) fn table(t: &Table) -> String {
     let mut out = String::from("<table><thead><tr>");
     for h in &t.header {
         let _ = write!(out, "<th>{}</th>", esc(h));

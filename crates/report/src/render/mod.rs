@@ -3,6 +3,7 @@
 //! rows, labels and notes.
 
 pub mod charts;
+pub mod compare_html;
 pub mod html;
 pub mod markdown;
 
