@@ -20,6 +20,8 @@ bin=${COLLBENCH:-target/debug/collbench}
 # Each run ends within this many seconds (a starved run takes ~6 min on a
 # 2-core VM: every MPI call of rank 2 waits ~1 s for the CPU).
 limit=${LIMIT_S:-540}
+# Where each run's stdout and stderr are kept (run<i>.out, run<i>.err).
+logs=${LOGS:-}
 case $mode in
   quiet) args=(check --backend mpi --size 16M) ;;
   starved) args=(check --backend mpi --size 256K --quick -n 1) ;;
@@ -58,6 +60,11 @@ for i in $(seq 1 "$runs"); do
   code=0
   timeout -k 10 "$limit" mpirun --oversubscribe -np 4 "${slow[@]}" "$tmp/wrap.sh" \
     "$bin" "${args[@]}" >"$tmp/out" 2>"$tmp/err" || code=$?
+  if [ -n "$logs" ]; then
+    mkdir -p "$logs"
+    cp "$tmp/out" "$logs/run$i.out"
+    cp "$tmp/err" "$logs/run$i.err"
+  fi
   named=$(grep '^# host emu' "$tmp/out" | sed 's/^# host \(emu[0-9]*\).*/\1/' | sort -u | tr '\n' ' ' || true)
   confirmed=$(grep -c '^# host emu2 .*confirmed with' "$tmp/out" || true)
   echo "run $i: exit $code, $(( $(date +%s) - start )) s, named: ${named:-none}, emu2 confirmed: $confirmed"
