@@ -468,26 +468,36 @@ fn agree_on_pairs(control: &dyn Bootstrap, want: bool, size: u64) -> anyhow::Res
 
 /// The line of the host tests: the hosts and links named, and the
 /// verdict's status (a confirmed slow host below the FAIL fraction of the
-/// job median fails; suspects and a job too noisy to judge warn).
+/// job median fails; suspects and a job too noisy to judge warn). Pair
+/// tests that failed warn too, naming no host: they are not judged.
 fn hosts_line(h: &HostReport, fractions: Fractions) -> Line {
-    let named: Vec<String> = h
+    let mut notes: Vec<String> = h
         .verdict
         .findings
         .iter()
         .filter(|f| f.status(fractions) >= Status::Warn)
         .map(|f| hosts::finding_line(f, &h.hosts))
         .collect();
+    let named = notes.len();
+    let mut status = h.verdict.status;
+    if !h.failures.is_empty() {
+        status = status.max(Status::Warn);
+        notes.push(format!(
+            "{} pair test(s) failed (listed below, not judged)",
+            h.failures.len()
+        ));
+    }
     Line {
         op: "host pairs".into(),
         dtype: "float".into(),
         size_bytes: h.size_bytes,
         metric: Metric::SlowPairs,
-        measured: Some(named.len() as f64),
+        measured: Some(named as f64),
         expected: Some(0.0),
         ratio: None,
         wrong: 0,
-        status: h.verdict.status,
-        note: (!named.is_empty()).then(|| named.join("; ")),
+        status,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
         explain: None,
     }
 }
@@ -546,7 +556,15 @@ fn summary(
             let _ = writeln!(out, "# {f}");
         }
         for f in &h.failures {
-            let _ = writeln!(out, "# failed pair test {f}");
+            let name = |x: usize| h.hosts.get(x).map_or("?", |i| i.name.as_str());
+            let _ = writeln!(
+                out,
+                "# failed pair test {} <-> {} (round {}, not judged): {}",
+                name(f.a),
+                name(f.b),
+                f.round + 1,
+                f.failure
+            );
         }
     }
     for n in notes {

@@ -8,13 +8,19 @@
 //! matched: each process measures its pair, rank 0 gathers the figures,
 //! combines them per pair and broadcasts the round's results, and every
 //! process judges the same figures, so all of them choose the same
-//! confirmation rounds.
+//! confirmation rounds. A pair test that failed is listed, never judged
+//! ([`failure`]).
+
+mod failure;
+
+pub use failure::{FailedPair, HostTestsSkipped, PairFailure};
 
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
 use crate::hosts::{self, HostInfo, HostVerdict, JudgeConfig, PairResult, Round};
 use crate::verdict::Fractions;
 use collbench_core::{Bootstrap, Collective, DataType, PeerFailure, Progress, RankProgress};
 use collbench_runner::{Backend, Watchdog};
+use failure::{PairOutcome, Tally};
 use serde::{Deserialize, Serialize};
 
 /// Seed of the schedule: the same on every process, and from run to run.
@@ -36,12 +42,13 @@ pub struct HostReport {
     pub rounds: usize,
     /// Findings and the host-pair matrix (sendrecv busbw).
     pub verdict: HostVerdict,
-    /// Every pair test's sendrecv busbw, round by round.
+    /// sendrecv busbw of every pair test that ran, round by round.
     pub sendrecv: Vec<PairResult>,
-    /// Every pair test's all_reduce busbw, round by round.
+    /// all_reduce busbw of every pair test that ran, round by round.
     pub all_reduce: Vec<PairResult>,
-    /// Pair tests that failed, in words (their busbw counts as 0).
-    pub failures: Vec<String>,
+    /// Pair tests that failed: listed, never judged (no figure of theirs
+    /// reaches the verdict).
+    pub failures: Vec<FailedPair>,
 }
 
 /// One process's part of a round.
@@ -55,7 +62,7 @@ struct ProcessFigures {
     sendrecv_gbps: f64,
     all_reduce_gbps: f64,
     /// Why its test failed, if it did.
-    error: Option<String>,
+    error: Option<PairFailure>,
 }
 
 /// One pair's figures in a round, as every process learns them.
@@ -63,7 +70,17 @@ struct ProcessFigures {
 struct PairFigures {
     sendrecv_gbps: f64,
     all_reduce_gbps: f64,
-    error: Option<String>,
+    error: Option<PairFailure>,
+}
+
+impl PairFigures {
+    /// Its figures, or why it has none.
+    fn outcome(&self) -> PairOutcome {
+        match &self.error {
+            Some(failure) => Err(failure.clone()),
+            None => Ok((self.sendrecv_gbps, self.all_reduce_gbps)),
+        }
+    }
 }
 
 /// The name of this process's host: NCCL_HOSTID where set (NCCL's own
@@ -107,7 +124,8 @@ pub fn group_hosts(keys: &[String], local_ranks: &[usize]) -> (Vec<HostInfo>, Ve
 
 /// Each pair's figures from the processes' parts: a pair is as fast as
 /// its slowest process saw it (as nccl-tests reports the slowest rank),
-/// and fails when any of its processes failed.
+/// and fails when any of its processes failed (its figures then mean
+/// nothing: 0).
 fn combine(pairs: usize, parts: &[ProcessFigures]) -> Vec<PairFigures> {
     let mut out: Vec<Option<PairFigures>> = vec![None; pairs];
     for p in parts {
@@ -120,10 +138,10 @@ fn combine(pairs: usize, parts: &[ProcessFigures]) -> Vec<PairFigures> {
             error: None,
         });
         if f.error.is_none() && p.size_bytes != parts[0].size_bytes {
-            f.error = Some(format!(
-                "a process tested at {} bytes, rank 0 at {} (a bug: the processes must agree on the size)",
-                p.size_bytes, parts[0].size_bytes
-            ));
+            f.error = Some(PairFailure::SizeMismatch {
+                size_bytes: p.size_bytes,
+                rank0_bytes: parts[0].size_bytes,
+            });
         }
         f.sendrecv_gbps = f.sendrecv_gbps.min(p.sendrecv_gbps);
         f.all_reduce_gbps = f.all_reduce_gbps.min(p.all_reduce_gbps);
@@ -134,7 +152,7 @@ fn combine(pairs: usize, parts: &[ProcessFigures]) -> Vec<PairFigures> {
     out.into_iter()
         .map(|f| {
             let mut f = f.unwrap_or_else(|| PairFigures {
-                error: Some("no process reported for this pair".into()),
+                error: Some(PairFailure::Unreported),
                 ..Default::default()
             });
             if f.error.is_some() {
@@ -211,7 +229,9 @@ impl PairTest<'_> {
         match self.backend.group(self.control, pair.map(|p| p as u32)) {
             Ok(Some(mut sub)) => {
                 if let Err(e) = self.measure(sub.as_mut(), &mut mine) {
-                    mine.error = Some(format!("{e:#}"));
+                    mine.error = Some(PairFailure::Test {
+                        reason: format!("{e:#}"),
+                    });
                 }
             }
             Ok(None) => {}
@@ -219,7 +239,7 @@ impl PairTest<'_> {
                 if let Some(f) = self.control.failure() {
                     return Err(f.into());
                 }
-                mine.error = Some(e.to_string());
+                mine.error = Some(PairFailure::joining(e));
             }
         }
         let parts = self.control.gather(serde_json::to_vec(&mine)?)?;
@@ -274,8 +294,8 @@ impl PairTest<'_> {
 
 /// Runs the host tests of a job of several processes and judges them.
 /// `progress` hears one line per round (rank 0 passes a printer, the
-/// others nothing). Errors are the job's (a lost peer): pair tests that
-/// fail count as 0 GB/s and are listed.
+/// others nothing). Errors are the job's (a lost peer), or
+/// [`HostTestsSkipped`]: pair tests that fail are listed, never judged.
 pub fn run_host_tests(
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
@@ -303,11 +323,11 @@ pub fn run_host_tests(
         .unzip();
     let (host_list, host_of) = group_hosts(&keys, &counts);
     if host_list.len() < 2 {
-        anyhow::bail!(
-            "all {} processes are on one host ({}): nothing to test between hosts",
-            keys.len(),
-            host_list.first().map_or("?", |h| h.name.as_str())
-        );
+        return Err(HostTestsSkipped::OneHost {
+            processes: keys.len(),
+            host: host_list.first().map_or("?", |h| h.name.as_str()).into(),
+        }
+        .into());
     }
     let cfg = JudgeConfig {
         fractions,
@@ -321,34 +341,23 @@ pub fn run_host_tests(
         size_bytes,
         iters,
     };
-    let (mut sendrecv, mut all_reduce, mut failures) = (Vec::new(), Vec::new(), Vec::new());
+    let mut tally = Tally::default();
     let name = |h: usize| host_list[h].name.as_str();
     let (verdict, rounds) = hosts::run(&cfg, SEED, |round: &Round| -> anyhow::Result<_> {
-        let figures = test.round(round)?;
+        let outcomes: Vec<PairOutcome> = test
+            .round(round)?
+            .iter()
+            .map(PairFigures::outcome)
+            .collect();
+        let judged = tally.add(round, &outcomes)?;
         let mut line = format!("round {}:", round.index + 1);
-        let mut judged = Vec::new();
-        for (&(a, b), f) in round.pairs.iter().zip(&figures) {
-            let result = |busbw_gbps| PairResult {
-                a,
-                b,
-                round: round.index,
-                busbw_gbps,
+        for (&(a, b), outcome) in round.pairs.iter().zip(&outcomes) {
+            line += &match outcome {
+                Ok((s, r)) => format!(" {}<->{} {s:.2}/{r:.2} GB/s", name(a), name(b)),
+                Err(_) => format!(" {}<->{} failed", name(a), name(b)),
             };
-            line += &format!(
-                " {}<->{} {:.2}/{:.2} GB/s",
-                name(a),
-                name(b),
-                f.sendrecv_gbps,
-                f.all_reduce_gbps
-            );
-            if let Some(e) = &f.error {
-                failures.push(format!("{} <-> {}: {e}", name(a), name(b)));
-            }
-            judged.push(result(f.sendrecv_gbps));
-            all_reduce.push(result(f.all_reduce_gbps));
         }
         progress(&format!("{line} (sendrecv/all_reduce)"));
-        sendrecv.extend(judged.iter().copied());
         Ok(judged)
     })?;
     Ok(HostReport {
@@ -357,15 +366,16 @@ pub fn run_host_tests(
         judged_op: JUDGED.name(),
         rounds,
         verdict,
-        sendrecv,
-        all_reduce,
-        failures,
+        sendrecv: tally.sendrecv,
+        all_reduce: tally.all_reduce,
+        failures: tally.failures,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use collbench_runner::BackendError;
 
     #[test]
     fn nccl_hostid_names_the_host_before_the_hostname() {
@@ -394,7 +404,9 @@ mod tests {
             size_bytes: 1 << 20,
             sendrecv_gbps: s,
             all_reduce_gbps: 2.0 * s,
-            error: error.map(String::from),
+            error: error.map(|reason| PairFailure::Join {
+                reason: reason.into(),
+            }),
         };
         let parts = [
             part(Some(0), 2.0, None),
@@ -407,14 +419,14 @@ mod tests {
         assert_eq!(f[0].sendrecv_gbps, 1.5);
         assert_eq!(f[0].all_reduce_gbps, 3.0);
         assert_eq!(f[0].error, None);
-        assert_eq!(f[1].sendrecv_gbps, 0.0);
         assert_eq!(
-            f[1].error.as_deref(),
-            Some("ncclCommInitRank: remote error")
+            f[1].outcome(),
+            Err(PairFailure::Join {
+                reason: "ncclCommInitRank: remote error".into()
+            })
         );
         // A pair nobody reported (cannot happen in a healthy job).
-        assert_eq!(f[2].sendrecv_gbps, 0.0);
-        assert!(f[2].error.is_some());
+        assert_eq!(f[2].outcome(), Err(PairFailure::Unreported));
     }
 
     #[test]
@@ -435,12 +447,104 @@ mod tests {
                 at(1, 4 << 20),
             ],
         );
-        assert!(f[0]
-            .error
-            .as_deref()
-            .unwrap()
-            .contains("67108864 bytes, rank 0 at 4194304"));
-        assert_eq!(f[0].sendrecv_gbps, 0.0);
+        assert_eq!(
+            f[0].outcome(),
+            Err(PairFailure::SizeMismatch {
+                size_bytes: 64 << 20,
+                rank0_bytes: 4 << 20
+            })
+        );
         assert_eq!(f[1].error, None);
+    }
+
+    /// Rank 0 of four processes on hosts h0..h3, the others played by the
+    /// test: each gives what rank 0 gives, on a host of its own.
+    struct FourHosts;
+
+    impl Bootstrap for FourHosts {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn world_size(&self) -> usize {
+            4
+        }
+        fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
+            Ok(data.unwrap_or_default())
+        }
+        fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
+            Ok(Some(vec![data; 4]))
+        }
+        /// Only the exchange of host names uses it.
+        fn all_gather(&self, _data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
+            Ok((0..4)
+                .map(|h| serde_json::to_vec(&(format!("h{h}"), 1)).unwrap())
+                .collect())
+        }
+    }
+
+    /// A backend with the trait's `group`: it cannot test pairs. Nothing
+    /// else of it may run.
+    struct NoGroups;
+
+    impl Backend for NoGroups {
+        fn info(&self) -> collbench_runner::BackendInfo {
+            Default::default()
+        }
+        fn local_ranks(&self) -> usize {
+            1
+        }
+        fn world_size(&self) -> usize {
+            4
+        }
+        fn supports(&self, _: &collbench_runner::CaseSpec) -> Result<(), BackendError> {
+            Ok(())
+        }
+        fn time(
+            &mut self,
+            _: &collbench_runner::CaseSpec,
+            _: &collbench_runner::Timing,
+        ) -> Result<collbench_runner::Measurement, BackendError> {
+            unreachable!("a pair test ran without a group")
+        }
+        fn check(
+            &mut self,
+            _: &collbench_runner::CaseSpec,
+            _: u64,
+            _: bool,
+        ) -> Result<u64, BackendError> {
+            unreachable!("a pair test ran without a group")
+        }
+    }
+
+    #[test]
+    fn a_backend_that_cannot_test_pairs_skips_them_in_one_line_naming_no_host() {
+        let mut rounds = Vec::new();
+        let e = run_host_tests(
+            &mut NoGroups,
+            &FourHosts,
+            &Watchdog::default(),
+            1 << 20,
+            Iterations {
+                warmup: 1,
+                timed: 1,
+                explain: false,
+            },
+            Fractions {
+                warn: 0.9,
+                fail: 0.75,
+            },
+            &mut |line| rounds.push(line.to_string()),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.downcast_ref::<HostTestsSkipped>(),
+            Some(&HostTestsSkipped::GroupsUnsupported(
+                "this backend cannot run tests on a group of the job's processes".into()
+            ))
+        );
+        // `check`'s note is this one line, and no round was reported.
+        let note = format!("host tests skipped: {e:#}");
+        assert!(!note.contains('\n') && !note.contains("h0"), "{note}");
+        assert!(rounds.is_empty(), "{rounds:?}");
     }
 }

@@ -8,8 +8,9 @@
 
 mod common;
 
-use common::{assert_corrupted_once, rows, Row};
-use std::process::Output;
+use common::{assert_corrupted_once, finish, rows, Finished, Row};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// `mpirun -np <np> collbench <args>`.
 fn mpirun(np: usize, args: &[&str]) -> Output {
@@ -155,4 +156,142 @@ fn a_rank_that_stops_calling_is_named_under_mpi() {
             && line.contains(") never entered; 3 ranks waiting (no progress for 2 s)"),
         "{line}"
     );
+}
+
+/// `mpirun -np 4` of `collbench <args>` through a wrapper that makes each
+/// process a host of its own (`NCCL_HOSTID=emu<rank>`); with `slow`, that
+/// rank runs under `taskset -c 0 nice -n 19` and the others on core 1
+/// (so that the scheduler never puts one of them beside the test's busy
+/// loops, a second slow host). Killed at `limit`.
+fn mpirun_as_hosts(slow: Option<usize>, args: &[&str], limit: Duration) -> Finished {
+    let dir = tempfile::tempdir().unwrap();
+    let wrap = dir.path().join("wrap.sh");
+    let pin = match slow {
+        Some(r) => format!(
+            "if [ \"$OMPI_COMM_WORLD_RANK\" = {r} ]; then exec taskset -c 0 nice -n 19 \"$@\"; fi\nexec taskset -c 1 \"$@\"\n"
+        ),
+        None => "exec \"$@\"\n".into(),
+    };
+    let script = format!("#!/bin/sh\nexport NCCL_HOSTID=emu$OMPI_COMM_WORLD_RANK\n{pin}");
+    std::fs::write(&wrap, script).unwrap();
+    std::fs::set_permissions(&wrap, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let child = std::process::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+        .arg(&wrap)
+        .arg(common::BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mpirun (install Open MPI: apt-get install openmpi-bin libopenmpi-dev)");
+    finish(child, Instant::now() + limit)
+}
+
+/// Busy loops pinned to core 0 while this lives (killed and reaped on
+/// drop, each by its own id).
+struct BusyLoops(Vec<std::process::Child>);
+
+impl BusyLoops {
+    fn on_core_0(n: usize) -> BusyLoops {
+        BusyLoops(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new("taskset")
+                        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("start a busy loop (taskset, util-linux)")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Hosts the check's findings name (`# host emu2 (rank 2): ...` lines),
+/// by number (`2`); the matrix's `# host pairs: ...` is none.
+fn named_hosts(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("# host emu"))
+        .filter_map(|l| l.split(' ').next())
+        .filter(|n| n.chars().all(|c| c.is_ascii_digit()))
+        .collect()
+}
+
+/// Issue 39 item 7: under MPI the host pairs run on communicators split
+/// from the job's (they used to fail as 0 GB/s and name every host), and
+/// a quiet job names no host: a WARN too noisy to judge is allowed (four
+/// processes on two cores), a named host is not.
+#[test]
+fn check_names_no_host_in_a_quiet_job_of_4_mpi_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("check.json");
+    let json_arg = json.to_str().unwrap();
+    let args = [
+        "check",
+        "--backend",
+        "mpi",
+        "--size",
+        "16M",
+        "--json",
+        json_arg,
+    ];
+    let done = mpirun_as_hosts(None, &args, Duration::from_secs(240));
+    assert!(matches!(done.code, Some(0) | Some(1)), "{done:?}");
+    assert!(named_hosts(&done.stdout).is_empty(), "{}", done.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let hosts = &v["hosts"];
+    assert_eq!(hosts["hosts"].as_array().unwrap().len(), 4, "{hosts}");
+    assert_eq!(hosts["failures"].as_array().unwrap().len(), 0, "{hosts}");
+    assert_eq!(
+        hosts["verdict"]["matrix"]["pairs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
+    assert!(hosts["sendrecv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["busbw_gbps"].as_f64().unwrap() > 0.0));
+}
+
+/// Rank 2's process starved of CPU (nice 19 on core 0 under two busy
+/// loops) is a slow host: named alone, confirmed, FAIL (exit 2). Every
+/// MPI call of rank 2 waits ~1 s for the CPU, so the job is small (256
+/// KiB, --quick -n 1) and still takes minutes on a 2-core machine.
+#[test]
+fn check_names_a_starved_mpi_host_confirmed() {
+    let loops = BusyLoops::on_core_0(2);
+    let args = [
+        "check",
+        "--backend",
+        "mpi",
+        "--size",
+        "256K",
+        "--quick",
+        "-n",
+        "1",
+    ];
+    let done = mpirun_as_hosts(Some(2), &args, Duration::from_secs(540));
+    drop(loops);
+    assert_eq!(named_hosts(&done.stdout), ["2"], "{done:?}");
+    assert!(
+        done.stdout
+            .lines()
+            .any(|l| l.starts_with("# host emu2 (rank 2): ") && l.contains("(confirmed with ")),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(done.code, Some(2), "{done:?}");
 }

@@ -12,15 +12,17 @@ use collbench_runner::host_buffers::HostBuffers;
 use collbench_runner::watch::Watch;
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
 use mpi::ffi;
-use mpi::topology::SimpleCommunicator;
+use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::{AsRaw, Communicator};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// This process's rank of an MPI job as a collbench backend.
 pub struct MpiBackend {
-    /// A duplicate of MPI_COMM_WORLD, so benchmark traffic never mixes with
-    /// anyone else's, with errors returned instead of aborting the job.
+    /// A duplicate of MPI_COMM_WORLD (or, for a group's backend, a split
+    /// of it), so benchmark traffic never mixes with anyone else's, with
+    /// errors returned instead of aborting the job. Every collective of
+    /// this backend runs on it.
     comm: SimpleCommunicator,
     rank: usize,
     world_size: usize,
@@ -56,11 +58,6 @@ impl MpiBackend {
             ));
         }
         let comm = SimpleCommunicator::world().duplicate();
-        ops::check(
-            // SAFETY: a valid communicator and MPI's predefined handler.
-            unsafe { ffi::MPI_Comm_set_errhandler(comm.as_raw(), ffi::RSMPI_ERRORS_RETURN) },
-            "MPI_Comm_set_errhandler",
-        )?;
         let (rank, world_size) = (comm.rank() as usize, comm.size() as usize);
         if (rank, world_size) != (job.rank(), job.world_size()) {
             return Err(BackendError::Library(format!(
@@ -78,6 +75,22 @@ impl MpiBackend {
                     .map(|l| l.trim_matches(['\0', ' ']).to_string())
             })
             .unwrap_or_else(|| "MPI".into());
+        MpiBackend::over(comm, host, library)
+    }
+
+    /// A backend on `comm` (this process's own communicator, which it
+    /// keeps and frees), with errors returned instead of aborting the job.
+    fn over(
+        comm: SimpleCommunicator,
+        host: &str,
+        library: String,
+    ) -> Result<MpiBackend, BackendError> {
+        ops::check(
+            // SAFETY: a valid communicator and MPI's predefined handler.
+            unsafe { ffi::MPI_Comm_set_errhandler(comm.as_raw(), ffi::RSMPI_ERRORS_RETURN) },
+            "MPI_Comm_set_errhandler",
+        )?;
+        let (rank, world_size) = (comm.rank() as usize, comm.size() as usize);
         Ok(MpiBackend {
             comm,
             rank,
@@ -88,6 +101,37 @@ impl MpiBackend {
             traffic: Traffic::default(),
             watch: None,
         })
+    }
+
+    /// See [`Backend::group`]: one MPI_Comm_split of this backend's
+    /// communicator per round, collective over its processes (the control
+    /// plane is not needed: MPI matches the calls). The processes of
+    /// `group` get a backend on their own communicator, in the order of
+    /// their rank here; a process with no group takes part in the split
+    /// with MPI_UNDEFINED and gets `None`.
+    fn for_group(&self, group: Option<u32>) -> Result<Option<MpiBackend>, BackendError> {
+        let value = group.map(i32::try_from);
+        // A process whose group MPI cannot name still takes part in the
+        // split (as an idle one), so that no other process waits for it.
+        let color = match value {
+            Some(Ok(v)) => Color::with_value(v),
+            _ => Color::undefined(),
+        };
+        let sub = self.comm.split_by_color(color);
+        match (group, value, sub) {
+            (None, ..) => Ok(None),
+            (Some(_), _, Some(sub)) => {
+                let mut b = MpiBackend::over(sub, &self.host, self.library.clone())?;
+                b.traffic = self.traffic.clone();
+                Ok(Some(b))
+            }
+            (Some(g), Some(Err(_)), None) => Err(BackendError::Unsupported(format!(
+                "group {g} is beyond MPI's colours"
+            ))),
+            (Some(g), _, None) => Err(BackendError::Library(format!(
+                "MPI_Comm_split gave this process no communicator for group {g}"
+            ))),
+        }
     }
 
     fn ensure(&mut self, case: &CaseSpec, max_bytes: u64) -> Result<(), BackendError> {
@@ -244,6 +288,16 @@ impl Backend for MpiBackend {
 
     fn world_size(&self) -> usize {
         self.world_size
+    }
+
+    fn group(
+        &mut self,
+        _control: &dyn Bootstrap,
+        group: Option<u32>,
+    ) -> Result<Option<Box<dyn Backend>>, BackendError> {
+        Ok(self
+            .for_group(group)?
+            .map(|b| Box::new(b) as Box<dyn Backend>))
     }
 
     fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {

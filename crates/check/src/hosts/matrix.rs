@@ -71,19 +71,17 @@ pub struct HostMatrix {
 
 impl HostMatrix {
     /// Collects `results` of a job of `hosts` hosts. Pairs naming a host
-    /// outside the job, or a host with itself, are left out.
+    /// outside the job, or a host with itself, and figures that are not
+    /// numbers are left out.
     pub fn from_results(results: &[PairResult], hosts: usize) -> HostMatrix {
         let mut best: BTreeMap<(usize, usize), (f64, usize, usize)> = BTreeMap::new();
+        // A garbled figure (not a number) is no measurement: left out,
+        // as a failed test is, never read as a slow pair.
         for r in results
             .iter()
-            .filter(|r| r.a != r.b && r.a.max(r.b) < hosts)
+            .filter(|r| r.a != r.b && r.a.max(r.b) < hosts && r.busbw_gbps.is_finite())
         {
-            // A failed or garbled figure counts as zero: a slow pair.
-            let v = if r.busbw_gbps.is_finite() {
-                r.busbw_gbps.max(0.0)
-            } else {
-                0.0
-            };
+            let v = r.busbw_gbps.max(0.0);
             let key = (r.a.min(r.b), r.a.max(r.b));
             let cell = best.entry(key).or_insert((v, 0, r.round));
             cell.0 = cell.0.max(v);

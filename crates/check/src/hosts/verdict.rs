@@ -19,13 +19,15 @@ use crate::verdict::{Fractions, Status};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// One measured pair: busbw between hosts `a` and `b` in a round.
+/// One measured pair: busbw between hosts `a` and `b` in a round. Only
+/// tests that ran are pair results: one that failed has no figure, and a
+/// missing figure is never a slow one.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PairResult {
     pub a: usize,
     pub b: usize,
     pub round: usize,
-    /// Bus bandwidth of the pair test, GB/s (0 for a test that failed).
+    /// Bus bandwidth of the pair test, GB/s.
     pub busbw_gbps: f64,
 }
 
