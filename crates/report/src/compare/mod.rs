@@ -379,7 +379,7 @@ fn hidden_drops(
     groups: &Groups,
 ) -> Vec<HiddenDrop> {
     let z = collbench_core::adaptive::normal_quantile(0.975);
-    rule::pool(rule, shapes, estimates)
+    let candidates: Vec<rule::Pooled> = rule::pool(rule, shapes, estimates)
         .into_iter()
         .filter(|p| p.beyond && rule::adjacent_estimates_beyond(rule, shapes, estimates, p.group))
         .filter(|p| {
@@ -388,6 +388,20 @@ fn hidden_drops(
                 .zip(shapes)
                 .any(|(r, s)| s.group == p.group && r.verdict == Verdict::Regression)
         })
+        .collect();
+    // As for regressions (rule::judge): where only the log's scatter says
+    // the noise, one op's drop may be a burst during it; only a drop in a
+    // third of the ops or more is one the log cannot rule out.
+    let log_only = |g: usize| {
+        shapes
+            .iter()
+            .zip(estimates)
+            .any(|(s, e)| s.group == g && e.log_only)
+    };
+    let broad = candidates.len() >= groups.len().div_ceil(3).max(1);
+    candidates
+        .into_iter()
+        .filter(|p| broad || !log_only(p.group))
         .map(|p| {
             let (op, dtype, redop, root) = &groups[p.group];
             let mut name = format!("{op} {dtype}");

@@ -58,6 +58,11 @@ pub struct Sample {
     pub iter_se: Option<f64>,
     /// Iterations behind `iter_se`.
     pub samples: u64,
+    /// The iterations' coefficient of variation (stdev / mean): how much
+    /// one iteration strays, which is also about how far a run's figure
+    /// strays from the next run's on the same machine (see
+    /// [`noise_cut`]).
+    pub cv: Option<f64>,
     /// Whether `log_time` is of the median iteration.
     pub median: bool,
 }
@@ -81,12 +86,14 @@ impl Sample {
             stats.map(|s| factor * (s.stdev_us / s.mean_us) / (s.samples as f64).sqrt())
         };
         let samples = stats.map_or(0, |s| s.samples);
+        let cv = stats.map(|s| s.stdev_us / s.mean_us);
         if median {
             if let Some(s) = stats.filter(|s| s.p50_us > 0.0) {
                 return Some(Sample {
                     log_time: s.p50_us.ln(),
                     iter_se: rel_se(MEDIAN_SE_FACTOR),
                     samples,
+                    cv,
                     median: true,
                 });
             }
@@ -102,6 +109,7 @@ impl Sample {
             log_time,
             iter_se: rel_se(1.0),
             samples,
+            cv,
             median: false,
         })
     }
@@ -118,6 +126,37 @@ pub struct Estimate {
     /// (Student's t for a few runs, else normal).
     pub z95: f64,
     pub source: Option<NoiseSource>,
+    /// The smallest change this case can resolve between two runs, as a
+    /// fraction, where single runs carry per-iteration statistics (see
+    /// [`noise_cut`]); 0 where the spread across runs is measured or
+    /// nothing says.
+    pub noise_cut: f64,
+    /// Only the log's scatter says this case's noise: neither runs nor
+    /// iterations were there to say how a whole stretch of a run strays.
+    pub log_only: bool,
+}
+
+/// How many iteration spreads a run-to-run change must exceed to be told
+/// from noise with single runs: AMD's CVS regression detector calibrates
+/// each threshold at twice the A/A coefficient of variation, and one
+/// run's iterations are the A/A control a single run carries. On a quiet
+/// GPU (spread ~1%) this stays below the threshold; on shared CPUs (spread
+/// 10-50%) it rises above it, because back-to-back identical runs there
+/// differ by that much (bench/results/gate.md).
+pub const NOISE_CUT_CVS: f64 = 2.0;
+
+/// The noise cut of a case from its samples: [`NOISE_CUT_CVS`] times the
+/// larger coefficient of variation of the two sides, for single runs.
+pub fn noise_cut(base: &[Sample], new: &[Sample]) -> f64 {
+    if base.len() > 1 || new.len() > 1 {
+        return 0.0;
+    }
+    let cv = base[0].cv.unwrap_or(0.0).max(new[0].cv.unwrap_or(0.0));
+    if cv.is_finite() {
+        NOISE_CUT_CVS * cv
+    } else {
+        0.0
+    }
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -135,6 +174,14 @@ fn sd(v: &[f64]) -> Option<f64> {
 /// The estimate of a case from its samples on each side (one per run,
 /// never empty), before the log's scatter is known.
 pub fn estimate(base: &[Sample], new: &[Sample]) -> Estimate {
+    Estimate {
+        noise_cut: noise_cut(base, new),
+        ..spread(base, new)
+    }
+}
+
+/// [`estimate`] before its noise cut.
+fn spread(base: &[Sample], new: &[Sample]) -> Estimate {
     let logs = |s: &[Sample]| s.iter().map(|x| x.log_time).collect::<Vec<_>>();
     let (lb, ln) = (logs(base), logs(new));
     let log_ratio = mean(&ln) - mean(&lb);
@@ -154,6 +201,8 @@ pub fn estimate(base: &[Sample], new: &[Sample]) -> Estimate {
                 base: lb.len(),
                 new: ln.len(),
             }),
+            noise_cut: 0.0,
+            log_only: false,
         };
     }
     if let Some(s) = sd(&lb).or(sd(&ln)) {
@@ -168,6 +217,8 @@ pub fn estimate(base: &[Sample], new: &[Sample]) -> Estimate {
                 base: lb.len(),
                 new: ln.len(),
             }),
+            noise_cut: 0.0,
+            log_only: false,
         };
     }
     let (b, n) = (base[0], new[0]);
@@ -180,12 +231,16 @@ pub fn estimate(base: &[Sample], new: &[Sample]) -> Estimate {
                 samples: b.samples.min(n.samples),
                 median: b.median && n.median,
             }),
+            noise_cut: 0.0,
+            log_only: false,
         },
         _ => Estimate {
             log_ratio,
             se: None,
             z95: z,
             source: None,
+            noise_cut: 0.0,
+            log_only: false,
         },
     }
 }
@@ -278,6 +333,7 @@ mod tests {
             log_time: t,
             iter_se: None,
             samples: 0,
+            cv: None,
             median: false,
         };
         let e = estimate(&[s(0.0), s(0.02), s(-0.02)], &[s(0.1), s(0.12), s(0.08)]);

@@ -35,6 +35,9 @@ pub enum Unsure {
     Noise,
     /// Beyond the threshold, but no adjacent case agrees.
     OneCase,
+    /// Confirmed in too few ops where only the log's scatter says the
+    /// noise: it cannot tell a burst during one op from a slowdown.
+    FewOps,
     /// No source of noise: no statistics, one run a side, too few
     /// neighbouring cases to read the log's scatter.
     NoNoise,
@@ -63,6 +66,7 @@ impl Verdict {
             Verdict::Improved => "improved",
             Verdict::CannotTell(Unsure::Noise) => "cannot tell (noise)",
             Verdict::CannotTell(Unsure::OneCase) => "cannot tell (one case only)",
+            Verdict::CannotTell(Unsure::FewOps) => "cannot tell (too few ops, log scatter)",
             Verdict::CannotTell(Unsure::NoNoise) => "cannot tell (no noise estimate)",
         }
     }
@@ -89,26 +93,44 @@ pub struct Rule {
     pub threshold_pct: f64,
 }
 
+/// The largest change a cut can ask for (a bandwidth cut of -95%).
+const MAX_CUT: f64 = 0.95;
+
 impl Rule {
-    /// `ln` of the slowdown beyond which a case regresses.
-    fn slower(&self, by_time: bool) -> f64 {
+    /// The change that counts for a case, as a fraction: the threshold
+    /// (twice it on time), or the case's noise cut where larger.
+    pub fn cut(&self, by_time: bool, noise_cut: f64) -> f64 {
         let t = self.threshold_pct / 100.0;
+        let t = if by_time {
+            t * TIME_THRESHOLD_FACTOR
+        } else {
+            t
+        };
+        t.max(noise_cut).min(MAX_CUT)
+    }
+
+    /// `ln` of the slowdown beyond `cut` (a fraction, see [`Rule::cut`]).
+    fn slower_by(by_time: bool, cut: f64) -> f64 {
         if by_time {
-            (1.0 + t * TIME_THRESHOLD_FACTOR).ln()
+            (1.0 + cut).ln()
         } else {
             // Bandwidth down by t is time up by 1/(1-t).
-            -(1.0 - t.min(0.999_999)).ln()
+            -(1.0 - cut).ln()
         }
     }
 
-    /// `ln` of the speed-up beyond which a case improved (negative).
-    fn faster(&self, by_time: bool) -> f64 {
-        let t = self.threshold_pct / 100.0;
+    /// `ln` of the speed-up beyond `cut` (negative).
+    fn faster_by(by_time: bool, cut: f64) -> f64 {
         if by_time {
-            (1.0 - (t * TIME_THRESHOLD_FACTOR).min(0.999_999)).ln()
+            (1.0 - cut).ln()
         } else {
-            -(1.0 + t).ln()
+            -(1.0 + cut).ln()
         }
+    }
+
+    /// `ln` of the slowdown beyond the threshold alone.
+    fn slower(&self, by_time: bool) -> f64 {
+        Rule::slower_by(by_time, self.cut(by_time, 0.0))
     }
 }
 
@@ -131,6 +153,15 @@ pub fn with_log_scatter(shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Est
                 // Runs see what changes between runs: keep their spread.
                 (Some(_), Some(NoiseSource::Runs { .. })) => *e,
                 (Some(se), _) if se >= log_sd => *e,
+                // Alone, the log's scatter is also the A/A control a log
+                // carries: its cut is twice it, as with iterations.
+                (None, _) => Estimate {
+                    se: Some(log_sd),
+                    source: Some(NoiseSource::Log),
+                    log_only: true,
+                    noise_cut: super::noise::NOISE_CUT_CVS * log_sd,
+                    ..*e
+                },
                 _ => Estimate {
                     se: Some(log_sd),
                     source: Some(NoiseSource::Log),
@@ -189,35 +220,35 @@ fn alone(rule: &Rule, shape: &CaseShape, e: &Estimate) -> Alone {
         return Alone::Unsure(Unsure::NoNoise);
     };
     let half = e.z95 * se;
-    let (d, slower, faster) = (
-        e.log_ratio,
-        rule.slower(shape.by_time),
-        rule.faster(shape.by_time),
-    );
+    let by_time = shape.by_time;
+    let cut = rule.cut(by_time, e.noise_cut);
+    let d = e.log_ratio;
     // The latency regime's floor: a few µs is never a regression.
     let delta_us = shape.base_time_us * (d.exp() - 1.0);
-    let floor_ok = !shape.by_time || delta_us.abs() > TIME_FLOOR_US;
-    if d > slower && floor_ok {
-        if d - half > slower {
+    let floor_ok = !by_time || delta_us.abs() > TIME_FLOOR_US;
+    if d > rule.slower(by_time) && floor_ok {
+        // Beyond the threshold; told from noise only beyond the cut.
+        if d - half > Rule::slower_by(by_time, cut) {
             Alone::Beyond
         } else {
             Alone::Unsure(Unsure::Noise)
         }
-    } else if d < faster && floor_ok && d + half < faster {
+    } else if floor_ok && d + half < Rule::faster_by(by_time, cut) {
         Alone::Improved
     } else {
         Alone::Same
     }
 }
 
-/// The verdict of every case: alone, then confirmed by a neighbour.
+/// The verdict of every case: alone, then confirmed by a neighbour, then
+/// (where only the log's scatter says the noise) by enough ops.
 pub fn judge(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Verdict> {
     let first: Vec<Alone> = shapes
         .iter()
         .zip(estimates)
         .map(|(s, e)| alone(rule, s, e))
         .collect();
-    (0..shapes.len())
+    let mut out: Vec<Verdict> = (0..shapes.len())
         .map(|i| match first[i] {
             Alone::Same => Verdict::Same,
             Alone::Improved => Verdict::Improved,
@@ -227,7 +258,36 @@ pub fn judge(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<V
             }
             Alone::Beyond => Verdict::CannotTell(Unsure::OneCase),
         })
-        .collect()
+        .collect();
+    breadth(shapes, estimates, &mut out);
+    out
+}
+
+/// A log without per-iteration statistics or repeated runs shows how
+/// each case strays from its neighbours, not how a whole op's block of
+/// the run strays (a burst, a cache or page state that holds for a few
+/// seconds: seen in back-to-back identical CPU runs here, several sizes of
+/// one op 1.5-2x apart). Such regressions count only when they reach at
+/// least a third of the ops compared; a real cause (a slower core, link or
+/// library) slows them all.
+fn breadth(shapes: &[CaseShape], estimates: &[Estimate], verdicts: &mut [Verdict]) {
+    let groups = shapes.iter().map(|s| s.group + 1).max().unwrap_or(0);
+    let from_log = |i: usize| estimates[i].log_only;
+    let mut hit = vec![false; groups];
+    for i in 0..shapes.len() {
+        if verdicts[i] == Verdict::Regression && from_log(i) {
+            hit[shapes[i].group] = true;
+        }
+    }
+    let needed = groups.div_ceil(3).max(1);
+    if hit.iter().filter(|h| **h).count() >= needed {
+        return;
+    }
+    for i in 0..shapes.len() {
+        if verdicts[i] == Verdict::Regression && from_log(i) {
+            verdicts[i] = Verdict::CannotTell(Unsure::FewOps);
+        }
+    }
 }
 
 /// A case's neighbours: the next size down and up in its placement, and
@@ -263,7 +323,8 @@ pub fn adjacent_estimates_beyond(
     let beyond = |i: usize| {
         shapes[i].group == group
             && !shapes[i].by_time
-            && estimates[i].log_ratio > rule.slower(false)
+            && estimates[i].log_ratio
+                > Rule::slower_by(false, rule.cut(false, estimates[i].noise_cut))
     };
     (0..shapes.len()).any(|i| beyond(i) && neighbours(shapes, i).any(beyond))
 }
@@ -276,7 +337,8 @@ pub struct Pooled {
     pub log_ratio: f64,
     pub se: f64,
     pub cases: usize,
-    /// Whether the pooled estimate is beyond the threshold.
+    /// Whether the pooled estimate is beyond the cut (the threshold, or
+    /// the cases' mean noise cut where larger).
     pub beyond: bool,
     /// Whether its 95% interval is wholly beyond too.
     pub sure: bool,
@@ -286,11 +348,10 @@ pub struct Pooled {
 /// (groups with fewer than two such cases are left out).
 pub fn pool(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Pooled> {
     let groups = shapes.iter().map(|s| s.group + 1).max().unwrap_or(0);
-    let slower = rule.slower(false);
     let z = collbench_core::adaptive::normal_quantile(0.975);
     (0..groups)
         .filter_map(|g| {
-            let (mut w, mut wd, mut n) = (0.0, 0.0, 0);
+            let (mut w, mut wd, mut n, mut cuts) = (0.0, 0.0, 0, 0.0);
             for (s, e) in shapes.iter().zip(estimates) {
                 let Some(se) = e.se.filter(|x| *x > 0.0 && x.is_finite()) else {
                     continue;
@@ -299,10 +360,12 @@ pub fn pool(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Po
                     w += 1.0 / (se * se);
                     wd += e.log_ratio / (se * se);
                     n += 1;
+                    cuts += Rule::slower_by(false, rule.cut(false, e.noise_cut));
                 }
             }
             (n >= 2).then(|| {
                 let (d, se) = (wd / w, w.sqrt().recip());
+                let slower = cuts / n as f64;
                 Pooled {
                     group: g,
                     log_ratio: d,
@@ -339,6 +402,8 @@ mod tests {
                 samples: 20,
                 median: true,
             }),
+            noise_cut: 0.0,
+            log_only: false,
         }
     }
 

@@ -3,7 +3,7 @@
 //! the verdict line.
 
 use super::{
-    bw, Comparison, Overall, Row, Verdict, OVERALL_BW_FROM_BYTES, OVERALL_TIME_UP_TO_BYTES,
+    bw, Comparison, Overall, Row, Rule, Verdict, OVERALL_BW_FROM_BYTES, OVERALL_TIME_UP_TO_BYTES,
     TIME_FLOOR_US, TIME_THRESHOLD_FACTOR,
 };
 use crate::metrics;
@@ -56,15 +56,21 @@ fn table_of<'a>(
     }
 }
 
-/// `0.912 [0.880, 0.945]`-style cells: the judged ratio, its interval and
-/// where the noise came from.
-fn judged_cells(r: &Row) -> [String; 3] {
+/// `0.912 [0.880, 0.945]`-style cells: the judged ratio, its interval,
+/// the change that counts for the case and where the noise came from.
+fn judged_cells(r: &Row, threshold_pct: f64) -> [String; 4] {
+    let cut = Rule { threshold_pct }.cut(r.by_time, r.estimate.noise_cut) * 100.0;
     [
         units::ratio(r.judged_ratio()),
         r.interval().map_or_else(
             || "-".to_string(),
             |(lo, hi)| format!("[{}, {}]", units::ratio(lo), units::ratio(hi)),
         ),
+        if r.by_time {
+            format!("+{cut:.1}%")
+        } else {
+            format!("-{cut:.1}%")
+        },
         r.estimate
             .source
             .map_or_else(|| "none".to_string(), |s| s.to_string()),
@@ -101,11 +107,12 @@ impl Comparison {
             "judged on",
             "new/base",
             "95% interval",
+            "cut",
             "noise from",
             "verdict",
         ];
         let numeric = [
-            false, true, true, true, true, false, true, false, false, false,
+            false, true, true, true, true, false, true, false, true, false, false,
         ];
         table_of(self.rows.iter(), &header, &numeric, |r| {
             let mut cells = vec![
@@ -116,7 +123,7 @@ impl Comparison {
                 units::us(r.new.time_us),
                 r.judged_on(),
             ];
-            cells.extend(judged_cells(r));
+            cells.extend(judged_cells(r, self.threshold_pct));
             cells.push(verdict_cell(r.verdict));
             cells
         })
@@ -135,9 +142,10 @@ impl Comparison {
             "new",
             "new/base",
             "95% interval",
+            "cut",
             "noise from",
         ];
-        let numeric = [true, false, false, true, true, true, false, false];
+        let numeric = [true, false, false, true, true, true, false, true, false];
         let table = table_of(self.regressions(), &header, &numeric, |r| {
             let (metric, base, new) = if r.by_time {
                 (
@@ -159,7 +167,7 @@ impl Comparison {
                 base,
                 new,
             ];
-            cells.extend(judged_cells(r));
+            cells.extend(judged_cells(r, self.threshold_pct));
             cells
         });
         markdown::table(&table)
@@ -216,8 +224,8 @@ impl Comparison {
     fn rule_words(&self) -> String {
         let t = self.threshold_pct;
         format!(
-            "95% interval beyond bandwidth -{} at >= 1 MiB or time +{} and +{TIME_FLOOR_US} µs below, \
-             in two adjacent cases",
+            "95% interval beyond bandwidth -{} at >= 1 MiB or time +{} and +{TIME_FLOOR_US} µs below \
+             (or twice the case's iteration spread), in two adjacent cases",
             units::pct(t),
             units::pct(t * TIME_THRESHOLD_FACTOR)
         )
@@ -230,8 +238,9 @@ impl Comparison {
             .map(|h| {
                 format!(
                     "cannot tell: {} bandwidth x{} [{}, {}] over {} cases at >= 1 MiB, \
-                     beyond -{} but no two adjacent cases confirm it: the noise is as large \
-                     as the drop (more iterations, -n, or several runs a side would tell)",
+                     beyond its cut (the threshold -{}, or the noise where larger) but no two \
+                     adjacent cases confirm it: the noise is as large as the drop (more \
+                     iterations, -n, or several runs a side would tell)",
                     h.op,
                     units::ratio(h.bw_ratio),
                     units::ratio(h.interval.0),
@@ -250,7 +259,7 @@ impl Comparison {
         let n = self.rows.len();
         let unsure = self.unsure().count();
         let unsure_words = if unsure > 0 {
-            format!("; {unsure} case(s) cannot tell alone")
+            format!("; {unsure} case(s) cannot tell (see the table)")
         } else {
             String::new()
         };

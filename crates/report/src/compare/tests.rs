@@ -93,7 +93,7 @@ fn one_slower_size_alone_cannot_tell() {
     let c = compare(&[base], &[two_large((3333.0, 297.0), (6000.0, 330.0))], 5.0);
     assert_eq!(c.rows[0].verdict, Verdict::CannotTell(Unsure::OneCase));
     assert_eq!(c.overall(), Overall::NoRegression);
-    assert!(c.verdict_line().contains("1 case(s) cannot tell alone"));
+    assert!(c.verdict_line().contains("1 case(s) cannot tell"));
 }
 
 #[test]
@@ -235,11 +235,15 @@ fn synthetic_run(rng: &mut Rng, cv: f64, slow_op: Option<&str>) -> Record {
     r
 }
 
-fn synthetic(seed: u64, cv: f64, slow_op: Option<&str>) -> Overall {
+fn synthetic_cmp(seed: u64, cv: f64, slow_op: Option<&str>) -> Comparison {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let base = synthetic_run(&mut rng, cv, None);
     let new = synthetic_run(&mut rng, cv, slow_op);
-    compare(&[base], &[new], 5.0).overall()
+    compare(&[base], &[new], 5.0)
+}
+
+fn synthetic(seed: u64, cv: f64, slow_op: Option<&str>) -> Overall {
+    synthetic_cmp(seed, cv, slow_op).overall()
 }
 
 #[test]
@@ -255,15 +259,27 @@ fn a_ten_percent_drop_in_quiet_runs_is_found_in_20_seeds_of_20() {
 
 #[test]
 fn the_same_drop_in_20_percent_noise_cannot_tell() {
-    let found: Vec<Overall> = (1..=20)
-        .map(|s| synthetic(s, 0.20, Some("all_gather")))
-        .collect();
-    assert!(
-        found.iter().all(|o| *o != Overall::NoRegression),
-        "{found:?}"
-    );
-    let unsure = found.iter().filter(|o| **o == Overall::CannotTell).count();
-    assert!(unsure >= 15, "cannot tell in {unsure} of 20: {found:?}");
+    for seed in 1..=20 {
+        let c = synthetic_cmp(seed, 0.20, Some("all_gather"));
+        assert_ne!(c.overall(), Overall::Regression, "seed {seed}");
+        // The slowed cases are beyond the threshold but inside twice their
+        // 20% spread: most say "cannot tell", and so does the verdict line.
+        let slowed: Vec<&Row> = c
+            .rows
+            .iter()
+            .filter(|r| r.op == "all_gather" && r.size_bytes >= 1 << 20)
+            .collect();
+        let unsure = slowed
+            .iter()
+            .filter(|r| r.verdict == Verdict::CannotTell(Unsure::Noise))
+            .count();
+        assert!(
+            2 * unsure >= slowed.len(),
+            "seed {seed}: {unsure} of {}",
+            slowed.len()
+        );
+        assert!(c.verdict_line().contains("cannot tell"), "seed {seed}");
+    }
 }
 
 #[test]
@@ -272,10 +288,8 @@ fn a_against_a_says_no_regression_in_19_seeds_of_20() {
         .filter(|&s| synthetic(s, 0.02, None) == Overall::NoRegression)
         .count();
     assert!(ok >= 19, "no regression in {ok} of 20");
-    // In 20% noise a 5% threshold is beyond what 20 iterations resolve:
-    // "cannot tell" is allowed there, a regression is not.
-    let alarms = (1..=20)
-        .filter(|&s| synthetic(s, 0.20, None) == Overall::Regression)
+    let ok = (1..=20)
+        .filter(|&s| synthetic(s, 0.20, None) == Overall::NoRegression)
         .count();
-    assert!(alarms <= 1, "regression in {alarms} of 20");
+    assert!(ok >= 19, "20% noise: no regression in {ok} of 20");
 }
