@@ -272,20 +272,19 @@ pub fn judge(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<V
 /// library) slows them all.
 fn breadth(shapes: &[CaseShape], estimates: &[Estimate], verdicts: &mut [Verdict]) {
     let groups = shapes.iter().map(|s| s.group + 1).max().unwrap_or(0);
-    let from_log = |i: usize| estimates[i].log_only;
     let mut hit = vec![false; groups];
-    for i in 0..shapes.len() {
-        if verdicts[i] == Verdict::Regression && from_log(i) {
-            hit[shapes[i].group] = true;
+    for ((s, e), v) in shapes.iter().zip(estimates).zip(verdicts.iter()) {
+        if *v == Verdict::Regression && e.log_only {
+            hit[s.group] = true;
         }
     }
     let needed = groups.div_ceil(3).max(1);
     if hit.iter().filter(|h| **h).count() >= needed {
         return;
     }
-    for i in 0..shapes.len() {
-        if verdicts[i] == Verdict::Regression && from_log(i) {
-            verdicts[i] = Verdict::CannotTell(Unsure::FewOps);
+    for (e, v) in estimates.iter().zip(verdicts.iter_mut()) {
+        if *v == Verdict::Regression && e.log_only {
+            *v = Verdict::CannotTell(Unsure::FewOps);
         }
     }
 }
