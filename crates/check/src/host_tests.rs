@@ -9,7 +9,7 @@
 //! combines them per pair and broadcasts the round's results, and every
 //! process judges the same figures, so all of them choose the same
 //! confirmation rounds. A pair test that failed is listed, never judged
-//! ([`failure`]).
+//! (`failure`).
 
 mod failure;
 

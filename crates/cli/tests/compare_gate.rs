@@ -17,6 +17,14 @@ fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
+/// `run all_reduce all_gather` on the CPU backend, 8 B to `max` by 4x.
+fn sweep_args(max: &str) -> Vec<&str> {
+    let args = "run all_reduce all_gather --backend cpu -b 8 -f 4 -e";
+    let mut v: Vec<&str> = args.split(' ').collect();
+    v.push(max);
+    v
+}
+
 /// A small CPU sweep of two ops into `dir/name` (text on stdout, or
 /// `--output` when `name` ends in .json), with `extra` flags.
 fn sweep(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
@@ -24,19 +32,7 @@ fn sweep(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     let mut c = collbench();
     c.current_dir(dir)
         .env("COLLBENCH_NCCL_LIB", "/nonexistent/libnccl.so.2")
-        .args([
-            "run",
-            "all_reduce",
-            "all_gather",
-            "--backend",
-            "cpu",
-            "-b",
-            "8",
-            "-e",
-            "1M",
-            "-f",
-            "4",
-        ])
+        .args(sweep_args("1M"))
         .args(extra);
     let out = if name.ends_with(".json") {
         c.args(["--output", name, "-q"]).output().unwrap()
@@ -161,23 +157,8 @@ fn a_run_stopped_by_ctrl_c_fails_as_cut_short() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_collbench"))
         .current_dir(dir.path())
         .env("COLLBENCH_NCCL_LIB", "/nonexistent/libnccl.so.2")
-        .args([
-            "run",
-            "all_reduce",
-            "all_gather",
-            "--backend",
-            "cpu",
-            "-b",
-            "8",
-            "-e",
-            "128M",
-            "-f",
-            "4",
-            "-n",
-            "200",
-            "--output",
-            "new.json",
-        ])
+        .args(sweep_args("128M"))
+        .args(["-n", "200", "--output", "new.json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

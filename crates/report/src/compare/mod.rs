@@ -6,7 +6,7 @@
 //!   the spread across runs, per-iteration statistics or the log's own
 //!   scatter.
 //! * [`rule`]: thresholds, intervals, two adjacent cases, pooling per op.
-//! * [`table`]: the text tables and lines.
+//! * `table`: the text tables and lines.
 //! * [`gate`]: correctness first (wrong results, crash lines, cut logs).
 //! * [`command`]: the command: each side's runs read, gated, compared.
 //!
