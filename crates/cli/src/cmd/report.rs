@@ -59,7 +59,7 @@ pub struct CompareArgs {
     /// op has no bus factor) below BASE by more than PCT from 1 MiB, time
     /// slower by more than 2 x PCT and 5 µs below. A case regresses only
     /// when the 95% interval of its NEW/BASE ratio lies wholly beyond its
-    /// cut (PCT, or twice the case's own iteration spread where larger)
+    /// cut (PCT, or twice BASE's iteration spread where larger)
     /// and an adjacent case (next size, other placement) does too; the
     /// interval comes from the inputs' own noise (see --base-run). Exit
     /// status: 0 no regression; 1 regression, or NEW has wrong results, an

@@ -145,13 +145,17 @@ pub struct Estimate {
 /// differ by that much (bench/results/gate.md).
 pub const NOISE_CUT_CVS: f64 = 2.0;
 
-/// The noise cut of a case from its samples: [`NOISE_CUT_CVS`] times the
-/// larger coefficient of variation of the two sides, for single runs.
+/// The noise cut of a case from its samples: [`NOISE_CUT_CVS`] times
+/// BASE's coefficient of variation, for single runs. The reference's own
+/// spread says what the machine does between runs; NEW's is left out on
+/// purpose, so that a NEW that got jittery (a flapping link, a busy
+/// neighbour) cannot raise the bar its own slowdown is judged by (its
+/// jitter still widens the interval).
 pub fn noise_cut(base: &[Sample], new: &[Sample]) -> f64 {
     if base.len() > 1 || new.len() > 1 {
         return 0.0;
     }
-    let cv = base[0].cv.unwrap_or(0.0).max(new[0].cv.unwrap_or(0.0));
+    let cv = base[0].cv.unwrap_or(0.0);
     if cv.is_finite() {
         NOISE_CUT_CVS * cv
     } else {

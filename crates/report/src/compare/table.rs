@@ -225,7 +225,7 @@ impl Comparison {
         let t = self.threshold_pct;
         format!(
             "95% interval beyond bandwidth -{} at >= 1 MiB or time +{} and +{TIME_FLOOR_US} µs below \
-             (or twice the case's iteration spread), in two adjacent cases",
+             (or twice BASE's iteration spread), in two adjacent cases",
             units::pct(t),
             units::pct(t * TIME_THRESHOLD_FACTOR)
         )
