@@ -98,14 +98,11 @@ impl Row {
         (base != new).then_some(ChoiceChange { base, new })
     }
 
-    /// The judged figure's change: `busbw -12.0%`, `time +40.0%`.
+    /// The judged figure's change as the verdict saw it: `busbw -12.0%`,
+    /// `time +40.0%`.
     fn change_words(&self) -> String {
-        let (name, r) = if self.by_time {
-            ("time", self.time_ratio())
-        } else {
-            (self.bw_name, self.bw_ratio())
-        };
-        format!("{name} {:+.1}%", (r - 1.0) * 100.0)
+        let name = if self.by_time { "time" } else { self.bw_name };
+        format!("{name} {:+.1}%", (self.judged_ratio() - 1.0) * 100.0)
     }
 }
 

@@ -60,9 +60,9 @@ pub enum CompareOutcome {
 }
 
 /// One side's runs, read: a run per file (a folder gives one per file in
-/// it), with what was noticed.
+/// it), with what was noticed. `runs` are ranges of `inputs`' records.
 struct Side {
-    runs: Vec<Vec<Record>>,
+    runs: Vec<std::ops::Range<usize>>,
     inputs: Inputs,
 }
 
@@ -80,7 +80,8 @@ fn read_side(
         for file in files_of(path)? {
             match read_paths(std::slice::from_ref(&file), format, false) {
                 Ok(mut one) => {
-                    side.runs.push(one.parsed.records.clone());
+                    let start = side.inputs.parsed.records.len();
+                    side.runs.push(start..start + one.parsed.records.len());
                     side.inputs.skipped.append(&mut one.skipped);
                     side.inputs.parsed.append(one.parsed);
                 }
@@ -95,7 +96,8 @@ fn read_side(
 
 /// Each run of a side as a slice.
 fn refs(s: &Side) -> Vec<&[Record]> {
-    s.runs.iter().map(Vec::as_slice).collect()
+    let records = &s.inputs.parsed.records;
+    s.runs.iter().map(|r| &records[r.clone()]).collect()
 }
 
 /// What a NEW that cannot be read still says: its crash or error lines
