@@ -181,6 +181,37 @@ fn default_cpu_ranks(a: &BackendArgs, mode: Mode) -> usize {
     }
 }
 
+/// Opens the NCCL backend over this process's GPUs.
+fn open_nccl(
+    a: &BackendArgs,
+    tuning: &Tuning,
+    mode: Mode,
+    world: &World,
+    control: &Arc<Control>,
+) -> Result<Box<dyn Backend>, Failure> {
+    let opts = collbench_nccl::NcclOptions {
+        lib_path: a.nccl_lib.clone(),
+        gpus_per_process: a.ngpus.map(|g| g * a.nthreads.max(1)).or(match mode {
+            Mode::Alias => Some(a.nthreads.max(1)),
+            Mode::Native => None,
+        }),
+        local_rank: world.local_rank,
+        nccl_only: tuning.nccl_only,
+        timeout_s: tuning.timeout,
+        stream_null: tuning.stream_null > 0,
+        host: world.hostname.clone(),
+        explain: tuning.explain,
+    };
+    // A flag this NCCL cannot honour is a usage error (exit 2), as
+    // in nccl-tests; other failures are the backend's.
+    collbench_nccl::NcclBackend::new(&opts, control.as_ref())
+        .map(|b| Box::new(b) as Box<dyn Backend>)
+        .map_err(|e| match e {
+            collbench_runner::BackendError::Unsupported(m) => Failure::usage(m),
+            e => Failure::new(Outcome::Backend, e.to_string()),
+        })
+}
+
 /// Chooses and opens the backend.
 fn open_backend(
     a: &BackendArgs,
@@ -222,29 +253,7 @@ fn open_backend(
                 .with_process_barrier(across),
         ))
     };
-    let nccl = || -> Result<Box<dyn Backend>, Failure> {
-        let opts = collbench_nccl::NcclOptions {
-            lib_path: a.nccl_lib.clone(),
-            gpus_per_process: a.ngpus.map(|g| g * a.nthreads.max(1)).or(match mode {
-                Mode::Alias => Some(a.nthreads.max(1)),
-                Mode::Native => None,
-            }),
-            local_rank: world.local_rank,
-            nccl_only: tuning.nccl_only,
-            timeout_s: tuning.timeout,
-            stream_null: tuning.stream_null > 0,
-            host: world.hostname.clone(),
-            explain: tuning.explain,
-        };
-        // A flag this NCCL cannot honour is a usage error (exit 2), as
-        // in nccl-tests; other failures are the backend's.
-        collbench_nccl::NcclBackend::new(&opts, control.as_ref())
-            .map(|b| Box::new(b) as Box<dyn Backend>)
-            .map_err(|e| match e {
-                collbench_runner::BackendError::Unsupported(m) => Failure::usage(m),
-                e => Failure::new(Outcome::Backend, e.to_string()),
-            })
-    };
+    let nccl = || open_nccl(a, &tuning, mode, world, control);
     match a.name {
         BackendName::Cpu => cpu(None),
         BackendName::Nccl => nccl(),

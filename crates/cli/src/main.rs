@@ -219,6 +219,49 @@ fn usage(e: anyhow::Error) -> Failure {
     exit::library_failure(&e, Outcome::Usage)
 }
 
+/// `<op>_perf`: `collbench run <op>` with nccl-tests' defaults.
+fn alias_main(
+    coll: collbench_core::Collective,
+    argv: &[String],
+    prog: &str,
+) -> Result<Outcome, Failure> {
+    let mut cli = AliasCli::try_parse_from(argv).map_err(|e| clap_failure(e, prog))?;
+    if let Some(extra) = cli.args.ops.first() {
+        return Err(Failure::usage(format!(
+            "{prog} runs {} only, so '{extra}' is not understood: use `collbench run {} {extra}` for more collectives (see '{prog} --help')",
+            coll.name(),
+            coll.name()
+        )));
+    }
+    cli.args.ops = vec![coll.name().to_string()];
+    run_cmd::run(&cli.args, argv, Mode::Alias)
+}
+
+/// `collbench check`: its flags checked, the backend opened, the check run.
+fn check_cmd(
+    check: &cmd::check::CheckArgs,
+    backend: &args::BackendArgs,
+    watch: &args::WatchdogArgs,
+    launch: &launch_args::LaunchArgs,
+    force: bool,
+) -> Result<Outcome, Failure> {
+    check_args(check, force)?;
+    let watchdog = watch.watchdog(0);
+    let mut opened =
+        backend_open::open(backend, launch, Tuning::default(), Mode::Native, &watchdog)?;
+    collbench_check::check_main(
+        &check.into(),
+        opened.backend.as_mut(),
+        opened.control.as_ref(),
+        &watchdog,
+        // Not the lock: the last resort's flush takes it, and a
+        // check held in NCCL's teardown must still end (exit 5).
+        &mut std::io::stdout(),
+    )
+    .map(Outcome::check)
+    .map_err(|e| exit::check_failure(&e))
+}
+
 fn real_main() -> Result<Outcome, Failure> {
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
@@ -233,16 +276,7 @@ fn real_main() -> Result<Outcome, Failure> {
         })
         .unwrap_or_default();
     if let Some(coll) = collbench_core::Collective::from_perf_name(&prog) {
-        let mut cli = AliasCli::try_parse_from(&argv).map_err(|e| clap_failure(e, &prog))?;
-        if let Some(extra) = cli.args.ops.first() {
-            return Err(Failure::usage(format!(
-                "{prog} runs {} only, so '{extra}' is not understood: use `collbench run {} {extra}` for more collectives (see '{prog} --help')",
-                coll.name(),
-                coll.name()
-            )));
-        }
-        cli.args.ops = vec![coll.name().to_string()];
-        return run_cmd::run(&cli.args, &argv, Mode::Alias);
+        return alias_main(coll, &argv, &prog);
     }
     aliases::refuse_unknown_perf_name(&prog)?;
     let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, &command_path(&argv)))?;
@@ -292,28 +326,7 @@ fn real_main() -> Result<Outcome, Failure> {
             watch,
             launch,
             force,
-        } => {
-            check_args(&check, force)?;
-            let watchdog = watch.watchdog(0);
-            let mut opened = backend_open::open(
-                &backend,
-                &launch,
-                Tuning::default(),
-                Mode::Native,
-                &watchdog,
-            )?;
-            collbench_check::check_main(
-                &(&check).into(),
-                opened.backend.as_mut(),
-                opened.control.as_ref(),
-                &watchdog,
-                // Not the lock: the last resort's flush takes it, and a
-                // check held in NCCL's teardown must still end (exit 5).
-                &mut std::io::stdout(),
-            )
-            .map(Outcome::check)
-            .map_err(|e| exit::check_failure(&e))
-        }
+        } => check_cmd(&check, &backend, &watch, &launch, force),
         Command::Doctor(a) => {
             let (text, code) = collbench_doctor::doctor_main(a.format()).map_err(usage)?;
             stdout::print(&text)?;

@@ -11,12 +11,8 @@ use collbench_core::size::Step;
 use collbench_output::{text::TextOptions, Format};
 use collbench_runner::{Average, Plan, RootSel, Runner};
 
-/// Builds the plan from the flags; every mistake is a usage failure.
-pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
-    let u = |m: String| Failure::usage(m);
-    let collectives = a.collectives().map_err(u)?;
-    let dtypes = a.dtypes().map_err(u)?;
-    let redops = a.redops().map_err(u)?;
+/// `-b`, `-e` and the step (`-f`, `-i`), with the defaults of `mode`.
+fn sweep_of(a: &RunArgs, mode: Mode) -> (u64, u64, Step) {
     let (def_min, def_max, def_factor) = match mode {
         Mode::Alias => (32 << 20, 32 << 20, None),
         Mode::Native => (8, 128 << 20, Some(2)),
@@ -36,6 +32,16 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         (None, Some(b)) => Step::Bytes(b),
         (None, None) => def_factor.map(Step::Factor).unwrap_or(Step::Bytes(1 << 20)),
     };
+    (min_bytes, max_bytes, step)
+}
+
+/// Builds the plan from the flags; every mistake is a usage failure.
+pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
+    let u = |m: String| Failure::usage(m);
+    let collectives = a.collectives().map_err(u)?;
+    let dtypes = a.dtypes().map_err(u)?;
+    let redops = a.redops().map_err(u)?;
+    let (min_bytes, max_bytes, step) = sweep_of(a, mode);
     let average = Average::from_flag(a.average).ok_or_else(|| {
         u(format!(
             "-a/--average must be 0, 1, 2 or 3 (got {})",
@@ -188,11 +194,8 @@ fn stdout_failure(e: std::io::Error) -> Failure {
     collbench_core::stdout::StdoutError::from(e).into()
 }
 
-/// Runs the benchmark.
-pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure> {
-    let mut plan = plan_from_args(a, mode)?;
-    let sizes = plan.sizes().map_err(|e| Failure::usage(e.to_string()))?;
-    let stdout_format = Format::from(a.format);
+/// The output files (`--output`, `-J`), claimed before anything runs.
+fn claim_files(a: &RunArgs) -> Result<Vec<OutputFile>, Failure> {
     let mut files = Vec::new();
     if let (Some(o), Some(j)) = (&a.output, &a.output_file) {
         crate::outputs::distinct(("--output", o), ("-J", j))?;
@@ -211,6 +214,53 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
             &inputs,
         )?);
     }
+    Ok(files)
+}
+
+/// The record on stdout (unless streamed as text) and in the files; the
+/// outcome from its wrong elements.
+fn write_results(
+    a: &RunArgs,
+    stdout_format: Format,
+    files: Vec<OutputFile>,
+    record: &collbench_core::Record,
+) -> Result<Outcome, Failure> {
+    if !a.quiet && stdout_format != Format::Text {
+        let bytes = stdout_format.exporter().serialize(record);
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        out.write_all(&bytes)
+            .and_then(|_| out.flush())
+            .map_err(stdout_failure)?;
+    }
+    for f in files {
+        let bytes = f.format.exporter().serialize(record);
+        std::fs::write(&f.path, bytes).map_err(|e| {
+            Failure::usage(format!(
+                "cannot write {} {}: {}",
+                f.flag,
+                f.path.display(),
+                crate::outputs::io_reason(&e)
+            ))
+        })?;
+    }
+    let wrong = record.total_wrong();
+    if wrong > 0 {
+        crate::stdout::say(format!(
+            "collbench: {wrong} wrong elements: results are NOT correct (exit {})",
+            Outcome::Wrong.code()
+        ));
+        return Ok(Outcome::Wrong);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Runs the benchmark.
+pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure> {
+    let mut plan = plan_from_args(a, mode)?;
+    let sizes = plan.sizes().map_err(|e| Failure::usage(e.to_string()))?;
+    let stdout_format = Format::from(a.format);
+    let files = claim_files(a)?;
     // The explanation pass runs when the text asks for it or a record
     // (JSON, CSV) will carry it; plain text runs never load the plugin.
     plan.explain = a.explain
@@ -278,34 +328,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     if let Some((path, plugin)) = &tuner {
         crate::stdout::say(crate::tune_cmd::tuner_config_note(path, plugin));
     }
-    if !a.quiet && stdout_format != Format::Text {
-        let bytes = stdout_format.exporter().serialize(&record);
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        out.write_all(&bytes)
-            .and_then(|_| out.flush())
-            .map_err(stdout_failure)?;
-    }
-    for f in files {
-        let bytes = f.format.exporter().serialize(&record);
-        std::fs::write(&f.path, bytes).map_err(|e| {
-            Failure::usage(format!(
-                "cannot write {} {}: {}",
-                f.flag,
-                f.path.display(),
-                crate::outputs::io_reason(&e)
-            ))
-        })?;
-    }
-    let wrong = record.total_wrong();
-    if wrong > 0 {
-        crate::stdout::say(format!(
-            "collbench: {wrong} wrong elements: results are NOT correct (exit {})",
-            Outcome::Wrong.code()
-        ));
-        return Ok(Outcome::Wrong);
-    }
-    Ok(Outcome::Ok)
+    write_results(a, stdout_format, files, &record)
 }
 
 #[cfg(test)]

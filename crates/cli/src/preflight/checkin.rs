@@ -16,6 +16,18 @@ const DIE_AFTER_CONNECT: &str = "COLLBENCH_TEST_DIE_AFTER_CONNECT";
 /// sent and used as the exit code, so a mixed job still agrees).
 const VERDICT_FAIL: u8 = 3;
 
+/// The test hook [`DIE_AFTER_CONNECT`]: the rank it names dies once it
+/// has joined.
+fn die_after_connect_if_asked(rank: usize) {
+    if std::env::var(DIE_AFTER_CONNECT)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        == Some(rank)
+    {
+        std::process::exit(1);
+    }
+}
+
 /// Runs the preflight check on this rank. Launch and peer failures are
 /// reported here (one line on stderr, or rank 0's report) and are a
 /// [`Outcome::Fail`] rather than an error; the error is stdout that did not
@@ -65,13 +77,7 @@ pub fn run(
             return Ok(Outcome::Fail);
         }
     };
-    if std::env::var(DIE_AFTER_CONNECT)
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        == Some(world.rank)
-    {
-        std::process::exit(1);
-    }
+    die_after_connect_if_asked(world.rank);
 
     // Everyone who joined must still be there: a rank that died since is
     // named here rather than reported as PASS.
