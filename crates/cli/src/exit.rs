@@ -228,6 +228,27 @@ impl Outcome {
         }
     }
 
+    /// How `tune`'s search ended.
+    pub fn tune(end: &collbench_tune::End) -> Outcome {
+        match end {
+            collbench_tune::End::Complete => Outcome::TuneComplete,
+            collbench_tune::End::Interrupted => Outcome::TuneInterrupted,
+            collbench_tune::End::Failed(_) => Outcome::TuneFailed,
+        }
+    }
+
+    /// Rank 0's exit code of `tune`, as another process of the job ends
+    /// (it learns the code, not the outcome).
+    pub fn tune_of_code(code: Option<u8>) -> Outcome {
+        match code.map(i32::from) {
+            Some(0) => Outcome::TuneComplete,
+            Some(2) => Outcome::TuneRefused,
+            Some(3) => Outcome::Launch,
+            Some(130) => Outcome::TuneInterrupted,
+            _ => Outcome::TuneFailed,
+        }
+    }
+
     /// `doctor`'s worst status, which `collbench_check::doctor_main` still
     /// hands over as 0 (pass or skip), 1 (warn) or 2 (fail).
     pub fn doctor(worst: i32) -> Outcome {
@@ -383,6 +404,19 @@ pub fn library_failure(e: &anyhow::Error, outcome: Outcome) -> Failure {
     match e.downcast_ref::<collbench_core::stdout::StdoutError>() {
         Some(stdout) => Failure::usage(stdout.to_string()),
         None => Failure::new(outcome, crate::one_line(e)),
+    }
+}
+
+/// `tune`'s failures: refused 2, a peer 3, failed 4.
+impl From<collbench_tune::job::TuneError> for Failure {
+    fn from(e: collbench_tune::job::TuneError) -> Failure {
+        use collbench_tune::job::TuneError;
+        let outcome = match &e {
+            TuneError::Refused(_) => Outcome::TuneRefused,
+            TuneError::Peer(_) => Outcome::Launch,
+            TuneError::Failed(_) => Outcome::TuneFailed,
+        };
+        Failure::new(outcome, e.to_string())
     }
 }
 

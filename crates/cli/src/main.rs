@@ -21,11 +21,7 @@ mod outputs;
 mod preflight;
 mod run_cmd;
 mod stdout;
-mod tune_child;
-mod tune_cmd;
-mod tune_job;
-mod tune_job_child;
-mod tune_plan;
+mod tune;
 mod tuner_plugin_cmd;
 
 use args::RunArgs;
@@ -54,7 +50,7 @@ enum Command {
     /// Find NCCL settings that beat the defaults on this machine, prove
     /// each gain, write a tuner config (exit 0 done, 2 not NCCL or usage,
     /// 4 failed, 130 interrupted).
-    Tune(tune_cmd::TuneArgs),
+    Tune(cmd::tune::TuneArgs),
     /// Write collbench's NCCL tuner plugin to DIR, for any NCCL program to
     /// load with NCCL_TUNER_PLUGIN and a tuner CSV.
     TunerPlugin(tuner_plugin_cmd::TunerPluginArgs),
@@ -282,7 +278,7 @@ fn real_main() -> Result<Outcome, Failure> {
     let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, &command_path(&argv)))?;
     match cli.command {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
-        Command::Tune(a) => tune_cmd::tune(&a),
+        Command::Tune(a) => tune::tune(&a),
         Command::Preflight(a) => preflight::run(&a),
         Command::TunerPlugin(a) => tuner_plugin_cmd::run(&a),
         Command::Gen(a) => {

@@ -277,7 +277,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     };
     // The tuner plugin goes in before the first communicator.
     let tuner = match &a.tuner_config {
-        Some(p) => Some((p, crate::tune_cmd::apply_tuner_config(p, &a.backend)?)),
+        Some(p) => Some((p, crate::tune::apply_tuner_config(p, &a.backend)?)),
         None => None,
     };
     let watchdog = a.watch.watchdog(a.timeout);
@@ -326,7 +326,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Err(stdout_failure(e));
     }
     if let Some((path, plugin)) = &tuner {
-        crate::stdout::say(crate::tune_cmd::tuner_config_note(path, plugin));
+        crate::stdout::say(crate::tune::tuner_config_note(path, plugin));
     }
     write_results(a, stdout_format, files, &record)
 }

@@ -7,12 +7,19 @@
 //! size bands within a budget ([`search`]), the statistics engine shared
 //! with `run -n auto` ([`stats`]), the result types ([`report`]) and their
 //! writers ([`render`]), the tuner CSV writer, parser and matcher
-//! ([`tuner_csv`]), and a noisy scripted measurer for tests ([`fake`]).
+//! ([`tuner_csv`]), a noisy scripted measurer for tests ([`fake`]), the
+//! child processes of environment candidates ([`child`]), lock step
+//! across the processes of a job ([`lockstep`]), and the `tune` command's
+//! job from typed options to report ([`job`]: the budget, the children,
+//! the child's server).
 //!
-//! Not for: touching NCCL or a GPU. Measurements come through the
-//! [`Measurer`] trait; the NCCL measurer, the embedded tuner plugin and the
-//! CLI live in other crates. No `unsafe`, no I/O besides what callers pass
-//! in.
+//! Not for: touching NCCL or a GPU, the launcher, flags, printing or exit
+//! codes. Measurements come through the [`Measurer`] trait (the NCCL
+//! measurer reaches [`job::run`] through the CLI's [`job::Measurers`]),
+//! other processes through `collbench_core::Bootstrap`; the NCCL
+//! measurer, the embedded tuner plugin and the CLI live in other crates.
+//! No `unsafe`; its I/O is its child processes (pipes), the child jobs'
+//! ports and reading the transport's facts.
 //!
 //! How `collbench tune` drives it (with the NCCL measurer in place of the
 //! fake, and the stop flag set by a Ctrl-C handler):
@@ -39,6 +46,7 @@
 
 pub mod child;
 pub mod fake;
+pub mod job;
 pub mod lockstep;
 pub mod measure;
 pub mod plan;

@@ -10,3 +10,4 @@ pub mod doctor;
 pub mod gen;
 pub mod output;
 pub mod report;
+pub mod tune;

@@ -1,0 +1,59 @@
+//! `run --tuner-config FILE`: the file checked, collbench's tuner plugin
+//! installed before the first communicator, and one line afterwards on
+//! whether NCCL followed it.
+
+use super::nccl::not_nccl;
+use crate::args::BackendArgs;
+use crate::exit::{Failure, Outcome};
+use collbench_nccl::tuner::{TunerError, TunerPlugin};
+use collbench_tune::TunerConfig;
+use std::path::Path;
+
+/// `run --tuner-config FILE`: checks the file and the backend, installs
+/// the tuner plugin (before the first communicator) and loads the file.
+/// Every mistake is a usage failure, one line per malformed line.
+pub fn apply_tuner_config(path: &Path, b: &BackendArgs) -> Result<TunerPlugin, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::usage(format!(
+            "cannot read --tuner-config {}: {e}",
+            path.display()
+        ))
+    })?;
+    TunerConfig::parse(&text).map_err(|errors| {
+        let lines: Vec<String> = errors
+            .0
+            .iter()
+            .map(|e| format!("{}: {e}", path.display()))
+            .collect();
+        Failure::usage(lines.join("\ncollbench: "))
+    })?;
+    if let Some(line) = not_nccl("--tuner-config applies to NCCL", b) {
+        return Err(Failure::usage(line));
+    }
+    let plugin = TunerPlugin::install().map_err(|e| match e {
+        TunerError::UserPlugin(_) => Failure::usage(e.to_string()),
+        e => Failure::new(Outcome::Backend, e.to_string()),
+    })?;
+    plugin
+        .load_config(path)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    Ok(plugin)
+}
+
+/// After a run with `--tuner-config`: whether NCCL asked the plugin and
+/// followed the file, in one line.
+pub fn tuner_config_note(path: &Path, plugin: &TunerPlugin) -> String {
+    let c = plugin.counters();
+    if c.calls == 0 {
+        return format!(
+            "collbench: warning: --tuner-config {}: NCCL never called collbench's tuner plugin (a one-rank communicator asks no tuner; otherwise an NCCL without the tuner interface); the file had no effect",
+            path.display()
+        );
+    }
+    format!(
+        "collbench: --tuner-config {}: NCCL asked the tuner {} times; a rule applied {} times",
+        path.display(),
+        c.calls,
+        c.applied
+    )
+}
