@@ -1,166 +1,119 @@
-//! No function in crates/runner (read from the CLI's tests, beside the
-//! other source scans) is longer than 80 lines (from its `fn`
-//! line to the closing brace), so that each reads on one screen: a long
-//! one is split along its seams. The scanner is rough on purpose: it counts
-//! braces outside comments, strings and character literals.
+//! No function in the crates held to it (runner, tune, and the CLI's
+//! `src/`; read from the CLI's tests, beside the other source scans) is
+//! longer than 80 lines (from its `fn` line to the closing brace), and no
+//! source file of tune and the CLI is longer than 600 lines, so that each
+//! reads on one screen and each file holds one job: a long one is split
+//! along its seams. The scanner is rough on purpose: it counts braces outside
+//! comments, strings and character literals. The other crates are still
+//! over (issue #43): `the_rest_of_the_workspace` prints where.
 
 mod common;
 
-use common::rust_files;
-use std::path::Path;
+use common::source::{crate_names, crate_sources, functions};
 
 const MAX_LINES: usize = 80;
+const MAX_FILE_LINES: usize = 600;
 
-/// The text with comments, strings and character literals blanked (lines
-/// kept), so that only code braces count.
-fn code_only(src: &str) -> Vec<u8> {
-    let b = src.as_bytes();
-    let mut out = b.to_vec();
-    let mut i = 0;
-    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
-        for c in &mut out[from..to] {
-            if *c != b'\n' {
-                *c = b' ';
-            }
-        }
-    };
-    while i < b.len() {
-        let rest = &b[i..];
-        if rest.starts_with(b"//") {
-            let end = rest
-                .iter()
-                .position(|&c| c == b'\n')
-                .map_or(b.len(), |p| i + p);
-            blank(&mut out, i, end);
-            i = end;
-        } else if rest.starts_with(b"/*") {
-            let end = src[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2);
-            blank(&mut out, i, end);
-            i = end;
-        } else if let Some(hashes) = raw_string_start(rest) {
-            let close = format!("\"{}", "#".repeat(hashes));
-            let body = i + 2 + hashes;
-            let end = src[body..]
-                .find(&close)
-                .map_or(b.len(), |p| body + p + close.len());
-            blank(&mut out, i, end);
-            i = end;
-        } else if b[i] == b'"' {
-            let mut j = i + 1;
-            while j < b.len() && b[j] != b'"' {
-                j += if b[j] == b'\\' { 2 } else { 1 };
-            }
-            blank(&mut out, i, (j + 1).min(b.len()));
-            i = j + 1;
-        } else if b[i] == b'\'' {
-            // A character literal ('{', '\'', '\u{7b}'), not a lifetime.
-            let len = match rest.get(1) {
-                Some(b'\\') => rest[2..].iter().position(|&c| c == b'\'').map(|p| p + 3),
-                Some(_) if rest.get(2) == Some(&b'\'') => Some(3),
-                _ => None,
-            };
-            match len {
-                Some(n) => {
-                    blank(&mut out, i, i + n);
-                    i += n;
-                }
-                None => i += 1,
-            }
-        } else {
-            i += 1;
-        }
-    }
-    out
-}
+/// The crates held to the function limit.
+const HELD: [&str; 3] = ["runner", "tune", "cli"];
 
-/// `r"`, `r#"`, ... at the start of `rest`: the number of `#`s.
-fn raw_string_start(rest: &[u8]) -> Option<usize> {
-    if rest.first() != Some(&b'r') {
-        return None;
-    }
-    let hashes = rest[1..].iter().take_while(|&&c| c == b'#').count();
-    (rest.get(1 + hashes) == Some(&b'"')).then_some(hashes)
-}
+/// The crates held to the file limit too (`runner/src/run.rs` is still
+/// over: the rest of the workspace's list).
+const FILES_HELD: [&str; 2] = ["tune", "cli"];
 
-/// Each function as (line of `fn`, name, lines from `fn` to its closing
-/// brace). A `fn` without a body (a trait's declaration) has none.
-fn functions(src: &str) -> Vec<(usize, String, usize)> {
-    let code = code_only(src);
-    let text = String::from_utf8_lossy(&code);
-    let line_of = |pos: usize| text[..pos].matches('\n').count() + 1;
-    let mut found = Vec::new();
-    let bytes = text.as_bytes();
-    let mut search = 0;
-    while let Some(p) = text[search..].find("fn ") {
-        let at = search + p;
-        search = at + 3;
-        let word_start =
-            at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
-        if !word_start {
-            continue;
-        }
-        let name: String = text[at + 3..]
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        if name.is_empty() {
-            continue;
-        }
-        // The body opens at the first `{` before any `;` (a declaration).
-        let Some(open) = text[at..].find(['{', ';']).map(|q| at + q) else {
-            continue;
-        };
-        if bytes[open] == b';' {
-            continue;
-        }
-        let mut depth = 0usize;
-        let mut close = None;
-        for (k, &c) in bytes[open..].iter().enumerate() {
-            match c {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = Some(open + k);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let Some(close) = close else { continue };
-        let first = line_of(at);
-        found.push((first, name, line_of(close) - first + 1));
-    }
-    found
-}
+/// Long functions of the held crates left for now, by file and name, each
+/// with why: a file another branch is changing is split there.
+const NOT_YET: [(&str, &str, &str); 1] = [(
+    "tune/src/tuner_csv.rs",
+    "parse_line",
+    "tuner-config reading is being changed on another branch",
+)];
 
-#[test]
-fn no_runner_function_is_over_80_lines() {
-    let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runner");
-    let src = runner.join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
-    let mut long = Vec::new();
-    for path in files {
+/// Each function over [`MAX_LINES`] and each file over
+/// [`MAX_FILE_LINES`] of crate `krate`, one line each.
+fn too_long(krate: &str) -> (Vec<String>, Vec<String>) {
+    let (mut long_fns, mut long_files) = (Vec::new(), Vec::new());
+    for path in crate_sources(krate) {
         let text = std::fs::read_to_string(&path).unwrap();
         let shown = path
-            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .strip_prefix(common::source::crates_dir())
             .unwrap()
             .display()
             .to_string();
         for (line, name, lines) in functions(&text) {
-            if lines > MAX_LINES {
-                long.push(format!("{shown}:{line}: fn {name} is {lines} lines"));
+            let waiting = NOT_YET.iter().any(|(f, n, _)| *f == shown && *n == name);
+            if lines > MAX_LINES && !waiting {
+                long_fns.push(format!("{shown}:{line}: fn {name} is {lines} lines"));
             }
         }
+        let lines = text.lines().count();
+        if lines > MAX_FILE_LINES {
+            long_files.push(format!("{shown}: {lines} lines"));
+        }
     }
+    (long_fns, long_files)
+}
+
+#[test]
+fn no_runner_function_is_over_80_lines() {
+    let long: Vec<String> = HELD.iter().flat_map(|k| too_long(k).0).collect();
     assert!(
         long.is_empty(),
         "functions over {MAX_LINES} lines (split them along their seams):\n{}",
         long.join("\n")
     );
+}
+
+#[test]
+fn no_file_is_over_600_lines() {
+    let long: Vec<String> = FILES_HELD.iter().flat_map(|k| too_long(k).1).collect();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_FILE_LINES} lines (split them along their seams):\n{}",
+        long.join("\n")
+    );
+}
+
+/// What is left of issue #43's limits in the crates not held to them yet,
+/// printed (`--no-capture`) rather than failed.
+#[test]
+fn the_rest_of_the_workspace() {
+    let (mut fns, mut files) = (Vec::new(), Vec::new());
+    for k in crate_names() {
+        let (f, l) = too_long(&k);
+        if !HELD.contains(&k.as_str()) {
+            fns.extend(f);
+        }
+        if !FILES_HELD.contains(&k.as_str()) {
+            files.extend(l);
+        }
+    }
+    for (file, name, why) in NOT_YET {
+        fns.push(format!("{file}: fn {name} ({why})"));
+    }
+    println!(
+        "TODO (#43): {} functions over {MAX_LINES} lines and {} files over {MAX_FILE_LINES} lines not held yet:\n{}\n{}",
+        fns.len(),
+        files.len(),
+        fns.join("\n"),
+        files.join("\n")
+    );
+}
+
+/// Each function left for now is still long: one split comes off the list.
+#[test]
+fn the_functions_left_are_still_long() {
+    for (file, name, _) in NOT_YET {
+        let text = std::fs::read_to_string(common::source::crates_dir().join(file)).unwrap();
+        let lines = functions(&text)
+            .into_iter()
+            .find(|(_, n, _)| n == name)
+            .map_or(0, |(_, _, lines)| lines);
+        assert!(
+            lines > MAX_LINES,
+            "{file}: fn {name} is {lines} lines: take it off NOT_YET"
+        );
+    }
 }
 
 #[test]

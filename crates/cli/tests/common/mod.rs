@@ -2,6 +2,8 @@
 //! test file). Each test binary uses only some of them.
 #![allow(dead_code)]
 
+pub mod source;
+
 use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
