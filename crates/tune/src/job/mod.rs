@@ -28,7 +28,6 @@ mod options;
 mod ports;
 mod serve;
 
-pub use budget::{all_candidates, charge_setup, teardown_us, COMM_TEARDOWN};
 pub use error::TuneError;
 pub use facts::plan;
 pub use fake::{FakeChild, FakeMeasurers, TestFault};
