@@ -20,7 +20,7 @@ pub mod nccom;
 pub mod nvshmem;
 pub mod osu;
 pub mod rccl;
-mod read;
+pub mod read;
 mod text;
 pub mod unit;
 
@@ -191,6 +191,37 @@ pub enum FileError {
     /// A large text without any tool's header near its start.
     #[error("{path}: not a benchmark log: no nccl-tests, rccl-tests, nccom-test, OSU, NVSHMEM perftest, Inspector or collbench header in its first {window}; use --input-format to force one")]
     NoHeader { path: String, window: String },
+    /// With `--strict`, an entry of a folder that is not a regular file
+    /// (`line`: `PATH: why`).
+    #[error("{line} (--strict reads every file of a folder, or nothing)")]
+    LeftOut { line: String },
+    /// A line longer than [`read::MAX_LINE`] (one 1 GiB line once took
+    /// 4.2 GB).
+    #[error("{path}:{line}: a line longer than {limit}: not a benchmark log (their lines are short); name the right file, or cut the line")]
+    LineTooLong {
+        path: String,
+        line: usize,
+        limit: String,
+    },
+    /// [`read::JUNK_RUN`] bytes of lines in a row that no benchmark
+    /// prints (junk after a valid header once read to the end, exit 0).
+    #[error("{path}:{line}: not a benchmark log from this line on: {run} of lines in a row that no benchmark prints (first: `{first}`); cut the log before this line, or name the right file")]
+    Junk {
+        path: String,
+        line: usize,
+        /// The run's first line, shortened.
+        first: String,
+        run: String,
+    },
+    /// More text than [`read::MAX_TEXT`], or JSON over
+    /// [`collbench_core::read_limit::JSON_BYTES`].
+    #[error("{path}: larger than {limit}, the most collbench reads from one log: {fix}")]
+    TooLarge {
+        path: String,
+        limit: String,
+        /// What to do (text and JSON differ).
+        fix: &'static str,
+    },
 }
 
 impl FileError {
