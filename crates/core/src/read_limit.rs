@@ -31,7 +31,9 @@ pub enum ReadLimitError {
         source: std::io::Error,
     },
     /// The file holds more than the limit (or never ends: `/dev/zero`).
-    #[error("{path} is larger than {limit}, the most collbench reads as {what}: name the right file")]
+    #[error(
+        "{path} is larger than {limit}, the most collbench reads as {what}: name the right file"
+    )]
     TooLarge {
         /// The file as named.
         path: String,
