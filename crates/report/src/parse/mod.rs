@@ -280,13 +280,13 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
         }
     }
     if let Some(e) = first_err {
-        return Err(e);
+        return Err(crashed_or(e, text));
     }
     if parts.is_empty() {
-        return Err(ParseError::whole(
+        return Err(crashed_or(ParseError::whole(
             "cannot tell the format of any rank's output (expected nccl-tests/rccl-tests text or JSON, \
              nccom-test, OSU, NVSHMEM perftest, NCCL Inspector or collbench JSON); use --input-format to force one",
-        ));
+        ), text));
     }
     let label_streams = parts.len() > 1;
     if let Some(launcher) = cleaned.launcher {
@@ -328,6 +328,29 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
     out.faults
         .extend(crate::input::fault::crashes(text, origin));
     Ok(out)
+}
+
+/// A text without results that holds a crash line (`Test NCCL failure
+/// common.cu:...`) failed before its first row: that line is the error,
+/// not "no result rows found". Errors at a line (a bad row) stay.
+fn crashed_or(e: ParseError, text: &str) -> ParseError {
+    if e.line != 0 || text.trim_start().starts_with(['{', '[']) {
+        return e;
+    }
+    let crash = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| crate::input::fault::is_crash_line(l));
+    match crash {
+        Some((i, l)) => ParseError::at(
+            i + 1,
+            format!(
+                "the run failed before its first result row: `{}`; fix that failure and run again",
+                l.trim()
+            ),
+        ),
+        None => e,
+    }
 }
 
 /// Parses one cleaned stream.
