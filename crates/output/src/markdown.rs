@@ -65,6 +65,10 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
     if has_mbps {
         header.push("bandwidth (MB/s)");
     }
+    let has_rate = cases.iter().any(|c| metrics::has_message_rate(&c.op));
+    if has_rate {
+        header.push("messages/s");
+    }
     let has_explain = cases
         .iter()
         .any(|c| c.placements().any(|(_, p)| p.explain.is_some()));
@@ -116,6 +120,14 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
                     shown.mbps,
                     main.map_or_else(|| "-".into(), |p| units::us(p.algbw_gbps * 1e3)),
                 ));
+            }
+            if has_rate {
+                // osu_mbw_mr's Messages/s is its bandwidth over the size.
+                let main = c.out_of_place.as_ref().or(c.in_place.as_ref());
+                let rate = main
+                    .filter(|_| metrics::has_message_rate(&c.op) && c.size_bytes > 0)
+                    .map(|p| p.algbw_gbps * 1e9 / c.size_bytes as f64);
+                row.push(rate.map_or_else(|| "-".into(), |r| format!("{r:.2}")));
             }
             if has_explain {
                 row.extend(explain_cells(c.out_of_place.as_ref()));
@@ -199,6 +211,28 @@ pub fn cases_notes(cases: &[&CaseResult]) -> Vec<String> {
     out
 }
 
+/// An OSU bandwidth test has no busbw: its summary cells give the
+/// bandwidth as OSU printed it (`101.40 MB/s`) at the largest size and
+/// at its peak, so the row is not all dashes.
+fn osu_bandwidth_summary(record: &Record, op: &str, dtype: &str) -> (String, String, String) {
+    let figures: Vec<(u64, f64)> = record
+        .op_results(op)
+        .filter(|c| c.dtype == dtype)
+        .filter_map(|c| {
+            let p = c.out_of_place.as_ref().or(c.in_place.as_ref())?;
+            Some((c.size_bytes, p.algbw_gbps * 1e3))
+        })
+        .collect();
+    let mbps = |v: f64| format!("{} MB/s", units::us(v));
+    let largest = figures.iter().max_by_key(|(size, _)| *size);
+    let peak = figures.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+    (
+        largest.map_or_else(|| "-".into(), |(_, v)| mbps(*v)),
+        peak.map_or_else(|| "-".into(), |(_, v)| mbps(*v)),
+        peak.map_or_else(|| "-".into(), |(size, _)| units::bytes(*size)),
+    )
+}
+
 /// Op -> busbw at the largest size, peak busbw, time at the smallest size
 /// (like vendors' baseline tables), one row per (op, type) of each record,
 /// grouped by op so that records sit next to each other. With `labels`
@@ -225,11 +259,20 @@ pub fn summary_table(records: &[&Record], labels: Option<&[String]>) -> Table {
                 if let Some(labels) = labels {
                     row.push(labels[i].clone());
                 }
+                let (at_largest, peak, peak_at) = if shown.mbps {
+                    osu_bandwidth_summary(record, &s.op, &s.dtype)
+                } else {
+                    (
+                        or_dash(shown.busbw, units::gbps(s.busbw_at_largest_gbps)),
+                        or_dash(shown.busbw, units::gbps(s.peak_busbw_gbps)),
+                        or_dash(shown.busbw, units::bytes(s.peak_at_bytes)),
+                    )
+                };
                 row.extend([
-                    or_dash(shown.busbw, units::gbps(s.busbw_at_largest_gbps)),
+                    at_largest,
                     units::bytes(s.largest_bytes),
-                    or_dash(shown.busbw, units::gbps(s.peak_busbw_gbps)),
-                    or_dash(shown.busbw, units::bytes(s.peak_at_bytes)),
+                    peak,
+                    peak_at,
                     or_dash(shown.time, units::us(s.time_at_smallest_us)),
                     units::bytes(s.smallest_bytes),
                     if checked {

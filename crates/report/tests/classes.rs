@@ -84,3 +84,35 @@ fn a_crash_before_any_row_is_reported_as_the_crash() {
         "{text}"
     );
 }
+
+/// An OSU bandwidth test's summary gives its bandwidth (it was all
+/// dashes), and `osu_mbw_mr`'s message rate is shown.
+#[test]
+fn osu_bandwidth_summaries_and_message_rates_are_shown() {
+    let p = read_file(&fixture("osu_mbw_mr.txt"), None).unwrap();
+    assert_eq!(p.records[0].ops(), ["osu_mbw_mr"]);
+    let md = collbench_report::render::markdown::render(&p.records);
+    assert!(
+        md.contains(
+            "| osu_mbw_mr | char | osu_mbw_mr.txt | 8110.08 MB/s | 4 KiB | 8110.08 MB/s | 4 KiB |"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| messages/s |"), "{md}");
+    assert!(md.contains("| 2334.72 | 2280000.00 |"), "{md}");
+    assert!(md.contains("| 2.31 | 2310000.00 |"), "{md}");
+}
+
+/// Figures printed with four decimals keep them in the report (0.2346
+/// was shown as 0.23).
+#[test]
+fn small_figures_keep_the_logs_precision() {
+    let p = read_file(&fixture("nccl_small_figures.txt"), None).unwrap();
+    let md = collbench_report::render::markdown::render(&p.records);
+    assert!(
+        md.contains("| 16 B | 4 | float | sum | -1 | 0.0682 | 0.2346 | 0.2346 | 0 | 0.0679 | 0.2356 | 0.2356 | 0 |"),
+        "{md}"
+    );
+    // The log's average busbw, in the environment table.
+    assert!(md.contains("| 0.1259 |"), "{md}");
+}

@@ -429,7 +429,7 @@ fn osu_figures_are_named_for_what_they_are() {
     // MB/s as OSU printed it, no derived time, no busbw.
     assert!(md.contains("bandwidth (MB/s)"), "{md}");
     assert!(
-        md.contains("| 4 MiB | 4194304 | char |  | -1 | - | 0.10 | - | N/A | 101.40 |"),
+        md.contains("| 4 MiB | 4194304 | char |  | -1 | - | 0.1014 | - | N/A | 101.40 |"),
         "{md}"
     );
     let p = ok(&fixture("foreign/osu_latency__ai-fabric-lab-v7.4.txt"));

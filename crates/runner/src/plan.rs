@@ -218,8 +218,9 @@ pub fn traffic_from_env() -> Result<Traffic, String> {
     };
     // Bounded like every settings file: a matrix of 1024 ranks is a few
     // MiB of text, and a wrong path (`/dev/zero`) must not grow forever.
-    let text = read_limit::read_to_string(std::path::Path::new(&path), 16 << 20, "a traffic matrix")
-        .map_err(|err| format!("{}={path}: {err}", alltoallv::ENV_MATRIX_FILE))?;
+    let text =
+        read_limit::read_to_string(std::path::Path::new(&path), 16 << 20, "a traffic matrix")
+            .map_err(|err| format!("{}={path}: {err}", alltoallv::ENV_MATRIX_FILE))?;
     let scale = var(alltoallv::ENV_MATRIX_SCALE);
     TrafficMatrix::parse(&path, &text, scale.as_deref())
         .map(Traffic::Matrix)
