@@ -122,6 +122,13 @@ fn read_lines(
             junk.get_or_insert_with(|| (line_no, line.clone()));
             junk_bytes += line.len();
             if junk_bytes > JUNK_RUN {
+                // A text that never showed a header is not a log at all.
+                if !header_checked && !has_header(&out) {
+                    return Err(FileError::NoHeader {
+                        path: name.to_string(),
+                        window: "MiB".to_string(),
+                    });
+                }
                 let (at, first) = junk.take().unwrap_or_default();
                 return Err(FileError::Junk {
                     path: name.to_string(),
