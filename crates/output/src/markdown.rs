@@ -113,22 +113,7 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
                     None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
                 }
             }
-            if has_mbps {
-                // OSU prints MB/s (10^6 B/s); algbw holds it in GB/s.
-                let main = c.out_of_place.as_ref().or(c.in_place.as_ref());
-                row.push(or_dash(
-                    shown.mbps,
-                    main.map_or_else(|| "-".into(), |p| units::us(p.algbw_gbps * 1e3)),
-                ));
-            }
-            if has_rate {
-                // osu_mbw_mr's Messages/s is its bandwidth over the size.
-                let main = c.out_of_place.as_ref().or(c.in_place.as_ref());
-                let rate = main
-                    .filter(|_| metrics::has_message_rate(&c.op) && c.size_bytes > 0)
-                    .map(|p| p.algbw_gbps * 1e9 / c.size_bytes as f64);
-                row.push(rate.map_or_else(|| "-".into(), |r| format!("{r:.2}")));
-            }
+            row.extend(osu_cells(c, has_mbps, has_rate));
             if has_explain {
                 row.extend(explain_cells(c.out_of_place.as_ref()));
                 if has_ip {
@@ -209,6 +194,25 @@ pub fn cases_notes(cases: &[&CaseResult]) -> Vec<String> {
         );
     }
     out
+}
+
+/// The OSU columns of a row: the bandwidth in MB/s as OSU printed it
+/// (algbw holds it in GB/s) and `osu_mbw_mr`'s messages/s (its bandwidth
+/// over the size), each only where the table has the column.
+fn osu_cells(c: &CaseResult, has_mbps: bool, has_rate: bool) -> Vec<String> {
+    let main = c.out_of_place.as_ref().or(c.in_place.as_ref());
+    let mut cells = Vec::new();
+    if has_mbps {
+        let mbps = main.map_or_else(|| "-".into(), |p| units::us(p.algbw_gbps * 1e3));
+        cells.push(or_dash(metrics::shown(&c.op).mbps, mbps));
+    }
+    if has_rate {
+        let rate = main
+            .filter(|_| metrics::has_message_rate(&c.op) && c.size_bytes > 0)
+            .map(|p| p.algbw_gbps * 1e9 / c.size_bytes as f64);
+        cells.push(rate.map_or_else(|| "-".into(), |r| format!("{r:.2}")));
+    }
+    cells
 }
 
 /// An OSU bandwidth test has no busbw: its summary cells give the
