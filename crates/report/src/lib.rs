@@ -71,8 +71,8 @@ pub enum ReportOutcome {
 /// its host-pair matrix (`hosts`, a job of several processes); untested
 /// pairs become NaN, which the heatmap leaves blank.
 pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html::Matrix> {
-    // Bounded like every JSON input: serde reads it whole.
-    let limit = collbench_core::read_limit::JSON_BYTES;
+    // Bounded: a check JSON is some KiB; serde reads it whole.
+    let limit = 16 << 20;
     let text = collbench_core::read_limit::read_to_string(path, limit, "a check JSON")
         .map_err(|e| anyhow::anyhow!("--matrix: {e}"))?;
     let file: collbench_core::pairs::CheckMatrixFile = serde_json::from_str(&text)
