@@ -27,6 +27,9 @@ const HEADER: &str = "\
            8             2     float     sum      -1     9.63    0.00    0.00       0     0.92    0.01    0.01       0
 ";
 
+/// What writes a run's stdin, from its own thread.
+type Feed = Box<dyn FnOnce(&mut dyn Write) + Send>;
+
 /// What one run of the binary did.
 struct Ran {
     code: i32,
@@ -36,7 +39,7 @@ struct Ran {
 
 /// Runs `collbench args` in `dir` (under GNU time when installed), with
 /// `stdin` written to it from a thread until it stops reading.
-fn run(dir: &Path, args: &[&str], stdin: Option<Box<dyn FnOnce(&mut dyn Write) + Send>>) -> Ran {
+fn run(dir: &Path, args: &[&str], stdin: Option<Feed>) -> Ran {
     let rss_file = dir.join("rss.txt");
     let timed = Path::new(GNU_TIME).exists();
     let mut cmd = if timed {
