@@ -121,7 +121,8 @@ const CRASH_MARKERS: [&str; 16] = [
 /// job may print the same failure, and one line is enough to fail a gate.
 const MAX_CRASH_LINES: usize = 16;
 
-/// Whether `line` says the run failed or crashed ([`CRASH_MARKERS`]).
+/// Whether `line` says the run failed or crashed (one of the markers
+/// above: `Test NCCL failure`, `Segmentation fault`, ...).
 pub fn is_crash_line(line: &str) -> bool {
     CRASH_MARKERS.iter().any(|m| line.contains(m))
 }
