@@ -513,3 +513,27 @@ fn nccom_and_nvshmem_units_come_from_the_header() {
         err(&nv.replace("busbw(GB/s)", "busbw(GB/fortnight)")).contains("unknown bandwidth unit")
     );
 }
+
+/// A FIFO in a folder is skipped without being opened (nothing writes to
+/// it: opening it would wait for ever); `--strict` stops there instead.
+#[test]
+fn a_fifo_in_a_folder_is_skipped_or_stops_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("all_reduce.txt"), anchor()).unwrap();
+    let fifo = dir.path().join("pipe");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let inputs = read_paths(&[dir.path().to_path_buf()], None, false).unwrap();
+    assert_eq!(inputs.parsed.records.len(), 1);
+    assert_eq!(inputs.skipped.len(), 1);
+    assert!(inputs.skipped[0].ends_with("pipe: not a regular file (a FIFO): left out"));
+    let e = read_paths(&[dir.path().to_path_buf()], None, true).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("pipe: not a regular file (a FIFO): left out (--strict reads every file of a folder, or nothing)"),
+        "{e}"
+    );
+}
