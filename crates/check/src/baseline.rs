@@ -7,6 +7,7 @@
 //! to a document or a measurement.
 
 use anyhow::{bail, Context};
+use collbench_core::read_limit::{self, ReadLimitError};
 use collbench_core::{size::parse_size, Collective, DataType};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -143,9 +144,14 @@ pub fn find_built_in(name: &str) -> anyhow::Result<(Baseline, &'static str)> {
 pub fn load(name_or_file: &str) -> anyhow::Result<Baseline> {
     let path = Path::new(name_or_file);
     if path.exists() || name_or_file.ends_with(".toml") {
-        let text = std::fs::read_to_string(path).with_context(|| {
-            format!("cannot read baseline file {name_or_file}: give a readable .toml file or a built-in name")
-        })?;
+        // Bounded: `--baseline /dev/zero` once grew without end.
+        let text = read_limit::read_to_string(path, read_limit::SETTINGS_BYTES, "a baseline")
+            .map_err(|e| match e {
+                ReadLimitError::Io { .. } => anyhow::Error::new(e).context(format!(
+                    "cannot read baseline file {name_or_file}: give a readable .toml file or a built-in name"
+                )),
+                e => anyhow::anyhow!("baseline file {e}"),
+            })?;
         return Baseline::parse(&text, name_or_file);
     }
     find_built_in(name_or_file).map(|(b, _)| b)

@@ -19,12 +19,14 @@ pub fn print(text: &str) -> Result<(), StdoutError> {
 /// users.
 const TEST_PREFIX_ENV: &str = "COLLBENCH_TEST_MESSAGE_PREFIX";
 
-/// `line` with its leading `collbench` replaced by `prefix`.
-fn reword(line: &str, prefix: Option<&str>) -> String {
-    match (prefix, line.strip_prefix("collbench")) {
+/// `text` with the leading `collbench` of each of its lines replaced by
+/// `prefix` (a failure may name several malformed lines, one each).
+fn reword(text: &str, prefix: Option<&str>) -> String {
+    let one = |line: &str| match (prefix, line.strip_prefix("collbench")) {
         (Some(p), Some(rest)) if rest.starts_with([':', ' ']) => format!("{p}{rest}"),
         _ => line.to_string(),
-    }
+    };
+    text.split('\n').map(one).collect::<Vec<_>>().join("\n")
 }
 
 /// Writes one line for people to stderr, whole: the libraries' lines

@@ -9,13 +9,14 @@
 //! pairwise bandwidth matrix ([`pairs::PairMatrix`]) that `check` writes
 //! and `report` reads; where a rank is ([`progress`]) and the line that
 //! names the ranks holding a collective up ([`stuck`]); writing results
-//! to a given writer as a fallible step ([`stdout`]); lines for people
+//! to a given writer as a fallible step ([`stdout`]); reading a small input
+//! file with a bound on its size ([`read_limit`]); lines for people
 //! sent to the console the binary installs ([`diag`]); and
 //! [`Bootstrap`], the seam through
 //! which the runner, checks and backends talk to the job's other processes
 //! (implemented by collbench-launch).
 //!
-//! Not for: I/O, backends, printing (it never touches stdout or stderr). This crate has no `unsafe` and no
+//! Not for: I/O (but the one bounded file read every crate shares), backends, printing (it never touches stdout or stderr). This crate has no `unsafe` and no
 //! heavy dependencies.
 #![forbid(unsafe_code)]
 
@@ -34,6 +35,7 @@ pub mod nccl_only;
 pub mod nccl_version;
 pub mod pairs;
 pub mod progress;
+pub mod read_limit;
 pub mod record;
 pub mod redop;
 pub mod registration;

@@ -65,6 +65,10 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
     if has_mbps {
         header.push("bandwidth (MB/s)");
     }
+    let has_rate = cases.iter().any(|c| metrics::has_message_rate(&c.op));
+    if has_rate {
+        header.push("messages/s");
+    }
     let has_explain = cases
         .iter()
         .any(|c| c.placements().any(|(_, p)| p.explain.is_some()));
@@ -109,14 +113,7 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
                     None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
                 }
             }
-            if has_mbps {
-                // OSU prints MB/s (10^6 B/s); algbw holds it in GB/s.
-                let main = c.out_of_place.as_ref().or(c.in_place.as_ref());
-                row.push(or_dash(
-                    shown.mbps,
-                    main.map_or_else(|| "-".into(), |p| units::us(p.algbw_gbps * 1e3)),
-                ));
-            }
+            row.extend(osu_cells(c, has_mbps, has_rate));
             if has_explain {
                 row.extend(explain_cells(c.out_of_place.as_ref()));
                 if has_ip {
@@ -199,6 +196,47 @@ pub fn cases_notes(cases: &[&CaseResult]) -> Vec<String> {
     out
 }
 
+/// The OSU columns of a row: the bandwidth in MB/s as OSU printed it
+/// (algbw holds it in GB/s) and `osu_mbw_mr`'s messages/s (its bandwidth
+/// over the size), each only where the table has the column.
+fn osu_cells(c: &CaseResult, has_mbps: bool, has_rate: bool) -> Vec<String> {
+    let main = c.out_of_place.as_ref().or(c.in_place.as_ref());
+    let mut cells = Vec::new();
+    if has_mbps {
+        let mbps = main.map_or_else(|| "-".into(), |p| units::us(p.algbw_gbps * 1e3));
+        cells.push(or_dash(metrics::shown(&c.op).mbps, mbps));
+    }
+    if has_rate {
+        let rate = main
+            .filter(|_| metrics::has_message_rate(&c.op) && c.size_bytes > 0)
+            .map(|p| p.algbw_gbps * 1e9 / c.size_bytes as f64);
+        cells.push(rate.map_or_else(|| "-".into(), |r| format!("{r:.2}")));
+    }
+    cells
+}
+
+/// An OSU bandwidth test has no busbw: its summary cells give the
+/// bandwidth as OSU printed it (`101.40 MB/s`) at the largest size and
+/// at its peak, so the row is not all dashes.
+fn osu_bandwidth_summary(record: &Record, op: &str, dtype: &str) -> (String, String, String) {
+    let figures: Vec<(u64, f64)> = record
+        .op_results(op)
+        .filter(|c| c.dtype == dtype)
+        .filter_map(|c| {
+            let p = c.out_of_place.as_ref().or(c.in_place.as_ref())?;
+            Some((c.size_bytes, p.algbw_gbps * 1e3))
+        })
+        .collect();
+    let mbps = |v: f64| format!("{} MB/s", units::us(v));
+    let largest = figures.iter().max_by_key(|(size, _)| *size);
+    let peak = figures.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+    (
+        largest.map_or_else(|| "-".into(), |(_, v)| mbps(*v)),
+        peak.map_or_else(|| "-".into(), |(_, v)| mbps(*v)),
+        peak.map_or_else(|| "-".into(), |(size, _)| units::bytes(*size)),
+    )
+}
+
 /// Op -> busbw at the largest size, peak busbw, time at the smallest size
 /// (like vendors' baseline tables), one row per (op, type) of each record,
 /// grouped by op so that records sit next to each other. With `labels`
@@ -225,11 +263,20 @@ pub fn summary_table(records: &[&Record], labels: Option<&[String]>) -> Table {
                 if let Some(labels) = labels {
                     row.push(labels[i].clone());
                 }
+                let (at_largest, peak, peak_at) = if shown.mbps {
+                    osu_bandwidth_summary(record, &s.op, &s.dtype)
+                } else {
+                    (
+                        or_dash(shown.busbw, units::gbps(s.busbw_at_largest_gbps)),
+                        or_dash(shown.busbw, units::gbps(s.peak_busbw_gbps)),
+                        or_dash(shown.busbw, units::bytes(s.peak_at_bytes)),
+                    )
+                };
                 row.extend([
-                    or_dash(shown.busbw, units::gbps(s.busbw_at_largest_gbps)),
+                    at_largest,
                     units::bytes(s.largest_bytes),
-                    or_dash(shown.busbw, units::gbps(s.peak_busbw_gbps)),
-                    or_dash(shown.busbw, units::bytes(s.peak_at_bytes)),
+                    peak,
+                    peak_at,
                     or_dash(shown.time, units::us(s.time_at_smallest_us)),
                     units::bytes(s.smallest_bytes),
                     if checked {

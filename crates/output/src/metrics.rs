@@ -26,6 +26,12 @@ pub fn is_osu_bandwidth(op: &str) -> bool {
     matches!(op, "osu_bw" | "osu_bibw" | "osu_mbw_mr")
 }
 
+/// OSU tests that print a message rate beside the bandwidth
+/// (`osu_mbw_mr`'s `Messages/s`).
+pub fn has_message_rate(op: &str) -> bool {
+    op == "osu_mbw_mr"
+}
+
 /// OSU latency tests where size / time is an algbw.
 pub fn osu_algbw_meaningful(op: &str) -> bool {
     matches!(

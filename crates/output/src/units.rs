@@ -18,14 +18,30 @@ pub fn bytes_short(n: f64) -> String {
     format_bytes(n.round().max(0.0) as u64, ByteStyle::Flag)
 }
 
-/// A bandwidth in GB/s with two decimals, as nccl-tests prints it.
+/// A bandwidth in GB/s with two decimals, as nccl-tests prints it, or
+/// more below 1 ([`figure`]).
 pub fn gbps(v: f64) -> String {
-    format!("{v:.2}")
+    figure(v)
 }
 
-/// A time in microseconds with two decimals.
+/// A time in microseconds with two decimals, or more below 1
+/// ([`figure`]).
 pub fn us(v: f64) -> String {
-    format!("{v:.2}")
+    figure(v)
+}
+
+/// Two decimals, as nccl-tests prints; a figure below 1 keeps four
+/// significant digits (trailing zeros past two decimals dropped), so a
+/// log's `0.2346` is not shown as `0.23` nor its `0.23` as `0.2300`.
+pub fn figure(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 || v.abs() >= 1.0 {
+        return format!("{v:.2}");
+    }
+    let decimals = (3 - v.abs().log10().floor() as i64).clamp(2, 12) as usize;
+    let text = format!("{v:.decimals$}");
+    let point = text.find('.').unwrap_or(text.len());
+    let keep = text.trim_end_matches('0').len().max(point + 3);
+    text[..keep].to_string()
 }
 
 /// A NEW/BASE ratio: `0.900`.
@@ -122,6 +138,18 @@ fn trim_zeros(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_figures_keep_their_digits() {
+        assert_eq!(figure(0.2346), "0.2346");
+        assert_eq!(figure(0.23), "0.23");
+        assert_eq!(figure(0.5), "0.50");
+        assert_eq!(figure(0.0212754), "0.02128");
+        assert_eq!(figure(0.0), "0.00");
+        assert_eq!(figure(12.5), "12.50");
+        assert_eq!(figure(1716.17), "1716.17");
+        assert_eq!(figure(-0.25), "-0.25");
+    }
 
     #[test]
     fn fixed_width_matches_nccl_tests() {

@@ -71,8 +71,10 @@ pub enum ReportOutcome {
 /// its host-pair matrix (`hosts`, a job of several processes); untested
 /// pairs become NaN, which the heatmap leaves blank.
 pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html::Matrix> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+    // Bounded: a check JSON is some KiB; serde reads it whole.
+    let limit = 16 << 20;
+    let text = collbench_core::read_limit::read_to_string(path, limit, "a check JSON")
+        .map_err(|e| anyhow::anyhow!("--matrix: {e}"))?;
     let file: collbench_core::pairs::CheckMatrixFile = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: not check JSON: {e}", path.display()))?;
     // One process: rank pairs; several: host pairs.
@@ -113,11 +115,8 @@ pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html:
 /// `output` file.
 pub fn report_main(args: &ReportOptions) -> anyhow::Result<(ReportOutcome, Option<String>)> {
     let inputs = read_paths(&args.inputs, args.format, args.strict)?;
-    for s in &inputs.skipped {
-        diag::line(&format!("collbench report: skipped {s}"));
-    }
-    for w in &inputs.parsed.warnings {
-        diag::line(&format!("collbench report: warning: {w}"));
+    for line in inputs.lines_for_people() {
+        diag::line(&format!("collbench report: {line}"));
     }
     let outcome = if inputs.skipped.is_empty() {
         ReportOutcome::Complete

@@ -429,7 +429,7 @@ fn osu_figures_are_named_for_what_they_are() {
     // MB/s as OSU printed it, no derived time, no busbw.
     assert!(md.contains("bandwidth (MB/s)"), "{md}");
     assert!(
-        md.contains("| 4 MiB | 4194304 | char |  | -1 | - | 0.10 | - | N/A | 101.40 |"),
+        md.contains("| 4 MiB | 4194304 | char |  | -1 | - | 0.1014 | - | N/A | 101.40 |"),
         "{md}"
     );
     let p = ok(&fixture("foreign/osu_latency__ai-fabric-lab-v7.4.txt"));
@@ -511,5 +511,29 @@ fn nccom_and_nvshmem_units_come_from_the_header() {
     assert_eq!(p.units[0].time, "ms");
     assert!(
         err(&nv.replace("busbw(GB/s)", "busbw(GB/fortnight)")).contains("unknown bandwidth unit")
+    );
+}
+
+/// A FIFO in a folder is skipped without being opened (nothing writes to
+/// it: opening it would wait for ever); `--strict` stops there instead.
+#[test]
+fn a_fifo_in_a_folder_is_skipped_or_stops_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("all_reduce.txt"), anchor()).unwrap();
+    let fifo = dir.path().join("pipe");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let inputs = read_paths(&[dir.path().to_path_buf()], None, false).unwrap();
+    assert_eq!(inputs.parsed.records.len(), 1);
+    assert_eq!(inputs.skipped.len(), 1);
+    assert!(inputs.skipped[0].ends_with("pipe: not a regular file (a FIFO): left out"));
+    let e = read_paths(&[dir.path().to_path_buf()], None, true).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("pipe: not a regular file (a FIFO): left out (--strict reads every file of a folder, or nothing)"),
+        "{e}"
     );
 }

@@ -2,6 +2,7 @@
 
 use collbench_core::alltoallv::{self, Traffic, TrafficError, TrafficMatrix};
 use collbench_core::auto_iters::AutoIters;
+use collbench_core::read_limit;
 use collbench_core::{size, Collective, Counts, DataType, ReduceOp};
 use serde::{Deserialize, Serialize};
 
@@ -215,12 +216,11 @@ pub fn traffic_from_env() -> Result<Traffic, String> {
     let Some(path) = var(alltoallv::ENV_MATRIX_FILE) else {
         return Traffic::generated(var(alltoallv::ENV_SPREAD).as_deref()).map_err(e);
     };
-    let text = std::fs::read_to_string(&path).map_err(|err| {
-        format!(
-            "cannot read traffic matrix {path} ({}={path}): {err}; point it at a readable file",
-            alltoallv::ENV_MATRIX_FILE
-        )
-    })?;
+    // Bounded like every settings file: a matrix of 1024 ranks is a few
+    // MiB of text, and a wrong path (`/dev/zero`) must not grow forever.
+    let text =
+        read_limit::read_to_string(std::path::Path::new(&path), 16 << 20, "a traffic matrix")
+            .map_err(|err| format!("{}={path}: {err}", alltoallv::ENV_MATRIX_FILE))?;
     let scale = var(alltoallv::ENV_MATRIX_SCALE);
     TrafficMatrix::parse(&path, &text, scale.as_deref())
         .map(Traffic::Matrix)

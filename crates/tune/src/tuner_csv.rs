@@ -74,6 +74,24 @@ pub struct TunerCsvError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TunerCsvErrors(pub Vec<TunerCsvError>);
 
+impl TunerCsvErrors {
+    /// At most `max` error lines, each starting `origin: `, then one line
+    /// counting the rest (`... and 7100000 more malformed line(s)`).
+    pub fn first_lines(&self, origin: &str, max: usize) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .0
+            .iter()
+            .take(max)
+            .map(|e| format!("{origin}: {e}"))
+            .collect();
+        if self.0.len() > max {
+            let more = self.0.len() - max;
+            lines.push(format!("{origin}: ... and {more} more malformed line(s)"));
+        }
+        lines
+    }
+}
+
 impl fmt::Display for TunerCsvErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let lines: Vec<String> = self.0.iter().map(|e| e.to_string()).collect();

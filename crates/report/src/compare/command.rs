@@ -5,7 +5,8 @@ use super::gate::{self, Failure};
 use super::{compare_runs, Overall};
 use crate::compare_out::{self, CompareFormat};
 use crate::compare_sides;
-use crate::input::{files_of, read_paths, Inputs};
+use crate::input::{InputSet, Inputs};
+use crate::parse::read_file;
 use crate::parse::Format;
 use collbench_core::{diag, Record};
 use std::path::PathBuf;
@@ -71,23 +72,25 @@ fn read_side(
     more: &[PathBuf],
     format: Option<Format>,
 ) -> Result<Side, crate::FileError> {
+    let paths: Vec<PathBuf> = std::iter::once(first).chain(more).cloned().collect();
+    let set = InputSet::walk(&paths)?;
     let mut side = Side {
         runs: Vec::new(),
-        inputs: Inputs::default(),
+        inputs: Inputs {
+            skipped: set.skipped,
+            repeated: set.repeated,
+            ..Inputs::default()
+        },
     };
-    for path in std::iter::once(first).chain(more) {
-        let is_dir = path.is_dir();
-        for file in files_of(path)? {
-            match read_paths(std::slice::from_ref(&file), format, false) {
-                Ok(mut one) => {
-                    let start = side.inputs.parsed.records.len();
-                    side.runs.push(start..start + one.parsed.records.len());
-                    side.inputs.skipped.append(&mut one.skipped);
-                    side.inputs.parsed.append(one.parsed);
-                }
-                Err(e) if is_dir => side.inputs.skipped.push(e.to_string()),
-                Err(e) => return Err(e),
+    for file in &set.files {
+        match read_file(&file.path, format) {
+            Ok(one) => {
+                let start = side.inputs.parsed.records.len();
+                side.runs.push(start..start + one.records.len());
+                side.inputs.parsed.append(one);
             }
+            Err(e) if file.in_folder => side.inputs.skipped.push(e.to_string()),
+            Err(e) => return Err(e),
         }
     }
     side.runs.retain(|r| !r.is_empty());
@@ -154,17 +157,13 @@ pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, St
         Ok(b) => b,
         Err(e) => return unusable(e.to_string()),
     };
-    for s in base.inputs.skipped.iter().chain(&new.inputs.skipped) {
-        diag::line(&format!("collbench compare: skipped {s}"));
-    }
-    for w in base
+    for line in base
         .inputs
-        .parsed
-        .warnings
-        .iter()
-        .chain(&new.inputs.parsed.warnings)
+        .lines_for_people()
+        .into_iter()
+        .chain(new.inputs.lines_for_people())
     {
-        diag::line(&format!("collbench compare: warning: {w}"));
+        diag::line(&format!("collbench compare: {line}"));
     }
     let base_failures = gate::of_faults(&base.inputs.parsed.faults);
     if let Some(f) = base_failures.first() {

@@ -12,6 +12,7 @@
 //! | OpenMPI `--timestamp-output` | `Mon Dec  1 03:02:34 2026` or `[2026-12-01 03:02:34]` | none |
 //! | MPICH `mpirun -l` | `[0] ` | rank |
 //! | pdsh | `host: ` | host |
+//! | Ray, SkyPilot (outside any of the above) | `(worker, rank=1, pid=1234) `, `(pid=77, ip=10.0.0.2) ` | `rank=N`, else the whole tag (used when no inner prefix names the rank) |
 //!
 //! Lines of different ranks (or hosts) become separate [`Stream`]s, so the
 //! output of ranks that printed at the same time is read apart again.
@@ -62,8 +63,15 @@ pub fn clean(text: &str) -> Cleaned {
     let lines: Vec<&str> = split_lines(&plain);
     let last_line = lines.len();
     let cut_last_line = !plain.is_empty() && !plain.ends_with(['\n', '\r']);
-    // Timestamps first: OpenMPI puts them in front of its tag.
-    let lines: Vec<&str> = lines.iter().map(|l| strip_timestamp(l)).collect();
+    // Ray's tag is outermost (it wraps what the job printed, MPI's tags
+    // included); then timestamps: OpenMPI puts them in front of its tag.
+    let (ray, lines): (Vec<Option<String>>, Vec<&str>) = lines
+        .iter()
+        .map(|l| {
+            let (label, rest) = split_ray(l);
+            (label, strip_timestamp(rest))
+        })
+        .unzip();
     let nonempty = lines.iter().filter(|l| !l.trim().is_empty()).count();
     let mut best: Option<(Kind, usize)> = None;
     for kind in Kind::ALL {
@@ -75,6 +83,16 @@ pub fn clean(text: &str) -> Cleaned {
         if n > 0 && enough && best.is_none_or(|(_, b)| n > b) {
             best = Some((kind, n));
         }
+    }
+    let ray_lines = ray.iter().filter(|r| r.is_some()).count();
+    if best.is_none() && ray_lines > 0 && 2 * ray_lines >= nonempty {
+        return by_prefix(
+            &lines,
+            |i, l| ray[i].clone().map(|k| (k, l)),
+            "Ray/SkyPilot",
+            last_line,
+            cut_last_line,
+        );
     }
     let Some((kind, _)) = best else {
         let mut text = String::with_capacity(plain.len());
@@ -94,10 +112,29 @@ pub fn clean(text: &str) -> Cleaned {
             cut_last_line,
         };
     };
+    by_prefix(
+        &lines,
+        |_, l| kind.split(l),
+        kind.name(),
+        last_line,
+        cut_last_line,
+    )
+}
+
+/// Separates `lines` into streams by the key `split` finds on each line
+/// (given its index), with the line left after the prefix; lines without
+/// one are counted in [`Cleaned::unprefixed`].
+fn by_prefix<'a>(
+    lines: &[&'a str],
+    split: impl Fn(usize, &'a str) -> Option<(String, &'a str)>,
+    launcher: &'static str,
+    last_line: usize,
+    cut_last_line: bool,
+) -> Cleaned {
     let mut streams: Vec<Stream> = Vec::new();
     let mut unprefixed = Vec::new();
     for (i, l) in lines.iter().enumerate() {
-        let Some((key, rest)) = kind.split(l) else {
+        let Some((key, rest)) = split(i, l) else {
             if !l.trim().is_empty() {
                 unprefixed.push(i + 1);
             }
@@ -121,11 +158,32 @@ pub fn clean(text: &str) -> Cleaned {
     }
     Cleaned {
         streams,
-        launcher: Some(kind.name()),
+        launcher: Some(launcher),
         unprefixed,
         last_line,
         cut_last_line,
     }
+}
+
+/// Ray's (and SkyPilot's) tag on a worker's line, `(worker, rank=1,
+/// pid=1234) ` or `(pid=77, ip=10.0.0.2) `: the stream (`rank 1`, else
+/// the tag) and the line after it; other lines come back unchanged.
+fn split_ray(line: &str) -> (Option<String>, &str) {
+    let Some(rest) = line.strip_prefix('(') else {
+        return (None, line);
+    };
+    let Some((tag, after)) = rest.split_once(") ") else {
+        return (None, line);
+    };
+    let mut words = tag.split([',', ' ']);
+    if !words.clone().any(|w| w.starts_with("pid=")) {
+        return (None, line);
+    }
+    let label = match words.find_map(|w| w.strip_prefix("rank=")) {
+        Some(r) if is_digits(r) => format!("rank {r}"),
+        _ => tag.to_string(),
+    };
+    (Some(label), after)
 }
 
 /// Removes CSI (`ESC [ ... letter`), OSC (`ESC ] ... BEL` or `ESC \`) and

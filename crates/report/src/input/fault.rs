@@ -121,13 +121,19 @@ const CRASH_MARKERS: [&str; 16] = [
 /// job may print the same failure, and one line is enough to fail a gate.
 const MAX_CRASH_LINES: usize = 16;
 
+/// Whether `line` says the run failed or crashed (one of the markers
+/// above: `Test NCCL failure`, `Segmentation fault`, ...).
+pub fn is_crash_line(line: &str) -> bool {
+    CRASH_MARKERS.iter().any(|m| line.contains(m))
+}
+
 /// The crash and error lines of `text` (not JSON: its values are data).
 pub fn crashes(text: &str, origin: &str) -> Vec<Fault> {
     if text.trim_start().starts_with(['{', '[']) {
         return Vec::new();
     }
     text.lines()
-        .filter(|l| CRASH_MARKERS.iter().any(|m| l.contains(m)))
+        .filter(|l| is_crash_line(l))
         .take(MAX_CRASH_LINES)
         .map(|l| Fault::Crashed {
             origin: origin.to_string(),

@@ -1,18 +1,20 @@
 //! What happens to a log before and after its parser: clean-up of launcher
 //! prefixes and line ends ([`clean()`]), data-quality checks on the parsed
-//! records ([`quality`]), and reading folders where some files are not logs
-//! ([`read_paths`]).
+//! records ([`quality`]), which files the inputs name ([`walk`]), and
+//! reading folders where some files are not logs ([`read_paths`]).
 
 pub mod clean;
 pub mod fault;
 pub mod quality;
+pub mod walk;
 
 pub use clean::{clean, Cleaned, Stream};
 pub use fault::Fault;
+pub use walk::{FileId, InputFile, InputSet};
 
 use crate::parse::{read_file, FileError, Format, SourceUnits};
 use collbench_core::Record;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A data-quality warning: the figures are kept, but something about them
 /// needs the reader's eye (duplicates, a cut log, unchecked results...).
@@ -80,9 +82,38 @@ pub struct Inputs {
     pub parsed: Parsed,
     /// One line per file of a folder that was skipped: `PATH: why`.
     pub skipped: Vec<String>,
+    /// Paths that led to a file or folder read already (read once).
+    pub repeated: Vec<PathBuf>,
 }
 
+/// The most lines of one kind (files skipped, warnings) said one by one;
+/// the rest are counted in one line (a folder of junk, or a log with a
+/// warning on every row, once flooded the terminal).
+pub const MAX_LINES: usize = 5;
+
 impl Inputs {
+    /// The lines for people about these inputs, each to be prefixed by
+    /// the command's name: files skipped and warnings, [`MAX_LINES`] of
+    /// each and a count of the rest, and one line for paths read once.
+    pub fn lines_for_people(&self) -> Vec<String> {
+        let mut out = capped(
+            self.skipped.iter().map(|s| format!("skipped {s}")),
+            "file(s) skipped",
+        );
+        out.extend(capped(
+            self.parsed.warnings.iter().map(|w| format!("warning: {w}")),
+            "warning(s)",
+        ));
+        if let Some(first) = self.repeated.first() {
+            out.push(format!(
+                "read once: {} path(s) lead to a file or folder read already (a link, or named twice), first {}",
+                self.repeated.len(),
+                first.display()
+            ));
+        }
+        out
+    }
+
     /// The "Data quality" section of a Markdown report: files skipped,
     /// warnings, and figures converted from other units. Empty when there
     /// is nothing to say.
@@ -107,65 +138,45 @@ impl Inputs {
     }
 }
 
-/// Reads files and folders. A folder contributes every file in it
-/// (recursively, sorted by name); a file there that cannot be read or
-/// parsed is listed in [`Inputs::skipped`] and left out, or with `strict`
-/// ends the read with its error. A file named directly must parse.
+/// Reads files and folders ([`InputSet::walk`]: a folder contributes
+/// every regular file under it, each file is read once). A file of a
+/// folder that cannot be read or parsed is listed in [`Inputs::skipped`]
+/// and left out, or with `strict` ends the read with its error. A file
+/// named directly must parse.
 pub fn read_paths(
     paths: &[PathBuf],
     format: Option<Format>,
     strict: bool,
 ) -> Result<Inputs, FileError> {
-    let mut out = Inputs::default();
-    for path in paths {
-        if !path.is_dir() {
-            out.parsed.append(read_file(path, format)?);
-            continue;
-        }
-        for file in files_under(path)? {
-            match read_file(&file, format) {
-                Ok(p) => out.parsed.append(p),
-                Err(e) if strict => return Err(e),
-                Err(e) => out.skipped.push(skip_reason(&e)),
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// `PATH: not a benchmark log (...)` from a file's error.
-fn skip_reason(e: &FileError) -> String {
-    e.to_string()
-}
-
-/// The files `path` names: itself, or every file under a folder (sorted
-/// by name, recursively).
-pub fn files_of(path: &Path) -> Result<Vec<PathBuf>, FileError> {
-    if path.is_dir() {
-        files_under(path)
-    } else {
-        Ok(vec![path.to_path_buf()])
-    }
-}
-
-fn files_under(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
-    let io = |source| FileError::Io {
-        path: dir.display().to_string(),
-        source,
+    let set = InputSet::walk(paths)?;
+    let mut out = Inputs {
+        skipped: set.skipped,
+        repeated: set.repeated,
+        ..Inputs::default()
     };
-    let mut out = Vec::new();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(io)?;
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            out.append(&mut files_under(&p)?);
-        } else {
-            out.push(p);
+    for file in &set.files {
+        match read_file(&file.path, format) {
+            Ok(p) => out.parsed.append(p),
+            Err(e) if strict || !file.in_folder => return Err(e),
+            Err(e) => out.skipped.push(e.to_string()),
+        }
+    }
+    if strict {
+        if let Some(first) = out.skipped.first() {
+            return Err(FileError::LeftOut {
+                line: first.clone(),
+            });
         }
     }
     Ok(out)
+}
+
+/// The first [`MAX_LINES`] of `lines`, then `... and N more WHAT`.
+fn capped(lines: impl ExactSizeIterator<Item = String>, what: &str) -> Vec<String> {
+    let n = lines.len();
+    let mut out: Vec<String> = lines.take(MAX_LINES).collect();
+    if n > MAX_LINES {
+        out.push(format!("... and {} more {what}", n - MAX_LINES));
+    }
+    out
 }

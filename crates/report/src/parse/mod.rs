@@ -20,7 +20,7 @@ pub mod nccom;
 pub mod nvshmem;
 pub mod osu;
 pub mod rccl;
-mod read;
+pub mod read;
 mod text;
 pub mod unit;
 
@@ -191,6 +191,37 @@ pub enum FileError {
     /// A large text without any tool's header near its start.
     #[error("{path}: not a benchmark log: no nccl-tests, rccl-tests, nccom-test, OSU, NVSHMEM perftest, Inspector or collbench header in its first {window}; use --input-format to force one")]
     NoHeader { path: String, window: String },
+    /// With `--strict`, an entry of a folder that is not a regular file
+    /// (`line`: `PATH: why`).
+    #[error("{line} (--strict reads every file of a folder, or nothing)")]
+    LeftOut { line: String },
+    /// A line longer than [`read::MAX_LINE`] (one 1 GiB line once took
+    /// 4.2 GB).
+    #[error("{path}:{line}: a line longer than {limit}: not a benchmark log (their lines are short); name the right file, or cut the line")]
+    LineTooLong {
+        path: String,
+        line: usize,
+        limit: String,
+    },
+    /// [`read::JUNK_RUN`] bytes of lines in a row that no benchmark
+    /// prints (junk after a valid header once read to the end, exit 0).
+    #[error("{path}:{line}: not a benchmark log from this line on: {run} of lines in a row that no benchmark prints (first: `{first}`); cut the log before this line, or name the right file")]
+    Junk {
+        path: String,
+        line: usize,
+        /// The run's first line, shortened.
+        first: String,
+        run: String,
+    },
+    /// More text than [`read::MAX_TEXT`], or JSON over
+    /// [`collbench_core::read_limit::JSON_BYTES`].
+    #[error("{path}: larger than {limit}, the most collbench reads from one log: {fix}")]
+    TooLarge {
+        path: String,
+        limit: String,
+        /// What to do (text and JSON differ).
+        fix: &'static str,
+    },
 }
 
 impl FileError {
@@ -249,13 +280,13 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
         }
     }
     if let Some(e) = first_err {
-        return Err(e);
+        return Err(crashed_or(e, text));
     }
     if parts.is_empty() {
-        return Err(ParseError::whole(
+        return Err(crashed_or(ParseError::whole(
             "cannot tell the format of any rank's output (expected nccl-tests/rccl-tests text or JSON, \
              nccom-test, OSU, NVSHMEM perftest, NCCL Inspector or collbench JSON); use --input-format to force one",
-        ));
+        ), text));
     }
     let label_streams = parts.len() > 1;
     if let Some(launcher) = cleaned.launcher {
@@ -297,6 +328,29 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
     out.faults
         .extend(crate::input::fault::crashes(text, origin));
     Ok(out)
+}
+
+/// A text without results that holds a crash line (`Test NCCL failure
+/// common.cu:...`) failed before its first row: that line is the error,
+/// not "no result rows found". Errors at a line (a bad row) stay.
+fn crashed_or(e: ParseError, text: &str) -> ParseError {
+    if e.line != 0 || text.trim_start().starts_with(['{', '[']) {
+        return e;
+    }
+    let crash = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| crate::input::fault::is_crash_line(l));
+    match crash {
+        Some((i, l)) => ParseError::at(
+            i + 1,
+            format!(
+                "the run failed before its first result row: `{}`; fix that failure and run again",
+                l.trim()
+            ),
+        ),
+        None => e,
+    }
 }
 
 /// Parses one cleaned stream.

@@ -20,7 +20,7 @@
 //! root), else `unknown`.
 
 use super::nccl_table::{row, unflatten, Table};
-use super::text::{after, float, is_uint, num, numbered_lines};
+use super::text::{after, float, is_uint, nccl_version_line, num, numbered_lines};
 use super::{Notes, ParseError};
 use collbench_core::{nccl_version, CaseResult, Collective, DataType, DeviceInfo, Record};
 
@@ -178,6 +178,12 @@ impl Parser<'_> {
                 return Ok(());
             }
         }
+        // Older nccl-tests print no library version of their own: NCCL's
+        // start-up line says it (a newer header's `nccl-library=` wins).
+        if let Some(v) = nccl_version_line(trimmed) {
+            self.cur.library.get_or_insert_with(|| format!("NCCL {v}"));
+            return Ok(());
+        }
         if !extra(trimmed, &mut self.cur) {
             self.note_mention(trimmed);
         }
@@ -232,6 +238,11 @@ impl Parser<'_> {
             }
             [first, ..] if (*first == "size" || *first == "bytes") && tokens.len() >= 4 => {
                 self.cols = Some(Table::new(&self.raw));
+            }
+            // GPU memory lowered the sweep's end: the table ends there
+            // complete, not cut short.
+            ["Reducing", "maxBytes", "to", n, ..] => {
+                self.cur.settings.max_bytes = num(n, line_no, "the reduced maxBytes")?;
             }
             ["Out", "of", "bounds", "values", ":", n, verdict, ..] => {
                 if *verdict != "OK" || *n != "0" {

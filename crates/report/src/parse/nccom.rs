@@ -40,7 +40,16 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             if !cur.results.is_empty() {
                 records.push(std::mem::replace(&mut cur, new_record()));
             }
-            command(&tokens[at..], &mut cur, &mut op, line_no)?;
+            let args = quoted_command(&tokens[at..]);
+            // A wrapper's line may quote the command with its own
+            // spelling: a value we cannot read loses the settings, not
+            // the log.
+            if let Err(e) = command(&args, &mut cur, &mut op, line_no) {
+                notes.warn(
+                    line_no,
+                    format!("{}; the command line's settings are left out", e.message),
+                );
+            }
         } else if tokens.first() == Some(&"size(B)") {
             if !cur.results.is_empty() {
                 records.push(std::mem::replace(&mut cur, new_record()));
@@ -162,6 +171,31 @@ fn row(
 }
 
 /// Reads `nccom-test -r 64 -N 2 -b 8 -e 1GB -f 2 -n 50 -w 5 -d fp32 allr ...`.
+/// The command's words: as they are, or, where a wrapper quotes the
+/// command (`Running command "nccom-test -r 2 ... allr"`), up to the
+/// closing quote, without the quotes.
+fn quoted_command<'a>(tokens: &[&'a str]) -> Vec<&'a str> {
+    let Some(q) = tokens[0]
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '"' | '\'' | '`'))
+    else {
+        return tokens.to_vec();
+    };
+    let mut out = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let t = if i == 0 { &t[1..] } else { t };
+        match t.strip_suffix(q) {
+            Some(last) => {
+                out.push(last);
+                break;
+            }
+            None => out.push(t),
+        }
+    }
+    out
+}
+
 fn command(
     args: &[&str],
     rec: &mut Record,

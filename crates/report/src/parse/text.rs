@@ -75,3 +75,17 @@ pub(crate) fn last_line(text: &str) -> usize {
 pub(crate) fn partial_row(line: usize, kept: usize) -> String {
     format!("partial: the log ends mid-row at line {line}; the {kept} complete row(s) before it are kept")
 }
+
+/// The version NCCL prints at start-up, `NCCL version 2.18.3+cuda12.2`
+/// (bare with `NCCL_DEBUG=VERSION`, after `NCCL INFO` with `=INFO`), as
+/// `2.18.3`; `None` on any other line.
+pub(crate) fn nccl_version_line(line: &str) -> Option<&str> {
+    let (_, rest) = line.split_once("NCCL version ")?;
+    let version = rest.split_whitespace().next()?;
+    let version = version.split('+').next()?;
+    let ok = version.split('.').count() >= 2
+        && version
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    ok.then_some(version)
+}
