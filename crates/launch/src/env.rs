@@ -146,6 +146,19 @@ fn first_set(env: &impl Env, names: &[&str]) -> Option<String> {
         .find(|v| !v.trim().is_empty())
 }
 
+/// The tasks of a Slurm job that `srun` did not start: inside an
+/// allocation of SLURM_NTASKS > 1 (SLURM_JOB_ID set) but without a step
+/// id, this process is the batch script's one process and runs alone, which
+/// [`slurm`] must not mistake for a rank; the CLI says so in one line.
+pub fn slurm_tasks_without_step(env: &impl Env) -> Option<usize> {
+    first_set(env, &["SLURM_JOB_ID", "SLURM_JOBID"])?;
+    if first_set(env, &["SLURM_STEP_ID", "SLURM_STEPID"]).is_some() {
+        return None;
+    }
+    let tasks: usize = env("SLURM_NTASKS")?.trim().parse().ok()?;
+    (tasks > 1).then_some(tasks)
+}
+
 /// Slurm, only for tasks that `srun` started: a batch script also has
 /// SLURM_PROCID=0 and SLURM_NTASKS=N, but no step id, and must not wait for
 /// N-1 peers that will never come.
@@ -343,6 +356,16 @@ mod tests {
             ("SLURM_NODELIST", "n1"),
         ]);
         assert_eq!(detect(&env).unwrap(), None);
+        // ... but the CLI is told of the 4 tasks srun would have started.
+        assert_eq!(slurm_tasks_without_step(&env), Some(4));
+        let step = env_of(&[
+            ("SLURM_JOB_ID", "2"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_STEP_ID", "0"),
+        ]);
+        assert_eq!(slurm_tasks_without_step(&step), None);
+        let one = env_of(&[("SLURM_JOB_ID", "2"), ("SLURM_NTASKS", "1")]);
+        assert_eq!(slurm_tasks_without_step(&one), None);
     }
 
     #[test]
