@@ -220,7 +220,12 @@ fn usage(e: anyhow::Error) -> Failure {
 }
 
 fn real_main() -> Result<Outcome, Failure> {
-    let argv: Vec<String> = std::env::args_os()
+    stdout::refuse_closed().map_err(Failure::usage)?;
+    // File names are bytes: clap reads the arguments as the OS gives them
+    // (a non-UTF-8 path works); `argv` is for messages and the record.
+    let argv_os: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv: Vec<String> = argv_os
+        .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let prog = argv
@@ -233,7 +238,7 @@ fn real_main() -> Result<Outcome, Failure> {
         })
         .unwrap_or_default();
     if let Some(coll) = collbench_core::Collective::from_perf_name(&prog) {
-        let mut cli = AliasCli::try_parse_from(&argv).map_err(|e| clap_failure(e, &prog))?;
+        let mut cli = AliasCli::try_parse_from(&argv_os).map_err(|e| clap_failure(e, &prog))?;
         if let Some(extra) = cli.args.ops.first() {
             return Err(Failure::usage(format!(
                 "{prog} runs {} only, so '{extra}' is not understood: use `collbench run {} {extra}` for more collectives (see '{prog} --help')",
@@ -245,7 +250,7 @@ fn real_main() -> Result<Outcome, Failure> {
         return run_cmd::run(&cli.args, &argv, Mode::Alias);
     }
     aliases::refuse_unknown_perf_name(&prog)?;
-    let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, &command_path(&argv)))?;
+    let cli = Cli::try_parse_from(&argv_os).map_err(|e| clap_failure(e, &command_path(&argv)))?;
     match cli.command {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
         Command::Tune(a) => tune_cmd::tune(&a),
@@ -280,7 +285,12 @@ fn real_main() -> Result<Outcome, Failure> {
         }
         Command::Compare(a) => {
             if let Some(path) = &a.html {
-                outputs::claim("--html", path, a.force, &[&a.base, &a.new])?;
+                let inputs: Vec<&std::path::Path> = [&a.base, &a.new]
+                    .into_iter()
+                    .chain(a.base_runs.iter().chain(&a.new_runs))
+                    .map(|p| p.as_path())
+                    .collect();
+                outputs::claim("--html", path, a.force, &inputs)?;
             }
             let (outcome, text) = collbench_report::compare_main(&(&a).into()).map_err(usage)?;
             stdout::print(&text)?;

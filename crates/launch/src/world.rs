@@ -145,6 +145,12 @@ impl World {
             .or(env::number(env, "COLLBENCH_LOCAL_RANK")?)
             .or(launched.local_rank)
             .unwrap_or(0);
+        // A host holds no more ranks than the job (`local_rank + 1` wrapped).
+        if local_rank >= world_size {
+            return Err(LaunchError::Discovery(format!(
+                "local rank {local_rank} is not below the world size {world_size} ({launcher}): check --local-rank and the launcher's variables"
+            )));
+        }
         let local_world_size = launched.local_world_size.unwrap_or(1).max(local_rank + 1);
 
         let (rv_host, rv_port) = match args
