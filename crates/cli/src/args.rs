@@ -122,7 +122,8 @@ pub struct RunArgs {
     #[arg(short = 'w', long = "warmup_iters", default_value_t = 1, value_parser = count_arg)]
     pub warmup_iters: u32,
     /// Repeat the whole sweep this many times (0: until stopped, e.g. by
-    /// Ctrl-C, to hunt a hang with -S).
+    /// Ctrl-C, to hunt a hang with -S; then only the last complete cycle
+    /// and the one in progress are kept, and written when stopped).
     #[arg(short = 'N', long = "run_cycles", default_value_t = 1, value_parser = count_arg)]
     pub run_cycles: u32,
     /// Parallel init (accepted for compatibility; init is already parallel).
@@ -222,7 +223,9 @@ pub struct RunArgs {
     /// Format of stdout.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Also write results to FILE (.txt .json .csv .md picks the format).
+    /// Also write results to FILE (.txt .json .csv .md picks the format;
+    /// a name without one, such as /dev/stdout, is refused: use --format
+    /// for stdout). Given once: a second --output is an error.
     #[arg(long, value_name = "FILE")]
     pub output: Vec<std::path::PathBuf>,
     /// After each row, name the slowest ranks and their host (stragglers).

@@ -53,7 +53,7 @@ enum Command {
     Run(Box<RunArgs>),
     /// Find NCCL settings that beat the defaults on this machine, prove
     /// each gain, write a tuner config (exit 0 done, 2 not NCCL or usage,
-    /// 4 failed, 130 interrupted).
+    /// 3 launch, 4 failed, 130 interrupted).
     Tune(tune_cmd::TuneArgs),
     /// Write collbench's NCCL tuner plugin to DIR, for any NCCL program to
     /// load with NCCL_TUNER_PLUGIN and a tuner CSV.
@@ -63,7 +63,9 @@ enum Command {
     Preflight(preflight::PreflightArgs),
     /// Write Slurm, Kubernetes or mpirun launch files.
     Gen(cmd::gen::GenArgs),
-    /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench) into a report.
+    /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench)
+    /// into a report (exit 0 written, 2 an input unreadable, 6 written but
+    /// files of a folder skipped).
     Report {
         #[command(flatten)]
         report: cmd::report::ReportArgs,
@@ -71,9 +73,11 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Compare two runs; exit 1 on regression.
+    /// Compare two runs (exit 0 no regression, 1 regression, 2 an input
+    /// unreadable or no case in common, 3 cannot tell).
     Compare(cmd::report::CompareArgs),
-    /// Short health battery with a PASS/WARN/FAIL verdict (exit 0/1/2).
+    /// Short health battery with a PASS/WARN/FAIL verdict (exit 0 pass, 1
+    /// warn, 2 fail, 3 launch, 5 stuck).
     Check {
         #[command(flatten)]
         check: cmd::check::CheckArgs,

@@ -125,14 +125,30 @@ pub fn detect<E: Env>(env: &E) -> Result<Option<LauncherEnv>, LaunchError> {
     Ok(None)
 }
 
+/// An unsigned integer a launcher variable holds, with its largest value
+/// for the message (`COLLBENCH_PORT=99999` is a number, but no port).
+pub trait Unsigned: std::str::FromStr {
+    /// The largest value, as text.
+    const MAX: u64;
+}
+
+impl Unsigned for u16 {
+    const MAX: u64 = u16::MAX as u64;
+}
+
+impl Unsigned for usize {
+    const MAX: u64 = usize::MAX as u64;
+}
+
 /// Reads `name` as a number; a set but malformed value is an error naming it.
-pub fn number<T: std::str::FromStr>(env: &impl Env, name: &str) -> Result<Option<T>, LaunchError> {
+pub fn number<T: Unsigned>(env: &impl Env, name: &str) -> Result<Option<T>, LaunchError> {
     match env(name) {
         None => Ok(None),
         Some(v) if v.trim().is_empty() => Ok(None),
         Some(v) => v.trim().parse().map(Some).map_err(|_| {
             LaunchError::Discovery(format!(
-                "{name}={v:?} is not a non-negative integer: fix or unset it"
+                "{name}={v:?} is not a whole number from 0 to {}: fix or unset it",
+                T::MAX
             ))
         }),
     }

@@ -76,7 +76,7 @@ pub fn check_fits(
     let need_aligned = buffers
         .iter()
         .map(|b| b.bytes_after(&largest, size, 0))
-        .sum::<u64>()
+        .fold(0, u64::saturating_add)
         .saturating_add(check_bytes(&largest));
     if unalign > 0 && need_aligned <= usable {
         return Err(BackendError::OutOfMemory(format!(
