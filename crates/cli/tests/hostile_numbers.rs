@@ -168,7 +168,7 @@ fn every_numeric_flag_at_its_extremes_is_one_line_or_a_right_result() {
 fn an_endless_run_keeps_two_cycles_at_most() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.txt");
-    let mut child = Command::new(common::BIN)
+    let child = Command::new(common::BIN)
         .args(["run", "all_reduce", "--backend", "cpu", "--ranks", "2"])
         .args(["-b", "8", "-e", "64", "-n", "1", "-w", "0", "-N", "0"])
         .args(["--output", "n.json"])
