@@ -50,6 +50,22 @@ fn count_arg(s: &str) -> Result<u32, String> {
         .map_err(|_| format!("expected a whole count from 0 to {}", u32::MAX))
 }
 
+/// The one path of an output flag; a second is an error (see [`RunArgs`]).
+fn once<'a>(
+    flag: &str,
+    paths: &'a [std::path::PathBuf],
+) -> Result<Option<&'a std::path::Path>, String> {
+    match paths {
+        [] => Ok(None),
+        [p] => Ok(Some(p.as_path())),
+        [a, b, ..] => Err(format!(
+            "{flag} is given twice ({} and {}): an output flag is given once, as a second would silently drop a file; keep one",
+            a.display(),
+            b.display()
+        )),
+    }
+}
+
 /// `-T` and `--watchdog`: whole seconds. "invalid digit found in string"
 /// was all `-T 1e9` said.
 pub fn seconds_arg(s: &str) -> Result<u64, String> {
@@ -66,7 +82,9 @@ pub fn seconds_arg(s: &str) -> Result<u64, String> {
 const MAX_SECONDS: u64 = 365 * 24 * 3600;
 
 /// Flags of `collbench run` and of the `<op>_perf` aliases. A flag given
-/// twice takes its last value, as nccl-tests' getopt loop does.
+/// twice takes its last value, as nccl-tests' getopt loop does, except
+/// the output files (`--output`, `-J`): dropping one would lose results,
+/// so they are lists here and [`RunArgs::output_paths`] refuses a second.
 #[derive(Args, Debug, Clone)]
 #[command(args_override_self = true)]
 pub struct RunArgs {
@@ -104,7 +122,8 @@ pub struct RunArgs {
     #[arg(short = 'w', long = "warmup_iters", default_value_t = 1, value_parser = count_arg)]
     pub warmup_iters: u32,
     /// Repeat the whole sweep this many times (0: until stopped, e.g. by
-    /// Ctrl-C, to hunt a hang with -S).
+    /// Ctrl-C, to hunt a hang with -S; then only the last complete cycle
+    /// and the one in progress are kept, and written when stopped).
     #[arg(short = 'N', long = "run_cycles", default_value_t = 1, value_parser = count_arg)]
     pub run_cycles: u32,
     /// Parallel init (accepted for compatibility; init is already parallel).
@@ -158,8 +177,8 @@ pub struct RunArgs {
     /// Also write nccl-tests' own JSON layout (as nccl-tests 2.19.6 `-J`
     /// writes it) to this file; collbench's richer record is `--output
     /// X.json`.
-    #[arg(short = 'J', long = "output_file")]
-    pub output_file: Option<std::path::PathBuf>,
+    #[arg(short = 'J', long = "output_file", value_name = "FILE")]
+    pub output_file: Vec<std::path::PathBuf>,
     /// Misalign buffers by this many elements.
     #[arg(short = 'u', long = "unalign", default_value_t = 0)]
     pub unalign: u32,
@@ -204,9 +223,11 @@ pub struct RunArgs {
     /// Format of stdout.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Also write results to FILE (.txt .json .csv .md picks the format).
-    #[arg(long)]
-    pub output: Option<std::path::PathBuf>,
+    /// Also write results to FILE (.txt .json .csv .md picks the format;
+    /// a name without one, such as /dev/stdout, is refused: use --format
+    /// for stdout). Given once: a second --output is an error.
+    #[arg(long, value_name = "FILE")]
+    pub output: Vec<std::path::PathBuf>,
     /// After each row, name the slowest ranks and their host (stragglers).
     #[arg(long)]
     pub per_rank: bool,
@@ -361,6 +382,16 @@ impl RunArgs {
             device_implementation: self.device_implementation,
             device_cta_count: self.device_cta_count,
         }
+    }
+
+    /// `--output` and `-J`, each given at most once (see [`RunArgs`]).
+    pub fn output_paths(
+        &self,
+    ) -> Result<(Option<&std::path::Path>, Option<&std::path::Path>), String> {
+        Ok((
+            once("--output", &self.output)?,
+            once("-J", &self.output_file)?,
+        ))
     }
 
     /// The collectives named on the command line (`all` when none).

@@ -60,6 +60,7 @@ pub fn open(
         }
     }
     let world = World::discover(&launch)?;
+    say_unstarted_slurm_tasks(&world);
     let control = Arc::new(Control::connect(&world, &launch)?);
     // A peer stopped or gone while the backend sets up (NCCL's
     // communicators) is named within the watchdog's deadline, not at
@@ -113,6 +114,20 @@ fn world_before_rendezvous(launch: &LaunchOptions) -> Option<World> {
         _ => std::env::var(k).ok(),
     };
     World::discover_from(launch, &env, "").ok()
+}
+
+/// A batch script's `collbench` in a Slurm job of N > 1 tasks runs alone
+/// (no `srun`, no step id): one line says so, as the user meant N ranks.
+fn say_unstarted_slurm_tasks(world: &World) {
+    let env = |k: &str| std::env::var(k).ok();
+    if world.world_size > 1 {
+        return;
+    }
+    if let Some(tasks) = collbench_launch::env::slurm_tasks_without_step(&env) {
+        crate::stdout::say(format!(
+            "collbench: this Slurm job has {tasks} tasks (SLURM_NTASKS) but srun did not start this process (no SLURM_STEP_ID), so it runs alone as 1 process: start it with `srun collbench ...` to run {tasks} ranks"
+        ));
+    }
 }
 
 /// The CPU backend runs every rank as a thread of one process, so a

@@ -458,6 +458,43 @@ mod tests {
         );
     }
 
+    /// The codes a command's one-line help lists: the numbers after
+    /// "exit " in it (`(exit 0 pass, 1 warn, ...)`).
+    fn help_codes(name: &str) -> Vec<i32> {
+        use clap::CommandFactory;
+        let cli = crate::Cli::command();
+        let about = cli
+            .find_subcommand(name)
+            .and_then(|c| c.get_about())
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let after = about.split_once("exit ").map_or("", |(_, rest)| rest);
+        let summary = after.split(';').next().unwrap_or("");
+        summary
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    }
+
+    /// `collbench --help` lists each command with its exit codes: the
+    /// README's tables' codes, every one, for every command.
+    #[test]
+    fn every_commands_help_lists_the_readmes_exit_codes() {
+        let mut wrong = Vec::new();
+        let tables = OTHERS
+            .iter()
+            .map(|(c, o)| (*c, o.to_vec()))
+            .chain([("run", RUN.to_vec())]);
+        for (command, outcomes) in tables {
+            let readme: Vec<i32> = outcomes.iter().map(|o| o.code()).collect();
+            let help = help_codes(command);
+            if help != readme {
+                wrong.push(format!("{command}: --help {help:?}, README {readme:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "exit codes differ: {wrong:?}");
+    }
+
     #[test]
     fn run_codes_are_0_to_5_in_order_then_130() {
         let codes: Vec<i32> = RUN.iter().map(|o| o.code()).collect();

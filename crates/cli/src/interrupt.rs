@@ -1,5 +1,5 @@
-//! Ctrl-C (SIGINT), SIGTERM or SIGHUP during `run`: keep what was
-//! measured. An hour of sweep used to be lost but for stdout, because the
+//! Ctrl-C (SIGINT), SIGTERM or SIGHUP during `run`, or a closed stdout
+//! (`| head -1`): keep what was measured. An hour of sweep used to be lost but for stdout, because the
 //! files were written only at the end.
 //!
 //! [`Keeper`] holds the record as rows arrive (through [`Keeping`], the
@@ -35,10 +35,40 @@ enum State {
     /// This process is not rank 0: rank 0 keeps the rows and writes files.
     NotRoot,
     /// Rows are arriving: the record so far.
-    Measuring(Box<Record>),
+    Measuring(Box<Kept>),
     /// The main thread has the whole record and writes it; an interrupt
     /// now changes nothing.
     Done,
+}
+
+/// The record so far, and where `-N 0`'s cycles begin in it.
+struct Kept {
+    record: Record,
+    /// Index of the current collective's first row.
+    collective_start: usize,
+    /// Index of the current cycle's first row (`-N 0`).
+    cycle_start: usize,
+    /// Rows measured, kept or not (`-N 0` drops old cycles).
+    measured: u64,
+}
+
+/// What ended the run early; both keep the rows measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGINT, SIGTERM or SIGHUP.
+    Signal,
+    /// Standard output was closed (`| head -1`): nobody reads the rows.
+    StdoutClosed,
+}
+
+impl Stop {
+    /// The first words of the line and of the record's `partial`.
+    fn words(self) -> &'static str {
+        match self {
+            Stop::Signal => "interrupted",
+            Stop::StdoutClosed => "standard output closed",
+        }
+    }
 }
 
 struct Shared {
@@ -62,7 +92,7 @@ impl Keeper {
             stdout,
         }));
         let handler = keeper.clone();
-        if let Err(e) = ctrlc::set_handler(move || handler.interrupted()) {
+        if let Err(e) = ctrlc::set_handler(move || handler.stop(Stop::Signal)) {
             crate::stdout::say(format!(
                 "collbench: Ctrl-C will end the run without writing its files ({e})"
             ));
@@ -87,36 +117,68 @@ impl Keeper {
     }
 
     fn begin(&self, record: &Record) {
-        *self.lock() = State::Measuring(Box::new(record.clone()));
+        *self.lock() = State::Measuring(Box::new(Kept {
+            record: record.clone(),
+            collective_start: record.results.len(),
+            cycle_start: record.results.len(),
+            measured: 0,
+        }));
     }
 
-    fn row(&self, row: &CaseResult) {
-        if let State::Measuring(record) = &mut *self.lock() {
-            record.results.push(row.clone());
+    fn begin_collective(&self) {
+        if let State::Measuring(kept) = &mut *self.lock() {
+            kept.collective_start = kept.record.results.len();
+            kept.cycle_start = kept.collective_start;
         }
     }
 
-    /// The handler: write what was measured and end with 130. Holding
-    /// the lock to the end keeps the main thread from starting its own
-    /// writes meanwhile.
-    fn interrupted(&self) {
+    fn row(&self, row: &CaseResult) {
+        if let State::Measuring(kept) = &mut *self.lock() {
+            kept.record.results.push(row.clone());
+            kept.measured += 1;
+        }
+    }
+
+    /// `-N 0` begins another cycle: keep the last complete one and this
+    /// one, as the runner does (memory stays flat however long it runs).
+    fn endless_cycle(&self) {
+        if let State::Measuring(kept) = &mut *self.lock() {
+            let done = kept.record.results.len() - kept.cycle_start;
+            kept.record
+                .results
+                .drain(kept.collective_start..kept.cycle_start);
+            kept.cycle_start = kept.collective_start + done;
+        }
+    }
+
+    /// The end of the run before its end (a signal, or a closed stdout):
+    /// write what was measured and end with 130. Holding the lock to the
+    /// end keeps the main thread from starting its own writes meanwhile.
+    pub fn stop(&self, stop: Stop) {
         let mut state = self.lock();
+        let words = stop.words();
         let line = match std::mem::replace(&mut *state, State::Done) {
             // The complete files are being written: let that finish.
             State::Done => return,
-            State::NotRoot => "interrupted: rank 0 keeps the rows measured".to_string(),
-            State::Waiting if self.0.files.is_empty() => {
-                "interrupted before the first row".to_string()
-            }
-            State::Waiting => "interrupted before the first row: no file written".to_string(),
-            State::Measuring(mut record) => {
-                let when = match record.results.len() {
-                    0 => "before the first row".to_string(),
-                    1 => "after 1 row".to_string(),
-                    n => format!("after {n} rows"),
+            State::NotRoot => format!("{words}: rank 0 keeps the rows measured"),
+            State::Waiting if self.0.files.is_empty() => format!("{words} before the first row"),
+            State::Waiting => format!("{words} before the first row: no file written"),
+            State::Measuring(kept) => {
+                let mut record = kept.record;
+                let when = match (kept.measured, record.results.len()) {
+                    (0, _) => "before the first row".to_string(),
+                    (1, _) => "after 1 row".to_string(),
+                    (n, k) if n == k as u64 => format!("after {n} rows"),
+                    (n, k) => format!(
+                        "after {n} rows (-N 0 keeps the last complete cycle and the one in progress: {k} rows)"
+                    ),
                 };
-                record.partial = Some(format!("interrupted by a signal {when}"));
-                self.write_partial(&record, &when)
+                let by = match stop {
+                    Stop::Signal => "interrupted by a signal",
+                    Stop::StdoutClosed => "stopped: standard output was closed",
+                };
+                record.partial = Some(format!("{by} {when}"));
+                self.write_partial(&record, stop, &when)
             }
         };
         crate::stdout::say(format!("collbench: {line} (exit {INTERRUPTED})"));
@@ -125,7 +187,7 @@ impl Keeper {
 
     /// Writes every output (and a non-text stdout) from the partial
     /// record; the line says which files hold the rows.
-    fn write_partial(&self, record: &Record, when: &str) -> String {
+    fn write_partial(&self, record: &Record, stop: Stop, when: &str) -> String {
         let mut written = Vec::new();
         let mut failed = Vec::new();
         for f in &self.0.files {
@@ -140,13 +202,13 @@ impl Keeper {
                 )),
             }
         }
-        if let Some(format) = self.0.stdout {
+        if let (Some(format), Stop::Signal) = (self.0.stdout, stop) {
             let text = String::from_utf8_lossy(&format.exporter().serialize(record)).into_owned();
             if let Err(e) = crate::stdout::print(&text) {
                 failed.push(e.to_string());
             }
         }
-        let mut line = format!("interrupted {when}");
+        let mut line = format!("{} {when}", stop.words());
         if !written.is_empty() {
             let what = if record.results.is_empty() {
                 "wrote"
@@ -168,6 +230,21 @@ pub struct Keeping<'a> {
     pub keeper: &'a Keeper,
 }
 
+impl Keeping<'_> {
+    /// A reader that went away (`| head -1`) ends the run as Ctrl-C does,
+    /// at the next row: measuring on for nobody only loses the files.
+    fn stop_if_stdout_closed(&self) {
+        let closed = self
+            .inner
+            .write_error
+            .as_ref()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
+        if closed {
+            self.keeper.stop(Stop::StdoutClosed);
+        }
+    }
+}
+
 impl RunObserver for Keeping<'_> {
     fn begin(&mut self, record: &Record) {
         self.keeper.begin(record);
@@ -175,12 +252,19 @@ impl RunObserver for Keeping<'_> {
     }
 
     fn begin_collective(&mut self, coll: Collective, record: &Record) {
+        self.keeper.begin_collective();
         self.inner.begin_collective(coll, record);
+        self.stop_if_stdout_closed();
     }
 
     fn row(&mut self, coll: Collective, row: &CaseResult) {
         self.keeper.row(row);
         self.inner.row(coll, row);
+        self.stop_if_stdout_closed();
+    }
+
+    fn endless_cycle(&mut self, _coll: Collective) {
+        self.keeper.endless_cycle();
     }
 
     fn memory(&mut self, usage: &MemoryUsage) {

@@ -49,7 +49,7 @@ enum Command {
     Run(Box<RunArgs>),
     /// Find NCCL settings that beat the defaults on this machine, prove
     /// each gain, write a tuner config (exit 0 done, 2 not NCCL or usage,
-    /// 4 failed, 130 interrupted).
+    /// 3 launch, 4 failed, 130 interrupted).
     Tune(cmd::tune::TuneArgs),
     /// Write collbench's NCCL tuner plugin to DIR, for any NCCL program to
     /// load with NCCL_TUNER_PLUGIN and a tuner CSV.
@@ -59,7 +59,9 @@ enum Command {
     Preflight(preflight::PreflightArgs),
     /// Write Slurm, Kubernetes or mpirun launch files.
     Gen(cmd::gen::GenArgs),
-    /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench) into a report.
+    /// Turn benchmark logs (nccl-tests, OSU, nccom-test, NVSHMEM, collbench)
+    /// into a report (exit 0 written, 2 an input unreadable, 6 written but
+    /// files of a folder skipped).
     Report {
         #[command(flatten)]
         report: cmd::report::ReportArgs,
@@ -67,9 +69,11 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Compare two runs; exit 1 on regression.
+    /// Compare two runs (exit 0 no regression, 1 regression, 2 an input
+    /// unreadable or no case in common, 3 cannot tell).
     Compare(cmd::report::CompareArgs),
-    /// Short health battery with a PASS/WARN/FAIL verdict (exit 0/1/2).
+    /// Short health battery with a PASS/WARN/FAIL verdict (exit 0 pass, 1
+    /// warn, 2 fail, 3 launch, 5 stuck).
     Check {
         #[command(flatten)]
         check: cmd::check::CheckArgs,
@@ -218,10 +222,11 @@ fn usage(e: anyhow::Error) -> Failure {
 /// `<op>_perf`: `collbench run <op>` with nccl-tests' defaults.
 fn alias_main(
     coll: collbench_core::Collective,
+    argv_os: &[std::ffi::OsString],
     argv: &[String],
     prog: &str,
 ) -> Result<Outcome, Failure> {
-    let mut cli = AliasCli::try_parse_from(argv).map_err(|e| clap_failure(e, prog))?;
+    let mut cli = AliasCli::try_parse_from(argv_os).map_err(|e| clap_failure(e, prog))?;
     if let Some(extra) = cli.args.ops.first() {
         return Err(Failure::usage(format!(
             "{prog} runs {} only, so '{extra}' is not understood: use `collbench run {} {extra}` for more collectives (see '{prog} --help')",
@@ -259,7 +264,12 @@ fn check_cmd(
 }
 
 fn real_main() -> Result<Outcome, Failure> {
-    let argv: Vec<String> = std::env::args_os()
+    stdout::refuse_closed().map_err(Failure::usage)?;
+    // File names are bytes: clap reads the arguments as the OS gives them
+    // (a non-UTF-8 path works); `argv` is for messages and the record.
+    let argv_os: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv: Vec<String> = argv_os
+        .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let prog = argv
@@ -272,10 +282,10 @@ fn real_main() -> Result<Outcome, Failure> {
         })
         .unwrap_or_default();
     if let Some(coll) = collbench_core::Collective::from_perf_name(&prog) {
-        return alias_main(coll, &argv, &prog);
+        return alias_main(coll, &argv_os, &argv, &prog);
     }
     aliases::refuse_unknown_perf_name(&prog)?;
-    let cli = Cli::try_parse_from(&argv).map_err(|e| clap_failure(e, &command_path(&argv)))?;
+    let cli = Cli::try_parse_from(&argv_os).map_err(|e| clap_failure(e, &command_path(&argv)))?;
     match cli.command {
         Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
         Command::Tune(a) => tune::tune(&a),
@@ -310,7 +320,12 @@ fn real_main() -> Result<Outcome, Failure> {
         }
         Command::Compare(a) => {
             if let Some(path) = &a.html {
-                outputs::claim("--html", path, a.force, &[&a.base, &a.new])?;
+                let inputs: Vec<&std::path::Path> = [&a.base, &a.new]
+                    .into_iter()
+                    .chain(a.base_runs.iter().chain(&a.new_runs))
+                    .map(|p| p.as_path())
+                    .collect();
+                outputs::claim("--html", path, a.force, &inputs)?;
             }
             let (outcome, text) = collbench_report::compare_main(&(&a).into()).map_err(usage)?;
             stdout::print(&text)?;

@@ -72,10 +72,76 @@ fn same_file(a: &Path, b: &Path) -> bool {
     matches!((identity(a), identity(b)), (Some(x), Some(y)) if x == y)
 }
 
+/// What makes two names one file: an existing file's device and inode,
+/// or, for a file not made yet, its folder's canonical path and its name
+/// (`zz.json` and `./zz.json`; a dangling symlink is keyed by its target).
+#[derive(Debug, PartialEq, Eq)]
+enum FileKey {
+    Existing(u64, u64),
+    New(PathBuf),
+}
+
+/// [`FileKey`] of `path`; `None` when its folder does not exist (the
+/// write's own check then names the problem).
+fn file_key(path: &Path) -> Option<FileKey> {
+    let mut path = path.to_path_buf();
+    // Symlinks to a file not made yet: writing follows them (40 is the
+    // kernel's own limit).
+    for _ in 0..40 {
+        if let Some((dev, ino)) = identity(&path) {
+            return Some(FileKey::Existing(dev, ino));
+        }
+        match std::fs::read_link(&path) {
+            Ok(target) => path = path.parent().unwrap_or(Path::new(".")).join(target),
+            Err(_) => break,
+        }
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Some(FileKey::New(
+        folder.canonicalize().ok()?.join(path.file_name()?),
+    ))
+}
+
+/// The most entries [`files_under`] looks at: an input folder is a folder
+/// of logs, and a walk of `/` must not stall the refusal.
+const MAX_WALK: usize = 100_000;
+
+/// Regular files under `dir` with their identities: symlinks followed as
+/// `report` follows them, each folder once (a `ln -s . self` loop ends).
+fn files_under(dir: &Path) -> Vec<(PathBuf, (u64, u64))> {
+    let mut seen_dirs = std::collections::HashSet::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = Vec::new();
+    let mut looked = 0;
+    while let Some(d) = stack.pop() {
+        if !identity(&d).is_some_and(|id| seen_dirs.insert(id)) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten().take(MAX_WALK.saturating_sub(looked)) {
+            looked += 1;
+            let p = entry.path();
+            match std::fs::metadata(&p) {
+                Ok(m) if m.is_dir() => stack.push(p),
+                Ok(m) if m.is_file() => files.push((p, (m.dev(), m.ino()))),
+                _ => {}
+            }
+        }
+    }
+    files
+}
+
 /// Refuses `path` when it is one of `inputs`, a link to one, or an
-/// existing file inside an input folder.
+/// existing file inside an input folder (or a link to one: a folder's
+/// files are read as inputs).
 fn not_an_input(flag: &str, path: &Path, inputs: &[&Path]) -> Result<(), Refusal> {
     let shown = path.display().to_string();
+    let out_id = identity(path);
     for input in inputs {
         if same_file(path, input) {
             let same_name = path.canonicalize().ok() == input.canonicalize().ok();
@@ -102,6 +168,16 @@ fn not_an_input(flag: &str, path: &Path, inputs: &[&Path]) -> Result<(), Refusal
                     flag: flag.into(),
                     path: shown,
                     folder: input.display().to_string(),
+                });
+            }
+            let linked = files_under(input)
+                .into_iter()
+                .find(|(_, id)| Some(*id) == out_id);
+            if let Some((file, _)) = linked {
+                return Err(Refusal::LinkToInput {
+                    flag: flag.into(),
+                    path: shown,
+                    input: file.display().to_string(),
                 });
             }
         }
@@ -194,11 +270,11 @@ fn probe_folder(flag: &str, path: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Two output flags naming the same file would overwrite each other.
+/// Two output flags naming the same file would overwrite each other,
+/// however the name is spelt (`zz.json` and `./zz.json`, a symlink, a
+/// hard link), new file or existing.
 pub fn distinct(a: (&str, &Path), b: (&str, &Path)) -> Result<(), Failure> {
-    let same = a.1 == b.1
-        || same_file(a.1, b.1)
-        || matches!((a.1.canonicalize(), b.1.canonicalize()), (Ok(x), Ok(y)) if x == y);
+    let same = a.1 == b.1 || matches!((file_key(a.1), file_key(b.1)), (Some(x), Some(y)) if x == y);
     if same {
         return Err(Refusal::SameOutput {
             a: a.0.into(),
@@ -259,6 +335,44 @@ mod tests {
         );
         // A new file there is not an input yet.
         claim("-o", &dir.path().join("new.md"), false, &[dir.path()]).unwrap();
+    }
+
+    #[test]
+    fn one_file_however_spelt_is_one_output() {
+        let (dir, existing) = folder_with("zz.json");
+        let d = dir.path();
+        let same = |a: &Path, b: &Path| distinct(("--output", a), ("-J", b)).is_err();
+        // A new file, by a relative and a ./ spelling and through `..`.
+        let new = d.join("new.json");
+        assert!(same(&new, &d.join(".").join("new.json")));
+        // An existing file and a hard link or symlink to it.
+        std::fs::hard_link(&existing, d.join("hard.json")).unwrap();
+        std::os::unix::fs::symlink(&existing, d.join("soft.json")).unwrap();
+        assert!(same(&existing, &d.join("hard.json")));
+        assert!(same(&existing, &d.join("soft.json")));
+        // A dangling symlink writes its target.
+        std::os::unix::fs::symlink(d.join("later.json"), d.join("dangling.json")).unwrap();
+        assert!(same(&d.join("later.json"), &d.join("dangling.json")));
+        assert!(!same(&new, &existing));
+    }
+
+    #[test]
+    fn a_link_to_a_file_inside_an_input_folder_is_an_input() {
+        let (dir, input) = folder_with("in.txt");
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("self")).unwrap();
+        let out_dir = tempfile::tempdir().unwrap();
+        let out = out_dir.path().join("out.md");
+        std::fs::hard_link(&input, &out).unwrap();
+        let e = claim("-o", &out, true, &[dir.path()]).unwrap_err();
+        assert!(
+            e.message.contains("the same file as the input"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("in.txt"), "{}", e.message);
+        std::fs::remove_file(&out).unwrap();
+        std::fs::write(&out, "x").unwrap();
+        claim("-o", &out, true, &[dir.path()]).unwrap();
     }
 
     #[test]

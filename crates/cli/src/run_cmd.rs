@@ -177,7 +177,7 @@ fn output_file(
 ) -> Result<OutputFile, Failure> {
     let format = format.or_else(|| Format::from_path(path)).ok_or_else(|| {
         Failure::usage(format!(
-            "cannot tell the format of --output {}: use a .txt, .json, .csv or .md file name",
+            "cannot tell the format of --output {}: use a .txt, .json, .csv or .md file name (for results on standard output, use --format)",
             path.display()
         ))
     })?;
@@ -197,15 +197,16 @@ fn stdout_failure(e: std::io::Error) -> Failure {
 /// The output files (`--output`, `-J`), claimed before anything runs.
 fn claim_files(a: &RunArgs) -> Result<Vec<OutputFile>, Failure> {
     let mut files = Vec::new();
-    if let (Some(o), Some(j)) = (&a.output, &a.output_file) {
+    let (output, json) = a.output_paths().map_err(Failure::usage)?;
+    if let (Some(o), Some(j)) = (output, json) {
         crate::outputs::distinct(("--output", o), ("-J", j))?;
     }
     // `--tuner-config` is the one file `run` reads.
     let inputs: Vec<&std::path::Path> = a.tuner_config.as_deref().into_iter().collect();
-    if let Some(p) = &a.output {
+    if let Some(p) = output {
         files.push(output_file("--output", p, None, a.force, &inputs)?);
     }
-    if let Some(p) = &a.output_file {
+    if let Some(p) = json {
         files.push(output_file(
             "-J",
             p,

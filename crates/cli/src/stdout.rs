@@ -41,6 +41,32 @@ pub fn say(line: impl std::fmt::Display) {
     );
 }
 
+/// Refuses to start with standard output closed (`>&-`): Rust's runtime
+/// then puts `/dev/null` on descriptor 1, so every command printed nothing
+/// and ended with exit 0. The runtime opens it read-write, which a shell's
+/// `> /dev/null` never does; that is how the two are told apart (Linux).
+pub fn refuse_closed() -> Result<(), &'static str> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let (Ok(out), Ok(null)) = (
+        std::fs::metadata("/proc/self/fd/1"),
+        std::fs::metadata("/dev/null"),
+    ) else {
+        return Ok(());
+    };
+    let is_null = out.file_type().is_char_device() && out.rdev() == null.rdev();
+    let flags = std::fs::read_to_string("/proc/self/fdinfo/1")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("flags:"))?;
+            u32::from_str_radix(line["flags:".len()..].trim(), 8).ok()
+        });
+    // O_ACCMODE is 3, O_RDWR 2.
+    match (is_null, flags) {
+        (true, Some(f)) if f & 3 == 2 => Err("standard output is closed, so no result could be printed: redirect it (> FILE, or > /dev/null) instead of closing it"),
+        _ => Ok(()),
+    }
+}
+
 /// The libraries' lines go to stderr, one whole line at a time.
 struct Stderr;
 

@@ -84,6 +84,31 @@ pub enum SweepError {
     Factor(u64),
     #[error("-i/--stepbytes must be at least 1")]
     ZeroStep,
+    /// More sizes than [`MAX_SIZES`]: the list alone would take gigabytes
+    /// (`-b 8 -e 1G -i 1` is a billion sizes).
+    #[error("-b {min} -e {max} with this step makes {count} sizes, more than collbench's limit of {MAX_SIZES}: use a larger -i/--stepbytes, -f/--stepfactor or a narrower -b..-e")]
+    TooMany { min: u64, max: u64, count: u64 },
+}
+
+/// The most sizes one sweep may have. nccl-tests has no limit (it never
+/// lists them); 65536 sizes is already more than a day of measuring at
+/// one second a size, and the list stays a few megabytes.
+pub const MAX_SIZES: u64 = 1 << 16;
+
+/// How many sizes [`sweep`] would list, counted without listing them.
+fn count_sizes(min: u64, max: u64, step: Step) -> u64 {
+    match step {
+        Step::Bytes(b) => (max - min) / b + 1,
+        // A factor of 2 or more reaches u64::MAX within 64 steps.
+        Step::Factor(f) => {
+            let (mut s, mut n) = (min, 1);
+            while let Some(next) = s.max(1).checked_mul(f).filter(|&x| x <= max) {
+                s = next;
+                n += 1;
+            }
+            n
+        }
+    }
 }
 
 /// The sizes from `min` to `max` inclusive, as nccl-tests sweeps them.
@@ -97,6 +122,10 @@ pub fn sweep(min: u64, max: u64, step: Step) -> Result<Vec<u64>, SweepError> {
         Step::Factor(f) if f < 2 => return Err(SweepError::Factor(f)),
         Step::Bytes(0) => return Err(SweepError::ZeroStep),
         _ => {}
+    }
+    let count = count_sizes(min, max, step);
+    if count > MAX_SIZES {
+        return Err(SweepError::TooMany { min, max, count });
     }
     loop {
         sizes.push(s);
@@ -150,6 +179,29 @@ mod tests {
         assert!(sweep(64, 8, Step::Factor(2)).is_err());
         assert!(sweep(8, 64, Step::Factor(1)).is_err());
         assert_eq!(sweep(8 << 30, 8 << 30, Step::Factor(2)).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_sweep_of_too_many_sizes_is_refused_before_listing_them() {
+        let e = sweep(8, 1 << 30, Step::Bytes(1)).unwrap_err();
+        assert_eq!(
+            e,
+            SweepError::TooMany {
+                min: 8,
+                max: 1 << 30,
+                count: (1 << 30) - 7
+            }
+        );
+        assert_eq!(sweep(1, MAX_SIZES, Step::Bytes(1)).unwrap().len(), 65536);
+        assert!(sweep(0, MAX_SIZES, Step::Bytes(1)).is_err());
+        assert_eq!(sweep(0, u64::MAX, Step::Factor(2)).unwrap().len(), 64);
+        assert_eq!(count_sizes(0, u64::MAX, Step::Factor(2)), 64);
+        assert_eq!(
+            sweep(u64::MAX, u64::MAX, Step::Bytes(u64::MAX))
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     proptest! {

@@ -125,14 +125,30 @@ pub fn detect<E: Env>(env: &E) -> Result<Option<LauncherEnv>, LaunchError> {
     Ok(None)
 }
 
+/// An unsigned integer a launcher variable holds, with its largest value
+/// for the message (`COLLBENCH_PORT=99999` is a number, but no port).
+pub trait Unsigned: std::str::FromStr {
+    /// The largest value, as text.
+    const MAX: u64;
+}
+
+impl Unsigned for u16 {
+    const MAX: u64 = u16::MAX as u64;
+}
+
+impl Unsigned for usize {
+    const MAX: u64 = usize::MAX as u64;
+}
+
 /// Reads `name` as a number; a set but malformed value is an error naming it.
-pub fn number<T: std::str::FromStr>(env: &impl Env, name: &str) -> Result<Option<T>, LaunchError> {
+pub fn number<T: Unsigned>(env: &impl Env, name: &str) -> Result<Option<T>, LaunchError> {
     match env(name) {
         None => Ok(None),
         Some(v) if v.trim().is_empty() => Ok(None),
         Some(v) => v.trim().parse().map(Some).map_err(|_| {
             LaunchError::Discovery(format!(
-                "{name}={v:?} is not a non-negative integer: fix or unset it"
+                "{name}={v:?} is not a whole number from 0 to {}: fix or unset it",
+                T::MAX
             ))
         }),
     }
@@ -144,6 +160,19 @@ fn first_set(env: &impl Env, names: &[&str]) -> Option<String> {
         .iter()
         .filter_map(|n| env(n))
         .find(|v| !v.trim().is_empty())
+}
+
+/// The tasks of a Slurm job that `srun` did not start: inside an
+/// allocation of SLURM_NTASKS > 1 (SLURM_JOB_ID set) but without a step
+/// id, this process is the batch script's one process and runs alone, which
+/// [`slurm`] must not mistake for a rank; the CLI says so in one line.
+pub fn slurm_tasks_without_step(env: &impl Env) -> Option<usize> {
+    first_set(env, &["SLURM_JOB_ID", "SLURM_JOBID"])?;
+    if first_set(env, &["SLURM_STEP_ID", "SLURM_STEPID"]).is_some() {
+        return None;
+    }
+    let tasks: usize = env("SLURM_NTASKS")?.trim().parse().ok()?;
+    (tasks > 1).then_some(tasks)
 }
 
 /// Slurm, only for tasks that `srun` started: a batch script also has
@@ -343,6 +372,16 @@ mod tests {
             ("SLURM_NODELIST", "n1"),
         ]);
         assert_eq!(detect(&env).unwrap(), None);
+        // ... but the CLI is told of the 4 tasks srun would have started.
+        assert_eq!(slurm_tasks_without_step(&env), Some(4));
+        let step = env_of(&[
+            ("SLURM_JOB_ID", "2"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_STEP_ID", "0"),
+        ]);
+        assert_eq!(slurm_tasks_without_step(&step), None);
+        let one = env_of(&[("SLURM_JOB_ID", "2"), ("SLURM_NTASKS", "1")]);
+        assert_eq!(slurm_tasks_without_step(&one), None);
     }
 
     #[test]

@@ -22,6 +22,11 @@ pub const DEFAULT_PORT: u16 = 29517;
 /// Token of a job whose launcher has no job id and where none was given.
 pub const DEFAULT_TOKEN: &str = "collbench";
 
+/// The most ranks a job may have. Rank 0 keeps a few words per rank, so
+/// a mistyped `--world-size 99999999999` asked for 800 GB before any
+/// check; a million ranks is ten times today's largest jobs.
+pub const MAX_WORLD_SIZE: usize = 1 << 20;
+
 /// This process's place in the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct World {
@@ -124,6 +129,11 @@ impl World {
                 )))
             }
         };
+        if world_size > MAX_WORLD_SIZE {
+            return Err(LaunchError::Discovery(format!(
+                "world size {world_size} ({launcher}) is more than collbench's limit of {MAX_WORLD_SIZE} ranks: check --world-size and the launcher's variables"
+            )));
+        }
         if world_size == 0 || rank >= world_size {
             return Err(LaunchError::Discovery(format!(
                 "rank {rank} is not below the world size {world_size} ({launcher}): check --rank/--world-size and the launcher's variables"
@@ -135,6 +145,12 @@ impl World {
             .or(env::number(env, "COLLBENCH_LOCAL_RANK")?)
             .or(launched.local_rank)
             .unwrap_or(0);
+        // A host holds no more ranks than the job (`local_rank + 1` wrapped).
+        if local_rank >= world_size {
+            return Err(LaunchError::Discovery(format!(
+                "local rank {local_rank} is not below the world size {world_size} ({launcher}): check --local-rank and the launcher's variables"
+            )));
+        }
         let local_world_size = launched.local_world_size.unwrap_or(1).max(local_rank + 1);
 
         let (rv_host, rv_port) = match args

@@ -1,4 +1,5 @@
-//! CSV: one header line, one row per case and placement. The last
+//! CSV: one header line, one row per case and placement, and for a
+//! partial run (Ctrl-C) a last line `# partial: WHY`. The last
 //! columns say what NCCL ran (`explain`); they are empty where it was not
 //! asked or could not say.
 
@@ -79,6 +80,30 @@ impl Exporter for CsvExporter {
                 s.push('\n');
             }
         }
+        // A stopped run says so in its last line, as every format does;
+        // CSV has no comments, but `#` lines are skipped by the usual
+        // readers (`pandas.read_csv(comment='#')`, R's `comment.char`).
+        if let Some(why) = &record.partial {
+            s += &format!("# partial: {why}\n");
+        }
         s.into_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_run_says_so_in_its_last_line() {
+        let mut record = Record::default();
+        let whole = String::from_utf8(CsvExporter.serialize(&record)).unwrap();
+        assert!(!whole.contains("partial"));
+        record.partial = Some("interrupted by a signal after 0 rows".into());
+        let text = String::from_utf8(CsvExporter.serialize(&record)).unwrap();
+        assert_eq!(
+            text.lines().last(),
+            Some("# partial: interrupted by a signal after 0 rows")
+        );
     }
 }

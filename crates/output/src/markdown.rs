@@ -322,9 +322,6 @@ impl Exporter for MarkdownExporter {
             record.library.as_deref().unwrap_or("none"),
             record.settings.world_size
         );
-        if let Some(why) = &record.partial {
-            let _ = writeln!(s, "**Partial:** {why}.\n");
-        }
         for op in record.ops() {
             let _ = writeln!(s, "## {op}\n");
             let cases = record.op_results(&op).collect::<Vec<_>>();
@@ -340,6 +337,11 @@ impl Exporter for MarkdownExporter {
         }
         s += "## Summary\n\n";
         s += &table(&summary_table(&[record], None));
+        // One rule for every format: a stopped run says so in its last
+        // line, where a reader of a cut-short file looks.
+        if let Some(why) = &record.partial {
+            let _ = writeln!(s, "\n**Partial:** {why}.");
+        }
         s.into_bytes()
     }
 }
@@ -473,5 +475,18 @@ mod tests {
                 assert!(md.lines().nth(i + 1).unwrap().ends_with(": |"));
             }
         }
+    }
+
+    #[test]
+    fn a_partial_run_says_so_in_its_last_line() {
+        let mut r = Record::new("collbench");
+        r.results = vec![case("all_reduce", 1024, true)];
+        r.partial = Some("interrupted by a signal after 1 row".into());
+        let md = String::from_utf8(MarkdownExporter.serialize(&r)).unwrap();
+        assert_eq!(
+            md.lines().last(),
+            Some("**Partial:** interrupted by a signal after 1 row.")
+        );
+        assert_eq!(md.matches("Partial").count(), 1, "{md}");
     }
 }

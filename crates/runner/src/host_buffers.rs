@@ -100,7 +100,9 @@ impl HostBuffers {
             .iter()
             .zip(held)
             .map(|(&want, b)| allocated(want).max(b.len() as u64 * 8))
-            .sum()
+            // Saturating: `-e` near u64::MAX must say "does not fit",
+            // not overflow.
+            .fold(0, u64::saturating_add)
     }
 
     /// (send, receive) of `rank` for the operation at `iter`, with

@@ -36,6 +36,10 @@ pub trait RunObserver {
     fn end_collective(&mut self, _coll: Collective, _rows: &[CaseResult]) {}
     /// A remark worth a comment line (e.g. a skipped case).
     fn note(&mut self, _text: &str) {}
+    /// `-N 0` (until stopped) begins another cycle of `coll`'s sweep: the
+    /// runner now keeps only the last complete cycle and this one, and an
+    /// observer that keeps rows should too, or memory grows without end.
+    fn endless_cycle(&mut self, _coll: Collective) {}
 }
 
 /// An observer that ignores everything.
@@ -254,8 +258,8 @@ impl<'a> Runner<'a> {
     }
 
     /// `-N` cycles of `coll`'s sweep; its rows. `-N 0` runs until stopped
-    /// (nccl-tests' way to hunt a hang): each cycle's rows replace the
-    /// last's, so memory stays flat.
+    /// (nccl-tests' way to hunt a hang): only the last complete cycle and
+    /// the one in progress are kept, so memory stays flat.
     fn cycles(
         &mut self,
         coll: Collective,
@@ -266,12 +270,20 @@ impl<'a> Runner<'a> {
         let mut rows = Vec::new();
         let forever = self.plan.cycles == 0;
         let mut cycle = 0;
+        let mut last_cycle_start = 0;
         while forever || cycle < self.plan.cycles {
-            if forever {
-                rows.clear();
+            if forever && cycle > 0 {
+                // The last complete cycle stays until this one ends (a run
+                // stopped mid-cycle still has a whole sweep to show).
+                let done = rows.len() - last_cycle_start;
+                rows.drain(..last_cycle_start);
+                last_cycle_start = done;
+                if self.control.rank() == 0 {
+                    obs.endless_cycle(coll);
+                }
             }
             self.sweep_once(coll, sizes, timing, obs, &mut rows)?;
-            cycle += 1;
+            cycle = cycle.saturating_add(1);
         }
         Ok(rows)
     }

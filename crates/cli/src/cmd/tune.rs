@@ -57,8 +57,13 @@ impl From<TransportArg> for TransportChoice {
     }
 }
 
-/// Flags of `collbench tune`.
+/// Flags of `collbench tune`. The backend flags are `run`'s, but `tune`
+/// measures with NCCL only: their help says what they do here.
 #[derive(clap::Args, Debug, Clone)]
+#[command(
+    mut_arg("name", |a| a.help("nccl (auto: nccl where a GPU is seen); tune measures NCCL settings, so cpu and mpi are refused (exit 2), except with --list-candidates, which measures nothing")),
+    mut_arg("ranks", |a| a.help("Ranks to plan for with --list-candidates on a machine without GPUs; a measuring tune drives one rank per GPU (-g)"))
+)]
 pub struct TuneArgs {
     /// Ops to tune (all_reduce all_gather reduce_scatter broadcast reduce;
     /// default: the first three).

@@ -38,7 +38,7 @@ pub fn bytes_for_sweep(case: &CaseSpec, size: u64, unalign: u64) -> u64 {
     let per_rank: u64 = buffer_bytes(&largest, size, unalign)
         .iter()
         .map(|&b| allocated(b))
-        .sum();
+        .fold(0, u64::saturating_add);
     per_rank
         .saturating_mul(case.world_size as u64)
         .saturating_add(check_bytes(&largest))
@@ -59,7 +59,7 @@ pub fn check_fits(
     let need = buffers
         .iter()
         .map(|b| b.bytes_after(&largest, size, unalign))
-        .sum::<u64>()
+        .fold(0, u64::saturating_add)
         .saturating_add(check_bytes(&largest));
     if need <= held {
         return Ok(());
@@ -76,7 +76,7 @@ pub fn check_fits(
     let need_aligned = buffers
         .iter()
         .map(|b| b.bytes_after(&largest, size, 0))
-        .sum::<u64>()
+        .fold(0, u64::saturating_add)
         .saturating_add(check_bytes(&largest));
     if unalign > 0 && need_aligned <= usable {
         return Err(BackendError::OutOfMemory(format!(
