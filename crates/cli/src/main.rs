@@ -291,46 +291,9 @@ fn real_main() -> Result<Outcome, Failure> {
         Command::Tune(a) => tune::tune(&a),
         Command::Preflight(a) => preflight::run(&a),
         Command::TunerPlugin(a) => tuner_plugin_cmd::run(&a),
-        Command::Gen(a) => {
-            check_embedded_args(&a)?;
-            if let Some(path) = &a.output {
-                outputs::claim("-o", path, a.force, &[])?;
-            }
-            if let Some(text) = collbench_gen::run(&(&a).into()).map_err(usage)? {
-                stdout::print(&text)?;
-            }
-            Ok(Outcome::Ok)
-        }
-        Command::Report { report, force } => {
-            if let Some(path) = &report.output {
-                let inputs: Vec<&std::path::Path> = report
-                    .inputs
-                    .iter()
-                    .chain(&report.matrix)
-                    .map(|p| p.as_path())
-                    .collect();
-                outputs::claim("-o", path, force, &inputs)?;
-            }
-            let (outcome, markdown) = collbench_report::report_main(&(&report).into())
-                .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))?;
-            if let Some(markdown) = markdown {
-                stdout::print(&markdown)?;
-            }
-            Ok(Outcome::report(outcome))
-        }
-        Command::Compare(a) => {
-            if let Some(path) = &a.html {
-                let inputs: Vec<&std::path::Path> = [&a.base, &a.new]
-                    .into_iter()
-                    .chain(a.base_runs.iter().chain(&a.new_runs))
-                    .map(|p| p.as_path())
-                    .collect();
-                outputs::claim("--html", path, a.force, &inputs)?;
-            }
-            let (outcome, text) = collbench_report::compare_main(&(&a).into()).map_err(usage)?;
-            stdout::print(&text)?;
-            Ok(Outcome::compare(outcome))
-        }
+        Command::Gen(a) => gen_cmd(&a),
+        Command::Report { report, force } => report_cmd(&report, force),
+        Command::Compare(a) => compare_cmd(&a),
         Command::Check {
             check,
             backend,
@@ -351,6 +314,52 @@ fn real_main() -> Result<Outcome, Failure> {
             aliases::install(&dir, force).map(|_| Outcome::Ok)
         }
     }
+}
+
+/// `collbench gen`: the launch file, on stdout or in `-o`.
+fn gen_cmd(a: &cmd::gen::GenArgs) -> Result<Outcome, Failure> {
+    check_embedded_args(&a)?;
+    if let Some(path) = &a.output {
+        outputs::claim("-o", path, a.force, &[])?;
+    }
+    if let Some(text) = collbench_gen::run(&a.into()).map_err(usage)? {
+        stdout::print(&text)?;
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `collbench report`: the inputs read, the report printed or written.
+fn report_cmd(report: &cmd::report::ReportArgs, force: bool) -> Result<Outcome, Failure> {
+    if let Some(path) = &report.output {
+        let inputs: Vec<&std::path::Path> = report
+            .inputs
+            .iter()
+            .chain(&report.matrix)
+            .map(|p| p.as_path())
+            .collect();
+        outputs::claim("-o", path, force, &inputs)?;
+    }
+    let (outcome, markdown) = collbench_report::report_main(&report.into())
+        .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))?;
+    if let Some(markdown) = markdown {
+        stdout::print(&markdown)?;
+    }
+    Ok(Outcome::report(outcome))
+}
+
+/// `collbench compare`: two sides judged, the verdict printed.
+fn compare_cmd(a: &cmd::report::CompareArgs) -> Result<Outcome, Failure> {
+    if let Some(path) = &a.html {
+        let inputs: Vec<&std::path::Path> = [&a.base, &a.new]
+            .into_iter()
+            .chain(a.base_runs.iter().chain(&a.new_runs))
+            .map(|p| p.as_path())
+            .collect();
+        outputs::claim("--html", path, a.force, &inputs)?;
+    }
+    let (outcome, text) = collbench_report::compare_main(&a.into()).map_err(usage)?;
+    stdout::print(&text)?;
+    Ok(Outcome::compare(outcome))
 }
 
 /// `check`'s own flags, before any work: the output paths and the size.

@@ -5,26 +5,25 @@
 use super::nccl::not_nccl;
 use crate::args::BackendArgs;
 use crate::exit::{Failure, Outcome};
+use collbench_core::read_limit;
 use collbench_nccl::tuner::{TunerError, TunerPlugin};
 use collbench_tune::TunerConfig;
 use std::path::Path;
+
+/// The most malformed lines of a tuner config named one by one (1 GiB
+/// of junk once printed 7.1 million).
+const MAX_ERROR_LINES: usize = 5;
 
 /// `run --tuner-config FILE`: checks the file and the backend, installs
 /// the tuner plugin (before the first communicator) and loads the file.
 /// Every mistake is a usage failure, one line per malformed line.
 pub fn apply_tuner_config(path: &Path, b: &BackendArgs) -> Result<TunerPlugin, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Failure::usage(format!(
-            "cannot read --tuner-config {}: {e}",
-            path.display()
-        ))
-    })?;
+    // Bounded: `--tuner-config /dev/zero` once grew without end.
+    let what = "a tuner config";
+    let text = read_limit::read_to_string(path, read_limit::SETTINGS_BYTES, what)
+        .map_err(|e| Failure::usage(format!("--tuner-config: {e}")))?;
     TunerConfig::parse(&text).map_err(|errors| {
-        let lines: Vec<String> = errors
-            .0
-            .iter()
-            .map(|e| format!("{}: {e}", path.display()))
-            .collect();
+        let lines = errors.first_lines(&path.display().to_string(), MAX_ERROR_LINES);
         Failure::usage(lines.join("\ncollbench: "))
     })?;
     if let Some(line) = not_nccl("--tuner-config applies to NCCL", b) {

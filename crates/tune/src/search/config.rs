@@ -104,11 +104,15 @@ impl TuneConfig {
 
 /// A `--budget` value the user typed is not a duration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("--budget '{0}' is not a duration: write a number with s, m or h (e.g. 90s, 10m, 1h)")]
+#[error("--budget '{0}' is not a duration from 1 microsecond to 7 days: write a number with s, m or h (e.g. 90s, 10m, 1h)")]
 pub struct BudgetError(pub String);
 
+/// The longest `--budget`: a week. Longer is a typo (a budget of
+/// 2^64 seconds once panicked turning it into a `Duration`).
+pub const MAX_BUDGET_S: f64 = 7.0 * 24.0 * 3600.0;
+
 /// Parses `--budget`: a positive number with `s`, `m` or `h` (a bare
-/// number is seconds), into microseconds.
+/// number is seconds) up to [`MAX_BUDGET_S`], into microseconds.
 pub fn parse_budget(s: &str) -> Result<f64, BudgetError> {
     let t = s.trim();
     let (num, unit) = match t.char_indices().last() {
@@ -122,7 +126,7 @@ pub fn parse_budget(s: &str) -> Result<f64, BudgetError> {
         _ => return Err(BudgetError(s.to_string())),
     };
     match num.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale * 1e6),
+        Ok(v) if v.is_finite() && v > 0.0 && v * scale <= MAX_BUDGET_S => Ok(v * scale * 1e6),
         _ => Err(BudgetError(s.to_string())),
     }
 }
@@ -137,7 +141,18 @@ mod tests {
         assert_eq!(parse_budget("90s"), Ok(90e6));
         assert_eq!(parse_budget("1.5h"), Ok(5400e6));
         assert_eq!(parse_budget("45"), Ok(45e6));
-        for bad in ["", "m", "0m", "-1s", "10x", "ten"] {
+        for bad in [
+            "",
+            "m",
+            "0m",
+            "-1s",
+            "10x",
+            "ten",
+            "169h",
+            "18446744073709551615",
+            "inf",
+            "NaN",
+        ] {
             let e = parse_budget(bad).unwrap_err().to_string();
             assert!(e.starts_with("--budget") && e.contains("e.g. 90s"), "{e}");
         }
