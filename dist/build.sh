@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds collbench for other machines into target/dist/:
-#   collbench          x86_64 Linux, glibc 2.17 or newer (portable binary)
+#   collbench          x86_64 Linux, glibc 2.17 or newer (portable binary;
+#                      also as collbench-x86_64, the name dist/Containerfile
+#                      copies)
 #   collbench-aarch64  the same for Arm hosts (Grace: GH200, GB200), when
 #                      rustup can add the aarch64 target
 #   collbench-*.whl    the wheels holding them (manylinux2014 tags), for
@@ -56,7 +58,7 @@ EOF
 
 for arch in ${DIST_ARCHES:-x86_64 aarch64}; do
   case $arch in
-    x86_64) build x86_64 collbench ;;
+    x86_64) build x86_64 collbench && ln -f "$out/collbench" "$out/collbench-x86_64" ;;
     aarch64)
       if rustup target list --installed | grep -qx aarch64-unknown-linux-gnu \
         || rustup target add aarch64-unknown-linux-gnu; then
