@@ -33,14 +33,14 @@ fi
 export PATH="$PWD/$tools/bin:$PATH"
 
 mkdir -p "$out"
-# The wheel's version is the workspace's; an old wheel of another version
-# must not be installed by mistake.
-rm -f "$out"/collbench-*.whl
 
 # Builds the wheel for `arch` and copies its binary to target/dist/`name`.
 build() {
   local arch=$1 name=$2
   echo "== dist: $arch"
+  # A wheel of an older version must not be picked up (or installed) by
+  # mistake: one wheel per architecture.
+  rm -f "$out"/collbench-*_"$arch".whl
   maturin build --release --zig --target "$arch-unknown-linux-gnu" --out "$out"
   local wheel
   wheel=$(ls "$out"/collbench-*_"$arch".whl)
