@@ -13,7 +13,9 @@ fn read(rel: &str) -> String {
 
 /// The command lines of the `sh` blocks in `## Install`.
 fn install_commands(readme: &str) -> Vec<String> {
-    let start = readme.find("\n## Install\n").expect("README has ## Install");
+    let start = readme
+        .find("\n## Install\n")
+        .expect("README has ## Install");
     let section = &readme[start + 1..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
     let mut commands = Vec::new();
@@ -35,7 +37,12 @@ fn ci_runs_every_install_command_of_the_readme() {
     assert!(commands.len() >= 8, "{commands:#?}");
     let ci: Vec<String> = [".ci/run", "ci/install.sh", "ci/image.sh"]
         .iter()
-        .flat_map(|f| read(f).lines().map(|l| l.trim().to_string()).collect::<Vec<_>>())
+        .flat_map(|f| {
+            read(f)
+                .lines()
+                .map(|l| l.trim().to_string())
+                .collect::<Vec<_>>()
+        })
         .collect();
     for cmd in &commands {
         assert!(
