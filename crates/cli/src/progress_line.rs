@@ -3,7 +3,8 @@
 //! progress bar shows it; in a batch job (a Slurm output file, a pod's
 //! log: stderr is no terminal) [`BatchLog`] writes it as a comment line
 //! when each collective starts and at least every 10 s, so a long sweep
-//! never looks hung.
+//! never looks hung. A run is quiet for its first interval: a short run,
+//! or one that fails at once, keeps stderr to its one line.
 //!
 //! The estimate weighs each case by its bytes plus a fixed latency share
 //! ([`LATENCY_BYTES`]): a sweep spends most of its time in its largest
@@ -189,7 +190,10 @@ pub struct BatchLog {
 
 struct Shared {
     tracker: Tracker,
+    /// When the last line was written (or was due, with nothing to say).
     last_line: Instant,
+    /// The end of the quiet first interval.
+    quiet_until: Instant,
 }
 
 impl BatchLog {
@@ -200,9 +204,11 @@ impl BatchLog {
             .ok()
             .and_then(|ms| ms.parse().ok())
             .map_or(BATCH_EVERY, Duration::from_millis);
+        let now = Instant::now();
         let shared = Arc::new(Mutex::new(Shared {
             tracker,
-            last_line: Instant::now(),
+            last_line: now,
+            quiet_until: now + every.mul_f64(0.95),
         }));
         let (stop, stopped) = mpsc::channel();
         let s = shared.clone();
@@ -227,11 +233,12 @@ impl BatchLog {
         }
     }
 
-    /// Runs `f` on the tracker; `say_now` writes the line at once.
+    /// Runs `f` on the tracker; `say_now` writes the line at once, unless
+    /// the run is still in its quiet first interval.
     pub fn update(&self, say_now: bool, f: impl FnOnce(&mut Tracker)) {
         let mut g = lock(&self.shared);
         f(&mut g.tracker);
-        if say_now {
+        if say_now && Instant::now() >= g.quiet_until {
             write_line(&mut g);
         }
     }
@@ -243,12 +250,14 @@ fn lock(s: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Writes the line, if there is one yet (a rank other than 0, or a run
+/// still setting up, has none); the next is due an interval later either way.
 fn write_line(g: &mut Shared) {
     let now = Instant::now();
     if let Some(line) = g.tracker.line(now) {
         crate::stdout::say(format!("# {line}"));
-        g.last_line = now;
     }
+    g.last_line = now;
 }
 
 impl Drop for BatchLog {
