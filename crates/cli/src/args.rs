@@ -240,7 +240,8 @@ pub struct RunArgs {
     /// Replace existing --output/-J files (an input is never replaced).
     #[arg(long)]
     pub force: bool,
-    /// Print nothing on stdout (files and the exit code still tell).
+    /// Print nothing on stdout (files and the exit code still tell), and
+    /// no progress lines on stderr in a batch job.
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Test hook: corrupt one checked element to prove checking catches it.

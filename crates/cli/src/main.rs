@@ -19,6 +19,7 @@ mod meta;
 mod observer;
 mod outputs;
 mod preflight;
+mod progress_line;
 mod run_cmd;
 mod stdout;
 mod tune;

@@ -1,10 +1,23 @@
 //! Prints results as they arrive: nccl-tests text on stdout, a progress
-//! bar on stderr when stderr is a terminal.
+//! bar on stderr when stderr is a terminal, progress lines when it is not
+//! (`progress_line`).
 
+use crate::progress_line::{clock, BatchLog, Sweep, Tracker};
 use collbench_core::{CaseResult, Collective, Record};
 use collbench_output::text::{self, TextOptions};
 use collbench_runner::RunObserver;
 use std::io::Write;
+use std::time::Instant;
+
+/// How the run's progress reaches people on stderr.
+enum Progress {
+    /// A terminal: the bar, its message carrying the estimate.
+    Bar(indicatif::ProgressBar, Tracker),
+    /// A batch job's log: a line per collective and every 10 s.
+    Lines(BatchLog),
+    /// `-q` in a batch job: nothing.
+    Off,
+}
 
 /// Streams the text layout to stdout (when `print` is on) and drives the
 /// progress bar.
@@ -17,7 +30,7 @@ pub struct TextObserver {
     /// GPU memory to print in the next footer (`-M 1`).
     memory: Option<text::memory::GpuMemory>,
     first: bool,
-    progress: Option<indicatif::ProgressBar>,
+    progress: Progress,
     collectives_done: usize,
     /// The first failed write to stdout; printing stops there and `run`
     /// ends with it (exit 2) instead of losing the results silently.
@@ -25,19 +38,25 @@ pub struct TextObserver {
 }
 
 impl TextObserver {
-    /// `total_cases` sizes the progress bar; it is shown only on a terminal.
-    pub fn new(print: bool, options: TextOptions, total_cases: u64) -> TextObserver {
+    /// `sweep` sizes the progress: a bar on a terminal, else progress
+    /// lines unless `quiet` (`-q`).
+    pub fn new(print: bool, options: TextOptions, sweep: Sweep, quiet: bool) -> TextObserver {
         use std::io::IsTerminal;
-        let progress = std::io::stderr().is_terminal().then(|| {
-            let pb = indicatif::ProgressBar::new(total_cases);
+        let tracker = Tracker::new(sweep.clone(), Instant::now());
+        let progress = if std::io::stderr().is_terminal() {
+            let pb = indicatif::ProgressBar::new(sweep.len());
             pb.set_style(
                 indicatif::ProgressStyle::with_template(
                     "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
-            pb
-        });
+            Progress::Bar(pb, tracker)
+        } else if quiet {
+            Progress::Off
+        } else {
+            Progress::Lines(BatchLog::start(tracker))
+        };
         TextObserver {
             print,
             options,
@@ -61,15 +80,16 @@ impl TextObserver {
             o.flush()
         };
         let written = match &self.progress {
-            Some(pb) => pb.suspend(write),
-            None => write(),
+            Progress::Bar(pb, _) => pb.suspend(write),
+            _ => write(),
         };
         self.write_error = written.err();
     }
 
     /// Ends the run: the summary table for multi-collective runs.
     pub fn finish(&mut self, record: &Record) {
-        if let Some(pb) = self.progress.take() {
+        // Stops the batch log's thread too.
+        if let Progress::Bar(pb, _) = std::mem::replace(&mut self.progress, Progress::Off) {
             pb.finish_and_clear();
         }
         if self.collectives_done > 1 {
@@ -79,14 +99,28 @@ impl TextObserver {
     }
 }
 
+/// The bar's message: `all_gather 5/11, 64 MiB, ~40s left`.
+fn bar_message(tracker: &Tracker) -> String {
+    let mut m = tracker.position().unwrap_or_default();
+    if let Some(left) = tracker.left(Instant::now()) {
+        m += &format!(", ~{} left", clock(left));
+    }
+    m
+}
+
 impl RunObserver for TextObserver {
     fn begin_collective(&mut self, coll: Collective, record: &Record) {
         let s = text::preamble(record, coll.name(), self.first) + &text::table_header(self.options);
         self.first = false;
         self.devices = record.devices.clone();
         self.out(&s);
-        if let Some(pb) = &self.progress {
-            pb.set_message(coll.name());
+        match &mut self.progress {
+            Progress::Bar(pb, tracker) => {
+                tracker.begin_collective(coll);
+                pb.set_message(bar_message(tracker));
+            }
+            Progress::Lines(log) => log.update(true, |t| t.begin_collective(coll)),
+            Progress::Off => {}
         }
     }
 
@@ -96,8 +130,14 @@ impl RunObserver for TextObserver {
         if self.per_rank {
             self.out(&text::per_rank(row, &self.devices, 3));
         }
-        if let Some(pb) = &self.progress {
-            pb.inc(1);
+        match &mut self.progress {
+            Progress::Bar(pb, tracker) => {
+                tracker.row();
+                pb.set_message(bar_message(tracker));
+                pb.inc(1);
+            }
+            Progress::Lines(log) => log.update(false, Tracker::row),
+            Progress::Off => {}
         }
     }
 

@@ -6,6 +6,7 @@ use crate::backend_open::{self, Mode, Tuning};
 use crate::exit::{Failure, Outcome};
 use crate::interrupt::{Keeper, Keeping, OutputFile};
 use crate::observer::TextObserver;
+use crate::progress_line::Sweep;
 use collbench_core::auto_iters::AutoIters;
 use collbench_core::size::Step;
 use collbench_output::{text::TextOptions, Format};
@@ -292,13 +293,13 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     }
     let world_size = opened.backend.world_size();
 
-    let total: u64 = plan
-        .collectives
-        .iter()
-        .map(|c| {
-            plan.variants(*c, world_size).len() as u64 * sizes.len() as u64 * plan.cycles as u64
-        })
-        .sum();
+    let forever = plan.cycles == 0;
+    let sweep = Sweep::new(
+        &plan.collectives,
+        &sizes,
+        |c| plan.variants(c, world_size).len() * plan.cycles.max(1) as usize,
+        forever,
+    );
     let options = TextOptions {
         cputime: plan.cputime,
         timestamps: plan.timestamps,
@@ -306,7 +307,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         per_iter: plan.per_iter_timing.then_some(plan.per_iter_skip),
     };
     let print_text = !a.quiet && stdout_format == Format::Text;
-    let mut obs = TextObserver::new(print_text, options, total);
+    let mut obs = TextObserver::new(print_text, options, sweep, a.quiet);
     obs.per_rank = a.per_rank;
     let record = crate::meta::new_record(argv);
     let mut runner =

@@ -34,11 +34,10 @@ fn reword(text: &str, prefix: Option<&str>) -> String {
 pub fn say(line: impl std::fmt::Display) {
     static PREFIX: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let prefix = PREFIX.get_or_init(|| std::env::var(TEST_PREFIX_ENV).ok());
-    let _ = writeln!(
-        std::io::stderr().lock(),
-        "{}",
-        reword(&line.to_string(), prefix.as_deref())
-    );
+    // One write: stderr is unbuffered, and a line written in two pieces can
+    // be split by a row on stdout where both go to one file (`2>&1`).
+    let whole = reword(&line.to_string(), prefix.as_deref()) + "\n";
+    let _ = std::io::stderr().lock().write_all(whole.as_bytes());
 }
 
 /// Refuses to start with standard output closed (`>&-`): Rust's runtime

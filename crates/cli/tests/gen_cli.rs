@@ -75,3 +75,22 @@ fn zero_nodes_is_one_line_exit_2() {
         "{err}"
     );
 }
+
+#[test]
+fn both_topology_levels_is_one_line_exit_2() {
+    let err = usage_error(collbench().args([
+        "gen",
+        "k8s",
+        "--kind",
+        "jobset",
+        "--nodes",
+        "2",
+        "--gpus-per-node",
+        "8",
+        "--topology-required",
+        "kubernetes.io/hostname",
+        "--topology-preferred",
+        "cloud.google.com/gce-topology-block",
+    ]));
+    assert!(err.contains("cannot be used with"), "{err}");
+}

@@ -38,6 +38,23 @@ fn slurm_script_podman_hpc() {
     insta::assert_snapshot!(text);
 }
 
+/// `--container` alone: collbench's own image, in enroot's spelling.
+#[test]
+fn slurm_script_default_container() {
+    let text = gen_line("slurm --nodes 2 --gpus-per-node 8 --container").unwrap();
+    let image = collbench_gen::DEFAULT_IMAGE.replacen('/', "#", 1);
+    assert!(
+        text.contains(&format!("'--container-image={image}'")),
+        "{text}"
+    );
+    let apptainer = gen_line("slurm --nodes 2 --gpus-per-node 8 --container-runtime apptainer");
+    let want = format!(
+        "apptainer exec --nv docker://{}",
+        collbench_gen::DEFAULT_IMAGE
+    );
+    assert!(apptainer.unwrap().contains(&want));
+}
+
 const K8S_COMMON: &[&str] = &[
     "--nodes",
     "2",
@@ -73,6 +90,22 @@ fn k8s_jobset() {
 #[test]
 fn k8s_indexed_job() {
     insta::assert_snapshot!(k8s("indexed-job"));
+}
+
+/// The user's training image runs the pods; an init container copies
+/// collbench from the default image; Kueue keeps the pods in one block.
+#[test]
+fn k8s_jobset_injected_with_topology() {
+    let text = gen_line(
+        "k8s --kind jobset --nodes 2 --gpus-per-node 8 --name nccl-all \
+         --inject-into nvcr.io/nvidia/pytorch:25.01-py3 \
+         --topology-required cloud.google.com/gce-topology-block --queue a4 \
+         -- run all_gather -b 1K -e 8G",
+    )
+    .unwrap();
+    // The default image's tag is the version: the snapshot names it VERSION.
+    let text = text.replace(env!("CARGO_PKG_VERSION"), "VERSION");
+    insta::assert_snapshot!(text);
 }
 
 #[test]

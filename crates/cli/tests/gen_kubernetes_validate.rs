@@ -29,7 +29,12 @@ fn docs(text: &str) -> Vec<Value> {
 }
 
 fn generate(kind: &str) -> String {
-    gen(&[
+    generate_with(kind, &[])
+}
+
+/// [`generate`] with more flags.
+fn generate_with(kind: &str, extra: &[&str]) -> String {
+    let mut argv = vec![
         "k8s",
         "--kind",
         kind,
@@ -51,8 +56,9 @@ fn generate(kind: &str) -> String {
         "NCCL_DEBUG=INFO",
         "--env",
         "QUOTED='$(x)'\n---",
-    ])
-    .unwrap()
+    ];
+    argv.extend_from_slice(extra);
+    gen(&argv).unwrap()
 }
 
 /// Wraps a value into a top-level object of the given kind.
@@ -131,6 +137,40 @@ fn manifests_pass_kubernetes_validate_strict() {
         })
         .collect();
     validate("mpijob", &templates).unwrap();
+}
+
+/// `--inject-into` (an init container, a shared emptyDir) and Kueue's
+/// topology annotation keep the objects valid.
+#[test]
+fn injected_pods_with_topology_pass_kubernetes_validate_strict() {
+    if !enabled() {
+        eprintln!("skipped: set COLLBENCH_K8S_TESTS=1 to run kubernetes-validate");
+        return;
+    }
+    let extra = [
+        "--inject-into",
+        "nvcr.io/nvidia/pytorch:25.01-py3",
+        "--topology-required",
+        "cloud.google.com/gce-topology-block",
+    ];
+    let indexed = docs(&generate_with("indexed-job", &extra));
+    let pod = &indexed[1]["spec"]["template"];
+    assert_eq!(pod["spec"]["initContainers"][0]["name"], "collbench-inject");
+    assert_eq!(
+        pod["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"],
+        "cloud.google.com/gce-topology-block"
+    );
+    validate("indexed-job-injected", &indexed).unwrap();
+
+    let jobset = docs(&generate_with("jobset", &extra));
+    let job_template = &jobset[1]["spec"]["replicatedJobs"][0]["template"]["spec"];
+    let job = object("batch/v1", "Job", "nccl-worker-0", "spec", job_template);
+    validate("jobset-injected", &[jobset[0].clone(), job]).unwrap();
+
+    let mpijob = docs(&generate_with("mpijob", &extra));
+    let worker = &mpijob[0]["spec"]["mpiReplicaSpecs"]["Worker"]["template"];
+    let template = object("v1", "PodTemplate", "worker", "template", worker);
+    validate("mpijob-injected", &[template]).unwrap();
 }
 
 #[test]

@@ -428,6 +428,18 @@ fn malformed_entries_are_refused() {
             &["--image", "bad image"],
             "must be an image reference without spaces",
         ),
+        (
+            &["--inject-into", "my image"],
+            "invalid --inject-into \"my image\": must be an image reference",
+        ),
+        (
+            &["--topology-required", "Block Label"],
+            "invalid --topology-required \"Block Label\": must be a node label key",
+        ),
+        (
+            &["--topology-preferred", "x/"],
+            "invalid --topology-preferred \"x/\": must be a node label key",
+        ),
     ];
     for (extra, want) in cases {
         let with_image = argv_with(K8S_OK, extra);
@@ -452,10 +464,6 @@ fn malformed_entries_are_refused() {
         ),
         (["--job-name", "x\n#SBATCH --x"], "invalid --job-name"),
         (["--time", "$(x)"], "invalid --time"),
-        (
-            ["--container-runtime", "apptainer"],
-            "needs --container IMAGE",
-        ),
     ] {
         let err = gen_err(&argv_with(&slurm, &extra));
         assert!(err.contains(want), "{extra:?}: {err}");

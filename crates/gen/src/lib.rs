@@ -17,7 +17,7 @@ mod validate;
 
 use std::path::PathBuf;
 
-pub use k8s::{K8sKind, K8sOptions};
+pub use k8s::{K8sKind, K8sOptions, Topology};
 pub use mpirun::MpirunOptions;
 pub use quote::{sh_join, sh_quote};
 pub use slurm::{ContainerRuntime, SlurmOptions};
@@ -78,6 +78,11 @@ pub struct CommonOptions {
     /// collbench arguments for every rank [default: run all -b 8 -e 8G -f 2].
     pub args: Vec<String>,
 }
+
+/// The image `dist/Containerfile` builds (its `runtime` stage), under the
+/// name launch files use when none is given. Nothing publishes it: build
+/// it and push it to this name, or pass your own (`--image`, `--container`).
+pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/collbench/collbench:", env!("CARGO_PKG_VERSION"));
 
 /// The collbench arguments used when none follow `--`.
 pub const DEFAULT_ARGS: &[&str] = &["run", "all", "-b", "8", "-e", "8G", "-f", "2"];

@@ -25,6 +25,20 @@ pub enum ContainerRuntime {
 
 impl ContainerRuntime {
     /// The name `--container-runtime` takes.
+    /// collbench's image ([`crate::DEFAULT_IMAGE`]) as this runtime
+    /// names a registry image; `None` for no container.
+    pub fn default_image(self) -> Option<String> {
+        let image = crate::DEFAULT_IMAGE;
+        match self {
+            // enroot separates the registry with '#': `ghcr.io#org/name:tag`.
+            ContainerRuntime::Pyxis => Some(image.replacen('/', "#", 1)),
+            ContainerRuntime::PodmanHpc => Some(image.to_string()),
+            ContainerRuntime::Apptainer => Some(format!("docker://{image}")),
+            ContainerRuntime::None => None,
+        }
+    }
+
+    /// The name `--container-runtime` takes.
     pub fn name(self) -> &'static str {
         match self {
             ContainerRuntime::Pyxis => "pyxis",
@@ -50,7 +64,8 @@ pub struct SlurmOptions {
     pub time: Option<String>,
     /// Slurm job name.
     pub job_name: String,
-    /// Container image the tasks run in (needs --container-runtime other than none).
+    /// Container image the tasks run in; with a runtime but no image,
+    /// collbench's ([`ContainerRuntime::default_image`]).
     pub container: Option<String>,
     /// How tasks enter the container [default: pyxis with --container, else none].
     pub container_runtime: Option<ContainerRuntime>,
@@ -78,6 +93,7 @@ pub fn render(args: &SlurmOptions) -> Result<String> {
     }
     let env = validate::env_vars(&args.common.env)?;
     let runtime = container_runtime(args)?;
+    let image = args.container.clone().or_else(|| runtime.default_image());
 
     let (nodes, gpus) = (args.nodes, args.gpus_per_node);
     let mut s = String::new();
@@ -142,7 +158,7 @@ pub fn render(args: &SlurmOptions) -> Result<String> {
         "--kill-on-bad-exit=1".to_string(),
     ];
     let mut program = Vec::new();
-    match (runtime, args.container.as_deref()) {
+    match (runtime, image.as_deref()) {
         (ContainerRuntime::Pyxis, Some(image)) => {
             srun.push(format!("--container-image={image}"));
         }
@@ -204,9 +220,6 @@ fn container_runtime(args: &SlurmOptions) -> Result<ContainerRuntime> {
                 "invalid --container {image:?} with --container-runtime none: \
                  choose pyxis, podman-hpc or apptainer, or leave out --container"
             )
-        }
-        (None, r) if r != ContainerRuntime::None => {
-            anyhow::bail!("--container-runtime {} needs --container IMAGE", r.name())
         }
         (Some(image), _) => validate::image("--container", image)?,
         _ => {}

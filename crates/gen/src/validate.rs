@@ -104,6 +104,33 @@ pub fn env_vars(entries: &[String]) -> Result<Vec<(String, String)>> {
 /// '/', then a name of letters, digits, '-', '_' and '.', alphanumeric at both
 /// ends, at most 63 characters.
 pub fn resource_name(flag: &str, value: &str) -> Result<()> {
+    if !qualified_name(value) {
+        bail!(
+            "invalid {flag} {value:?}: must be a Kubernetes resource name such as \
+             nvidia.com/gpu (optional lower-case DNS prefix and '/', then letters, digits, \
+             '-', '_' or '.', alphanumeric at both ends, at most 63 characters)"
+        );
+    }
+    Ok(())
+}
+
+/// Checks a node label key such as `kubernetes.io/hostname` or
+/// `cloud.google.com/gce-topology-block` (the same grammar as a resource
+/// name: Kubernetes calls both qualified names).
+pub fn label_key(flag: &str, value: &str) -> Result<()> {
+    if !qualified_name(value) {
+        bail!(
+            "invalid {flag} {value:?}: must be a node label key such as \
+             kubernetes.io/hostname or cloud.google.com/gce-topology-block"
+        );
+    }
+    Ok(())
+}
+
+/// Kubernetes' qualified name: an optional DNS-subdomain prefix and '/',
+/// then a name of letters, digits, '-', '_' and '.', alphanumeric at both
+/// ends, at most 63 characters.
+fn qualified_name(value: &str) -> bool {
     let (prefix, name) = match value.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, value),
@@ -129,14 +156,7 @@ pub fn resource_name(flag: &str, value: &str) -> Result<()> {
                 })
         }
     };
-    if !(name_ok && prefix_ok) {
-        bail!(
-            "invalid {flag} {value:?}: must be a Kubernetes resource name such as \
-             nvidia.com/gpu (optional lower-case DNS prefix and '/', then letters, digits, \
-             '-', '_' or '.', alphanumeric at both ends, at most 63 characters)"
-        );
-    }
-    Ok(())
+    name_ok && prefix_ok
 }
 
 /// Parses one `--resource NAME=COUNT` (COUNT a whole number >= 1).

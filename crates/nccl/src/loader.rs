@@ -22,9 +22,14 @@ impl FoundNccl {
 }
 
 /// The places searched, in order: `--nccl-lib`, `COLLBENCH_NCCL_LIB`,
-/// `$NCCL_HOME/lib`, each folder of `LD_LIBRARY_PATH`, the system
-/// library folders, and the NVIDIA Python wheel's `nvidia/nccl/lib`.
-pub fn candidates(explicit: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
+/// `$NCCL_HOME/lib`, each folder of `LD_LIBRARY_PATH`, the NVIDIA Python
+/// wheel installed beside the running binary `exe` (see [`beside_exe`]),
+/// the system library folders, and the wheel inside common prefixes.
+pub fn candidates(
+    explicit: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+    exe: Option<&Path>,
+) -> Vec<PathBuf> {
     let mut c = Vec::new();
     if let Some(p) = explicit {
         c.push(p.to_path_buf());
@@ -41,6 +46,11 @@ pub fn candidates(explicit: Option<&Path>, env: &dyn Fn(&str) -> Option<String>)
         for d in ld.split(':').filter(|d| !d.is_empty()) {
             c.push(lib_in(Path::new(d)));
         }
+    }
+    // `pip install collbench[cu12]` puts NCCL in the same environment as
+    // the binary: chosen with it, so it goes before the system's.
+    if let Some(exe) = exe {
+        c.extend(beside_exe(exe));
     }
     for d in [
         "/usr/lib/x86_64-linux-gnu",
@@ -62,33 +72,51 @@ pub fn candidates(explicit: Option<&Path>, env: &dyn Fn(&str) -> Option<String>)
     c
 }
 
+/// The NVIDIA NCCL wheel in the Python environment that holds the binary
+/// `exe`: pip puts a wheel's program in `<prefix>/bin` and its libraries
+/// in `<prefix>/lib/python3.*/site-packages`, the same prefix for a
+/// virtual environment, `pip install --user` (`~/.local`) or a system
+/// Python. Only libraries that exist are listed.
+pub fn beside_exe(exe: &Path) -> Vec<PathBuf> {
+    let prefix = exe.parent().and_then(Path::parent);
+    prefix
+        .map(|p| site_packages_nccl(&p.join("lib")))
+        .unwrap_or_default()
+}
+
 /// `<root>/python3*/{site,dist}-packages/nvidia/nccl/lib/libnccl.so.2`
 /// and virtual environments one level down (`/opt/*/.venv/lib/...`).
 fn glob_site_packages(root: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut lib_dirs = vec![root.to_path_buf()];
+    let mut out = site_packages_nccl(root);
     for e in std::fs::read_dir(root)?.flatten() {
-        lib_dirs.push(e.path().join(".venv/lib"));
-        lib_dirs.push(e.path().join("lib"));
+        out.extend(site_packages_nccl(&e.path().join(".venv/lib")));
+        out.extend(site_packages_nccl(&e.path().join("lib")));
     }
-    for dir in lib_dirs {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !name.starts_with("python3") {
-                continue;
-            }
-            for sub in ["site-packages", "dist-packages"] {
-                let p = e.path().join(sub).join("nvidia/nccl/lib/libnccl.so.2");
-                if p.exists() {
-                    out.push(p);
-                }
+    Ok(out)
+}
+
+/// The wheel's `libnccl.so.2` under `lib_dir/python3*/{site,dist}-packages`.
+fn site_packages_nccl(lib_dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(lib_dir) else {
+        return out;
+    };
+    let mut pythons: Vec<PathBuf> = rd
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .map(|e| e.path())
+        .collect();
+    // read_dir's order is the file system's: sorted, a run is repeatable.
+    pythons.sort();
+    for py in pythons {
+        for sub in ["site-packages", "dist-packages"] {
+            let p = py.join(sub).join("nvidia/nccl/lib/libnccl.so.2");
+            if p.exists() {
+                out.push(p);
             }
         }
     }
-    Ok(out)
+    out
 }
 
 /// Error when no usable NCCL is found: lists every place tried.
@@ -101,8 +129,9 @@ pub struct NotFound {
 /// Opens the first loadable candidate and reads its version.
 pub fn open(explicit: Option<&Path>) -> Result<(libloading::Library, FoundNccl), NotFound> {
     let env = |k: &str| std::env::var(k).ok();
+    let exe = std::env::current_exe().ok();
     let mut tried = Vec::new();
-    for path in candidates(explicit, &env) {
+    for path in candidates(explicit, &env, exe.as_deref()) {
         if explicit.is_none() && !path.exists() {
             tried.push(format!("{} (absent)", path.display()));
             continue;
@@ -150,7 +179,7 @@ mod tests {
             "LD_LIBRARY_PATH" => Some("/a::/b".to_string()),
             _ => None,
         };
-        let c = candidates(None, &env);
+        let c = candidates(None, &env, None);
         let s: Vec<String> = c.iter().take(4).map(|p| p.display().to_string()).collect();
         assert_eq!(
             s,
@@ -161,8 +190,30 @@ mod tests {
                 "/b/libnccl.so.2"
             ]
         );
-        let only = candidates(Some(Path::new("/mine.so")), &env);
+        let only = candidates(Some(Path::new("/mine.so")), &env, None);
         assert_eq!(only, vec![PathBuf::from("/mine.so")]);
+    }
+
+    /// `pip install collbench[cu12]` into a virtual environment: the
+    /// binary in `<venv>/bin`, NCCL in the same venv's site-packages.
+    #[test]
+    fn the_wheel_beside_the_binary_is_found_after_the_users_paths() {
+        let venv = tempfile::tempdir().unwrap();
+        let lib = venv
+            .path()
+            .join("lib/python3.12/site-packages/nvidia/nccl/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("libnccl.so.2"), b"").unwrap();
+        std::fs::create_dir_all(venv.path().join("bin")).unwrap();
+        let exe = venv.path().join("bin/collbench");
+
+        assert_eq!(beside_exe(&exe), vec![lib.join("libnccl.so.2")]);
+        let env = |k: &str| (k == "LD_LIBRARY_PATH").then(|| "/a".to_string());
+        let c = candidates(None, &env, Some(&exe));
+        assert_eq!(c[0], PathBuf::from("/a/libnccl.so.2"));
+        assert_eq!(c[1], lib.join("libnccl.so.2"));
+        // A binary outside any Python environment adds nothing.
+        assert!(beside_exe(Path::new("/nonexistent-prefix/bin/collbench")).is_empty());
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! the launch files include this file to parse command lines exactly as
 //! the CLI does.
 
-use collbench_gen::DEFAULT_RENDEZVOUS_PORT;
 use collbench_gen::{self as gen, ContainerRuntime as ContainerRuntimeLib, K8sKind as K8sKindLib};
+use collbench_gen::{DEFAULT_IMAGE, DEFAULT_RENDEZVOUS_PORT};
 use std::path::PathBuf;
 
 /// `collbench gen ...` arguments.
@@ -86,9 +86,11 @@ pub struct SlurmArgs {
     /// Slurm job name.
     #[arg(long, value_name = "NAME", default_value = "collbench")]
     pub job_name: String,
-    /// Container image the tasks run in (needs --container-runtime other than none).
-    #[arg(long, value_name = "IMAGE")]
-    pub container: Option<String>,
+    /// Container image the tasks run in; alone, or with only
+    /// --container-runtime, collbench's image (ghcr.io/collbench/collbench:VERSION,
+    /// built from dist/Containerfile: build and push it, or name yours).
+    #[arg(long, value_name = "IMAGE", num_args = 0..=1)]
+    pub container: Option<Option<String>>,
     /// How tasks enter the container [default: pyxis with --container, else none].
     #[arg(long, value_enum, value_name = "RUNTIME")]
     pub container_runtime: Option<ContainerRuntime>,
@@ -126,9 +128,22 @@ pub struct K8sArgs {
     /// GPUs per node (and per pod); `run` gets `-g G` unless the args set -g.
     #[arg(long, value_name = "G")]
     pub gpus_per_node: u32,
-    /// Container image holding collbench (and sshd + OpenMPI for mpijob).
-    #[arg(long, value_name = "IMAGE")]
+    /// Container image holding collbench (and sshd + OpenMPI for mpijob); the
+    /// default is built from dist/Containerfile: build and push it, or name yours.
+    #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE)]
     pub image: String,
+    /// Run the pods in this image (your training image, with its NCCL); an init
+    /// container copies collbench from --image into a volume they share.
+    #[arg(long, value_name = "IMAGE")]
+    pub inject_into: Option<String>,
+    /// Kueue topology-aware scheduling: every pod within one domain of this node
+    /// label, e.g. cloud.google.com/gce-topology-block or kubernetes.io/hostname.
+    #[arg(long, value_name = "LEVEL", conflicts_with = "topology_preferred")]
+    pub topology_required: Option<String>,
+    /// Kueue topology-aware scheduling: within one domain of this node label
+    /// where it fits, else as close as Kueue can.
+    #[arg(long, value_name = "LEVEL")]
+    pub topology_preferred: Option<String>,
     /// Name of the workload and of its Service.
     #[arg(long, value_name = "NAME", default_value = "collbench")]
     pub name: String,
@@ -196,8 +211,13 @@ impl From<&SlurmArgs> for gen::SlurmOptions {
             account: a.account.clone(),
             time: a.time.clone(),
             job_name: a.job_name.clone(),
-            container: a.container.clone(),
-            container_runtime: a.container_runtime.map(Into::into),
+            container: a.container.clone().flatten(),
+            // `--container` alone: collbench's image, entered with pyxis
+            // unless a runtime is named.
+            container_runtime: a.container_runtime.map(Into::into).or(match a.container {
+                Some(None) => Some(ContainerRuntimeLib::Pyxis),
+                _ => None,
+            }),
             output_dir: a.output_dir.clone(),
             common: (&a.common).into(),
         }
@@ -211,6 +231,12 @@ impl From<&K8sArgs> for gen::K8sOptions {
             nodes: a.nodes,
             gpus_per_node: a.gpus_per_node,
             image: a.image.clone(),
+            inject_into: a.inject_into.clone(),
+            topology: match (&a.topology_required, &a.topology_preferred) {
+                (Some(level), _) => Some(gen::Topology::Required(level.clone())),
+                (None, Some(level)) => Some(gen::Topology::Preferred(level.clone())),
+                (None, None) => None,
+            },
             name: a.name.clone(),
             namespace: a.namespace.clone(),
             gpu_resource: a.gpu_resource.clone(),

@@ -28,7 +28,7 @@ pub(super) fn spec(plan: &Plan, job: &str, subdomain: Option<String>) -> JobSpec
         // A failed rank fails the whole measurement; retrying one pod
         // alone cannot rejoin the others.
         backoff_limit: 0,
-        template: pod::template(
+        template: pod::gpu_template(
             plan,
             subdomain,
             vec![pod::collbench_container(plan, &rank0)],

@@ -9,7 +9,9 @@
 //!   one rank per GPU; the operator writes its own Service and hostfile.
 
 mod indexed_job;
+mod inject;
 mod jobset;
+mod kueue;
 mod mpijob;
 mod objects;
 mod pod;
@@ -19,6 +21,8 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::{validate, CommonOptions};
+
+pub use kueue::Topology;
 
 /// Which workload object to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +44,14 @@ pub struct K8sOptions {
     pub nodes: u32,
     /// GPUs per node (and per pod); `run` gets `-g G` unless the args set -g.
     pub gpus_per_node: u32,
-    /// Container image holding collbench (and sshd + OpenMPI for mpijob).
+    /// Container image holding collbench (and sshd + OpenMPI for mpijob);
+    /// with `inject_into`, the image collbench is copied from.
     pub image: String,
+    /// The user's image the pods run instead, collbench injected into it
+    /// by an init container (`--inject-into`).
+    pub inject_into: Option<String>,
+    /// Kueue topology-aware scheduling of the GPU pods.
+    pub topology: Option<Topology>,
     /// Name of the workload and of its Service.
     pub name: String,
     /// Namespace to create the objects in [default: the current one].
@@ -63,7 +73,12 @@ pub(crate) struct Plan {
     pub namespace: Option<String>,
     pub nodes: u32,
     pub gpus_per_node: u32,
+    /// The image the pods run.
     pub image: String,
+    /// With `--inject-into`: the collbench image the init container copies
+    /// the binary from.
+    pub inject_from: Option<String>,
+    pub topology: Option<Topology>,
     /// GPUs first, then the extra resources, each with its per-pod count.
     pub resources: Vec<(String, u32)>,
     pub queue: Option<String>,
@@ -86,6 +101,12 @@ impl Plan {
         validate::positive("--gpus-per-node", a.gpus_per_node)?;
         validate::port("--port", a.port)?;
         validate::image("--image", &a.image)?;
+        if let Some(user_image) = &a.inject_into {
+            validate::image("--inject-into", user_image)?;
+        }
+        if let Some(t) = &a.topology {
+            validate::label_key(t.flag(), t.annotation().1)?;
+        }
         validate::resource_name("--gpu-resource", &a.gpu_resource)?;
         if a.common.collbench.is_empty() {
             bail!("invalid --collbench \"\": must name the collbench executable");
@@ -103,12 +124,19 @@ impl Plan {
             namespace: a.namespace.clone(),
             nodes: a.nodes,
             gpus_per_node: a.gpus_per_node,
-            image: a.image.clone(),
+            // Injected, the pods run the user's image and the copied binary
+            // (a bare `collbench` would name whatever their PATH holds).
+            image: a.inject_into.clone().unwrap_or_else(|| a.image.clone()),
+            inject_from: a.inject_into.as_ref().map(|_| a.image.clone()),
+            topology: a.topology.clone(),
             resources,
             queue: a.queue.clone(),
             port: a.port,
             env: validate::env_vars(&a.common.env)?,
-            collbench: a.common.collbench.clone(),
+            collbench: match (&a.inject_into, a.common.collbench.as_str()) {
+                (Some(_), "collbench") => inject::PROGRAM.to_string(),
+                _ => a.common.collbench.clone(),
+            },
             args: a.common.collbench_args(),
         })
     }

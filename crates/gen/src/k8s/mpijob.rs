@@ -96,7 +96,7 @@ pub fn build(plan: &Plan) -> Object<MpiJobSpec> {
             ReplicaSpec {
                 replicas: plan.nodes,
                 restart_policy: "Never",
-                template: pod::template(plan, None, vec![worker], vec![pod::shm_volume()]),
+                template: pod::gpu_template(plan, None, vec![worker], vec![pod::shm_volume()]),
             },
         ),
     ]);

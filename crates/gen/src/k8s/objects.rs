@@ -28,6 +28,8 @@ pub struct ObjectMeta {
     pub namespace: Option<String>,
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub labels: Map<String>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub annotations: Map<String>,
 }
 
 /// core/v1 ServiceSpec.
@@ -81,6 +83,8 @@ pub struct PodSpec {
     pub restart_policy: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subdomain: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub init_containers: Vec<Container>,
     pub containers: Vec<Container>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<Volume>,
@@ -133,7 +137,9 @@ pub struct Volume {
 
 #[derive(Serialize, Debug)]
 pub struct EmptyDir {
-    pub medium: &'static str,
+    /// "Memory" for a tmpfs; none for the node's disk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub medium: Option<&'static str>,
 }
 
 #[derive(Serialize, Debug)]

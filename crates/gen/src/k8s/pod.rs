@@ -6,7 +6,7 @@ use super::objects::{
     Container, ContainerPort, EmptyDir, EnvVar, Map, ObjectMeta, PodSpec, PodTemplateSpec,
     Resources, Volume, VolumeMount,
 };
-use super::Plan;
+use super::{inject, Plan};
 
 /// The label Kueue reads to admit a workload into a LocalQueue.
 const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
@@ -32,6 +32,7 @@ pub fn workload_meta(plan: &Plan) -> ObjectMeta {
         name: Some(plan.name.clone()),
         namespace: plan.namespace.clone(),
         labels,
+        ..ObjectMeta::default()
     }
 }
 
@@ -49,7 +50,9 @@ pub fn resources(plan: &Plan) -> Resources {
 pub fn shm_volume() -> Volume {
     Volume {
         name: "dshm",
-        empty_dir: EmptyDir { medium: "Memory" },
+        empty_dir: EmptyDir {
+            medium: Some("Memory"),
+        },
     }
 }
 
@@ -76,10 +79,33 @@ pub fn template(
         spec: PodSpec {
             restart_policy: "Never",
             subdomain,
+            init_containers: Vec::new(),
             containers,
             volumes,
         },
     }
+}
+
+/// The template of the pods that hold the GPUs and run collbench: Kueue's
+/// topology annotation (`--topology-*`) and, with `--inject-into`, the
+/// init container that copies collbench into them.
+pub fn gpu_template(
+    plan: &Plan,
+    subdomain: Option<String>,
+    containers: Vec<Container>,
+    volumes: Vec<Volume>,
+) -> PodTemplateSpec {
+    let mut t = template(plan, subdomain, containers, volumes);
+    if let Some(topology) = &plan.topology {
+        let (key, level) = topology.annotation();
+        t.metadata
+            .annotations
+            .insert(key.to_string(), level.to_string());
+    }
+    if let Some(from) = &plan.inject_from {
+        inject::add(&mut t.spec, from);
+    }
+    t
 }
 
 /// The one collbench process of a pod that drives all the node's GPUs.

@@ -13,6 +13,7 @@ pub fn build(plan: &Plan) -> Object<ServiceSpec> {
             name: Some(plan.name.clone()),
             namespace: plan.namespace.clone(),
             labels: pod::labels(plan),
+            ..ObjectMeta::default()
         },
         spec: ServiceSpec {
             cluster_ip: "None",
