@@ -319,7 +319,7 @@ fn real_main() -> Result<Outcome, Failure> {
 
 /// `collbench gen`: the launch file, on stdout or in `-o`.
 fn gen_cmd(a: &cmd::gen::GenArgs) -> Result<Outcome, Failure> {
-    check_embedded_args(&a)?;
+    check_embedded_args(a)?;
     if let Some(path) = &a.output {
         outputs::claim("-o", path, a.force, &[])?;
     }
