@@ -1,14 +1,14 @@
 //! Joining the job. Rank 0 listens (an accept queue sized for the world)
 //! and its event loop checks every hello (protocol version, token, world
-//! size, rank range, duplicates: `judge_hello`), refusing strangers with a
+//! size, rank range, duplicates: `hub::hello`), refusing strangers with a
 //! reason; the others connect with retries, backing off with jitter, until
 //! the deadline. When all have joined, rank 0 says Ready.
 
 use super::hub;
 use super::liveness::{spawn_heartbeat, spawn_reader};
 use super::progress::Board;
-use super::shared::{lock, new_state, Event, Link, Outbox, Peer, Shared};
-use super::{call::absorb, PeerHello};
+use super::shared::{new_state, Event, Link, Outbox, Peer, Shared};
+use super::{call::absorb, lock, PeerHello};
 use crate::wire::{self, Msg, PROTOCOL_VERSION};
 use crate::{LaunchError, World};
 use socket2::{Domain, Socket, Type};
@@ -108,60 +108,6 @@ fn listen_for(world: &World) -> std::io::Result<mio::net::TcpListener> {
     socket.listen(world.world_size.clamp(128, 65535) as i32)?;
     socket.set_nonblocking(true)?;
     Ok(mio::net::TcpListener::from_std(socket.into()))
-}
-
-/// Checks a connection's first message: a hello of this job, for a rank
-/// that has not joined (`complete`: every rank already did). Gives the
-/// hello, or the host it named and why it is refused.
-pub(super) fn judge_hello(
-    shared: &Shared,
-    msg: Msg,
-    complete: bool,
-) -> Result<PeerHello, (String, String)> {
-    let Msg::Hello {
-        protocol,
-        token,
-        rank,
-        world_size,
-        local_rank,
-        host,
-        pid,
-        ..
-    } = msg
-    else {
-        return Err((
-            "?".into(),
-            "the first message was not a hello (not a collbench rank?)".into(),
-        ));
-    };
-    let n = shared.world_size;
-    let problem = if protocol != PROTOCOL_VERSION {
-        Some(format!("it speaks control protocol {protocol}, rank 0 speaks {PROTOCOL_VERSION}: run the same collbench on every rank"))
-    } else if token != shared.token {
-        Some("wrong job token: it belongs to another job or is a stray process (every rank needs the same COLLBENCH_TOKEN / --token)".to_string())
-    } else if world_size != n {
-        Some(format!(
-            "it expects a world of {world_size} ranks but this job has {n}"
-        ))
-    } else if rank == 0 || rank >= n {
-        Some(format!("rank {rank} is not in 1..{n}"))
-    } else if complete {
-        Some(format!(
-            "all {n} ranks already joined (a second process with rank {rank}?)"
-        ))
-    } else {
-        None
-    };
-    match problem {
-        Some(reason) => Err((host, format!("rank {rank}: {reason}"))),
-        None => Ok(PeerHello {
-            rank,
-            local_rank,
-            host,
-            pid,
-            info: Vec::new(),
-        }),
-    }
 }
 
 /// Why one attempt to join failed.
