@@ -17,9 +17,8 @@ const MAX_FILE_LINES: usize = 600;
 /// The crates held to the function limit.
 const HELD: [&str; 3] = ["runner", "tune", "cli"];
 
-/// The crates held to the file limit too (`runner/src/run.rs` is still
-/// over: the rest of the workspace's list).
-const FILES_HELD: [&str; 2] = ["tune", "cli"];
+/// The crates held to the file limit too.
+const FILES_HELD: [&str; 3] = ["runner", "tune", "cli"];
 
 /// Long functions of the held crates left for now, by file and name, each
 /// with why: a file another branch is changing is split there.
