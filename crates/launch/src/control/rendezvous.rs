@@ -7,7 +7,7 @@
 use super::hub;
 use super::liveness::{spawn_heartbeat, spawn_reader};
 use super::progress::Board;
-use super::shared::{new_state, Event, Link, Outbox, Peer, Shared};
+use super::shared::{new_state, Event, Link, Outbox, Peer, Shared, State};
 use super::{call::absorb, lock, PeerHello};
 use crate::wire::{self, Msg, PROTOCOL_VERSION};
 use crate::{LaunchError, World};
@@ -128,7 +128,6 @@ pub(super) fn join_as_peer(
             world.rank
         ))
     })?;
-    let port = world.rendezvous_port;
     let hello = Msg::Hello {
         protocol: PROTOCOL_VERSION,
         token: world.token.clone(),
@@ -140,33 +139,7 @@ pub(super) fn join_as_peer(
         nonce: RandomState::new().build_hasher().finish(),
     };
     let start = Instant::now();
-    let deadline = start + timeout;
-    let mut last_problem = String::from("not tried");
-    let mut backoff = Duration::from_millis(50);
-    let (stream, root_host) = loop {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return Err(LaunchError::Control(format!(
-                "rank {} could not join rank 0 at {host}:{port} within {} s (last: {last_problem}): check that rank 0 runs and that {host}:{port} is reachable from {}",
-                world.rank,
-                timeout.as_secs(),
-                world.hostname
-            )));
-        };
-        match try_join(&host, port, &hello, &own.info, left) {
-            Ok(joined) => break joined,
-            Err(Attempt::Refused(reason)) => {
-                return Err(LaunchError::Control(format!(
-                    "rank 0 at {host}:{port} refused this process: {reason}"
-                )))
-            }
-            Err(Attempt::Retry(problem)) => {
-                last_problem = problem;
-                thread::sleep(jittered(backoff).min(left));
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-            }
-        }
-    };
-
+    let (stream, root_host) = connect(world, &host, &hello, &own.info, start, timeout)?;
     let Ok(writer) = stream.try_clone() else {
         return Err(LaunchError::Control(
             "cannot clone the socket to rank 0".into(),
@@ -187,6 +160,63 @@ pub(super) fn join_as_peer(
     // audible through heartbeats, so waiting for Ready is bounded either way.
     let mut state = new_state(events_rx, world.world_size);
     let ready_deadline = start + timeout * 2 + Duration::from_secs(5);
+    wait_for_ready(&shared, &mut state, &host, ready_deadline, timeout)?;
+    Ok(Link {
+        shared,
+        state: Mutex::new(state),
+        hellos: Vec::new(),
+    })
+}
+
+/// Says hello to rank 0 until it answers, backing off with jitter, until
+/// `timeout` after `start`: the connection and rank 0's host.
+fn connect(
+    world: &World,
+    host: &str,
+    hello: &Msg,
+    info: &[u8],
+    start: Instant,
+    timeout: Duration,
+) -> Result<(TcpStream, String), LaunchError> {
+    let port = world.rendezvous_port;
+    let deadline = start + timeout;
+    let mut last_problem = String::from("not tried");
+    let mut backoff = Duration::from_millis(50);
+    let joined = loop {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return Err(LaunchError::Control(format!(
+                "rank {} could not join rank 0 at {host}:{port} within {} s (last: {last_problem}): check that rank 0 runs and that {host}:{port} is reachable from {}",
+                world.rank,
+                timeout.as_secs(),
+                world.hostname
+            )));
+        };
+        match try_join(host, port, hello, info, left) {
+            Ok(joined) => break joined,
+            Err(Attempt::Refused(reason)) => {
+                return Err(LaunchError::Control(format!(
+                    "rank 0 at {host}:{port} refused this process: {reason}"
+                )))
+            }
+            Err(Attempt::Retry(problem)) => {
+                last_problem = problem;
+                thread::sleep(jittered(backoff).min(left));
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    };
+    Ok(joined)
+}
+
+/// Waits for rank 0's Ready, absorbing what comes before it; fails when the
+/// job fails, rank 0 closes, or `ready_deadline` passes.
+fn wait_for_ready(
+    shared: &Shared,
+    state: &mut State,
+    host: &str,
+    ready_deadline: Instant,
+    timeout: Duration,
+) -> Result<(), LaunchError> {
     loop {
         // What arrived first: a Ready that came before a failure (another
         // rank aborting right after Ready) still starts this rank, whose
@@ -222,15 +252,11 @@ pub(super) fn join_as_peer(
                     "rank 0 on host {host} closed before the job started"
                 )));
             }
-            Some(event) => absorb(&mut state, event, &mut Vec::new()),
+            Some(event) => absorb(state, event, &mut Vec::new()),
             None => {}
         }
     }
-    Ok(Link {
-        shared,
-        state: Mutex::new(state),
-        hellos: Vec::new(),
-    })
+    Ok(())
 }
 
 /// `backoff` times a random factor in [0.5, 1.5): thousands of ranks that
