@@ -67,192 +67,318 @@ pub unsafe fn run_op<T: Element>(
     case: &CaseSpec,
     p: &Ptrs<T>,
 ) -> Result<(), BackendError> {
-    let c = &case.counts;
-    let (r, n) = (ctx.rank, ctx.world_size);
-    let dt = ops::datatype(T::DTYPE);
-    let comm = ctx.comm;
-    let base = c.param_count as usize;
-    let cnt = count(c.param_count)?;
-    let root = case.root as c_int;
-    let is_root = r == case.root;
-    let op = || {
-        ctx.op.map(Op::raw).ok_or_else(|| {
-            BackendError::Library(format!("{} needs a reduction operator", case.collective))
-        })
-    };
-    // mulsum reduces a premultiplied copy, as ncclRedOpCreatePreMulSum
-    // scales each input; the copy makes the call out-of-place.
-    let premultiplied = case.redop == ReduceOp::MulSum && ctx.op.is_some();
-    let input: *const T = if premultiplied {
-        let len = c.send_count as usize;
-        let src = std::slice::from_raw_parts(p.send, len);
-        let dst = std::slice::from_raw_parts_mut(p.scratch, len);
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = s.mul(ctx.scalar);
-        }
-        p.scratch
-    } else {
-        p.send
-    };
-    // MPI_IN_PLACE where this rank's input already sits where MPI reads it.
-    let aliased = std::ptr::eq(input, p.recv);
-    let ip = ops::in_place();
+    let call = Call::new(ctx, case, p)?;
     match case.collective {
-        Collective::AllReduce => {
-            let send = if aliased { ip } else { ptr(input) };
-            check(
-                ffi::MPI_Allreduce(send, mptr(p.recv), cnt, dt, op()?, comm),
-                "MPI_Allreduce",
-            )?;
-            average(case, p.recv, base, n);
-        }
-        Collective::ReduceScatter => {
-            if case.in_place && !premultiplied {
-                // MPI's in-place form reads the whole buffer and leaves the
-                // result at its start; nccl-tests expects it at chunk r.
-                check(
-                    ffi::MPI_Reduce_scatter_block(ip, mptr(p.send), cnt, dt, op()?, comm),
-                    "MPI_Reduce_scatter_block",
-                )?;
-                std::ptr::copy(p.send, p.recv, base);
-            } else {
-                check(
-                    ffi::MPI_Reduce_scatter_block(ptr(input), mptr(p.recv), cnt, dt, op()?, comm),
-                    "MPI_Reduce_scatter_block",
-                )?;
-            }
-            average(case, p.recv, base, n);
-        }
-        Collective::Reduce => {
-            let send = if aliased && is_root { ip } else { ptr(input) };
-            check(
-                ffi::MPI_Reduce(send, mptr(p.recv), cnt, dt, op()?, root, comm),
-                "MPI_Reduce",
-            )?;
-            if is_root {
-                average(case, p.recv, base, n);
-            }
-        }
-        Collective::AllGather | Collective::AllToAll => {
-            // The same arguments: `cnt` elements to or from every rank.
-            let (call, name) = if case.collective == Collective::AllGather {
-                (ffi::MPI_Allgather as Exchange, "MPI_Allgather")
-            } else {
-                (ffi::MPI_Alltoall as Exchange, "MPI_Alltoall")
-            };
-            let send = if case.in_place { ip } else { ptr(input) };
-            check(call(send, cnt, dt, mptr(p.recv), cnt, dt, comm), name)?;
-        }
-        Collective::Broadcast => {
-            // MPI_Bcast has one buffer: out of place, the root first copies
-            // its input to where every rank receives.
-            if is_root && !aliased {
-                std::ptr::copy_nonoverlapping(input, p.recv, base);
-            }
-            check(
-                ffi::MPI_Bcast(mptr(p.recv), cnt, dt, root, comm),
-                "MPI_Bcast",
-            )?;
-        }
-        Collective::Gather => {
-            let send = if case.in_place && is_root {
-                ip
-            } else {
-                ptr(input)
-            };
-            check(
-                ffi::MPI_Gather(send, cnt, dt, mptr(p.recv), cnt, dt, root, comm),
-                "MPI_Gather",
-            )?;
-        }
-        Collective::Scatter => {
-            let recv = if case.in_place && is_root {
-                ip
-            } else {
-                mptr(p.recv)
-            };
-            check(
-                ffi::MPI_Scatter(ptr(input), cnt, dt, recv, cnt, dt, root, comm),
-                "MPI_Scatter",
-            )?;
-        }
-        Collective::SendRecv => {
-            let (next, prev) = (((r + 1) % n) as c_int, ((r + n - 1) % n) as c_int);
-            if aliased {
-                check(
-                    ffi::MPI_Sendrecv_replace(
-                        mptr(p.recv),
-                        cnt,
-                        dt,
-                        next,
-                        TAG,
-                        prev,
-                        TAG,
-                        comm,
-                        ffi::RSMPI_STATUS_IGNORE,
-                    ),
-                    "MPI_Sendrecv_replace",
-                )?;
-            } else {
-                check(
-                    ffi::MPI_Sendrecv(
-                        ptr(input),
-                        cnt,
-                        dt,
-                        next,
-                        TAG,
-                        mptr(p.recv),
-                        cnt,
-                        dt,
-                        prev,
-                        TAG,
-                        comm,
-                        ffi::RSMPI_STATUS_IGNORE,
-                    ),
-                    "MPI_Sendrecv",
-                )?;
-            }
-        }
+        Collective::AllReduce => all_reduce(&call),
+        Collective::ReduceScatter => reduce_scatter(&call),
+        Collective::Reduce => reduce(&call),
+        Collective::AllGather => exchange(&call, ffi::MPI_Allgather, "MPI_Allgather"),
+        Collective::AllToAll => exchange(&call, ffi::MPI_Alltoall, "MPI_Alltoall"),
+        Collective::Broadcast => broadcast(&call),
+        Collective::Gather => gather(&call),
+        Collective::Scatter => scatter(&call),
+        Collective::SendRecv => send_recv(&call),
         Collective::AllToAllV => {
             let peers = ctx
                 .peers
                 .as_ref()
                 .ok_or_else(|| BackendError::Library("alltoallv without per-peer counts".into()))?;
-            alltoallv(ctx, peers, p, case.in_place)?;
+            alltoallv(ctx, peers, p, case.in_place)
         }
-        Collective::HyperCube => {
-            // log2(n) pairwise exchanges; after the step with partner
-            // r ^ block each rank holds the 2 * block chunks of its group.
-            let own = p.recv.add(r * base);
-            if !std::ptr::eq(own, input) {
-                std::ptr::copy_nonoverlapping(input, own, base);
+        Collective::HyperCube => hypercube(&call),
+    }
+}
+
+/// What every collective's MPI call takes, worked out once per operation
+/// (mulsum's premultiplied input included), so each collective's function
+/// holds only its own call.
+struct Call<'a, 'c, T> {
+    ctx: &'a Ctx<'c, T>,
+    case: &'a CaseSpec,
+    p: &'a Ptrs<T>,
+    /// Where this rank's input is read: the send buffer, or mulsum's
+    /// premultiplied copy in `p.scratch`.
+    input: *const T,
+    /// The input is mulsum's premultiplied copy (so the call is out of place).
+    premultiplied: bool,
+    /// The input already sits where MPI reads it: MPI_IN_PLACE.
+    aliased: bool,
+    dt: ffi::MPI_Datatype,
+    /// `param_count`, as MPI takes it and as a length.
+    cnt: c_int,
+    base: usize,
+    root: c_int,
+    is_root: bool,
+}
+
+impl<'a, 'c, T: Element> Call<'a, 'c, T> {
+    /// The call's arguments; premultiplies the input for mulsum.
+    ///
+    /// # Safety
+    /// As [`run_op`]: `p` points into buffers sized for `case`.
+    unsafe fn new(
+        ctx: &'a Ctx<'c, T>,
+        case: &'a CaseSpec,
+        p: &'a Ptrs<T>,
+    ) -> Result<Self, BackendError> {
+        let c = &case.counts;
+        // Counted before the copy below, so a count MPI cannot take fails
+        // with nothing written.
+        let cnt = count(c.param_count)?;
+        // mulsum reduces a premultiplied copy, as ncclRedOpCreatePreMulSum
+        // scales each input; the copy makes the call out-of-place.
+        let premultiplied = case.redop == ReduceOp::MulSum && ctx.op.is_some();
+        let input: *const T = if premultiplied {
+            let len = c.send_count as usize;
+            let src = std::slice::from_raw_parts(p.send, len);
+            let dst = std::slice::from_raw_parts_mut(p.scratch, len);
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = s.mul(ctx.scalar);
             }
-            let mut block = 1;
-            while block < n {
-                let partner = r ^ block;
-                let mine = p.recv.add((r & !(block - 1)) * base);
-                let theirs = p.recv.add((partner & !(block - 1)) * base);
-                let len = count((block * base) as u64)?;
-                check(
-                    ffi::MPI_Sendrecv(
-                        ptr(mine),
-                        len,
-                        dt,
-                        partner as c_int,
-                        TAG,
-                        mptr(theirs),
-                        len,
-                        dt,
-                        partner as c_int,
-                        TAG,
-                        comm,
-                        ffi::RSMPI_STATUS_IGNORE,
-                    ),
-                    "MPI_Sendrecv",
-                )?;
-                block <<= 1;
-            }
+            p.scratch
+        } else {
+            p.send
+        };
+        Ok(Call {
+            ctx,
+            case,
+            p,
+            input,
+            premultiplied,
+            aliased: std::ptr::eq(input, p.recv),
+            dt: ops::datatype(T::DTYPE),
+            cnt,
+            base: c.param_count as usize,
+            root: case.root as c_int,
+            is_root: ctx.rank == case.root,
+        })
+    }
+
+    /// The reduction, which only reducing collectives have.
+    fn op(&self) -> Result<ffi::MPI_Op, BackendError> {
+        self.ctx.op.map(Op::raw).ok_or_else(|| {
+            BackendError::Library(format!(
+                "{} needs a reduction operator",
+                self.case.collective
+            ))
+        })
+    }
+
+    /// MPI_IN_PLACE where the input already sits where MPI reads it.
+    fn send(&self) -> *const c_void {
+        if self.aliased {
+            ops::in_place()
+        } else {
+            ptr(self.input)
         }
+    }
+}
+
+unsafe fn all_reduce<T: Element>(c: &Call<'_, '_, T>) -> Result<(), BackendError> {
+    let comm = c.ctx.comm;
+    check(
+        ffi::MPI_Allreduce(c.send(), mptr(c.p.recv), c.cnt, c.dt, c.op()?, comm),
+        "MPI_Allreduce",
+    )?;
+    average(c.case, c.p.recv, c.base, c.ctx.world_size);
+    Ok(())
+}
+
+unsafe fn reduce_scatter<T: Element>(c: &Call<'_, '_, T>) -> Result<(), BackendError> {
+    let (p, comm) = (c.p, c.ctx.comm);
+    if c.case.in_place && !c.premultiplied {
+        // MPI's in-place form reads the whole buffer and leaves the
+        // result at its start; nccl-tests expects it at chunk r.
+        check(
+            ffi::MPI_Reduce_scatter_block(
+                ops::in_place(),
+                mptr(p.send),
+                c.cnt,
+                c.dt,
+                c.op()?,
+                comm,
+            ),
+            "MPI_Reduce_scatter_block",
+        )?;
+        std::ptr::copy(p.send, p.recv, c.base);
+    } else {
+        check(
+            ffi::MPI_Reduce_scatter_block(ptr(c.input), mptr(p.recv), c.cnt, c.dt, c.op()?, comm),
+            "MPI_Reduce_scatter_block",
+        )?;
+    }
+    average(c.case, p.recv, c.base, c.ctx.world_size);
+    Ok(())
+}
+
+unsafe fn reduce<T: Element>(c: &Call<'_, '_, T>) -> Result<(), BackendError> {
+    let send = if c.aliased && c.is_root {
+        ops::in_place()
+    } else {
+        ptr(c.input)
+    };
+    check(
+        ffi::MPI_Reduce(
+            send,
+            mptr(c.p.recv),
+            c.cnt,
+            c.dt,
+            c.op()?,
+            c.root,
+            c.ctx.comm,
+        ),
+        "MPI_Reduce",
+    )?;
+    if c.is_root {
+        average(c.case, c.p.recv, c.base, c.ctx.world_size);
+    }
+    Ok(())
+}
+
+/// All-gather and all-to-all: the same arguments, `cnt` elements to or
+/// from every rank.
+unsafe fn exchange<T: Element>(
+    c: &Call<'_, '_, T>,
+    call: Exchange,
+    name: &str,
+) -> Result<(), BackendError> {
+    let send = if c.case.in_place {
+        ops::in_place()
+    } else {
+        ptr(c.input)
+    };
+    check(
+        call(send, c.cnt, c.dt, mptr(c.p.recv), c.cnt, c.dt, c.ctx.comm),
+        name,
+    )
+}
+
+unsafe fn broadcast<T: Element>(c: &Call<'_, '_, T>) -> Result<(), BackendError> {
+    // MPI_Bcast has one buffer: out of place, the root first copies
+    // its input to where every rank receives.
+    if c.is_root && !c.aliased {
+        std::ptr::copy_nonoverlapping(c.input, c.p.recv, c.base);
+    }
+    check(
+        ffi::MPI_Bcast(mptr(c.p.recv), c.cnt, c.dt, c.root, c.ctx.comm),
+        "MPI_Bcast",
+    )
+}
+
+unsafe fn gather<T: Element>(c: &Call<'_, '_, T>) -> Result<(), BackendError> {
+    let send = if c.case.in_place && c.is_root {
+        ops::in_place()
+    } else {
+        ptr(c.input)
+    };
+    check(
+        ffi::MPI_Gather(
+            send,
+            c.cnt,
+            c.dt,
+            mptr(c.p.recv),
+            c.cnt,
+            c.dt,
+            c.root,
+            c.ctx.comm,
+        ),
+        "MPI_Gather",
+    )
+}
+
+unsafe fn scatter<T: Element>(c: &Call<'_, '_, T>) -> Result<(), BackendError> {
+    let recv = if c.case.in_place && c.is_root {
+        ops::in_place()
+    } else {
+        mptr(c.p.recv)
+    };
+    check(
+        ffi::MPI_Scatter(
+            ptr(c.input),
+            c.cnt,
+            c.dt,
+            recv,
+            c.cnt,
+            c.dt,
+            c.root,
+            c.ctx.comm,
+        ),
+        "MPI_Scatter",
+    )
+}
+
+unsafe fn send_recv<T: Element>(c: &Call<'_, '_, T>) -> Result<(), BackendError> {
+    let (r, n) = (c.ctx.rank, c.ctx.world_size);
+    let (next, prev) = (((r + 1) % n) as c_int, ((r + n - 1) % n) as c_int);
+    let (cnt, dt, comm, recv) = (c.cnt, c.dt, c.ctx.comm, mptr(c.p.recv));
+    if c.aliased {
+        check(
+            ffi::MPI_Sendrecv_replace(
+                recv,
+                cnt,
+                dt,
+                next,
+                TAG,
+                prev,
+                TAG,
+                comm,
+                ffi::RSMPI_STATUS_IGNORE,
+            ),
+            "MPI_Sendrecv_replace",
+        )
+    } else {
+        check(
+            ffi::MPI_Sendrecv(
+                ptr(c.input),
+                cnt,
+                dt,
+                next,
+                TAG,
+                recv,
+                cnt,
+                dt,
+                prev,
+                TAG,
+                comm,
+                ffi::RSMPI_STATUS_IGNORE,
+            ),
+            "MPI_Sendrecv",
+        )
+    }
+}
+
+/// log2(n) pairwise exchanges; after the step with partner r ^ block each
+/// rank holds the 2 * block chunks of its group.
+unsafe fn hypercube<T: Element>(c: &Call<'_, '_, T>) -> Result<(), BackendError> {
+    let (r, n, base, recv) = (c.ctx.rank, c.ctx.world_size, c.base, c.p.recv);
+    let own = recv.add(r * base);
+    if !std::ptr::eq(own, c.input) {
+        std::ptr::copy_nonoverlapping(c.input, own, base);
+    }
+    let mut block = 1;
+    while block < n {
+        let partner = r ^ block;
+        let mine = recv.add((r & !(block - 1)) * base);
+        let theirs = recv.add((partner & !(block - 1)) * base);
+        let len = count((block * base) as u64)?;
+        check(
+            ffi::MPI_Sendrecv(
+                ptr(mine),
+                len,
+                c.dt,
+                partner as c_int,
+                TAG,
+                mptr(theirs),
+                len,
+                c.dt,
+                partner as c_int,
+                TAG,
+                c.ctx.comm,
+                ffi::RSMPI_STATUS_IGNORE,
+            ),
+            "MPI_Sendrecv",
+        )?;
+        block <<= 1;
     }
     Ok(())
 }

@@ -117,19 +117,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn both_embedded_plugins_are_shared_objects() {
-        let plugins = [
-            ("profiler", crate::explain::plugin::PLUGIN_SO),
-            ("tuner", crate::tuner::PLUGIN_SO),
-        ];
-        for (name, so) in plugins {
-            assert_eq!(&so[..4], b"\x7fELF", "{name}: not an ELF file");
-            // e_type ET_DYN: a shared object NCCL can dlopen.
-            assert_eq!(so[16], 3, "{name}: not a shared object");
-        }
-    }
-
-    #[test]
     fn only_a_plugin_collbench_did_not_set_is_the_users() {
         let some = |s: &str| Some(s.to_string());
         assert_eq!(users_plugin(None, None), None);

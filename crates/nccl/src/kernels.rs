@@ -333,11 +333,19 @@ mod tests {
     #[test]
     fn host_check_of_alltoallv_follows_the_segments() {
         let peers = matrix_peers();
-        let mut case =
-            crate::backend::test_case(Collective::AllToAllV, DataType::Float, 0, 3, false);
-        case.counts =
-            Traffic::Matrix(TrafficMatrix::parse("t", "0 32 0\n48 0 16\n0 64 0\n", None).unwrap())
-                .counts(96, 4, 3);
+        let traffic =
+            Traffic::Matrix(TrafficMatrix::parse("t", "0 32 0\n48 0 16\n0 64 0\n", None).unwrap());
+        // Built here, not with the backend's test helper: kernels sits
+        // below the backend and does not import it.
+        let case = CaseSpec {
+            collective: Collective::AllToAllV,
+            dtype: DataType::Float,
+            redop: collbench_core::ReduceOp::Sum,
+            root: 0,
+            counts: traffic.counts(96, 4, 3),
+            in_place: false,
+            world_size: 3,
+        };
         let p = pattern(&case, 7);
         // Rank 1's output as it should be: 8 of rank 0's input, then 16
         // of rank 2's; the buffer is sized for the busiest rank (24).

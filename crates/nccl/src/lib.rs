@@ -16,6 +16,7 @@ pub mod alltoallv;
 pub mod api;
 pub mod backend;
 pub mod cuda;
+mod dev_comm;
 pub mod device_api;
 mod embedded;
 pub mod error;

@@ -266,51 +266,15 @@ fn ranks(n: i64) -> Vec<ExpectedRank> {
 fn nccl_loads_the_plugin_and_collbench_toggles_and_drains_it() {
     std::env::remove_var("NCCL_PROFILER_PLUGIN");
     let ex = Explainer::install();
-    let path = ex.plugin_path().expect("plugin installed").to_path_buf();
-    assert_eq!(
-        std::env::var("NCCL_PROFILER_PLUGIN").unwrap(),
-        path.display().to_string()
-    );
-    // Marked as collbench's, so a collbench started from this one does not
-    // take it for the user's.
-    assert_eq!(
-        std::env::var("COLLBENCH_PROFILER_PLUGIN").unwrap(),
-        path.display().to_string()
-    );
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let dir_mode = std::fs::metadata(path.parent().unwrap())
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(dir_mode & 0o777, 0o700, "private directory");
-    }
-    // Before NCCL loads it, collbench cannot explain.
-    assert!(ex.unavailable_reason().unwrap().contains("did not load"));
-
+    let path = installed_privately(&ex);
     let nccl = Nccl::open(&path);
     assert_eq!(nccl.name(), "collbench");
 
     // Two communicators (two local GPUs) share NCCL's one mask; init must
     // leave it off.
     let mut mask: c_int = 0x7fff;
-    let mut ctx = [null_mut(); 2];
-    for (rank, c) in ctx.iter_mut().enumerate() {
-        let (r, context) = nccl.init5(&mut mask, 2, rank as c_int);
-        assert_eq!(r, 0);
-        assert!(!context.is_null());
-        *c = context;
-    }
-    assert_eq!(mask, 0, "starts disabled");
-    assert_eq!(ex.interface_version(), Some(5));
-    assert!(path.exists());
-    assert_eq!(ex.unavailable_reason(), None);
-    // Once NCCL has loaded it, the file is gone; the library stays, and a
-    // second dlopen of the path (NCCL reopening it) gets the same instance.
-    assert!(!path.exists());
-    assert!(!path.parent().unwrap().exists());
-    let again = Nccl::open(&path);
-    assert!(std::ptr::eq(again.v5, nccl.v5));
+    let ctx = init_two_ranks(&nccl, &mut mask);
+    loaded_once(&ex, &nccl, &path);
     // A null mask is the one init failure.
     assert_ne!(nccl.init5(null_mut(), 1, 0).0, 0);
 
@@ -353,7 +317,84 @@ fn nccl_loads_the_plugin_and_collbench_toggles_and_drains_it() {
     assert_eq!(e.kernels_text(), "Recv:-/-/4;Send:-/-/4");
     assert_eq!(e.missing_ranks, vec![1]);
 
-    // An older NCCL through the v3 table: channel count is nMaxChannels.
+    older_nccl_through_v3(&ex, &nccl);
+
+    // Bounded memory: more events than the ring holds are counted, not kept.
+    let e = ex
+        .record_case::<()>(&ranks(1), || {
+            for _ in 0..10_000 {
+                nccl.emit(ctx[0], &mask, coll(0, "AllGather", "RING", "SIMPLE", 24));
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(e.kernels_text(), "AllGather:RING/SIMPLE/24");
+    assert_eq!(e.dropped_events, 10_000 - 8192);
+
+    // NCCL tears down: finalize and state calls succeed.
+    for c in ctx {
+        nccl.teardown(c);
+    }
+    // Installing again returns the same plugin.
+    assert_eq!(Explainer::install().plugin_path(), Some(path.as_path()));
+}
+
+/// The plugin as installed: NCCL_PROFILER_PLUGIN names it, marked as
+/// collbench's, in a private directory, not yet loaded. Its path.
+fn installed_privately(ex: &Explainer) -> std::path::PathBuf {
+    let path = ex.plugin_path().expect("plugin installed").to_path_buf();
+    assert_eq!(
+        std::env::var("NCCL_PROFILER_PLUGIN").unwrap(),
+        path.display().to_string()
+    );
+    // Marked as collbench's, so a collbench started from this one does not
+    // take it for the user's.
+    assert_eq!(
+        std::env::var("COLLBENCH_PROFILER_PLUGIN").unwrap(),
+        path.display().to_string()
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let dir_mode = std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(dir_mode & 0o777, 0o700, "private directory");
+    }
+    // Before NCCL loads it, collbench cannot explain.
+    assert!(ex.unavailable_reason().unwrap().contains("did not load"));
+    path
+}
+
+/// Two communicators (two local GPUs) sharing NCCL's one `mask`; init
+/// must leave it off. Their contexts.
+fn init_two_ranks(nccl: &Nccl, mask: &mut c_int) -> [*mut c_void; 2] {
+    let mut ctx = [null_mut(); 2];
+    for (rank, c) in ctx.iter_mut().enumerate() {
+        let (r, context) = nccl.init5(mask, 2, rank as c_int);
+        assert_eq!(r, 0);
+        assert!(!context.is_null());
+        *c = context;
+    }
+    assert_eq!(*mask, 0, "starts disabled");
+    ctx
+}
+
+/// Once NCCL has loaded the plugin at `path`: v5, usable, the file gone.
+fn loaded_once(ex: &Explainer, nccl: &Nccl, path: &std::path::Path) {
+    assert_eq!(ex.interface_version(), Some(5));
+    assert!(path.exists());
+    assert_eq!(ex.unavailable_reason(), None);
+    // Once NCCL has loaded it, the file is gone; the library stays, and a
+    // second dlopen of the path (NCCL reopening it) gets the same instance.
+    assert!(!path.exists());
+    assert!(!path.parent().unwrap().exists());
+    let again = Nccl::open(path);
+    assert!(std::ptr::eq(again.v5, nccl.v5));
+}
+
+/// An older NCCL through the v3 table: channel count is nMaxChannels.
+fn older_nccl_through_v3(ex: &Explainer, nccl: &Nccl) {
     let mut mask3: c_int = 0;
     let c3 = nccl.init3(&mut mask3);
     let e = ex
@@ -391,23 +432,4 @@ fn nccl_loads_the_plugin_and_collbench_toggles_and_drains_it() {
         .unwrap();
     assert_eq!(e.kernels_text(), "Broadcast:NVLS/SIMPLE/7");
     assert!(e.busbw_overstated);
-
-    // Bounded memory: more events than the ring holds are counted, not kept.
-    let e = ex
-        .record_case::<()>(&ranks(1), || {
-            for _ in 0..10_000 {
-                nccl.emit(ctx[0], &mask, coll(0, "AllGather", "RING", "SIMPLE", 24));
-            }
-            Ok(())
-        })
-        .unwrap();
-    assert_eq!(e.kernels_text(), "AllGather:RING/SIMPLE/24");
-    assert_eq!(e.dropped_events, 10_000 - 8192);
-
-    // NCCL tears down: finalize and state calls succeed.
-    for c in ctx {
-        nccl.teardown(c);
-    }
-    // Installing again returns the same plugin.
-    assert_eq!(Explainer::install().plugin_path(), Some(path.as_path()));
 }

@@ -141,7 +141,18 @@ fn the_tuner_plugin_works_as_nccl_drives_it() {
     assert!(!ctx.is_null());
     let comm = Comm { tuner, ctx };
 
-    // Nothing set: NCCL's own choice, channels untouched.
+    let after = nothing_set_is_nccls_choice(&plugin, &comm);
+    overrides_come_first(&plugin, &comm, after);
+    a_tuner_csv_loads(&plugin, &comm);
+
+    let total: Counters = plugin.counters();
+    assert!(total.calls >= 10, "{total:?}");
+    // SAFETY: the context init made, finalised once.
+    assert_eq!(unsafe { (tuner.finalize)(ctx) }, 0);
+}
+
+/// Nothing set: NCCL's own choice, channels untouched; the counters after.
+fn nothing_set_is_nccls_choice(plugin: &TunerPlugin, comm: &Comm<'_>) -> Counters {
     let before = plugin.counters();
     assert_eq!(
         comm.call(Collective::AllReduce, 1 << 20, 24),
@@ -158,7 +169,12 @@ fn the_tuner_plugin_works_as_nccl_drives_it() {
     let after = plugin.counters();
     assert_eq!(after.calls, before.calls + 1);
     assert_eq!(after.applied, before.applied);
+    after
+}
 
+/// Overrides: per collective or for all, rejected when NCCL does not
+/// offer the pair, refused out of range (`after`: the counters before).
+fn overrides_come_first(plugin: &TunerPlugin, comm: &Comm<'_>, after: Counters) {
     // An override for all_reduce: tree/ll128 on 8 channels.
     assert!(plugin.set_override(Some(4), Some((TREE as i32, LL128 as i32)), 8));
     assert_eq!(
@@ -193,7 +209,10 @@ fn the_tuner_plugin_works_as_nccl_drives_it() {
         comm.call(Collective::AllReduce, 1 << 20, 24),
         ((RING, SIMPLE), 24)
     );
+}
 
+/// The tuner CSV `tune` writes, loaded as `--tuner-config` loads it.
+fn a_tuner_csv_loads(plugin: &TunerPlugin, comm: &Comm<'_>) {
     // A tuner CSV as `tune` writes it and `--tuner-config` loads it.
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("tuner.csv");
@@ -232,9 +251,4 @@ fn the_tuner_plugin_works_as_nccl_drives_it() {
         comm.call(Collective::AllReduce, 4096, 24),
         ((RING, SIMPLE), 24)
     );
-
-    let total: Counters = plugin.counters();
-    assert!(total.calls >= 10, "{total:?}");
-    // SAFETY: the context init made, finalised once.
-    assert_eq!(unsafe { (tuner.finalize)(ctx) }, 0);
 }

@@ -10,7 +10,7 @@
 //! arithmetic mean nccl-tests prints), so rows compare with `-n 20`.
 
 use crate::backend::{Backend, CaseSpec, Measurement, Timing};
-use crate::run::RunError;
+use crate::error::RunError;
 use collbench_core::auto_iters::{AutoIters, AutoSeries, RepeatUse};
 use collbench_core::{AutoPrecision, Bootstrap};
 use std::time::Instant;

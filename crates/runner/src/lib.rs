@@ -15,6 +15,7 @@ mod auto_iters;
 pub mod backend;
 mod combine;
 pub mod cpu;
+mod error;
 pub mod host_buffers;
 pub mod memory;
 pub mod plan;

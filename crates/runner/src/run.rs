@@ -14,10 +14,12 @@ use crate::watchdog::{watch_over, Done, Watchdog, Watched};
 use collbench_core::size::{format_bytes, ByteStyle};
 use collbench_core::{
     record::RunSettings, verify::mix, AutoPrecision, Bootstrap, CaseResult, Collective, DeviceInfo,
-    FailureKind, PeerFailure, Placement, Record,
+    Placement, Record,
 };
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
+
+pub use crate::error::RunError;
 
 /// Receives results as they are measured (printers, progress bars).
 /// Called on rank 0 only.
@@ -45,55 +47,6 @@ pub trait RunObserver {
 /// An observer that ignores everything.
 pub struct NoObserver;
 impl RunObserver for NoObserver {}
-
-/// Failures that stop a run.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("{0}")]
-    Plan(String),
-    #[error(transparent)]
-    Backend(#[from] BackendError),
-    #[error("control plane: {0}")]
-    Control(String),
-    /// A collective made no progress for the watchdog's deadline: the
-    /// line naming the ranks behind (see `collbench_core::stuck`).
-    #[error("{0}")]
-    Stuck(String),
-}
-
-impl From<PeerFailure> for RunError {
-    /// By the failure's kind, not its words.
-    fn from(e: PeerFailure) -> RunError {
-        match e.kind {
-            FailureKind::Stuck => RunError::Stuck(e.message),
-            FailureKind::Peer => RunError::Control(e.message),
-        }
-    }
-}
-
-impl RunError {
-    /// The job's failure this error stands for (a stuck collective, a lost
-    /// peer, a failed library call), as a stop; `None` for a plan that
-    /// cannot run, where nothing was started.
-    fn job_failure(&self) -> Option<Stop> {
-        match self {
-            RunError::Plan(_) => None,
-            RunError::Stuck(line) | RunError::Backend(BackendError::Timeout(line)) => {
-                Some(Stop::Stuck(line.clone()))
-            }
-            other => Some(Stop::Failed(other.to_string())),
-        }
-    }
-}
-
-impl From<&Stop> for RunError {
-    fn from(stop: &Stop) -> RunError {
-        match stop {
-            Stop::Stuck(line) => RunError::Stuck(line.clone()),
-            Stop::Failed(m) => RunError::Control(m.clone()),
-        }
-    }
-}
 
 /// Drives a [`Plan`] through a [`Backend`].
 pub struct Runner<'a> {
@@ -549,6 +502,7 @@ fn case_seed(case: &CaseSpec, pass: u32) -> u64 {
 mod tests {
     use super::*;
     use crate::cpu::CpuBackend;
+    use collbench_core::PeerFailure;
     use collbench_core::SingleProcess;
 
     /// Rank 0 of a job whose other process died before the first gather.

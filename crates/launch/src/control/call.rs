@@ -3,9 +3,9 @@
 //! awaiting the answer, every wait bounded by a deadline, and parts that
 //! arrive early buffered until their call comes.
 
-use super::hub::Command;
-use super::shared::{lock, Event, Link, Outbox, Part, State};
-use super::Control;
+use super::hub::handle::Command;
+use super::shared::{Event, Link, Outbox, Part, State};
+use super::{lock, Control};
 use crate::ranks_phrase;
 use crate::wire::{self, Msg, Op};
 use crate::LaunchError;

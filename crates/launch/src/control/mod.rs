@@ -67,9 +67,15 @@ use liveness::heartbeat_interval;
 use progress::Board;
 use rendezvous::{join_as_peer, join_as_root};
 use shared::Outbox;
-use shared::{lock, Link, Shared};
-use std::sync::Arc;
+use shared::{Link, Shared};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+/// Locks, ignoring poisoning: a panicked holder leaves nothing half-written
+/// that matters here.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A rank as it introduced itself to rank 0.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,14 +1,14 @@
 //! Joining the job. Rank 0 listens (an accept queue sized for the world)
 //! and its event loop checks every hello (protocol version, token, world
-//! size, rank range, duplicates: `judge_hello`), refusing strangers with a
+//! size, rank range, duplicates: `hub::hello`), refusing strangers with a
 //! reason; the others connect with retries, backing off with jitter, until
 //! the deadline. When all have joined, rank 0 says Ready.
 
 use super::hub;
 use super::liveness::{spawn_heartbeat, spawn_reader};
 use super::progress::Board;
-use super::shared::{lock, new_state, Event, Link, Outbox, Peer, Shared};
-use super::{call::absorb, PeerHello};
+use super::shared::{new_state, Event, Link, Outbox, Peer, Shared, State};
+use super::{call::absorb, lock, PeerHello};
 use crate::wire::{self, Msg, PROTOCOL_VERSION};
 use crate::{LaunchError, World};
 use socket2::{Domain, Socket, Type};
@@ -110,60 +110,6 @@ fn listen_for(world: &World) -> std::io::Result<mio::net::TcpListener> {
     Ok(mio::net::TcpListener::from_std(socket.into()))
 }
 
-/// Checks a connection's first message: a hello of this job, for a rank
-/// that has not joined (`complete`: every rank already did). Gives the
-/// hello, or the host it named and why it is refused.
-pub(super) fn judge_hello(
-    shared: &Shared,
-    msg: Msg,
-    complete: bool,
-) -> Result<PeerHello, (String, String)> {
-    let Msg::Hello {
-        protocol,
-        token,
-        rank,
-        world_size,
-        local_rank,
-        host,
-        pid,
-        ..
-    } = msg
-    else {
-        return Err((
-            "?".into(),
-            "the first message was not a hello (not a collbench rank?)".into(),
-        ));
-    };
-    let n = shared.world_size;
-    let problem = if protocol != PROTOCOL_VERSION {
-        Some(format!("it speaks control protocol {protocol}, rank 0 speaks {PROTOCOL_VERSION}: run the same collbench on every rank"))
-    } else if token != shared.token {
-        Some("wrong job token: it belongs to another job or is a stray process (every rank needs the same COLLBENCH_TOKEN / --token)".to_string())
-    } else if world_size != n {
-        Some(format!(
-            "it expects a world of {world_size} ranks but this job has {n}"
-        ))
-    } else if rank == 0 || rank >= n {
-        Some(format!("rank {rank} is not in 1..{n}"))
-    } else if complete {
-        Some(format!(
-            "all {n} ranks already joined (a second process with rank {rank}?)"
-        ))
-    } else {
-        None
-    };
-    match problem {
-        Some(reason) => Err((host, format!("rank {rank}: {reason}"))),
-        None => Ok(PeerHello {
-            rank,
-            local_rank,
-            host,
-            pid,
-            info: Vec::new(),
-        }),
-    }
-}
-
 /// Why one attempt to join failed.
 pub(super) enum Attempt {
     Refused(String),
@@ -182,7 +128,6 @@ pub(super) fn join_as_peer(
             world.rank
         ))
     })?;
-    let port = world.rendezvous_port;
     let hello = Msg::Hello {
         protocol: PROTOCOL_VERSION,
         token: world.token.clone(),
@@ -194,33 +139,7 @@ pub(super) fn join_as_peer(
         nonce: RandomState::new().build_hasher().finish(),
     };
     let start = Instant::now();
-    let deadline = start + timeout;
-    let mut last_problem = String::from("not tried");
-    let mut backoff = Duration::from_millis(50);
-    let (stream, root_host) = loop {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return Err(LaunchError::Control(format!(
-                "rank {} could not join rank 0 at {host}:{port} within {} s (last: {last_problem}): check that rank 0 runs and that {host}:{port} is reachable from {}",
-                world.rank,
-                timeout.as_secs(),
-                world.hostname
-            )));
-        };
-        match try_join(&host, port, &hello, &own.info, left) {
-            Ok(joined) => break joined,
-            Err(Attempt::Refused(reason)) => {
-                return Err(LaunchError::Control(format!(
-                    "rank 0 at {host}:{port} refused this process: {reason}"
-                )))
-            }
-            Err(Attempt::Retry(problem)) => {
-                last_problem = problem;
-                thread::sleep(jittered(backoff).min(left));
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-            }
-        }
-    };
-
+    let (stream, root_host) = connect(world, &host, &hello, &own.info, start, timeout)?;
     let Ok(writer) = stream.try_clone() else {
         return Err(LaunchError::Control(
             "cannot clone the socket to rank 0".into(),
@@ -241,6 +160,63 @@ pub(super) fn join_as_peer(
     // audible through heartbeats, so waiting for Ready is bounded either way.
     let mut state = new_state(events_rx, world.world_size);
     let ready_deadline = start + timeout * 2 + Duration::from_secs(5);
+    wait_for_ready(&shared, &mut state, &host, ready_deadline, timeout)?;
+    Ok(Link {
+        shared,
+        state: Mutex::new(state),
+        hellos: Vec::new(),
+    })
+}
+
+/// Says hello to rank 0 until it answers, backing off with jitter, until
+/// `timeout` after `start`: the connection and rank 0's host.
+fn connect(
+    world: &World,
+    host: &str,
+    hello: &Msg,
+    info: &[u8],
+    start: Instant,
+    timeout: Duration,
+) -> Result<(TcpStream, String), LaunchError> {
+    let port = world.rendezvous_port;
+    let deadline = start + timeout;
+    let mut last_problem = String::from("not tried");
+    let mut backoff = Duration::from_millis(50);
+    let joined = loop {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return Err(LaunchError::Control(format!(
+                "rank {} could not join rank 0 at {host}:{port} within {} s (last: {last_problem}): check that rank 0 runs and that {host}:{port} is reachable from {}",
+                world.rank,
+                timeout.as_secs(),
+                world.hostname
+            )));
+        };
+        match try_join(host, port, hello, info, left) {
+            Ok(joined) => break joined,
+            Err(Attempt::Refused(reason)) => {
+                return Err(LaunchError::Control(format!(
+                    "rank 0 at {host}:{port} refused this process: {reason}"
+                )))
+            }
+            Err(Attempt::Retry(problem)) => {
+                last_problem = problem;
+                thread::sleep(jittered(backoff).min(left));
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    };
+    Ok(joined)
+}
+
+/// Waits for rank 0's Ready, absorbing what comes before it; fails when the
+/// job fails, rank 0 closes, or `ready_deadline` passes.
+fn wait_for_ready(
+    shared: &Shared,
+    state: &mut State,
+    host: &str,
+    ready_deadline: Instant,
+    timeout: Duration,
+) -> Result<(), LaunchError> {
     loop {
         // What arrived first: a Ready that came before a failure (another
         // rank aborting right after Ready) still starts this rank, whose
@@ -276,15 +252,11 @@ pub(super) fn join_as_peer(
                     "rank 0 on host {host} closed before the job started"
                 )));
             }
-            Some(event) => absorb(&mut state, event, &mut Vec::new()),
+            Some(event) => absorb(state, event, &mut Vec::new()),
             None => {}
         }
     }
-    Ok(Link {
-        shared,
-        state: Mutex::new(state),
-        hellos: Vec::new(),
-    })
+    Ok(())
 }
 
 /// `backoff` times a random factor in [0.5, 1.5): thousands of ranks that

@@ -2,9 +2,9 @@
 //! loop; elsewhere the reader and heartbeat) share: the way to the peers,
 //! the job's first failure, the event channel.
 
-use super::hub::{Command, HubHandle};
+use super::hub::handle::{Command, HubHandle};
 use super::progress::Board;
-use super::PeerHello;
+use super::{lock, PeerHello};
 use crate::wire::{self, Msg, Op};
 use crate::{LaunchError, World};
 use collbench_core::PeerFailure;
@@ -13,7 +13,7 @@ use std::io::Read;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub(super) struct Link {
@@ -99,12 +99,6 @@ impl Peer {
     pub(super) fn name(&self) -> String {
         format!("rank {} on host {}", self.rank, self.host)
     }
-}
-
-/// Locks, ignoring poisoning: a panicked holder leaves nothing half-written
-/// that matters here.
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {

@@ -134,7 +134,40 @@ pub fn serve_as_root(
     stdout: &mut dyn Write,
 ) -> Result<RootReport, String> {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
-    let world = World {
+    let launch = LaunchOptions {
+        timeout_s: opts.timeout_s,
+        ..LaunchOptions::default()
+    };
+    let start = Instant::now();
+    let control = Control::connect_with_info(
+        &root_world(opts, port),
+        &launch,
+        vec![b'i'; opts.hello_bytes],
+    )
+    .map_err(|e| e.to_string())?;
+    let mut report = RootReport {
+        ready_s: start.elapsed().as_secs_f64(),
+        ..RootReport::default()
+    };
+    let cpu_before = cpu_seconds();
+    gather_rows(opts, &control, stdout, &mut report)?;
+    report.rows_cpu_s = cpu_seconds() - cpu_before;
+    agree_rounds(opts, &control, stdout, &mut report)?;
+    // The last rank dies now (the harness drops its connection): the next
+    // call must fail naming it, and every other rank must hear of it.
+    cue(stdout, "kill")?;
+    report.failure = match control.barrier() {
+        Ok(()) => return Err("a barrier with a dead rank succeeded".into()),
+        Err(e) => e.to_string(),
+    };
+    report.hwm_kib = proc_status(std::process::id(), "VmHWM").unwrap_or(0);
+    drop(control);
+    Ok(report)
+}
+
+/// Rank 0's world: a loopback job of `opts.world_size` ranks on `port`.
+fn root_world(opts: &ScaleOptions, port: u16) -> World {
+    World {
         rank: 0,
         world_size: opts.world_size,
         local_rank: 0,
@@ -145,27 +178,29 @@ pub fn serve_as_root(
         bind: "127.0.0.1".into(),
         token: opts.token.clone(),
         launcher: Launcher::Explicit,
-    };
-    let launch = LaunchOptions {
-        timeout_s: opts.timeout_s,
-        ..LaunchOptions::default()
-    };
-    let start = Instant::now();
-    let control = Control::connect_with_info(&world, &launch, vec![b'i'; opts.hello_bytes])
-        .map_err(|e| e.to_string())?;
-    let mut report = RootReport {
-        ready_s: start.elapsed().as_secs_f64(),
-        ..RootReport::default()
-    };
+    }
+}
+
+/// Tells the harness `line` (its cue), flushed at once.
+fn cue(stdout: &mut dyn Write, line: &str) -> Result<(), String> {
+    writeln!(stdout, "{line}")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| e.to_string())
+}
+
+/// The rows: each a gather of every rank's report, timed.
+fn gather_rows(
+    opts: &ScaleOptions,
+    control: &Control,
+    stdout: &mut dyn Write,
+    report: &mut RootReport,
+) -> Result<(), String> {
     let own = vec![b'r'; opts.report_bytes];
-    let cpu_before = cpu_seconds();
     for row in 0..opts.rows {
         // The row's collective is over everywhere: the harness releases
         // the simulated ranks' parts (a real job's ranks learn it from
         // NCCL, not from rank 0).
-        writeln!(stdout, "row {row}")
-            .and_then(|()| stdout.flush())
-            .map_err(|e| e.to_string())?;
+        cue(stdout, &format!("row {row}"))?;
         let t0 = Instant::now();
         let parts = control.gather(own.clone()).map_err(|e| e.to_string())?;
         report.gather_ms.push(t0.elapsed().as_secs_f64() * 1e3);
@@ -174,17 +209,23 @@ pub fn serve_as_root(
             return Err(format!("row {row}: wrong parts"));
         }
     }
-    report.rows_cpu_s = cpu_seconds() - cpu_before;
-    // Agreeing on the slowest figures, the old way and the new.
+    Ok(())
+}
+
+/// Agreeing on the slowest figures, the old way and the new, timed.
+fn agree_rounds(
+    opts: &ScaleOptions,
+    control: &Control,
+    stdout: &mut dyn Write,
+    report: &mut RootReport,
+) -> Result<(), String> {
     let mine = [1.0f64, 2.0];
     let bytes: Vec<u8> = mine.iter().flat_map(|v| v.to_le_bytes()).collect();
     for (round, agree) in agreement(opts).into_iter().enumerate() {
-        writeln!(stdout, "row {}", opts.rows + round)
-            .and_then(|()| stdout.flush())
-            .map_err(|e| e.to_string())?;
+        cue(stdout, &format!("row {}", opts.rows + round))?;
         let t0 = Instant::now();
         if let Agree::Max { timed } = agree {
-            let max = Bootstrap::all_max(&control, &mine).map_err(|e| e.to_string())?;
+            let max = Bootstrap::all_max(control, &mine).map_err(|e| e.to_string())?;
             if max != mine {
                 return Err(format!("all_max round {round}: {max:?}"));
             }
@@ -201,18 +242,7 @@ pub fn serve_as_root(
             report.all_gather_ms.push(t0.elapsed().as_secs_f64() * 1e3);
         }
     }
-    // The last rank dies now (the harness drops its connection): the next
-    // call must fail naming it, and every other rank must hear of it.
-    writeln!(stdout, "kill")
-        .and_then(|()| stdout.flush())
-        .map_err(|e| e.to_string())?;
-    report.failure = match control.barrier() {
-        Ok(()) => return Err("a barrier with a dead rank succeeded".into()),
-        Err(e) => e.to_string(),
-    };
-    report.hwm_kib = proc_status(std::process::id(), "VmHWM").unwrap_or(0);
-    drop(control);
-    Ok(report)
+    Ok(())
 }
 
 /// Runs the harness: `root_exe root <port> <options as JSON>` is rank 0

@@ -164,177 +164,283 @@ fn drive(
     rows: &Rows,
 ) -> Result<Seen, String> {
     let err = |e: std::io::Error| e.to_string();
-    let mut poll = Poll::new().map_err(err)?;
+    let poll = Poll::new().map_err(err)?;
     rows.wakers
         .lock()
         .unwrap()
         .push(Arc::new(Waker::new(poll.registry(), WAKE).map_err(err)?));
     let mut events = Events::with_capacity(1024);
-    let mut clients: Vec<Client> = ranks
-        .into_iter()
-        .map(|rank| Client {
-            rank,
-            stream: None,
-            inbuf: Vec::new(),
-            out: Vec::new(),
-            stage: Stage::Idle,
-            retry_at: start,
-            backoff: Duration::from_millis(20),
-            rows_sent: 0,
-            answers: 0,
-        })
-        .collect();
-    let hello_info = vec![b'i'; opts.hello_bytes];
-    let report = vec![b'r'; opts.report_bytes];
+    let mut ranks = Ranks::new(opts, addr, ranks, start, rows, poll);
     let deadline = start + Duration::from_secs(opts.timeout_s * 2 + 30);
     let beat = Duration::from_secs(2).min(Duration::from_secs(opts.timeout_s) / 4);
     let mut next_beat = start + beat;
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ (clients.first().map_or(1, |c| c.rank) as u64);
-    let (mut last_ready, mut retries) = (0.0f64, 0u64);
-    let mut last_abort = None;
-    let victim = opts.world_size - 1;
-    let mut scratch = vec![0u8; 64 << 10];
     let mut next_timers = start;
-    let mut released_seen = 0;
-    let mut parts = Vec::new();
-    while clients.iter().any(|c| c.stage != Stage::Done) {
+    while ranks.clients.iter().any(|c| c.stage != Stage::Done) {
         if stop.load(Ordering::SeqCst) {
             return Err("stopped: another client thread failed".into());
         }
         let now = Instant::now();
-        let root_gone = *rows.root_gone.lock().unwrap();
+        ranks.still_in_time(now, deadline)?;
+        if now >= next_timers {
+            next_timers = now + Duration::from_millis(10);
+            ranks.connect_due(now)?;
+        }
+        if now >= next_beat {
+            next_beat = now + beat;
+            ranks.heartbeat()?;
+        }
+        if rows.kill.load(Ordering::SeqCst) {
+            ranks.drop_victim();
+        }
+        ranks.send_released()?;
+        ranks
+            .poll
+            .poll(&mut events, Some(Duration::from_millis(10)))
+            .map_err(err)?;
+        for event in events.iter() {
+            if event.token() != WAKE {
+                ranks.on_event(event)?;
+            }
+        }
+    }
+    Ok(Seen {
+        ready_s: ranks.last_ready,
+        retries: ranks.retries,
+        last_abort: ranks.last_abort,
+    })
+}
+
+/// One client thread's simulated ranks, their poll, and what they have
+/// seen so far: the state [`drive`]'s loop steps through.
+struct Ranks<'a> {
+    opts: &'a ScaleOptions,
+    addr: SocketAddr,
+    start: Instant,
+    rows: &'a Rows,
+    poll: Poll,
+    clients: Vec<Client>,
+    hello_info: Vec<u8>,
+    /// A row's part, as each rank reports it.
+    report: Vec<u8>,
+    rng: u64,
+    retries: u64,
+    /// Last Ready, s after the start.
+    last_ready: f64,
+    last_abort: Option<Instant>,
+    scratch: Vec<u8>,
+    /// Rounds released so far, as last seen.
+    released_seen: usize,
+    parts: Vec<Vec<u8>>,
+}
+
+impl<'a> Ranks<'a> {
+    fn new(
+        opts: &'a ScaleOptions,
+        addr: SocketAddr,
+        ranks: Vec<usize>,
+        start: Instant,
+        rows: &'a Rows,
+        poll: Poll,
+    ) -> Ranks<'a> {
+        let clients: Vec<Client> = ranks
+            .into_iter()
+            .map(|rank| Client {
+                rank,
+                stream: None,
+                inbuf: Vec::new(),
+                out: Vec::new(),
+                stage: Stage::Idle,
+                retry_at: start,
+                backoff: Duration::from_millis(20),
+                rows_sent: 0,
+                answers: 0,
+            })
+            .collect();
+        let rng = 0x9e37_79b9_7f4a_7c15u64 ^ (clients.first().map_or(1, |c| c.rank) as u64);
+        Ranks {
+            opts,
+            addr,
+            start,
+            rows,
+            poll,
+            clients,
+            hello_info: vec![b'i'; opts.hello_bytes],
+            report: vec![b'r'; opts.report_bytes],
+            rng,
+            retries: 0,
+            last_ready: 0.0,
+            last_abort: None,
+            scratch: vec![0u8; 64 << 10],
+            released_seen: 0,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Fails once the deadline has passed or rank 0's process has been
+    /// gone two seconds, saying how many ranks were not done.
+    fn still_in_time(&self, now: Instant, deadline: Instant) -> Result<(), String> {
+        let root_gone = *self.rows.root_gone.lock().unwrap();
         if now > deadline || root_gone.is_some_and(|t| now > t + Duration::from_secs(2)) {
-            let behind = clients.iter().filter(|c| c.stage != Stage::Done).count();
+            let behind = self
+                .clients
+                .iter()
+                .filter(|c| c.stage != Stage::Done)
+                .count();
             let why = match root_gone {
                 Some(_) => "rank 0's process ended",
                 None => "the deadline passed",
             };
             return Err(format!("{why} with {behind} simulated ranks not done"));
         }
-        if now >= next_timers {
-            next_timers = now + Duration::from_millis(10);
-            for (i, c) in clients.iter_mut().enumerate() {
-                if matches!(c.stage, Stage::Connecting | Stage::Hello) && c.retry_at <= now {
-                    retry(c, &poll, &mut rng, &mut retries);
-                } else if c.stage == Stage::Idle && c.retry_at <= now {
-                    let mut stream = TcpStream::connect(addr).map_err(err)?;
-                    let interest = Interest::READABLE | Interest::WRITABLE;
-                    poll.registry()
-                        .register(&mut stream, Token(i), interest)
-                        .map_err(err)?;
-                    c.stream = Some(stream);
-                    c.stage = Stage::Connecting;
-                    c.retry_at = now + wire::CONNECT_TIMEOUT;
-                }
+        Ok(())
+    }
+
+    /// Retries the joins that timed out and starts those due.
+    fn connect_due(&mut self, now: Instant) -> Result<(), String> {
+        let err = |e: std::io::Error| e.to_string();
+        for (i, c) in self.clients.iter_mut().enumerate() {
+            if matches!(c.stage, Stage::Connecting | Stage::Hello) && c.retry_at <= now {
+                retry(c, &self.poll, &mut self.rng, &mut self.retries);
+            } else if c.stage == Stage::Idle && c.retry_at <= now {
+                let mut stream = TcpStream::connect(self.addr).map_err(err)?;
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                self.poll
+                    .registry()
+                    .register(&mut stream, Token(i), interest)
+                    .map_err(err)?;
+                c.stream = Some(stream);
+                c.stage = Stage::Connecting;
+                c.retry_at = now + wire::CONNECT_TIMEOUT;
             }
         }
-        if now >= next_beat {
-            next_beat = now + beat;
-            let frame = wire::encode(&Msg::Heartbeat, &wire::word_payload(0)).unwrap();
-            for c in clients.iter_mut() {
-                if matches!(c.stage, Stage::Joined | Stage::Ready) {
-                    c.out.extend_from_slice(&frame);
-                    flush(c)?;
-                }
-            }
-        }
-        if rows.kill.load(Ordering::SeqCst) {
-            if let Some(c) = clients
-                .iter_mut()
-                .find(|c| c.rank == victim && c.stream.is_some())
-            {
-                if let Some(mut stream) = c.stream.take() {
-                    let _ = poll.registry().deregister(&mut stream);
-                }
-                c.stage = Stage::Done;
-                *rows.killed_at.lock().unwrap() = Some(Instant::now());
-            }
-        }
-        let released = rows.released.load(Ordering::SeqCst);
-        if released != released_seen {
-            released_seen = released;
-            for c in clients.iter_mut() {
-                let frame = |k| round_frame(opts, k, &report);
-                send_parts(c, opts.rows, released, &mut parts, &frame)?;
-            }
-        }
-        poll.poll(&mut events, Some(Duration::from_millis(10)))
-            .map_err(err)?;
-        for event in events.iter() {
-            if event.token() == WAKE {
-                continue;
-            }
-            let c = &mut clients[event.token().0];
-            if c.stage == Stage::Connecting {
-                let stream = c.stream.as_ref().expect("connecting has a stream");
-                let failed = matches!(stream.take_error(), Ok(Some(_)) | Err(_));
-                if failed || event.is_error() || event.is_read_closed() {
-                    retry(c, &poll, &mut rng, &mut retries);
-                    continue;
-                }
-                if stream.peer_addr().is_err() {
-                    continue; // not connected yet
-                }
-                c.stage = Stage::Hello;
-                c.retry_at = Instant::now() + Duration::from_secs(10);
-                let hello = Msg::Hello {
-                    protocol: PROTOCOL_VERSION,
-                    token: opts.token.clone(),
-                    rank: c.rank,
-                    world_size: opts.world_size,
-                    local_rank: c.rank % 8,
-                    host: format!("sim{}", c.rank / 8),
-                    pid: c.rank as u32,
-                    nonce: c.rank as u64,
-                };
-                c.out = wire::encode(&hello, &hello_info).unwrap();
-            }
-            if !c.out.is_empty() {
+        Ok(())
+    }
+
+    /// A heartbeat from every rank that has joined.
+    fn heartbeat(&mut self) -> Result<(), String> {
+        let frame = wire::encode(&Msg::Heartbeat, &wire::word_payload(0)).unwrap();
+        for c in self.clients.iter_mut() {
+            if matches!(c.stage, Stage::Joined | Stage::Ready) {
+                c.out.extend_from_slice(&frame);
                 flush(c)?;
             }
-            if !(event.is_readable() || event.is_read_closed()) {
-                continue;
+        }
+        Ok(())
+    }
+
+    /// The kill: the last rank's connection drops (if this thread has it).
+    fn drop_victim(&mut self) {
+        let victim = self.opts.world_size - 1;
+        if let Some(c) = self
+            .clients
+            .iter_mut()
+            .find(|c| c.rank == victim && c.stream.is_some())
+        {
+            if let Some(mut stream) = c.stream.take() {
+                let _ = self.poll.registry().deregister(&mut stream);
             }
-            let closed = read_all(c, &mut scratch)?;
-            let mut used = 0;
-            while let Some((msg, _, n)) =
-                wire::decode(&c.inbuf[used..]).map_err(|e| format!("rank {}: {e}", c.rank))?
-            {
-                used += n;
-                if msg == Msg::Ready {
-                    last_ready = last_ready.max(start.elapsed().as_secs_f64());
-                }
-                if matches!(msg, Msg::Abort { .. }) && rows.kill.load(Ordering::SeqCst) {
-                    // The kill's expected news: this rank is done.
-                    last_abort = Some(Instant::now());
-                    c.stage = Stage::Done;
-                    c.out.clear();
-                    break;
-                }
-                answer(c, msg)?;
-            }
-            if c.stage == Stage::Done && last_abort.is_some() {
-                c.stream = None;
-                continue;
-            }
-            c.inbuf.drain(..used);
-            let frame = |k| round_frame(opts, k, &report);
-            send_parts(c, opts.rows, released_seen, &mut parts, &frame)?;
-            if closed {
-                match c.stage {
-                    Stage::Done => c.stream = None,
-                    // Accepted by the kernel, dropped before a welcome.
-                    Stage::Hello => retry(c, &poll, &mut rng, &mut retries),
-                    _ => return Err(format!("rank 0 closed rank {}'s connection", c.rank)),
-                }
-            }
+            c.stage = Stage::Done;
+            *self.rows.killed_at.lock().unwrap() = Some(Instant::now());
         }
     }
-    Ok(Seen {
-        ready_s: last_ready,
-        retries,
-        last_abort,
-    })
+
+    /// Every rank's parts of the rounds the harness has newly released.
+    fn send_released(&mut self) -> Result<(), String> {
+        let released = self.rows.released.load(Ordering::SeqCst);
+        if released != self.released_seen {
+            self.released_seen = released;
+            for c in self.clients.iter_mut() {
+                let frame = |k| round_frame(self.opts, k, &self.report);
+                send_parts(c, self.opts.rows, released, &mut self.parts, &frame)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One readiness event of rank `event.token()`'s connection: the hello
+    /// once connected, then writes, reads and answers.
+    fn on_event(&mut self, event: &mio::event::Event) -> Result<(), String> {
+        let i = event.token().0;
+        if self.clients[i].stage == Stage::Connecting && !self.say_hello(i, event) {
+            return Ok(());
+        }
+        let c = &mut self.clients[i];
+        if !c.out.is_empty() {
+            flush(c)?;
+        }
+        if !(event.is_readable() || event.is_read_closed()) {
+            return Ok(());
+        }
+        let closed = read_all(c, &mut self.scratch)?;
+        let mut used = 0;
+        while let Some((msg, _, n)) =
+            wire::decode(&c.inbuf[used..]).map_err(|e| format!("rank {}: {e}", c.rank))?
+        {
+            used += n;
+            if msg == Msg::Ready {
+                self.last_ready = self.last_ready.max(self.start.elapsed().as_secs_f64());
+            }
+            if matches!(msg, Msg::Abort { .. }) && self.rows.kill.load(Ordering::SeqCst) {
+                // The kill's expected news: this rank is done.
+                self.last_abort = Some(Instant::now());
+                c.stage = Stage::Done;
+                c.out.clear();
+                break;
+            }
+            answer(c, msg)?;
+        }
+        if c.stage == Stage::Done && self.last_abort.is_some() {
+            c.stream = None;
+            return Ok(());
+        }
+        c.inbuf.drain(..used);
+        let frame = |k| round_frame(self.opts, k, &self.report);
+        send_parts(
+            c,
+            self.opts.rows,
+            self.released_seen,
+            &mut self.parts,
+            &frame,
+        )?;
+        if closed {
+            match c.stage {
+                Stage::Done => c.stream = None,
+                // Accepted by the kernel, dropped before a welcome.
+                Stage::Hello => retry(c, &self.poll, &mut self.rng, &mut self.retries),
+                _ => return Err(format!("rank 0 closed rank {}'s connection", c.rank)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Rank `i`'s connection: once connected, queues its hello; false
+    /// while the event is not (yet) a connection, retried on failure.
+    fn say_hello(&mut self, i: usize, event: &mio::event::Event) -> bool {
+        let c = &mut self.clients[i];
+        let stream = c.stream.as_ref().expect("connecting has a stream");
+        let failed = matches!(stream.take_error(), Ok(Some(_)) | Err(_));
+        if failed || event.is_error() || event.is_read_closed() {
+            retry(c, &self.poll, &mut self.rng, &mut self.retries);
+            return false;
+        }
+        if stream.peer_addr().is_err() {
+            return false; // not connected yet
+        }
+        c.stage = Stage::Hello;
+        c.retry_at = Instant::now() + Duration::from_secs(10);
+        let hello = Msg::Hello {
+            protocol: PROTOCOL_VERSION,
+            token: self.opts.token.clone(),
+            rank: c.rank,
+            world_size: self.opts.world_size,
+            local_rank: c.rank % 8,
+            host: format!("sim{}", c.rank / 8),
+            pid: c.rank as u32,
+            nonce: c.rank as u64,
+        };
+        c.out = wire::encode(&hello, &self.hello_info).unwrap();
+        true
+    }
 }
 
 /// What a rank sends in round `k`: a row's gather part (rank 0's call

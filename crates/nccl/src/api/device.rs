@@ -2,7 +2,7 @@
 //! ncclDevCommDestroy (NCCL >= 2.28).
 
 use super::{missing, Communicator};
-use crate::device_api::{DevComm, DevCommRequirements};
+use crate::dev_comm::{DevComm, DevCommRequirements};
 use crate::error::NcclError;
 use crate::ffi::Nccl;
 use crate::group::Group;

@@ -103,10 +103,9 @@ pub struct NcclBackend {
     pub(crate) world_size: usize,
     pub(crate) host: String,
     pub(crate) opts: NcclOptions,
-    /// Set after a timeout or async error: communicators were aborted.
-    pub(crate) aborted: bool,
-    /// A throwaway graph has been captured and replayed (`-G`).
-    pub(crate) graphs_warmed: bool,
+    /// What the timed loop learned of the communicators (aborted, graphs
+    /// warmed): `timing`'s own part, set there alone.
+    pub(crate) loop_state: timing::LoopState,
     /// Rotate buffer offsets between iterations (off with
     /// COLLBENCH_NO_ROTATE=1, for diagnosing cache effects).
     pub(crate) rotate: bool,
@@ -164,7 +163,7 @@ pub(crate) fn refused_on_one_rank(case: &CaseSpec) -> bool {
 
 impl NcclBackend {
     pub(crate) fn ensure_usable(&self) -> Result<(), BackendError> {
-        if self.aborted {
+        if self.loop_state.aborted() {
             return Err(BackendError::Library(
                 "the NCCL communicators were aborted after an earlier error".into(),
             ));
@@ -175,7 +174,7 @@ impl NcclBackend {
 
 impl Drop for NcclBackend {
     fn drop(&mut self) {
-        if self.aborted {
+        if self.loop_state.aborted() {
             return;
         }
         for gpu in &self.gpus {

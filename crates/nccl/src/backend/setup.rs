@@ -3,11 +3,12 @@
 
 use super::{debug, Gpu, NcclBackend};
 use crate::affinity;
+use crate::api::Communicator;
 use crate::cuda::{self, Device, Stream};
 use crate::explain::Explainer;
 use crate::ffi::{Config as ConfigT, Nccl, UniqueId};
 use crate::kernels::Kernels;
-use crate::loader;
+use crate::loader::{self, FoundNccl};
 use crate::tune::config::CommConfig;
 use crate::NcclOptions;
 use collbench_core::Bootstrap;
@@ -94,11 +95,76 @@ impl NcclBackend {
                 "no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES and nvidia-smi); use --backend cpu".into(),
             ));
         }
+        let library = Library::open(opts, control, tune)?;
+        let layout = Layout::of(opts, control, count)?;
+        let mut gpus = open_gpus(opts, control, &layout)?;
+        // NCCL opens its profiler plugin when the first communicator is
+        // created, so the plugin goes in now; the first process speaks for
+        // all when it cannot be used.
+        let explainer = opts.explain.then(|| {
+            if control.rank() == 0 {
+                Explainer::install()
+            } else {
+                Explainer::install_quiet()
+            }
+        });
+        let free =
+            |gpus: &[Gpu]| -> Vec<i64> { gpus.iter().map(|g| g.dev.mem_info().0 as i64).collect() };
+        let free_before_init = free(&gpus);
+        let comms = create_comms(&library, control, &layout, &gpus)?;
+        let memory = super::memory::MemoryWatch::after_init(&free_before_init, &free(&gpus));
+        for (gpu, c) in gpus.iter_mut().zip(comms) {
+            gpu.comm = c;
+        }
+        load_kernels(&mut gpus)?;
+        // Every process takes part, whatever its COLLBENCH_PIN says.
+        let slot = if layout.procs > 1 {
+            super::cpu_slot::agree(control, super::cpu_slot::machine_id(), opts.local_rank)?
+        } else {
+            Some(opts.local_rank)
+        };
+        pin_driving_thread(slot);
+        let Library { nccl, found, .. } = library;
+        let mut backend = NcclBackend {
+            nccl,
+            found,
+            gpus,
+            world_size: layout.world_size,
+            host: opts.host.clone(),
+            opts: opts.clone(),
+            loop_state: Default::default(),
+            rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
+            explainer,
+            memory,
+            peers: None,
+            settings: Default::default(),
+        };
+        // On failure the backend drops, which destroys the communicators.
+        backend.setup_device_api()?;
+        Ok(backend)
+    }
+}
+
+/// NCCL as loaded, and the configuration its communicators are built with.
+struct Library {
+    nccl: Nccl,
+    found: FoundNccl,
+    /// `None`: NCCL's defaults (and ncclCommInitAll in one process).
+    config: Option<ConfigT>,
+}
+
+impl Library {
+    /// Loads NCCL and settles the communicators' configuration: the flags'
+    /// CTA policy, then `tune` on top. Says (the first process for all)
+    /// which of nccl-tests' flags hang on the NCCL found (-x, -D, -V).
+    fn open(
+        opts: &NcclOptions,
+        control: &dyn Bootstrap,
+        tune: &CommConfig,
+    ) -> Result<Library, BackendError> {
         let (lib, found) = loader::open(opts.lib_path.as_deref())
             .map_err(|e| BackendError::Library(e.to_string()))?;
         let nccl = Nccl::from_library(lib, found.version_code)?;
-        // nccl-tests' flags that hang on the NCCL found (-x, -D, -V);
-        // the first process speaks for all.
         let say = |line: &str| {
             if control.rank() == 0 {
                 collbench_core::diag::line(line);
@@ -119,6 +185,41 @@ impl NcclBackend {
         if !tune.is_default() {
             tune.apply(config.get_or_insert_with(|| ConfigT::new(found.version_code)));
         }
+        Ok(Library {
+            nccl,
+            found,
+            config,
+        })
+    }
+}
+
+/// Where this process's GPUs sit: which devices, and its place among the
+/// ranks of its communicator's group (NCCL_TESTS_SPLIT).
+struct Layout {
+    /// Processes in the job.
+    procs: usize,
+    /// GPUs per process.
+    g: usize,
+    /// The device ordinals this process drives.
+    devices: Vec<usize>,
+    /// This process's split color (0 without a split).
+    color: u64,
+    /// The processes of this process's group, by rank.
+    group: Vec<usize>,
+    /// This process's index in `group`.
+    index_in_group: usize,
+    /// Ranks in this process's communicator.
+    world_size: usize,
+}
+
+impl Layout {
+    /// Picks the devices (`count` visible) and agrees on the groups with
+    /// the other processes.
+    fn of(
+        opts: &NcclOptions,
+        control: &dyn Bootstrap,
+        count: usize,
+    ) -> Result<Layout, BackendError> {
         let procs = control.world_size();
         let g = opts
             .gpus_per_process
@@ -138,111 +239,103 @@ impl NcclBackend {
             vec![0]
         };
         let (group, index_in_group) = split_group(&colors, color, control.rank());
-        let one_group = group.len() == procs;
-        let world_size = group.len() * g;
-        let first_rank = index_in_group * g;
-        let mut gpus = Vec::with_capacity(g);
-        for (i, &ordinal) in devices.iter().enumerate() {
-            let dev = Device::open(ordinal)?;
-            let stream = Stream::new(opts.stream_null)?;
-            gpus.push(Gpu::new(
-                dev,
-                stream,
-                first_rank + i,
-                control.rank() * g + i,
-                color,
-            ));
-        }
-        // NCCL opens its profiler plugin when the first communicator is
-        // created, so the plugin goes in now; the first process speaks for
-        // all when it cannot be used.
-        let explainer = opts.explain.then(|| {
-            if control.rank() == 0 {
-                Explainer::install()
-            } else {
-                Explainer::install_quiet()
-            }
-        });
-        let free =
-            |gpus: &[Gpu]| -> Vec<i64> { gpus.iter().map(|g| g.dev.mem_info().0 as i64).collect() };
-        let free_before_init = free(&gpus);
-        let bind = |i: usize| -> Result<(), BackendError> { Ok(gpus[i].dev.bind()?) };
-        let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
-        // NCCL's proxy and network threads take the mask of the thread
-        // that creates the communicator: a second backend of this process
-        // (tune's candidates) is created from the launching thread, pinned
-        // by the first to one CPU. On two emulated hosts its socket threads
-        // then shared that CPU, and tune measured channels=8 at 2.9-3.0x
-        // the default's time and -R 1 at 5.4-7.0x, where the same settings
-        // set for a whole process took 1.2-1.3x and 1.0x in collbench run
-        // and nccl-tests alike (bench/results/tune.md, commprobe).
-        let comms = crate::affinity::unpinned(|| -> Result<_, BackendError> {
-            Ok(if procs == 1 && config.is_none() {
-                let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
-                nccl.comm_init_all(&devs)?
-            } else if procs == 1 {
-                // ncclCommInitAll takes no config: one id and
-                // ncclCommInitRankConfig per GPU in a group, as nccl-tests does.
-                let id = nccl.get_unique_id()?;
-                nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
-            } else {
-                // The first process of each group makes its group's NCCL id.
-                let make = || Ok(nccl.get_unique_id()?.to_bytes());
-                let id = super::exchange::group_id(
-                    control,
-                    one_group,
-                    index_in_group == 0,
-                    group[0],
-                    make,
-                )?;
-                let id = UniqueId::from_bytes(&id).ok_or_else(|| {
-                    BackendError::Library("malformed NCCL id from the group's first rank".into())
-                })?;
-                nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
-            })
-        })?;
-        let memory = super::memory::MemoryWatch::after_init(&free_before_init, &free(&gpus));
-        for (gpu, c) in gpus.iter_mut().zip(comms) {
-            gpu.comm = c;
-        }
-        let mut warned = false;
-        for gpu in &mut gpus {
-            gpu.dev.bind()?;
-            match Kernels::load() {
-                Ok(k) => gpu.kernels = Some(k),
-                Err(e) if !warned => {
-                    collbench_core::diag::line(&format!("collbench: warning: GPU verification kernels unavailable ({e}); checking on the host instead, which is slower"));
-                    warned = true;
-                }
-                Err(_) => {}
-            }
-        }
-        // Every process takes part, whatever its COLLBENCH_PIN says.
-        let slot = if procs > 1 {
-            super::cpu_slot::agree(control, super::cpu_slot::machine_id(), opts.local_rank)?
-        } else {
-            Some(opts.local_rank)
-        };
-        pin_driving_thread(slot);
-        let mut backend = NcclBackend {
-            nccl,
-            found,
-            gpus,
-            world_size,
-            host: opts.host.clone(),
-            opts: opts.clone(),
-            aborted: false,
-            graphs_warmed: false,
-            rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
-            explainer,
-            memory,
-            peers: None,
-            settings: Default::default(),
-        };
-        // On failure the backend drops, which destroys the communicators.
-        backend.setup_device_api()?;
-        Ok(backend)
+        Ok(Layout {
+            procs,
+            g,
+            devices,
+            color,
+            world_size: group.len() * g,
+            group,
+            index_in_group,
+        })
     }
+}
+
+/// Opens this process's devices, a stream on each.
+fn open_gpus(
+    opts: &NcclOptions,
+    control: &dyn Bootstrap,
+    layout: &Layout,
+) -> Result<Vec<Gpu>, BackendError> {
+    let g = layout.g;
+    let first_rank = layout.index_in_group * g;
+    let mut gpus = Vec::with_capacity(g);
+    for (i, &ordinal) in layout.devices.iter().enumerate() {
+        let dev = Device::open(ordinal)?;
+        let stream = Stream::new(opts.stream_null)?;
+        gpus.push(Gpu::new(
+            dev,
+            stream,
+            first_rank + i,
+            control.rank() * g + i,
+            layout.color,
+        ));
+    }
+    Ok(gpus)
+}
+
+/// Creates one communicator per GPU, in GPU order.
+fn create_comms(
+    library: &Library,
+    control: &dyn Bootstrap,
+    layout: &Layout,
+    gpus: &[Gpu],
+) -> Result<Vec<Communicator>, BackendError> {
+    let (nccl, config) = (&library.nccl, library.config);
+    let bind = |i: usize| -> Result<(), BackendError> { Ok(gpus[i].dev.bind()?) };
+    let ranks: Vec<usize> = gpus.iter().map(|x| x.rank).collect();
+    let world_size = layout.world_size;
+    // NCCL's proxy and network threads take the mask of the thread
+    // that creates the communicator: a second backend of this process
+    // (tune's candidates) is created from the launching thread, pinned
+    // by the first to one CPU. On two emulated hosts its socket threads
+    // then shared that CPU, and tune measured channels=8 at 2.9-3.0x
+    // the default's time and -R 1 at 5.4-7.0x, where the same settings
+    // set for a whole process took 1.2-1.3x and 1.0x in collbench run
+    // and nccl-tests alike (bench/results/tune.md, commprobe).
+    crate::affinity::unpinned(|| -> Result<_, BackendError> {
+        Ok(if layout.procs == 1 && config.is_none() {
+            let devs: Vec<i32> = gpus.iter().map(|x| x.dev.ordinal as i32).collect();
+            nccl.comm_init_all(&devs)?
+        } else if layout.procs == 1 {
+            // ncclCommInitAll takes no config: one id and
+            // ncclCommInitRankConfig per GPU in a group, as nccl-tests does.
+            let id = nccl.get_unique_id()?;
+            nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
+        } else {
+            // The first process of each group makes its group's NCCL id.
+            let make = || Ok(nccl.get_unique_id()?.to_bytes());
+            let id = super::exchange::group_id(
+                control,
+                layout.group.len() == layout.procs,
+                layout.index_in_group == 0,
+                layout.group[0],
+                make,
+            )?;
+            let id = UniqueId::from_bytes(&id).ok_or_else(|| {
+                BackendError::Library("malformed NCCL id from the group's first rank".into())
+            })?;
+            nccl.comm_init_ranks(world_size, id, &ranks, config, bind)?
+        })
+    })
+}
+
+/// Loads the verification kernels on each GPU; without them the check
+/// runs on the host (said once).
+fn load_kernels(gpus: &mut [Gpu]) -> Result<(), BackendError> {
+    let mut warned = false;
+    for gpu in gpus {
+        gpu.dev.bind()?;
+        match Kernels::load() {
+            Ok(k) => gpu.kernels = Some(k),
+            Err(e) if !warned => {
+                collbench_core::diag::line(&format!("collbench: warning: GPU verification kernels unavailable ({e}); checking on the host instead, which is slower"));
+                warned = true;
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -78,6 +78,24 @@ impl Loop {
 /// rank's last move, so it names the ranks behind first).
 const WATCHED_FALLBACK: Duration = Duration::from_secs(15);
 
+/// What the timed loop learns about the communicators as it goes: set in
+/// this file alone; the backend's guard and drop read whether they were
+/// aborted.
+#[derive(Debug, Default)]
+pub(crate) struct LoopState {
+    /// Set after a timeout or async error: communicators were aborted.
+    aborted: bool,
+    /// A throwaway graph has been captured and replayed (`-G`).
+    graphs_warmed: bool,
+}
+
+impl LoopState {
+    /// Whether the communicators were aborted: nothing more runs on them.
+    pub(crate) fn aborted(&self) -> bool {
+        self.aborted
+    }
+}
+
 impl NcclBackend {
     /// Seconds per operation of `iters` back-to-back iterations of `case`
     /// after `warmup` untimed ones: the timed loop alone, without the
@@ -179,7 +197,7 @@ impl NcclBackend {
         lp: Loop,
         replays: u32,
     ) -> Result<Measurement, BackendError> {
-        if !self.graphs_warmed {
+        if !self.loop_state.graphs_warmed {
             // The first graph of a process pays one-time costs when it is
             // captured and first replayed (measured: 0.2-0.9 us per
             // iteration more at the first size, in the C reference too);
@@ -187,7 +205,7 @@ impl NcclBackend {
             let graphs = self.capture(case, Loop { iters: 1, ..lp }, ops)?;
             self.replay(&graphs, 1)?;
             self.wait_all()?;
-            self.graphs_warmed = true;
+            self.loop_state.graphs_warmed = true;
         }
         let graphs = self.capture(case, lp, ops)?;
         // Capture and instantiation take each process its own time; one
@@ -478,14 +496,14 @@ impl NcclBackend {
 
     /// ncclCommAbort on every communicator, once.
     fn abort(&mut self) {
-        if self.aborted {
+        if self.loop_state.aborted {
             return;
         }
         for gpu in &mut self.gpus {
             let _ = gpu.dev.bind();
             let _ = self.nccl.comm_abort(&mut gpu.comm);
         }
-        self.aborted = true;
+        self.loop_state.aborted = true;
     }
 }
 

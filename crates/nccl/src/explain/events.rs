@@ -184,4 +184,12 @@ mod tests {
         assert_eq!((e.channels, e.nranks, e.peer), (None, None, Some(0)));
         assert!(ProfilerEvent::from_raw(&RawEvent::default()).is_none());
     }
+
+    #[test]
+    fn a_full_name_field_is_read_to_its_end() {
+        let mut f = [b'x' as c_char; NAME_LEN];
+        assert_eq!(c_string(&f).len(), NAME_LEN);
+        f[3] = 0;
+        assert_eq!(c_string(&f), "xxx");
+    }
 }

@@ -10,20 +10,23 @@
 //! plus a waker; the loop talks back through the event channel. This file
 //! holds the loop and what frames mean; `io` the sockets.
 
+pub(super) mod handle;
+mod hello;
 mod io;
 
-use super::rendezvous::judge_hello;
 use super::shared::{Event, Shared};
-use super::PeerHello;
+use super::{lock, PeerHello};
 use crate::wire::{self, Msg};
+use handle::{Command, HubHandle};
+use hello::judge_hello;
 use io::Conn;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::net::Shutdown;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::thread;
 use std::time::{Duration, Instant};
 
 const LISTENER: Token = Token(0);
@@ -32,71 +35,6 @@ const WAKER: Token = Token(1);
 const FIRST: usize = 2;
 /// Lines about lost connections printed one by one during the join.
 const NOTED: usize = 3;
-
-/// What the calling thread asks of the loop.
-pub(super) enum Command {
-    /// Send `frame` to every joined rank but `except`; then, if given, say
-    /// so on `written` (a failure notice is in the kernel's hands before
-    /// the caller goes on, as when the caller wrote it itself).
-    SendAll {
-        except: Option<usize>,
-        frame: Arc<[u8]>,
-        written: Option<Sender<()>>,
-    },
-    /// Goodbye to everyone, read until each closes (1 s at most), stop.
-    Goodbye,
-    /// Drop every connection once what is queued is written (1 s at most).
-    Close,
-}
-
-/// The calling thread's side of the loop.
-pub(super) struct HubHandle {
-    commands: Mutex<Sender<Command>>,
-    waker: Waker,
-    /// Per rank: said goodbye.
-    pub(super) left: Vec<AtomicBool>,
-    /// Per rank: its hello, once admitted.
-    pub(super) hellos: Mutex<Vec<Option<PeerHello>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl HubHandle {
-    /// Hands `command` to the loop; false if the loop has ended.
-    pub(super) fn command(&self, command: Command) -> bool {
-        let sent = super::shared::lock(&self.commands).send(command).is_ok();
-        sent && self.waker.wake().is_ok()
-    }
-
-    /// Sends `frame` to every joined rank but `except` and waits (1 s at
-    /// most) until the loop has written it; not on the loop's own thread
-    /// (a failure hook), where waiting would only wait out the second.
-    pub(super) fn send_all_now(&self, frame: Arc<[u8]>, except: Option<usize>) {
-        let (written, done) = mpsc::channel();
-        let on_loop = super::shared::lock(&self.thread)
-            .as_ref()
-            .is_some_and(|t| t.thread().id() == thread::current().id());
-        let written = (!on_loop).then_some(written);
-        let waiting = written.is_some();
-        if self.command(Command::SendAll {
-            except,
-            frame,
-            written,
-        }) && waiting
-        {
-            let _ = done.recv_timeout(Duration::from_secs(1));
-        }
-    }
-
-    /// `command`, then waits for the loop to end.
-    pub(super) fn finish(&self, command: Command) {
-        self.command(command);
-        // Taken first: the lock is not held while the loop finishes.
-        let thread = super::shared::lock(&self.thread).take();
-        if let Some(thread) = thread {
-            let _ = thread.join();
-        }
-    }
-}
 
 /// The loop's poll and the handle to it (the handle goes into `Shared`
 /// before the loop starts; [`spawn`] then starts the loop).
@@ -107,15 +45,7 @@ pub(super) fn handle(
     let poll = Poll::new()?;
     let waker = Waker::new(poll.registry(), WAKER)?;
     let (tx, rx) = mpsc::channel();
-    let mut hellos = vec![None; world_size];
-    hellos[0] = Some(own);
-    let handle = HubHandle {
-        commands: Mutex::new(tx),
-        waker,
-        left: (0..world_size).map(|_| AtomicBool::new(false)).collect(),
-        hellos: Mutex::new(hellos),
-        thread: Mutex::new(None),
-    };
+    let handle = HubHandle::new(world_size, own, waker, tx);
     Ok((poll, handle, rx))
 }
 
@@ -129,7 +59,7 @@ pub(super) fn spawn(
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)?;
     let n = shared.world_size;
-    let root_host = super::shared::lock(&shared.hub().hellos)[0]
+    let root_host = lock(&shared.hub().hellos)[0]
         .as_ref()
         .map(|own| own.host.clone())
         .unwrap_or_default();
@@ -152,7 +82,7 @@ pub(super) fn spawn(
     let thread = thread::Builder::new()
         .name("collbench-hub".into())
         .spawn(move || hub.run())?;
-    *super::shared::lock(&shared.hub().thread) = Some(thread);
+    shared.hub().set_thread(thread);
     Ok(())
 }
 
@@ -309,7 +239,7 @@ impl Hub {
             _ => 0,
         };
         let verdict = judge_hello(&shared, msg, complete).and_then(|hello| {
-            match &super::shared::lock(&hub.hellos)[hello.rank] {
+            match &lock(&hub.hellos)[hello.rank] {
                 // The same rank again: it gave up on a slow welcome.
                 Some(_) if self.nonces[hello.rank] == nonce => Ok(hello),
                 Some(first) => Err((hello.host, format!(
@@ -346,7 +276,7 @@ impl Hub {
         conn.rank = Some(rank);
         conn.host = hello.host.clone();
         conn.queue(Arc::clone(&self.welcome));
-        super::shared::lock(&hub.hellos)[rank] = Some(hello);
+        lock(&hub.hellos)[rank] = Some(hello);
         self.by_rank[rank] = Some(i);
         self.joined += 1;
         if self.joined == self.shared.world_size {
@@ -485,7 +415,7 @@ impl Hub {
 
     /// Forgets rank `rank`'s admission (before Ready: it rejoins).
     fn unadmit(&mut self, rank: usize) {
-        let taken = super::shared::lock(&self.shared.hub().hellos)
+        let taken = lock(&self.shared.hub().hellos)
             .get_mut(rank)
             .and_then(Option::take);
         if taken.is_some() {
