@@ -140,7 +140,12 @@ fn text(e: &Expectation) -> String {
         }
     }
     for (op, why) in whys {
-        out += &format!("# {}: {}\n", op.name(), why);
+        // Most reasons start with the op's own name already.
+        if why.starts_with(op.name()) {
+            out += &format!("# {why}\n");
+        } else {
+            out += &format!("# {}: {why}\n", op.name());
+        }
     }
     out
 }

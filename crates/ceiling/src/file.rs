@@ -56,10 +56,17 @@ pub fn load(path: &Path) -> Result<Topology, FileError> {
 
 /// Parses and checks topology TOML text.
 pub fn parse(text: &str) -> Result<Topology, FileError> {
-    let topo: Topology = toml::from_str(text).map_err(|e| FileError::Parse {
-        path: String::new(),
-        // toml's message spans lines (a caret drawing); keep one line.
-        message: e.message().replace('\n', " "),
+    let topo: Topology = toml::from_str(text).map_err(|e| {
+        // toml's own rendering spans lines (a caret drawing): keep one line
+        // that names the line.
+        let line = e
+            .span()
+            .map(|s| format!("line {}: ", text[..s.start].lines().count().max(1)))
+            .unwrap_or_default();
+        FileError::Parse {
+            path: String::new(),
+            message: format!("{line}{}", e.message().replace('\n', " ")),
+        }
     })?;
     check(&topo).map_err(|problem| FileError::Invalid {
         path: String::new(),

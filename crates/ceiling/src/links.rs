@@ -46,19 +46,35 @@ pub fn intra_link(topo: &Topology) -> Option<IntraLink> {
     })
 }
 
+/// NVLink data rate of one link per direction, GB/s, by generation
+/// (NVIDIA's per-GPU totals over links: NVLink 3 on A100 600 GB/s both
+/// ways over 12 links, NVLink 4 on H100 900 over 18, NVLink 5 on B200
+/// 1,800 over 18).
+pub fn nvlink_link_gbps(generation: u32) -> Option<f64> {
+    Some(match generation {
+        1 => 20.0,
+        2..=4 => 25.0,
+        5 => 50.0,
+        _ => return None,
+    })
+}
+
+/// Whether the topology says its switches reduce (NVLS) on a GPU that has
+/// it (NVLink 4 and newer).
+pub fn has_nvls(topo: &Topology) -> bool {
+    topo.gpu
+        .as_ref()
+        .is_some_and(|g| g.nvls == Some(true) && g.nvlink_generation.is_some_and(|v| v >= 4))
+}
+
 /// NCCL's NVLS efficiency by GPU generation (`nvlsEfficiency` in NCCL's
 /// src/graph/tuning.cc: Hopper 0.85, Blackwell 0.74): the share of link
-/// rate the multimem reduction streams at. `None` where the GPU has no
-/// NVLS.
-pub fn nvls_efficiency(topo: &Topology) -> Option<f64> {
-    let gpu = topo.gpu.as_ref()?;
-    if gpu.nvls != Some(true) {
-        return None;
-    }
-    match gpu.nvlink_generation {
-        Some(5) => Some(0.74),
-        Some(g) if g >= 4 => Some(0.85),
-        _ => None,
+/// rate the multimem reduction streams at. Hopper's where the generation
+/// is unknown (NCCL reported NVLS, so the GPU has it).
+pub fn nvls_efficiency(topo: &Topology) -> f64 {
+    match topo.gpu.as_ref().and_then(|g| g.nvlink_generation) {
+        Some(g) if g >= 5 => 0.74,
+        _ => 0.85,
     }
 }
 

@@ -8,7 +8,7 @@
 //! bounds: below about 1 MiB latency and the LL/LL128 protocols set the
 //! pace, and the ceiling says so rather than modelling it.
 
-use crate::links::{intra_link, nvls_efficiency, IntraLink};
+use crate::links::{has_nvls, intra_link, nvls_efficiency, IntraLink};
 use crate::Missing;
 use collbench_core::{Algorithm, Bottleneck, Ceiling, Collective, Topology};
 
@@ -104,7 +104,7 @@ pub(crate) fn gpu_ceiling(
 /// sendrecv.
 pub(crate) fn default_algorithm(topo: &Topology, op: Collective, layout: Layout) -> Algorithm {
     match op {
-        Collective::AllReduce if nvls_efficiency(topo).is_some() && layout.per_host > 2 => {
+        Collective::AllReduce if has_nvls(topo) && layout.per_host > 2 => {
             if layout.hosts == 1 {
                 Algorithm::Nvls
             } else {
@@ -197,7 +197,7 @@ fn by_op(topo: &Topology, op: Collective, layout: Layout) -> Result<Bound, Missi
 /// NCCL's NVLS efficiency.
 fn nvls(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
     let l = intra(topo)?;
-    let eff = nvls_efficiency(topo).ok_or(Missing("this GPU has no NVLS"))?;
+    let eff = nvls_efficiency(topo);
     let n = layout.ranks();
     Ok(Bound {
         gbps: 2.0 * (n - 1.0) / (n + 1.0) * l.gbps * eff,
@@ -216,7 +216,7 @@ fn nvls(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
 /// ((n-1)/n x NICs).
 fn nvls_tree(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
     let l = intra(topo)?;
-    let eff = nvls_efficiency(topo).ok_or(Missing("this GPU has no NVLS"))?;
+    let eff = nvls_efficiency(topo);
     let (n, g) = (layout.ranks(), layout.per_host as f64);
     let inside = Bound {
         gbps: 2.0 * (n - 1.0) / n * g / (g + 1.0) * l.gbps * eff,
@@ -244,7 +244,12 @@ fn inter_tree(net: f64, layout: Layout, what: &str) -> Bound {
         gbps: k * (n - 1.0) / n * net,
         by: Bottleneck::Network,
         why: format!(
-            "{what}: hosts exchange reduced data, {shape}: busbw <= {k} x (n-1)/n x NICs {net:.0} GB/s, above the ring's {net:.0} because busbw counts the reduction done inside the host"
+            "{what}: hosts exchange data reduced inside the host, {shape}: busbw <= {k} x (n-1)/n x NICs {net:.0} GB/s{}",
+            if layout.hosts == 2 {
+                " (above the NICs' rate: busbw counts the reduction done inside each host, which never crosses the network)"
+            } else {
+                ""
+            }
         ),
     }
 }

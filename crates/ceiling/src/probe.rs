@@ -10,63 +10,59 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-/// Bytes each probe thread copies per repeat: 16 MiB source and 16 MiB
-/// destination, past the per-core L2 as a 16-64 MiB collective's buffers
-/// are, so the probe streams from the same level of the memory system.
-const COPY_BYTES_PER_THREAD: usize = 16 << 20;
-const COPY_REPEATS: usize = 5;
+/// Each probe thread copies chunks of 4 MiB out of a 64 MiB region into
+/// another, moving on through the region chunk by chunk as a benchmark's
+/// rotating buffers move through their allocation, so the copies stream
+/// from main memory, not from cache.
+const CHUNK_BYTES: usize = 4 << 20;
+const REGION_BYTES: usize = 64 << 20;
+/// Chunks timed per thread: two passes over the region (about 0.1 s).
+const CHUNKS: usize = 2 * REGION_BYTES / CHUNK_BYTES;
 
 /// Host memory copy bandwidth, GB/s of bytes copied, with one thread per
-/// core copying its own buffers at once (the best of a few repeats).
+/// core. Each thread times every chunk on its own and keeps its fastest:
+/// on a shared machine a thread is descheduled now and then, and a chunk
+/// it copied without a break is the rate its core and memory allow, so
+/// the ceiling never sits under what a quieter moment lets a run reach.
 pub fn mem_copy_gbps() -> f64 {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    mem_copy_gbps_with(threads, COPY_BYTES_PER_THREAD, COPY_REPEATS)
+    mem_copy_gbps_with(threads, REGION_BYTES, CHUNK_BYTES, CHUNKS)
 }
 
-/// [`mem_copy_gbps`] with its knobs, for tests.
-pub fn mem_copy_gbps_with(threads: usize, bytes_per_thread: usize, repeats: usize) -> f64 {
+/// [`mem_copy_gbps`] with its knobs, for tests: the sum over `threads` of
+/// each one's fastest `chunk`-byte copy out of its `region`.
+pub fn mem_copy_gbps_with(threads: usize, region: usize, chunk: usize, chunks: usize) -> f64 {
     let threads = threads.max(1);
+    let chunk = chunk.clamp(1, region.max(1));
     let start = Arc::new(Barrier::new(threads));
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let start = Arc::clone(&start);
-            std::thread::spawn(move || copy_times(&start, bytes_per_thread, repeats))
+            std::thread::spawn(move || fastest_chunk_gbps(&start, region.max(chunk), chunk, chunks))
         })
         .collect();
-    let per_thread: Vec<Vec<f64>> = handles
-        .into_iter()
-        .map(|h| h.join().unwrap_or_default())
-        .collect();
-    // Repeat k of every thread ran together: its rate is all bytes over
-    // the slowest thread's time.
-    (0..repeats)
-        .filter_map(|k| {
-            let slowest = per_thread
-                .iter()
-                .map(|t| t.get(k).copied().unwrap_or(f64::INFINITY))
-                .fold(0.0, f64::max);
-            (slowest > 0.0 && slowest.is_finite())
-                .then(|| (threads * bytes_per_thread) as f64 / slowest / 1e9)
-        })
-        .fold(0.0, f64::max)
+    handles.into_iter().map(|h| h.join().unwrap_or(0.0)).sum()
 }
 
-/// One thread's copy times in seconds, each repeat started together with
-/// the other threads.
-fn copy_times(start: &Barrier, bytes: usize, repeats: usize) -> Vec<f64> {
-    let src = vec![1u8; bytes];
-    let mut dst = vec![0u8; bytes];
+/// One thread's fastest chunk copy, GB/s.
+fn fastest_chunk_gbps(start: &Barrier, region: usize, chunk: usize, chunks: usize) -> f64 {
+    let src = vec![1u8; region];
+    let mut dst = vec![0u8; region];
     // Touch the destination first: page faults are not memory bandwidth.
     dst.copy_from_slice(&src);
-    (0..repeats)
-        .map(|_| {
-            start.wait();
+    start.wait();
+    let slots = region / chunk;
+    (0..chunks)
+        .map(|i| {
+            let at = (i % slots) * chunk;
             let t = Instant::now();
-            dst.copy_from_slice(std::hint::black_box(&src));
+            dst[at..at + chunk].copy_from_slice(std::hint::black_box(&src[at..at + chunk]));
             std::hint::black_box(&dst);
             t.elapsed().as_secs_f64()
         })
-        .collect()
+        .filter(|&s| s > 0.0)
+        .map(|s| chunk as f64 / s / 1e9)
+        .fold(0.0, f64::max)
 }
 
 /// Bytes sent through loopback per repeat.
@@ -113,7 +109,7 @@ mod tests {
 
     #[test]
     fn copy_probe_reports_a_plausible_rate() {
-        let gbps = mem_copy_gbps_with(1, 1 << 20, 3);
+        let gbps = mem_copy_gbps_with(1, 1 << 20, 1 << 18, 8);
         assert!(gbps > 0.1 && gbps < 10_000.0, "{gbps}");
     }
 
