@@ -306,8 +306,10 @@ fn real_main() -> Result<Outcome, Failure> {
                 Mode::Native,
                 &watchdog,
             )?;
+            let mut options: collbench_check::CheckOptions = (&check).into();
+            options.topology = run_ceiling::check_topology(opened.backend.as_ref());
             collbench_check::check_main(
-                &(&check).into(),
+                &options,
                 opened.backend.as_mut(),
                 opened.control.as_ref(),
                 &watchdog,

@@ -60,6 +60,43 @@ fn run_topology(record: &Record) -> Topology {
     topo
 }
 
+/// The topology `check` judges its lines against: GPU backends only (a
+/// shared host's memory is no part to repair, so CPU lines are not
+/// judged). Ranks fill hosts one per GPU; emulated hosts are processes.
+pub fn check_topology(backend: &dyn collbench_runner::Backend) -> Option<Topology> {
+    let info = backend.info();
+    if info.name != "nccl" {
+        return None;
+    }
+    let local = collbench_doctor::topology::local_topology();
+    let gpus = local.gpu.as_ref().map_or(1, |g| g.count.max(1));
+    let world = backend.world_size().max(1) as u64;
+    let emulated = std::env::var_os("NCCL_HOSTID").is_some();
+    let per_host = if emulated {
+        backend.local_ranks().max(1) as u64
+    } else {
+        world.min(gpus)
+    };
+    let hosts = world.div_ceil(per_host);
+    let mut topo = Topology {
+        hosts,
+        ranks_per_host: Some(per_host),
+        gpu: local.gpu,
+        nics: if emulated && hosts > 1 {
+            loopback_nics()
+        } else {
+            local.nics
+        },
+        ..Topology::default()
+    };
+    if let Some(g) = topo.gpu.as_mut() {
+        if std::env::var("NCCL_NVLS_ENABLE").as_deref() == Ok("0") {
+            g.nvls = Some(false);
+        }
+    }
+    Some(topo)
+}
+
 /// Emulated hosts talk through NCCL's socket transport over loopback:
 /// its rate is what a probe of it measures.
 fn loopback_nics() -> Vec<NicGroup> {
