@@ -6,8 +6,8 @@
 //!
 //! Modules: [`links`] (the bandwidths a topology offers), `model` (GPU
 //! formulas per algorithm), `cpu` (the CPU backend's memory traffic),
-//! [`file`] (topology TOML), [`probe`] (memory and loopback probes),
-//! [`annotate`] (a record's rows get their ceilings), [`expect`] (`collbench
+//! [`mod@file`] (topology TOML), [`probe`] (memory and loopback probes),
+//! [`mod@annotate`] (a record's rows get their ceilings), [`expect`] (`collbench
 //! expect`'s text and JSON).
 //!
 //! Not for: finding GPUs or NICs (`doctor` does, through NVML and sysfs),

@@ -1,5 +1,5 @@
 //! The bandwidths a topology offers one GPU and one host, in GB/s per
-//! direction: the inputs of every formula in [`crate::model`].
+//! direction: the inputs of every formula of the model (`model.rs`).
 
 use collbench_core::{Bottleneck, Topology};
 

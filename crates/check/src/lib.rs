@@ -50,7 +50,7 @@ pub struct CheckOptions {
     /// Where node_exporter textfile metrics go (atomically).
     pub prometheus: Option<PathBuf>,
     /// The hardware, where known: without a baseline, a large-size busbw
-    /// far below its ceiling warns ([`ceiling_warn`]).
+    /// far below its ceiling warns (docs/ceiling.md).
     pub topology: Option<collbench_core::Topology>,
 }
 
