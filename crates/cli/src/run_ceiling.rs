@@ -106,7 +106,7 @@ fn loopback_nics() -> Vec<NicGroup> {
             rate_gbit: gbps * 8.0,
             count: 1,
             names: vec!["lo".into()],
-            probe: Some("loopback TCP probe, one stream".into()),
+            probe: Some("loopback TCP probe, parallel streams".into()),
             ..NicGroup::default()
         })
         .into_iter()
