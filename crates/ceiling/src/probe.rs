@@ -10,27 +10,39 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-/// Each probe thread copies chunks of 4 MiB out of a 64 MiB region into
-/// another, moving on through the region chunk by chunk as a benchmark's
-/// rotating buffers move through their allocation, so the copies stream
-/// from main memory, not from cache.
+/// Each probe thread copies chunks of 4 MiB out of a region of up to
+/// 16 MiB into another, moving on chunk by chunk as a benchmark's rotating
+/// buffers move through their allocation. 16 MiB, not more: on a machine
+/// with a large last-level cache (260 MiB here) a run's 64 MiB buffers are
+/// partly cached, and a probe that streamed from main memory only was
+/// beaten by a run (4.07 GB/s against a 3.82 ceiling).
 const CHUNK_BYTES: usize = 4 << 20;
-const REGION_BYTES: usize = 64 << 20;
-/// Chunks timed per thread: two passes over the region (about 0.1 s).
-const CHUNKS: usize = 2 * REGION_BYTES / CHUNK_BYTES;
+const REGION_BYTES: usize = 16 << 20;
 
 /// Host memory copy bandwidth, GB/s of bytes copied, with one thread per
-/// core. Each thread times every chunk on its own and keeps its fastest:
-/// on a shared machine a thread is descheduled now and then, and a chunk
-/// it copied without a break is the rate its core and memory allow, so
-/// the ceiling never sits under what a quieter moment lets a run reach.
-pub fn mem_copy_gbps() -> f64 {
+/// core, each copying through a region of `region_bytes` (a run's largest
+/// size, at most 16 MiB, at least one chunk): the level of the memory
+/// system the run's rotating buffers stream from. Each thread times every
+/// chunk on its own and keeps its fastest: on a shared machine a thread is
+/// descheduled now and then, and a chunk it copied without a break is the
+/// rate its core and memory allow, so the ceiling never sits under what a
+/// quieter moment lets a run reach. `None` when the buffers cannot be
+/// allocated (a memory limit): the ceiling is then unknown.
+pub fn mem_copy_gbps(region_bytes: u64) -> Option<f64> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    mem_copy_gbps_with(threads, REGION_BYTES, CHUNK_BYTES, CHUNKS)
+    let region = usize::try_from(region_bytes)
+        .unwrap_or(REGION_BYTES)
+        .clamp(CHUNK_BYTES, REGION_BYTES);
+    let gbps = mem_copy_gbps_with(threads, region, CHUNK_BYTES, 2 * region / CHUNK_BYTES);
+    (gbps > 0.0).then_some(gbps)
 }
 
+/// The largest region [`mem_copy_gbps`] uses.
+pub const MAX_REGION_BYTES: u64 = REGION_BYTES as u64;
+
 /// [`mem_copy_gbps`] with its knobs, for tests: the sum over `threads` of
-/// each one's fastest `chunk`-byte copy out of its `region`.
+/// each one's fastest `chunk`-byte copy out of its `region` (0 where a
+/// thread could not allocate its buffers).
 pub fn mem_copy_gbps_with(threads: usize, region: usize, chunk: usize, chunks: usize) -> f64 {
     let threads = threads.max(1);
     let chunk = chunk.clamp(1, region.max(1));
@@ -44,13 +56,26 @@ pub fn mem_copy_gbps_with(threads: usize, region: usize, chunk: usize, chunks: u
     handles.into_iter().map(|h| h.join().unwrap_or(0.0)).sum()
 }
 
-/// One thread's fastest chunk copy, GB/s.
+/// A zeroed buffer of `len` bytes, or `None` where memory is refused
+/// (an allocation failure must not abort the run being annotated).
+fn buffer(len: usize) -> Option<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).ok()?;
+    v.resize(len, 0);
+    Some(v)
+}
+
+/// One thread's fastest chunk copy, GB/s (0 without memory for it).
 fn fastest_chunk_gbps(start: &Barrier, region: usize, chunk: usize, chunks: usize) -> f64 {
-    let src = vec![1u8; region];
-    let mut dst = vec![0u8; region];
+    let buffers = buffer(region).zip(buffer(region));
+    // Every thread reaches the barrier, with or without its buffers.
+    start.wait();
+    let Some((mut src, mut dst)) = buffers else {
+        return 0.0;
+    };
+    src.fill(1);
     // Touch the destination first: page faults are not memory bandwidth.
     dst.copy_from_slice(&src);
-    start.wait();
     let slots = region / chunk;
     (0..chunks)
         .map(|i| {

@@ -40,7 +40,7 @@ fn run_topology(record: &Record) -> Topology {
             cores: std::thread::available_parallelism()
                 .ok()
                 .map(|n| n.get() as u64),
-            mem_copy_gbps: Some(collbench_ceiling::probe::mem_copy_gbps()),
+            mem_copy_gbps: collbench_ceiling::probe::mem_copy_gbps(record.settings.max_bytes),
         });
         return topo;
     }

@@ -122,7 +122,8 @@ pub fn run_all() -> Vec<Check> {
     // What bounds busbw here (docs/ceiling.md), after the health checks.
     let mut topo = topology::local_topology();
     if let Some(cpu) = topo.cpu.as_mut() {
-        cpu.mem_copy_gbps = Some(collbench_ceiling::probe::mem_copy_gbps());
+        cpu.mem_copy_gbps =
+            collbench_ceiling::probe::mem_copy_gbps(collbench_ceiling::probe::MAX_REGION_BYTES);
     }
     out.extend(topology::topology_checks(&topo));
     out
