@@ -241,7 +241,7 @@ pub fn check_main(
                 &why,
             ),
         };
-        lines.push(line);
+        lines.push(crate::ceiling_warn::judge(line, args.topology.as_ref()));
     }
 
     // Localise when a multi-rank result is short, when asked, and always

@@ -14,6 +14,7 @@
 
 pub mod baseline;
 pub mod battery;
+mod ceiling_warn;
 mod check;
 pub mod host_tests;
 pub mod hosts;
@@ -48,6 +49,9 @@ pub struct CheckOptions {
     pub json: Option<PathBuf>,
     /// Where node_exporter textfile metrics go (atomically).
     pub prometheus: Option<PathBuf>,
+    /// The hardware, where known: without a baseline, a large-size busbw
+    /// far below its ceiling warns (docs/ceiling.md).
+    pub topology: Option<collbench_core::Topology>,
 }
 
 /// What `collbench baselines` does.

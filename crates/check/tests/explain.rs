@@ -52,6 +52,7 @@ fn args(json: &std::path::Path) -> CheckOptions {
         pair_fraction: 0.8,
         json: Some(json.to_path_buf()),
         prometheus: None,
+        topology: None,
     }
 }
 

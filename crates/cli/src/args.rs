@@ -237,6 +237,11 @@ pub struct RunArgs {
     /// CSV outputs always carry them on the NCCL backend.
     #[arg(long)]
     pub explain: bool,
+    /// After the rows, print each row's busbw ceiling, its share of it and
+    /// the part that sets it (`#` lines; JSON, CSV and HTML always carry
+    /// them). See docs/ceiling.md.
+    #[arg(long)]
+    pub ceiling: bool,
     /// Replace existing --output/-J files (an input is never replaced).
     #[arg(long)]
     pub force: bool,

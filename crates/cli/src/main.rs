@@ -20,6 +20,7 @@ mod observer;
 mod outputs;
 mod preflight;
 mod progress_line;
+mod run_ceiling;
 mod run_cmd;
 mod stdout;
 mod tune;
@@ -91,6 +92,9 @@ enum Command {
     /// Local checks of drivers, GPUs, NCCL, network and limits (exit 0
     /// pass or skipped, 1 warn, 2 fail).
     Doctor(cmd::doctor::DoctorArgs),
+    /// Busbw ceilings and bottlenecks of a described machine (a topology
+    /// TOML file), per op and size.
+    Expect(cmd::expect::ExpectArgs),
     /// List or show built-in baselines.
     Baselines(cmd::check::BaselinesArgs),
     /// Create `<op>_perf` symlinks to this binary in DIR (drop-in for nccl-tests).
@@ -251,8 +255,10 @@ fn check_cmd(
     let watchdog = watch.watchdog(0);
     let mut opened =
         backend_open::open(backend, launch, Tuning::default(), Mode::Native, &watchdog)?;
+    let mut options: collbench_check::CheckOptions = check.into();
+    options.topology = run_ceiling::check_topology(opened.backend.as_ref());
     collbench_check::check_main(
-        &check.into(),
+        &options,
         opened.backend.as_mut(),
         opened.control.as_ref(),
         &watchdog,
@@ -306,6 +312,13 @@ fn real_main() -> Result<Outcome, Failure> {
             let (text, code) = collbench_doctor::doctor_main(a.format()).map_err(usage)?;
             stdout::print(&text)?;
             Ok(Outcome::doctor(code))
+        }
+        Command::Expect(a) => {
+            let opts = a.options().map_err(Failure::usage)?;
+            let text = collbench_ceiling::expect::expect_main(&opts)
+                .map_err(|e| Failure::usage(e.to_string()))?;
+            stdout::print(&text)?;
+            Ok(Outcome::Ok)
         }
         Command::Baselines(a) => {
             stdout::print(&collbench_check::baselines_main(&(&a).into()).map_err(usage)?)?;

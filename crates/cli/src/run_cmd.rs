@@ -320,12 +320,22 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         },
     );
     keeper.done();
-    let Some(record) = ran? else {
+    let Some(mut record) = ran? else {
         return Ok(Outcome::Ok);
     };
+    // Ceilings go in every record a file or stdout keeps (not -J's
+    // nccl-tests layout, nor plain text unless --ceiling asks).
+    let keeps = |f: Format| matches!(f, Format::Json | Format::Csv | Format::Markdown);
+    let kept = files.iter().map(|f| keeps(f.format));
+    if crate::run_ceiling::wanted(a.ceiling, kept.chain([!a.quiet && keeps(stdout_format)])) {
+        crate::run_ceiling::annotate(&mut record);
+    }
     obs.finish(&record);
     if let Some(e) = obs.write_error.take() {
         return Err(stdout_failure(e));
+    }
+    if a.ceiling && print_text {
+        crate::stdout::print(&crate::run_ceiling::text_lines(&record))?;
     }
     if let Some((path, plugin)) = &tuner {
         crate::stdout::say(crate::tune::tuner_config_note(path, plugin));

@@ -7,7 +7,8 @@
 //! model ([`record::Record`]) that printers, checkers and report writers
 //! consume, NCCL's version code as text and back ([`nccl_version`]), the
 //! pairwise bandwidth matrix ([`pairs::PairMatrix`]) that `check` writes
-//! and `report` reads; where a rank is ([`progress`]) and the line that
+//! and `report` reads; the hardware under a run ([`topology`]) and a
+//! row's ceiling as data ([`ceiling`]); where a rank is ([`progress`]) and the line that
 //! names the ranks holding a collective up ([`stuck`]); writing results
 //! to a given writer as a fallible step ([`stdout`]); reading a small input
 //! file with a bound on its size ([`read_limit`]); lines for people
@@ -24,6 +25,7 @@ pub mod adaptive;
 pub mod alltoallv;
 pub mod auto_iters;
 pub mod bootstrap;
+pub mod ceiling;
 pub mod clock;
 pub mod collective;
 pub mod diag;
@@ -44,9 +46,11 @@ pub mod size;
 pub mod stats;
 pub mod stdout;
 pub mod stuck;
+pub mod topology;
 pub mod verify;
 
 pub use bootstrap::{Bootstrap, FailureKind, PeerFailure, SingleProcess};
+pub use ceiling::{Algorithm, Bottleneck, Ceiling};
 pub use collective::{Collective, CollectiveSpec, Counts};
 pub use dtype::DataType;
 pub use explain::{Explanation, KernelChoice};
@@ -56,6 +60,7 @@ pub use record::{AutoPrecision, CaseResult, DeviceInfo, Placement, Record, RunSe
 pub use redop::ReduceOp;
 pub use registration::Registration;
 pub use stats::TimeStats;
+pub use topology::{CpuTopology, GpuTopology, NicGroup, NicKind, Topology};
 
 /// Errors from parsing user-supplied names and sizes.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -4,8 +4,10 @@
 //! `schema/record.schema.json` in the repository.
 
 use crate::adaptive::StopReason;
+use crate::ceiling::Ceiling;
 use crate::explain::Explanation;
 use crate::stats::TimeStats;
+use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -14,7 +16,8 @@ use std::collections::BTreeMap;
 /// 2: placements carry `explain` (what NCCL reported it ran).
 /// 3: placements timed with `-n auto` carry `auto` (the precision their
 /// repeats reached); a reader of version 2 refuses that field.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: placements carry `ceiling` and records `topology` (issue #40).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// One benchmark run: metadata plus one [`CaseResult`] per measured case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -66,6 +69,10 @@ pub struct Record {
     /// rows measured until then. Absent from a complete run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
+    /// The hardware the run found (GPUs, NICs, host memory), where a
+    /// probe ran; the rows' ceilings were computed from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Topology>,
 }
 
 /// Settings of a run, as the nccl-tests header reports them.
@@ -240,6 +247,10 @@ pub struct Placement {
     /// Under `-n auto`: how precise `time_us` is, as its repeats left it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto: Option<AutoPrecision>,
+    /// The busbw the hardware allows for this row and the part that sets
+    /// it (`collbench-ceiling`); absent where the topology was unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<Ceiling>,
 }
 
 /// How precise a `-n auto` placement's time is: what its series of

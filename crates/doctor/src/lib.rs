@@ -10,7 +10,8 @@
 //!
 //! Modules, one job each: [`gpu`] (driver, NVML, per-GPU health),
 //! [`nccl`] (the library collbench would load), [`net`] (InfiniBand and
-//! NCCL network variables), [`limits`] (memlock, /dev/shm, port).
+//! NCCL network variables), [`limits`] (memlock, /dev/shm, port),
+//! [`topology`] (what bounds busbw here: GPUs, NICs, cores, memory).
 //!
 //! Not for: anything that needs other processes or runs collectives
 //! (`collbench preflight` and `collbench check` do that). It is its own
@@ -21,6 +22,7 @@ pub mod gpu;
 pub mod limits;
 pub mod nccl;
 pub mod net;
+pub mod topology;
 
 use serde::Serialize;
 
@@ -117,6 +119,13 @@ pub fn run_all() -> Vec<Check> {
     out.push(limits::memlock_check(!ib.is_empty()));
     out.push(limits::shm_check());
     out.push(limits::port_check(&env));
+    // What bounds busbw here (docs/ceiling.md), after the health checks.
+    let mut topo = topology::local_topology();
+    if let Some(cpu) = topo.cpu.as_mut() {
+        cpu.mem_copy_gbps =
+            collbench_ceiling::probe::mem_copy_gbps(collbench_ceiling::probe::MAX_REGION_BYTES);
+    }
+    out.extend(topology::topology_checks(&topo));
     out
 }
 

@@ -1,13 +1,14 @@
 //! CSV: one header line, one row per case and placement, and for a
-//! partial run (Ctrl-C) a last line `# partial: WHY`. The last
-//! columns say what NCCL ran (`explain`); they are empty where it was not
-//! asked or could not say.
+//! partial run (Ctrl-C) a last line `# partial: WHY`. Then come the
+//! columns that say what NCCL ran (`explain`; empty where it was not asked
+//! or could not say), and last the row's ceiling and the part that sets
+//! it (docs/ceiling.md; empty where the topology was unknown).
 
 use crate::Exporter;
 use collbench_core::Record;
 
 /// Column names, in order.
-pub const COLUMNS: [&str; 23] = [
+pub const COLUMNS: [&str; 25] = [
     "op",
     "dtype",
     "redop",
@@ -31,6 +32,8 @@ pub const COLUMNS: [&str; 23] = [
     "nccl_channels",
     "nccl_kernels",
     "busbw_overstated",
+    "ceiling_gbps",
+    "bottleneck",
 ];
 
 /// CSV rows; fields never contain commas or quotes (names are identifiers).
@@ -74,6 +77,11 @@ impl Exporter for CsvExporter {
                     text(|e| e.channels_text()),
                     text(|e| e.kernels_text()),
                     ex.map(|e| e.busbw_overstated.to_string())
+                        .unwrap_or_default(),
+                    opt(p.ceiling.as_ref().map(|c| c.busbw_gbps)),
+                    p.ceiling
+                        .as_ref()
+                        .map(|c| c.bottleneck.key().to_string())
                         .unwrap_or_default(),
                 ];
                 s += &fields.join(",");

@@ -105,6 +105,8 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
         process_iter_times_us: process_iter_us,
         // Set by the runner, which ran the series.
         auto: None,
+        // Set by the CLI from the run's topology, after the rows.
+        ceiling: None,
     }
 }
 

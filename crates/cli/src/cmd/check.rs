@@ -55,6 +55,8 @@ impl From<&CheckArgs> for CheckOptions {
             pair_fraction: a.pair_fraction,
             json: a.json.clone(),
             prometheus: a.prometheus.clone(),
+            // Found after the backend opens (`main`), GPU backends only.
+            topology: None,
         }
     }
 }

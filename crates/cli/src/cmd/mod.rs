@@ -7,6 +7,7 @@ mod value_enum;
 
 pub mod check;
 pub mod doctor;
+pub mod expect;
 pub mod gen;
 pub mod output;
 pub mod report;

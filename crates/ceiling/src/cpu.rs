@@ -1,0 +1,112 @@
+//! The CPU backend's ceiling. Its ranks are threads on one host copying
+//! through shared memory (`runner/src/cpu/algo.rs`), so every busbw byte
+//! costs memory traffic, and the least traffic an op can do bounds it:
+//! each input byte read once, each output byte written once, plus the
+//! copies the algorithm cannot avoid. The probe ([`crate::probe`])
+//! measures the same kind of traffic (a copy: one byte read, one written).
+//!
+//! Per op, with S the size column, n ranks and T the bytes read plus
+//! written by all ranks together:
+//! - all_reduce (reduce-scatter into the owner's output, then each rank
+//!   copies the other n-1 chunks): T = nS read + S written + 2(n-1)S
+//!   copied = (3n-1)S;
+//! - reduce_scatter (S is each rank's input): T = nS read + S written;
+//! - all_gather (S is each rank's output): T = 2nS, 2(n-1)S in place
+//!   (the own chunk is already there); broadcast likewise;
+//! - alltoall, sendrecv: T = 2nS, twice that in place (the input is
+//!   staged first); reduce: T = nS + S.
+//!
+//! The time is at least T over the probe's rate, so busbw <= factor x S x
+//! rate / T.
+
+use crate::Missing;
+use collbench_core::{Algorithm, Bottleneck, Ceiling, Collective, Topology};
+
+/// Bytes read plus written by all ranks, per byte of the size column.
+fn traffic_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
+    Some(match op {
+        Collective::AllReduce => 3.0 * n - 1.0,
+        Collective::ReduceScatter => n + 1.0,
+        Collective::Reduce => n + 1.0,
+        // In place, the own chunk (root's buffer) is already where it goes.
+        Collective::AllGather | Collective::Broadcast if in_place => 2.0 * (n - 1.0),
+        Collective::AllGather | Collective::Broadcast => 2.0 * n,
+        // In place, the input is staged before peers read it.
+        Collective::AllToAll | Collective::SendRecv if in_place => 4.0 * n,
+        Collective::AllToAll | Collective::SendRecv => 2.0 * n,
+        _ => return None,
+    })
+}
+
+/// The ceiling of `op` over `n` CPU ranks on a host whose memory moves
+/// `topo.cpu.mem_copy_gbps` (bytes copied per second, all cores).
+pub(crate) fn cpu_ceiling(
+    topo: &Topology,
+    op: Collective,
+    n: u64,
+    in_place: bool,
+) -> Result<Ceiling, Missing> {
+    let copy = topo
+        .cpu
+        .as_ref()
+        .and_then(|c| c.mem_copy_gbps)
+        .ok_or(Missing("host memory bandwidth unknown"))?;
+    if n < 2 {
+        return Err(Missing("one rank moves no data"));
+    }
+    let nf = n as f64;
+    let per_byte =
+        traffic_per_byte(op, nf, in_place).ok_or(Missing("no CPU traffic model for this op"))?;
+    // A copy of B bytes is 2B of traffic: the probe's rate in traffic.
+    let traffic_gbps = 2.0 * copy;
+    let factor = op.busbw_factor(n as usize);
+    Ok(Ceiling {
+        busbw_gbps: factor * traffic_gbps / per_byte,
+        bottleneck: Bottleneck::HostMemory,
+        algorithm: Algorithm::CpuCopy,
+        why: format!(
+            "CPU ranks copy through host memory: {per_byte} bytes read+written per byte of the size, memory moves {traffic_gbps:.1} GB/s (copy probe {copy:.1} GB/s x 2): busbw <= {factor:.3} x {traffic_gbps:.1} / {per_byte}"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::CpuTopology;
+
+    fn host(copy: f64) -> Topology {
+        Topology {
+            hosts: 1,
+            cpu: Some(CpuTopology {
+                cores: Some(2),
+                mem_copy_gbps: Some(copy),
+            }),
+            ..Topology::default()
+        }
+    }
+
+    #[test]
+    fn two_rank_all_reduce_is_a_fifth_of_memory_traffic() {
+        // (3n-1)S = 5S of traffic for busbw factor 1 at n = 2.
+        let c = cpu_ceiling(&host(10.0), Collective::AllReduce, 2, false).unwrap();
+        assert!((c.busbw_gbps - 4.0).abs() < 1e-9, "{}", c.busbw_gbps);
+        assert_eq!(c.bottleneck, Bottleneck::HostMemory);
+    }
+
+    #[test]
+    fn in_place_alltoall_pays_for_its_staging() {
+        let out = cpu_ceiling(&host(10.0), Collective::AllToAll, 4, false).unwrap();
+        let inp = cpu_ceiling(&host(10.0), Collective::AllToAll, 4, true).unwrap();
+        assert!((out.busbw_gbps / inp.busbw_gbps - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn unknown_memory_bandwidth_is_missing_not_an_error() {
+        let t = Topology {
+            hosts: 1,
+            ..Topology::default()
+        };
+        assert!(cpu_ceiling(&t, Collective::AllReduce, 2, false).is_err());
+    }
+}

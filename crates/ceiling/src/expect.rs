@@ -1,0 +1,151 @@
+//! `collbench expect`: the ceilings and bottlenecks of a described machine
+//! for a list of ops and sizes, as text or JSON, for planning and for
+//! reading published figures.
+
+use crate::{ceiling, file, Query};
+use collbench_core::size::format_size;
+use collbench_core::{Ceiling, Collective, Topology};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// What `expect` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpectFormat {
+    Text,
+    Json,
+}
+
+/// `collbench expect`'s options, as the CLI converts its flags.
+#[derive(Debug, Clone)]
+pub struct ExpectOptions {
+    pub topology: PathBuf,
+    pub ops: Vec<Collective>,
+    pub sizes: Vec<u64>,
+    /// Hosts in the job, overriding the file's `hosts`.
+    pub hosts: Option<u64>,
+    pub format: ExpectFormat,
+}
+
+/// One line of the answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectRow {
+    pub op: Collective,
+    pub size_bytes: u64,
+    /// `None` where the file lacks what the model needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<Ceiling>,
+    /// What was missing, where there is no ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+}
+
+/// The whole answer, as `--format json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Expectation {
+    pub topology: Topology,
+    pub rows: Vec<ExpectRow>,
+}
+
+/// Reads the topology file and computes every (op, size) row.
+pub fn expectation(opts: &ExpectOptions) -> Result<Expectation, file::FileError> {
+    let mut topology = file::load(&opts.topology)?;
+    if let Some(h) = opts.hosts {
+        topology.hosts = h;
+    }
+    let rows = opts
+        .ops
+        .iter()
+        .flat_map(|&op| opts.sizes.iter().map(move |&b| (op, b)))
+        .map(|(op, size_bytes)| {
+            let q = Query {
+                op,
+                bytes: size_bytes,
+                in_place: false,
+                algorithm: None,
+            };
+            let (ceiling, unknown) = match ceiling(&topology, &q) {
+                Ok(c) => (Some(c), None),
+                Err(m) => (None, Some(m.0.to_string())),
+            };
+            ExpectRow {
+                op,
+                size_bytes,
+                ceiling,
+                unknown,
+            }
+        })
+        .collect();
+    Ok(Expectation { topology, rows })
+}
+
+/// `expect`'s stdout text.
+pub fn expect_main(opts: &ExpectOptions) -> Result<String, file::FileError> {
+    let e = expectation(opts)?;
+    Ok(match opts.format {
+        ExpectFormat::Json => serde_json_text(&e),
+        ExpectFormat::Text => text(&e),
+    })
+}
+
+fn serde_json_text(e: &Expectation) -> String {
+    // Plain data with string keys: serialising cannot fail.
+    serde_json::to_string_pretty(e).unwrap_or_default() + "\n"
+}
+
+/// One line per row, the reasons once per op below.
+fn text(e: &Expectation) -> String {
+    let t = &e.topology;
+    let mut out = format!(
+        "# {} : {} host(s) x {} rank(s)\n",
+        t.name.as_deref().unwrap_or("topology"),
+        t.hosts,
+        t.ranks_per_host().map_or("?".into(), |r| r.to_string())
+    );
+    out += &format!(
+        "# {:>12}  {:<15} {:>14}  {:<12} {}\n",
+        "size", "op", "ceiling(GB/s)", "bottleneck", "algorithm"
+    );
+    let mut whys: Vec<(Collective, String)> = Vec::new();
+    for r in &e.rows {
+        let (gbps, by, algo) = match &r.ceiling {
+            Some(c) => (
+                format!("{:.1}", c.busbw_gbps),
+                c.bottleneck.label().to_string(),
+                c.algorithm.label().to_string(),
+            ),
+            None => (
+                "unknown".into(),
+                "unknown".into(),
+                r.unknown.clone().unwrap_or_default(),
+            ),
+        };
+        out += &format!(
+            "  {:>12}  {:<15} {:>14}  {:<12} {}\n",
+            format_size(r.size_bytes),
+            r.op.name(),
+            gbps,
+            by,
+            algo
+        );
+        if let Some(c) = &r.ceiling {
+            let why = c
+                .why
+                .split("; below 1 MiB")
+                .next()
+                .unwrap_or(&c.why)
+                .to_string();
+            if !whys.iter().any(|(op, w)| *op == r.op && *w == why) {
+                whys.push((r.op, why));
+            }
+        }
+    }
+    for (op, why) in whys {
+        // Most reasons start with the op's own name already.
+        if why.starts_with(op.name()) {
+            out += &format!("# {why}\n");
+        } else {
+            out += &format!("# {}: {why}\n", op.name());
+        }
+    }
+    out
+}

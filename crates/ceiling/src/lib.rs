@@ -1,0 +1,58 @@
+//! collbench-ceiling: "is my busbw normal?". For a topology (found by a
+//! probe or described in a file), an op, a size, a placement and an
+//! algorithm, the busbw the hardware allows and the part that sets it
+//! (NVLink, NVLS, PCIe, network, host memory). docs/ceiling.md gives the
+//! formulas and their sources.
+//!
+//! Modules: [`links`] (the bandwidths a topology offers), `model` (GPU
+//! formulas per algorithm), `cpu` (the CPU backend's memory traffic),
+//! [`mod@file`] (topology TOML), [`probe`] (memory and loopback probes),
+//! [`mod@annotate`] (a record's rows get their ceilings), [`expect`] (`collbench
+//! expect`'s text and JSON).
+//!
+//! Not for: finding GPUs or NICs (`doctor` does, through NVML and sysfs),
+//! printing, deciding verdicts.
+#![forbid(unsafe_code)]
+
+pub mod annotate;
+mod cpu;
+pub mod expect;
+pub mod file;
+pub mod links;
+mod model;
+pub mod probe;
+
+use collbench_core::{Algorithm, Ceiling, Collective, Topology};
+
+pub use annotate::annotate;
+pub use file::{load, FileError};
+
+/// Why a row has no ceiling: the input the model lacked, in words
+/// ("NIC rate unknown"). Not an error: the row is shown as "unknown".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Missing(pub &'static str);
+
+/// What a ceiling is asked for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Query {
+    pub op: Collective,
+    /// The size column, bytes.
+    pub bytes: u64,
+    pub in_place: bool,
+    /// The algorithm NCCL reported for the row (`--explain`), if any.
+    pub algorithm: Option<Algorithm>,
+}
+
+/// The ceiling of `q` on `topo`: the CPU model where the topology has no
+/// GPUs but a memory bandwidth, the GPU model otherwise.
+pub fn ceiling(topo: &Topology, q: &Query) -> Result<Ceiling, Missing> {
+    if topo.gpu.is_none() && topo.cpu.is_some() {
+        let ranks = topo.hosts.max(1) * topo.ranks_per_host().unwrap_or(1);
+        if topo.hosts > 1 {
+            return Err(Missing("CPU ranks over several hosts: network unknown"));
+        }
+        return cpu::cpu_ceiling(topo, q.op, ranks, q.in_place);
+    }
+    model::gpu_ceiling(topo, q.op, q.bytes, q.algorithm)
+}

@@ -1,0 +1,126 @@
+//! The bandwidths a topology offers one GPU and one host, in GB/s per
+//! direction: the inputs of every formula of the model (`model.rs`).
+
+use collbench_core::{Bottleneck, Topology};
+
+/// PCIe payload rate per lane and direction, GB/s, by generation (line
+/// rate after 8b/10b or 128b/130b encoding: gen3 8 GT/s, each generation
+/// after doubles it; gen6's FLIT mode keeps the 242/256 efficiency).
+pub fn pcie_lane_gbps(generation: u32) -> Option<f64> {
+    Some(match generation {
+        1 => 0.25,
+        2 => 0.5,
+        3 => 0.985,
+        4 => 1.969,
+        5 => 3.938,
+        6 => 7.563,
+        _ => return None,
+    })
+}
+
+/// What one GPU can send to its peers on the host, and through what.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntraLink {
+    pub gbps: f64,
+    pub via: Bottleneck,
+}
+
+/// The fastest path from a GPU to its peers on the host: NVLink where it
+/// has active links (links x rate per link), else its PCIe link.
+pub fn intra_link(topo: &Topology) -> Option<IntraLink> {
+    let gpu = topo.gpu.as_ref()?;
+    let nvlink = match (gpu.nvlink_links, gpu.nvlink_link_gbps) {
+        (Some(l), Some(r)) if l > 0 && r > 0.0 => Some(l as f64 * r),
+        _ => None,
+    };
+    if let Some(gbps) = nvlink {
+        return Some(IntraLink {
+            gbps,
+            via: Bottleneck::Nvlink,
+        });
+    }
+    let lane = pcie_lane_gbps(gpu.pcie_generation?)?;
+    Some(IntraLink {
+        gbps: lane * gpu.pcie_width? as f64,
+        via: Bottleneck::Pcie,
+    })
+}
+
+/// NVLink data rate of one link per direction, GB/s, by generation
+/// (NVIDIA's per-GPU totals over links: NVLink 3 on A100 600 GB/s both
+/// ways over 12 links, NVLink 4 on H100 900 over 18, NVLink 5 on B200
+/// 1,800 over 18).
+pub fn nvlink_link_gbps(generation: u32) -> Option<f64> {
+    Some(match generation {
+        1 => 20.0,
+        2..=4 => 25.0,
+        5 => 50.0,
+        _ => return None,
+    })
+}
+
+/// Whether the topology says its switches reduce (NVLS) on a GPU that has
+/// it (NVLink 4 and newer).
+pub fn has_nvls(topo: &Topology) -> bool {
+    topo.gpu
+        .as_ref()
+        .is_some_and(|g| g.nvls == Some(true) && g.nvlink_generation.is_some_and(|v| v >= 4))
+}
+
+/// NCCL's NVLS efficiency by GPU generation (`nvlsEfficiency` in NCCL's
+/// src/graph/tuning.cc: Hopper 0.85, Blackwell 0.74): the share of link
+/// rate the multimem reduction streams at. Hopper's where the generation
+/// is unknown (NCCL reported NVLS, so the GPU has it).
+pub fn nvls_efficiency(topo: &Topology) -> f64 {
+    match topo.gpu.as_ref().and_then(|g| g.nvlink_generation) {
+        Some(g) if g >= 5 => 0.74,
+        _ => 0.85,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::GpuTopology;
+
+    fn gpu(g: GpuTopology) -> Topology {
+        Topology {
+            hosts: 1,
+            gpu: Some(g),
+            ..Topology::default()
+        }
+    }
+
+    #[test]
+    fn nvlink_wins_over_pcie() {
+        let t = gpu(GpuTopology {
+            count: 8,
+            nvlink_links: Some(18),
+            nvlink_link_gbps: Some(25.0),
+            pcie_generation: Some(5),
+            pcie_width: Some(16),
+            ..GpuTopology::default()
+        });
+        let l = intra_link(&t).unwrap();
+        assert_eq!((l.gbps, l.via), (450.0, Bottleneck::Nvlink));
+    }
+
+    #[test]
+    fn pcie_gen4_x16_is_about_31_5_gbps() {
+        let t = gpu(GpuTopology {
+            count: 2,
+            nvlink_links: Some(0),
+            pcie_generation: Some(4),
+            pcie_width: Some(16),
+            ..GpuTopology::default()
+        });
+        let l = intra_link(&t).unwrap();
+        assert_eq!(l.via, Bottleneck::Pcie);
+        assert!((l.gbps - 31.5).abs() < 0.1, "{}", l.gbps);
+    }
+
+    #[test]
+    fn nothing_known_is_none() {
+        assert_eq!(intra_link(&gpu(GpuTopology::default())), None);
+    }
+}

@@ -1,0 +1,107 @@
+//! Without a baseline, a large-size busbw far below the hardware's ceiling
+//! is a WARN that names the part (issue #40, docs/ceiling.md). The fraction
+//! is set so that no published healthy figure warns: the lowest of them,
+//! a sendrecv through one NIC, sits at 0.47 of its ceiling
+//! (bench/results/ceiling.md), so a line warns under 0.4.
+
+use crate::verdict::{Line, Metric, Status};
+use collbench_ceiling::{ceiling, Query};
+use collbench_core::{Algorithm, Collective, Topology};
+
+/// Under this fraction of its ceiling a large-size line warns.
+pub const FAR_BELOW: f64 = 0.4;
+
+/// Sizes from which a line is judged: below, latency and NCCL's LL
+/// protocols set the pace, not the links.
+pub const LARGE_BYTES: u64 = 64 << 20;
+
+/// `line` as judged against its ceiling on `topo`: a measured busbw line
+/// with no baseline figure (INFO) becomes WARN when far below it.
+pub fn judge(line: Line, topo: Option<&Topology>) -> Line {
+    let Some(topo) = topo else { return line };
+    if line.status != Status::Info
+        || line.metric != Metric::BusbwGbps
+        || line.size_bytes < LARGE_BYTES
+    {
+        return line;
+    }
+    let (Some(busbw), Ok(op)) = (line.measured, Collective::parse(&line.op)) else {
+        return line;
+    };
+    let algorithm = line
+        .explain
+        .as_ref()
+        .and_then(|e| e.kernels.iter().find(|k| !k.is_p2p()))
+        .and_then(|k| Algorithm::from_nccl(&k.algo));
+    let q = Query {
+        op,
+        bytes: line.size_bytes,
+        in_place: false,
+        algorithm,
+    };
+    let Ok(c) = ceiling(topo, &q) else {
+        return line;
+    };
+    if busbw >= FAR_BELOW * c.busbw_gbps {
+        return line;
+    }
+    Line {
+        status: Status::Warn,
+        note: Some(format!(
+            "busbw {busbw:.1} GB/s is {:.0}% of the {:.0} GB/s ceiling set by {} ({}; docs/ceiling.md)",
+            c.percent_of(busbw),
+            c.busbw_gbps,
+            c.bottleneck.label(),
+            c.algorithm.label()
+        )),
+        ..line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::GpuTopology;
+
+    fn line(busbw: f64) -> Line {
+        Line {
+            op: "all_gather".into(),
+            dtype: "float".into(),
+            size_bytes: 1 << 30,
+            metric: Metric::BusbwGbps,
+            measured: Some(busbw),
+            expected: None,
+            ratio: None,
+            wrong: 0,
+            status: Status::Info,
+            note: None,
+            explain: None,
+        }
+    }
+
+    fn h100x8() -> Topology {
+        Topology {
+            hosts: 1,
+            gpu: Some(GpuTopology {
+                count: 8,
+                nvlink_links: Some(18),
+                nvlink_link_gbps: Some(25.0),
+                ..GpuTopology::default()
+            }),
+            ..Topology::default()
+        }
+    }
+
+    #[test]
+    fn far_below_the_nvlink_ceiling_warns_and_names_it() {
+        let l = judge(line(100.0), Some(&h100x8()));
+        assert_eq!(l.status, Status::Warn);
+        assert!(l.note.unwrap().contains("NVLink"));
+    }
+
+    #[test]
+    fn healthy_figures_and_unknown_topologies_stay_info() {
+        assert_eq!(judge(line(360.0), Some(&h100x8())).status, Status::Info);
+        assert_eq!(judge(line(1.0), None).status, Status::Info);
+    }
+}

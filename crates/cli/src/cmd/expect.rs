@@ -1,0 +1,84 @@
+//! `collbench expect` flags, converted into
+//! [`collbench_ceiling::expect::ExpectOptions`].
+
+use collbench_ceiling::expect::{ExpectFormat as Format, ExpectOptions};
+use collbench_core::size::{parse_size, sweep, Step};
+use collbench_core::Collective;
+
+/// `collbench expect` flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExpectArgs {
+    /// TOML description of the machine (see topologies/*.toml).
+    #[arg(long, value_name = "FILE")]
+    pub topology: std::path::PathBuf,
+    /// Collectives (all_reduce, all_gather, ...); all the main ones when
+    /// none is given.
+    #[arg(value_name = "OP")]
+    pub ops: Vec<String>,
+    /// Smallest size (bytes; K, M, G suffixes are binary).
+    #[arg(short = 'b', long = "minbytes", value_parser = size_arg, default_value = "1G")]
+    pub minbytes: u64,
+    /// Largest size.
+    #[arg(short = 'e', long = "maxbytes", value_parser = size_arg, default_value = "1G")]
+    pub maxbytes: u64,
+    /// Multiplicative size step (2 or more).
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 2)]
+    pub stepfactor: u64,
+    /// Hosts in the job, instead of the file's `hosts`.
+    #[arg(long)]
+    pub hosts: Option<u64>,
+    /// Format of stdout.
+    #[arg(long, value_enum, default_value_t = ExpectFormat::Text)]
+    pub format: ExpectFormat,
+}
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+value_enum! {
+    /// What `expect` prints.
+    pub enum ExpectFormat => Format {
+        /// One line per op and size, the reasons below.
+        Text,
+        /// The topology and every row as JSON.
+        Json,
+    }
+}
+
+/// The collectives `expect` shows when none is named.
+const MAIN_OPS: [Collective; 7] = [
+    Collective::AllReduce,
+    Collective::AllGather,
+    Collective::ReduceScatter,
+    Collective::AllToAll,
+    Collective::Broadcast,
+    Collective::Reduce,
+    Collective::SendRecv,
+];
+
+impl ExpectArgs {
+    /// The options, or the one line that says what is wrong.
+    pub fn options(&self) -> Result<ExpectOptions, String> {
+        let ops = if self.ops.is_empty() {
+            MAIN_OPS.to_vec()
+        } else {
+            self.ops
+                .iter()
+                .map(|o| Collective::parse(o).map_err(|e| e.to_string()))
+                .collect::<Result<_, _>>()?
+        };
+        if self.hosts == Some(0) {
+            return Err("--hosts 0 describes no machine: give 1 or more".into());
+        }
+        let sizes = sweep(self.minbytes, self.maxbytes, Step::Factor(self.stepfactor))
+            .map_err(|e| e.to_string())?;
+        Ok(ExpectOptions {
+            topology: self.topology.clone(),
+            ops,
+            sizes,
+            hosts: self.hosts,
+            format: self.format.into(),
+        })
+    }
+}

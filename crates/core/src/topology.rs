@@ -1,0 +1,194 @@
+//! What the hardware under a run is: the GPUs, NICs and host memory that
+//! bound its bandwidth, found at run time (`doctor`, the runner's probe) or
+//! described in a topology file (`collbench expect --topology FILE`).
+//!
+//! Plain data: every field a source could not tell is `None` (shown as
+//! "unknown"), never an error. The ceiling model (`collbench-ceiling`)
+//! reads it; [`crate::Record::topology`] keeps it with the results.
+
+use serde::{Deserialize, Serialize};
+
+/// The machine a run used or a file describes: identical hosts, and how
+/// the job's ranks sit on them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    /// A name for people (`GKE A3 Mega`), where a file gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Where the description's figures come from (a vendor page, a probe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Hosts in the job.
+    pub hosts: u64,
+    /// Ranks on each host (the job's layout; a file may leave it to the
+    /// GPU count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks_per_host: Option<u64>,
+    /// Hosts that share one NVLink fabric (GB200 NVL72: 18 trays); absent
+    /// or 1 where NVLink stops at the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_domain_hosts: Option<u64>,
+    /// The GPUs of one host, where there are any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuTopology>,
+    /// The NICs of one host, grouped by kind and rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nics: Vec<NicGroup>,
+    /// The CPU side of one host (cores, memory bandwidth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuTopology>,
+}
+
+/// One host's GPUs, alike (a mixed host reports its first GPU's facts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuTopology {
+    /// Marketing name (`NVIDIA H200`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// GPUs on the host.
+    pub count: u64,
+    /// NVLink generation (3: A100, 4: H100/H200, 5: B200/GB200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_generation: Option<u32>,
+    /// Active NVLink links per GPU (0: no NVLink).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_links: Option<u32>,
+    /// Data rate of one link, GB/s in each direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_link_gbps: Option<f64>,
+    /// Whether the GPUs meet in NVSwitches (every pair at full NVLink rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvswitch: Option<bool>,
+    /// Whether the switches reduce in-network (NVLink SHARP, NCCL's NVLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvls: Option<bool>,
+    /// PCIe generation of the GPU's link (current, not maximum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_generation: Option<u32>,
+    /// PCIe lanes of the GPU's link (current).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_width: Option<u32>,
+}
+
+/// Kind of network a NIC speaks.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum NicKind {
+    Infiniband,
+    Roce,
+    Efa,
+    Ethernet,
+    /// NCCL's socket transport over the loopback device (emulated hosts).
+    Loopback,
+    #[default]
+    Unknown,
+}
+
+/// NICs of one host that share kind and rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NicGroup {
+    #[serde(default)]
+    pub kind: NicKind,
+    /// Line rate of one NIC, Gbit/s (as sysfs and vendors state it).
+    pub rate_gbit: f64,
+    /// NICs in the group.
+    #[serde(default = "one")]
+    pub count: u64,
+    /// Device names (`mlx5_0`, `eth0`), where found at run time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    /// NUMA node of the NICs, where sysfs tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<i64>,
+    /// GPU indices on the same NUMA node, where known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub near_gpus: Vec<u64>,
+    /// Where the rate came from when it was measured, not read
+    /// (`loopback TCP probe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// The CPU side of one host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpuTopology {
+    /// Logical cores the process may run on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u64>,
+    /// Host memory copy bandwidth, GB/s of bytes copied (each byte read
+    /// once and written once), all cores together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_copy_gbps: Option<f64>,
+}
+
+impl Topology {
+    /// Ranks on each host: the job's figure, else one per GPU.
+    pub fn ranks_per_host(&self) -> Option<u64> {
+        self.ranks_per_host
+            .or_else(|| self.gpu.as_ref().map(|g| g.count))
+            .filter(|&r| r > 0)
+    }
+
+    /// Line rate of all NICs of a host, GB/s per direction; `None` when no
+    /// NIC is known.
+    pub fn host_net_gbps(&self) -> Option<f64> {
+        let sum: f64 = self
+            .nics
+            .iter()
+            .map(|n| n.rate_gbit / 8.0 * n.count as f64)
+            .sum();
+        (sum > 0.0).then_some(sum)
+    }
+
+    /// Line rate of the fastest single NIC, GB/s per direction.
+    pub fn nic_gbps(&self) -> Option<f64> {
+        self.nics
+            .iter()
+            .map(|n| n.rate_gbit / 8.0)
+            .filter(|r| *r > 0.0)
+            .reduce(f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_net_sums_every_nic_in_gbytes() {
+        let t = Topology {
+            hosts: 2,
+            nics: vec![NicGroup {
+                rate_gbit: 400.0,
+                count: 8,
+                ..NicGroup::default()
+            }],
+            ..Topology::default()
+        };
+        assert_eq!(t.host_net_gbps(), Some(400.0));
+        assert_eq!(t.nic_gbps(), Some(50.0));
+    }
+
+    #[test]
+    fn ranks_per_host_falls_back_to_gpus() {
+        let t = Topology {
+            hosts: 1,
+            gpu: Some(GpuTopology {
+                count: 8,
+                ..GpuTopology::default()
+            }),
+            ..Topology::default()
+        };
+        assert_eq!(t.ranks_per_host(), Some(8));
+    }
+}
