@@ -9,6 +9,7 @@ use crate::observer::TextObserver;
 use crate::progress_line::Sweep;
 use collbench_core::auto_iters::AutoIters;
 use collbench_core::size::Step;
+use collbench_core::Record;
 use collbench_output::{text::TextOptions, Format};
 use collbench_runner::{Average, Plan, RootSel, Runner};
 
@@ -257,6 +258,16 @@ fn write_results(
     Ok(Outcome::Ok)
 }
 
+/// Ceilings go in every record a file or stdout keeps (not -J's
+/// nccl-tests layout, nor plain text unless --ceiling asks).
+fn add_ceilings(a: &RunArgs, files: &[OutputFile], stdout_format: Format, record: &mut Record) {
+    let keeps = |f: Format| matches!(f, Format::Json | Format::Csv | Format::Markdown);
+    let kept = files.iter().map(|f| keeps(f.format));
+    if crate::run_ceiling::wanted(a.ceiling, kept.chain([!a.quiet && keeps(stdout_format)])) {
+        crate::run_ceiling::annotate(record);
+    }
+}
+
 /// Runs the benchmark.
 pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure> {
     let mut plan = plan_from_args(a, mode)?;
@@ -323,13 +334,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     let Some(mut record) = ran? else {
         return Ok(Outcome::Ok);
     };
-    // Ceilings go in every record a file or stdout keeps (not -J's
-    // nccl-tests layout, nor plain text unless --ceiling asks).
-    let keeps = |f: Format| matches!(f, Format::Json | Format::Csv | Format::Markdown);
-    let kept = files.iter().map(|f| keeps(f.format));
-    if crate::run_ceiling::wanted(a.ceiling, kept.chain([!a.quiet && keeps(stdout_format)])) {
-        crate::run_ceiling::annotate(&mut record);
-    }
+    add_ceilings(a, &files, stdout_format, &mut record);
     obs.finish(&record);
     if let Some(e) = obs.write_error.take() {
         return Err(stdout_failure(e));
