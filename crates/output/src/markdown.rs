@@ -72,6 +72,12 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
     let has_explain = cases
         .iter()
         .any(|c| c.placements().any(|(_, p)| p.explain.is_some()));
+    let has_ceiling = cases
+        .iter()
+        .any(|c| c.placements().any(|(_, p)| p.ceiling.is_some()));
+    if has_ceiling {
+        header.extend(["ceiling (GB/s)", "% of ceiling", "bottleneck"]);
+    }
     let explained_from = header.len();
     if has_explain {
         header.extend(["algo", "proto", "channels"]);
@@ -79,11 +85,13 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
             header.extend(["in-place algo", "in-place proto", "in-place channels"]);
         }
     }
-    // Text columns: type, redop, and the explanation's algo and proto.
+    // Text columns: type, redop, the bottleneck, and the explanation's
+    // algo and proto.
     let numeric = (0..header.len())
         .map(|i| {
             let text_explain = i >= explained_from && (i - explained_from) % 3 != 2;
-            !(i == 2 || i == 3 || text_explain)
+            let bottleneck = has_ceiling && i + 1 == explained_from;
+            !(i == 2 || i == 3 || text_explain || bottleneck)
         })
         .collect();
     let rows = cases
@@ -114,6 +122,9 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
                 }
             }
             row.extend(osu_cells(c, has_mbps, has_rate));
+            if has_ceiling {
+                row.extend(ceiling_cells(c));
+            }
             if has_explain {
                 row.extend(explain_cells(c.out_of_place.as_ref()));
                 if has_ip {
@@ -127,6 +138,23 @@ pub fn cases_table(cases: &[&CaseResult]) -> Table {
         header,
         numeric,
         rows,
+    }
+}
+
+/// A case's ceiling (docs/ceiling.md), its best busbw as a percentage of
+/// it, and the part that sets it; dashes where the topology was unknown.
+fn ceiling_cells(c: &CaseResult) -> [String; 3] {
+    let best = c
+        .placements()
+        .filter(|(_, p)| p.ceiling.is_some())
+        .max_by(|(_, a), (_, b)| a.busbw_gbps.total_cmp(&b.busbw_gbps));
+    match best.and_then(|(_, p)| p.ceiling.as_ref().map(|k| (p, k))) {
+        Some((p, k)) => [
+            units::gbps(k.busbw_gbps),
+            format!("{:.0}%", k.percent_of(p.busbw_gbps)),
+            k.bottleneck.label().to_string(),
+        ],
+        None => ["-".to_string(), "-".to_string(), "-".to_string()],
     }
 }
 
@@ -382,6 +410,27 @@ mod tests {
         assert_eq!(t.header.len(), 13);
         assert_eq!(t.rows[0][9], "-");
         assert_eq!(t.rows[1][11], "2.00");
+    }
+
+    #[test]
+    fn ceiling_columns_give_the_best_placement_as_a_share_of_it() {
+        let plain = case("all_reduce", 1024, true);
+        assert!(!cases_table(&[&plain]).header.contains(&"% of ceiling"));
+        let mut bound = case("all_reduce", 1 << 26, true);
+        let ceiling = collbench_core::Ceiling {
+            busbw_gbps: 4.0,
+            bottleneck: collbench_core::Bottleneck::HostMemory,
+            algorithm: collbench_core::Algorithm::Ring,
+            why: "test".into(),
+        };
+        bound.out_of_place.as_mut().unwrap().ceiling = Some(ceiling.clone());
+        bound.in_place.as_mut().unwrap().ceiling = Some(ceiling);
+        let t = cases_table(&[&plain, &bound]);
+        let at = t.header.iter().position(|h| *h == "% of ceiling").unwrap();
+        // In-place's 2.0 of 4.0 is the better placement.
+        assert_eq!(t.rows[1][at - 1..=at + 1], ["4.00", "50%", "host memory"]);
+        assert_eq!(t.rows[0][at], "-");
+        assert!(t.numeric[at] && !t.numeric[at + 1]);
     }
 
     fn explained(algo: &str, proto: &str, channels: u64) -> Option<Explanation> {

@@ -98,22 +98,30 @@ impl Comparison {
     /// [`Comparison::table`]'s rows and columns, for other renderers (the
     /// HTML comparison); a regression's verdict cell is `**REGRESSION**`.
     pub fn case_table(&self) -> Table {
-        let header = [
+        // NEW's share of its ceiling (docs/ceiling.md), where its record
+        // carries one: how far from what the hardware allows it is.
+        let has_ceiling = self.rows.iter().any(|r| r.new.ceiling.is_some());
+        let mut header = vec![
             "placement",
             "base bw (GB/s)",
             "new bw (GB/s)",
             "base time (µs)",
             "new time (µs)",
+        ];
+        let mut numeric = vec![false, true, true, true, true];
+        if has_ceiling {
+            header.push("new % of ceiling");
+            numeric.push(true);
+        }
+        header.extend([
             "judged on",
             "new/base",
             "95% interval",
             "cut",
             "noise from",
             "verdict",
-        ];
-        let numeric = [
-            false, true, true, true, true, false, true, false, true, false, false,
-        ];
+        ]);
+        numeric.extend([false, true, false, true, false, false]);
         table_of(self.rows.iter(), &header, &numeric, |r| {
             let mut cells = vec![
                 r.placement.to_string(),
@@ -121,8 +129,13 @@ impl Comparison {
                 units::gbps(bw(r.bw_name, &r.new)),
                 units::us(r.base.time_us),
                 units::us(r.new.time_us),
-                r.judged_on(),
             ];
+            if has_ceiling {
+                cells.push(r.new.ceiling.as_ref().map_or("-".to_string(), |k| {
+                    format!("{:.0}%", k.percent_of(r.new.busbw_gbps))
+                }));
+            }
+            cells.push(r.judged_on());
             cells.extend(judged_cells(r, self.threshold_pct));
             cells.push(verdict_cell(r.verdict));
             cells

@@ -112,6 +112,24 @@ fn small_sizes_need_relative_and_absolute_slowdown() {
 }
 
 #[test]
+fn the_table_gives_news_share_of_its_ceiling_where_it_has_one() {
+    let base = two_large((3000.0, 330.0), (6000.0, 330.0));
+    let plain = compare(&[base.clone()], &[base.clone()], 5.0).table();
+    assert!(!plain.contains("% of ceiling"));
+    let mut new = base.clone();
+    new.results[0].out_of_place.as_mut().unwrap().ceiling = Some(collbench_core::Ceiling {
+        busbw_gbps: 440.0,
+        bottleneck: collbench_core::Bottleneck::Nvlink,
+        algorithm: collbench_core::Algorithm::Ring,
+        why: "test".into(),
+    });
+    let table = compare(&[base], &[new], 5.0).table();
+    assert!(table.contains("new % of ceiling"), "{table}");
+    // 330 of 440 GB/s; the 2 GiB row has no ceiling.
+    assert!(table.contains("| 75%"), "{table}");
+}
+
+#[test]
 fn only_common_cases_are_compared() {
     let c = compare(
         &[rec(&[(8, 1.0, 0.0), (16, 1.0, 0.0)])],
