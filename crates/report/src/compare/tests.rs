@@ -114,7 +114,12 @@ fn small_sizes_need_relative_and_absolute_slowdown() {
 #[test]
 fn the_table_gives_news_share_of_its_ceiling_where_it_has_one() {
     let base = two_large((3000.0, 330.0), (6000.0, 330.0));
-    let plain = compare(&[base.clone()], &[base.clone()], 5.0).table();
+    let plain = compare(
+        std::slice::from_ref(&base),
+        std::slice::from_ref(&base),
+        5.0,
+    )
+    .table();
     assert!(!plain.contains("% of ceiling"));
     let mut new = base.clone();
     new.results[0].out_of_place.as_mut().unwrap().ceiling = Some(collbench_core::Ceiling {

@@ -109,10 +109,10 @@ pub struct BudgetError(pub String);
 
 /// The longest `--budget`: a week. Longer is a typo (a budget of
 /// 2^64 seconds once panicked turning it into a `Duration`).
-pub const MAX_BUDGET_S: f64 = 7.0 * 24.0 * 3600.0;
+pub(crate) const MAX_BUDGET_S: f64 = 7.0 * 24.0 * 3600.0;
 
 /// Parses `--budget`: a positive number with `s`, `m` or `h` (a bare
-/// number is seconds) up to [`MAX_BUDGET_S`], into microseconds.
+/// number is seconds) up to 7 days, into microseconds.
 pub fn parse_budget(s: &str) -> Result<f64, BudgetError> {
     let t = s.trim();
     let (num, unit) = match t.char_indices().last() {
