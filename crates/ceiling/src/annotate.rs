@@ -14,11 +14,7 @@ pub fn annotate(record: &mut Record, topo: Topology) {
         let bytes = row.size_bytes;
         for (in_place, p) in [(false, &mut row.out_of_place), (true, &mut row.in_place)] {
             let Some(p) = p.as_mut() else { continue };
-            let algorithm = p
-                .explain
-                .as_ref()
-                .and_then(|e| e.kernels.iter().find(|k| !k.is_p2p()))
-                .and_then(|k| Algorithm::from_nccl(&k.algo));
+            let algorithm = Algorithm::reported(p.explain.as_ref());
             let q = Query {
                 op,
                 bytes,

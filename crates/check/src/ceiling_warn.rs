@@ -28,11 +28,7 @@ pub fn judge(line: Line, topo: Option<&Topology>) -> Line {
     let (Some(busbw), Ok(op)) = (line.measured, Collective::parse(&line.op)) else {
         return line;
     };
-    let algorithm = line
-        .explain
-        .as_ref()
-        .and_then(|e| e.kernels.iter().find(|k| !k.is_p2p()))
-        .and_then(|k| Algorithm::from_nccl(&k.algo));
+    let algorithm = Algorithm::reported(line.explain.as_ref());
     let q = Query {
         op,
         bytes: line.size_bytes,

@@ -64,6 +64,14 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
+    /// The algorithm NCCL reported for a placement: its first collective
+    /// (not point-to-point) kernel's, where `--explain` recorded one.
+    pub fn reported(explain: Option<&crate::Explanation>) -> Option<Algorithm> {
+        explain
+            .and_then(|e| e.kernels.iter().find(|k| !k.is_p2p()))
+            .and_then(|k| Algorithm::from_nccl(&k.algo))
+    }
+
     /// Reads NCCL's algorithm name as `--explain` records it (`RING`,
     /// `NVLS_TREE`, `CollNetDirect`); `None` for names it does not model.
     pub fn from_nccl(name: &str) -> Option<Algorithm> {
