@@ -8,13 +8,15 @@
 # with no ceiling or above it ([] when the bar holds).
 #   CB=target/dist/collbench bash bench/gpu-ceiling.sh   (results under $OUT)
 set -u
+export PATH=$PATH:/usr/local/nvidia/bin
 CB=$(realpath "${CB:-target/dist/collbench}"); O=${OUT:-bench-out}/ceiling; mkdir -p "$O"
 "$CB" doctor > "$O/doctor.txt" 2>&1
-nvidia-smi -q > "$O/smi-q.txt" 2>&1; nvidia-smi nvlink -s > "$O/nvlink.txt" 2>&1
+nvidia-smi -q > "$O/smi-q.txt" 2>&1; nvidia-smi -q -x > "$O/smi-q.xml" 2>&1; nvidia-smi nvlink -s > "$O/nvlink.txt" 2>&1
 nvidia-smi topo -m > "$O/topo.txt" 2>&1
 export NCCL_NVLS_ENABLE=0 NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
-mkdir -p /tmp/mps /tmp/mpslog && nvidia-cuda-mps-control -d
+MPSCTL=$(command -v nvidia-cuda-mps-control || echo /usr/local/nvidia/bin/nvidia-cuda-mps-control)
+mkdir -p /tmp/mps /tmp/mpslog && "$MPSCTL" -d
 for r in 0 1; do
   NCCL_HOSTID=emu-$r CUDA_VISIBLE_DEVICES=0 RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
     MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 COLLBENCH_BIND=127.0.0.1 \
@@ -22,7 +24,7 @@ for r in 0 1; do
     --backend nccl --format json -q --output "$O/emu2.r$r.json" > "$O/emu2.r$r.log" 2>&1 &
 done
 wait
-echo quit | nvidia-cuda-mps-control
+echo quit | "$MPSCTL"
 python3 - "$O/emu2.r0.json" > "$O/verdict.txt" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
