@@ -5,7 +5,8 @@
 
 use assert_cmd::Command;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+
+mod common;
 
 /// One nccl-tests option: long name, short letter, takes a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,22 +16,18 @@ struct Opt {
     takes_value: bool,
 }
 
-fn common_cu() -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/nccl-tests-2.19.6/src/common.cu");
-    std::fs::read_to_string(&p).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}: the nccl-tests 2.19.6 tree belongs in shared/reference",
-            p.display()
-        )
-    })
+/// nccl-tests' common.cu, `None` (test skipped) where shared/reference
+/// is absent.
+fn common_cu() -> Option<String> {
+    let p = common::reference("nccl-tests-2.19.6/src/common.cu")?;
+    Some(std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
 }
 
 /// The table as common.cu writes it: `{"name", required_argument, 0, 'c'},`
 /// lines between `longopts[] = {` and `};`, checked against the getopt
 /// string (`"t:g:b:..."`, a colon after letters that take a value).
-fn option_table() -> Vec<Opt> {
-    let src = common_cu();
+fn option_table() -> Option<Vec<Opt>> {
+    let src = common_cu()?;
     let start = src.find("longopts[] = {").expect("longopts[] in common.cu");
     let body = &src[start..start + src[start..].find("};").expect("end of longopts")];
     let mut opts = Vec::new();
@@ -63,7 +60,7 @@ fn option_table() -> Vec<Opt> {
     }
     let from_table: BTreeMap<char, bool> = opts.iter().map(|o| (o.short, o.takes_value)).collect();
     assert_eq!(shorts, from_table, "getopt string and longopts[] disagree");
-    opts
+    Some(opts)
 }
 
 /// A valid value for each option on the CPU backend (nccl-tests' defaults
@@ -127,7 +124,7 @@ fn try_option(o: &Opt, dir: &std::path::Path) -> Vec<String> {
 #[test]
 fn every_nccl_tests_option_is_accepted() {
     let dir = tempfile::tempdir().unwrap();
-    let table = option_table();
+    let Some(table) = option_table() else { return };
     let failures: Vec<String> = table
         .iter()
         .flat_map(|o| try_option(o, dir.path()))
@@ -142,7 +139,7 @@ fn every_nccl_tests_option_is_accepted() {
 
 #[test]
 fn the_table_is_read_from_common_cu() {
-    let table = option_table();
+    let Some(table) = option_table() else { return };
     // nccl-tests 2.19.6 has 32 options (with -h); a few of them by name.
     assert_eq!(table.len(), 32, "{table:?}");
     let find = |s: char| table.iter().find(|o| o.short == s).unwrap().clone();
@@ -157,8 +154,8 @@ fn the_table_is_read_from_common_cu() {
 /// ('z', "blocking", [0, 1, 2, 3]). An option listed in several variants
 /// (`-o`, by NCCL version) gives the union; a placeholder word such as
 /// `nccltype` is not a value and is left out.
-fn value_lists() -> Vec<(char, String, Vec<String>)> {
-    let src = common_cu();
+fn value_lists() -> Option<Vec<(char, String, Vec<String>)>> {
+    let src = common_cu()?;
     let mut lists: Vec<(char, String, Vec<String>)> = Vec::new();
     for piece in src.split("\"[-").skip(1) {
         let Some((head, rest)) = piece.split_once(" <") else {
@@ -189,12 +186,12 @@ fn value_lists() -> Vec<(char, String, Vec<String>)> {
             None => lists.push((short, long.to_string(), values.collect())),
         }
     }
-    lists
+    Some(lists)
 }
 
 #[test]
 fn the_value_lists_are_read_from_common_cu() {
-    let lists = value_lists();
+    let Some(lists) = value_lists() else { return };
     let of = |s: char| lists.iter().find(|l| l.0 == s).unwrap().2.clone();
     assert_eq!(of('z'), ["0", "1", "2", "3"]);
     assert_eq!(of('a'), ["0", "1", "2", "3"]);
@@ -209,7 +206,8 @@ fn the_value_lists_are_read_from_common_cu() {
 #[test]
 fn every_value_of_every_listed_option_runs() {
     let mut failures = Vec::new();
-    for (short, long, values) in value_lists() {
+    let Some(lists) = value_lists() else { return };
+    for (short, long, values) in lists {
         for v in &values {
             for form in [format!("-{short}"), format!("--{long}")] {
                 let out = Command::cargo_bin("collbench")

@@ -36,6 +36,7 @@ pub mod f8_tables;
 pub mod nccl_only;
 pub mod nccl_version;
 pub mod pairs;
+pub mod ports;
 pub mod progress;
 pub mod read_limit;
 pub mod record;

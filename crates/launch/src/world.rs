@@ -55,13 +55,11 @@ pub struct World {
 }
 
 impl World {
-    /// A loopback port that was free a moment ago (the OS's pick), for
-    /// such a world's rank 0 to listen on; another process may still take
-    /// it first.
+    /// A loopback port that was free a moment ago, outside the OS's
+    /// ephemeral range ([`collbench_core::ports`]), for such a world's rank 0 to
+    /// listen on; another process may still take it first, if rarely.
     pub fn free_loopback_port() -> std::io::Result<u16> {
-        Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port())
+        Ok(collbench_core::ports::free_ports("127.0.0.1", 1)?[0])
     }
 
     /// Rank `rank` of `world_size` ranks that all run on this host as

@@ -293,3 +293,28 @@ pub fn env_of(setting: &serde_json::Value) -> String {
         })
         .unwrap_or_default()
 }
+
+/// A file of `../shared/reference` (nccl-tests' own source and tools,
+/// which live beside the repository, not in it), or `None` with a note on
+/// stderr where the tree is absent (a clone on its own): the test that
+/// needs it is then skipped, not failed. With `COLLBENCH_REFERENCE_TESTS`
+/// set (CI sets it) an absent tree fails instead, so the check cannot go
+/// quiet where it is meant to run.
+pub fn reference(relative: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference")
+        .join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("COLLBENCH_REFERENCE_TESTS").is_none(),
+        "{} is missing: the nccl-tests 2.19.6 tree belongs in shared/reference",
+        path.display()
+    );
+    eprintln!(
+        "skipped: {} is absent (shared/reference sits beside the repository; set COLLBENCH_REFERENCE_TESTS=1 to require it)",
+        path.display()
+    );
+    None
+}

@@ -18,17 +18,12 @@ pub fn child_timeout(timeout_s: u64) -> Duration {
     Duration::from_millis((timeout_s * 750).max(1000))
 }
 
-/// `n` ports free on rank 0's host a moment ago (the OS's picks, held
-/// together so they differ); a child job's rank 0 may still lose its port
-/// to another process first, which fails that candidate alone.
+/// `n` ports free on rank 0's host a moment ago, outside the OS's
+/// ephemeral range where outgoing connections take theirs
+/// ([`collbench_core::ports`]); a child job's rank 0 may still lose its
+/// port to another process first, which fails that candidate alone.
 fn free_ports(bind: &str, n: usize) -> std::io::Result<Vec<u16>> {
-    let listeners: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind((bind, 0)))
-        .collect::<Result<_, _>>()?;
-    listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect()
+    collbench_core::ports::free_ports(bind, n)
 }
 
 /// Every process gets the `n` child jobs' ports rank 0 picked on `bind`.
