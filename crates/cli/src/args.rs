@@ -43,6 +43,21 @@ fn registration_arg(s: &str) -> Result<collbench_core::Registration, String> {
         .ok_or_else(|| "use 0 (off), 1 (ncclCommRegister) or 2 (symmetric windows)".into())
 }
 
+/// The most threads per process `-t` takes: the CPU backend's rank-thread
+/// limit, far above any host's GPUs per process.
+pub const MAX_NTHREADS: usize = 4096;
+
+/// `-t`: a thread count from 1 to [`MAX_NTHREADS`]; 0 would run no rank
+/// and 2^32-1 was taken silently where `--ranks` or `-g` decided instead.
+fn nthreads_arg(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_NTHREADS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "-t takes a thread count from 1 to {MAX_NTHREADS} (nccl-tests' threads per process)"
+        )),
+    }
+}
+
 /// A count flag (`-w`, `-m`, `-N`): clap's own words ("number too large
 /// to fit in target type") named neither the flag's range nor its form.
 fn count_arg(s: &str) -> Result<u32, String> {
@@ -271,7 +286,7 @@ pub struct RunArgs {
 pub struct BackendArgs {
     /// Threads per process (nccl-tests -t; collbench drives all local
     /// devices from one thread, so values above 1 multiply -g).
-    #[arg(short = 't', long = "nthreads", default_value_t = 1)]
+    #[arg(short = 't', long = "nthreads", default_value_t = 1, value_parser = nthreads_arg)]
     pub nthreads: usize,
     /// Devices per process: GPUs for nccl, rank threads for cpu.
     #[arg(short = 'g', long = "ngpus")]

@@ -303,6 +303,8 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         keeper.not_root();
     }
     let world_size = opened.backend.world_size();
+    // Before the header: a root no rank has is the user's mistake.
+    plan.root_in_range(world_size).map_err(Failure::usage)?;
 
     let forever = plan.cycles == 0;
     let sweep = Sweep::new(

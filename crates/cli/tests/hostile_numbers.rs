@@ -55,6 +55,7 @@ const CASES: [(&str, &[&str]); 5] = [
     (
         "check --backend cpu --ranks 2 -n 2 --size 8",
         &[
+            "-n",
             "--size",
             "--pair-fraction",
             "-t",
@@ -160,6 +161,56 @@ fn every_numeric_flag_at_its_extremes_is_one_line_or_a_right_result() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Values that were taken without a word (a thread count of 0 or 2^32-1,
+/// check's `-n 0` run as 1, a root no rank has refused only after the
+/// table's header): each is now one line and exit 2, with nothing on
+/// stdout.
+#[test]
+fn values_once_taken_silently_are_refused_before_anything_runs() {
+    let cases: [(&str, &str); 6] = [
+        (
+            "run all_reduce --backend cpu --ranks 2 -b 8 -e 64 -t 0",
+            "-t takes a thread count from 1 to 4096",
+        ),
+        (
+            "run all_reduce --backend cpu --ranks 2 -b 8 -e 64 -t 4294967295",
+            "-t takes a thread count from 1 to 4096",
+        ),
+        (
+            "check --backend cpu --ranks 2 --size 8 -n 0",
+            "-n takes a count of timed iterations from 1 to 10000",
+        ),
+        (
+            "check --backend cpu --ranks 2 --size 8 -n 4294967295",
+            "-n takes a count of timed iterations from 1 to 10000",
+        ),
+        (
+            "run broadcast --backend cpu --ranks 2 -b 8 -e 64 -r 2",
+            "root 2 is out of range for 2 ranks: use -r 0..1 or -r -1",
+        ),
+        (
+            "run reduce --backend cpu --ranks 2 -b 8 -e 64 -r 4294967295",
+            "root 4294967295 is out of range for 2 ranks",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = Command::new(common::BIN)
+            .args(args.split(' '))
+            .env("COLLBENCH_NCCL_LIB", "/nonexistent/libnccl.so.2")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args}: {err}");
+        assert!(err.contains(says), "{args}: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args}: stdout {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }
 
 /// `-N 0` runs until stopped; its partial file keeps the last complete

@@ -204,6 +204,20 @@ impl Plan {
         }
         out
     }
+
+    /// The fixed root (`-r R`) is a rank of a world of `world_size`
+    /// wherever a planned collective has a root; else the one line that
+    /// says so, for the caller to refuse before anything runs.
+    pub fn root_in_range(&self, world_size: usize) -> Result<(), String> {
+        let rooted = self.collectives.iter().any(|c| c.spec().has_root);
+        match self.roots {
+            RootSel::Fixed(r) if rooted && r >= world_size => Err(format!(
+                "root {r} is out of range for {world_size} ranks: use -r 0..{} or -r -1 for every root",
+                world_size.saturating_sub(1)
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// alltoallv's traffic from nccl-tests' environment variables:

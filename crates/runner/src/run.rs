@@ -254,14 +254,10 @@ impl<'a> Runner<'a> {
     ) -> Result<(), RunError> {
         let world_size = self.backend.world_size();
         let root = self.control.rank() == 0;
+        self.plan
+            .root_in_range(world_size)
+            .map_err(RunError::Plan)?;
         for v in self.plan.variants(coll, world_size) {
-            if v.root >= world_size {
-                return Err(RunError::Plan(format!(
-                    "root {} is out of range for {world_size} ranks: use -r 0..{} or -r -1 for every root",
-                    v.root,
-                    world_size - 1
-                )));
-            }
             for &size in sizes {
                 let counts = self.plan.counts(coll, size, v.dtype, world_size);
                 let case = |in_place| CaseSpec {
