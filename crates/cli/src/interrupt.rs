@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// `run`'s exit code after an interrupt (128 + SIGINT, as shells report it).
 const INTERRUPTED: i32 = crate::exit::Outcome::Interrupted.code();
+/// A failed write is a usage failure (exit 2), as in every command.
+const WRITE_FAILED: i32 = crate::exit::Outcome::Usage.code();
 
 /// A file `run` writes at its end, and so also on an interrupt.
 #[derive(Debug, Clone)]
@@ -52,21 +54,34 @@ struct Kept {
     measured: u64,
 }
 
-/// What ended the run early; both keep the rows measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What ended the run early; each keeps the rows measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stop {
     /// SIGINT, SIGTERM or SIGHUP.
     Signal,
     /// Standard output was closed (`| head -1`): nobody reads the rows.
     StdoutClosed,
+    /// Standard output refused a row (`> /dev/full`, a full disk): the
+    /// failure's line ([`collbench_core::stdout::StdoutError`]).
+    StdoutFailed(String),
 }
 
 impl Stop {
     /// The first words of the line and of the record's `partial`.
-    fn words(self) -> &'static str {
+    fn words(&self) -> &str {
         match self {
             Stop::Signal => "interrupted",
             Stop::StdoutClosed => "standard output closed",
+            Stop::StdoutFailed(line) => line,
+        }
+    }
+
+    /// The exit code: 130 for what ends a run as Ctrl-C does, 2 for a
+    /// failed write (the code every command gives it).
+    fn code(&self) -> i32 {
+        match self {
+            Stop::Signal | Stop::StdoutClosed => INTERRUPTED,
+            Stop::StdoutFailed(_) => WRITE_FAILED,
         }
     }
 }
@@ -92,7 +107,7 @@ impl Keeper {
             stdout,
         }));
         let handler = keeper.clone();
-        if let Err(e) = ctrlc::set_handler(move || handler.stop(Stop::Signal)) {
+        if let Err(e) = ctrlc::set_handler(move || handler.stop(&Stop::Signal)) {
             crate::stdout::say(format!(
                 "collbench: Ctrl-C will end the run without writing its files ({e})"
             ));
@@ -154,7 +169,7 @@ impl Keeper {
     /// The end of the run before its end (a signal, or a closed stdout):
     /// write what was measured and end with 130. Holding the lock to the
     /// end keeps the main thread from starting its own writes meanwhile.
-    pub fn stop(&self, stop: Stop) {
+    pub fn stop(&self, stop: &Stop) {
         let mut state = self.lock();
         let words = stop.words();
         let line = match std::mem::replace(&mut *state, State::Done) {
@@ -176,18 +191,20 @@ impl Keeper {
                 let by = match stop {
                     Stop::Signal => "interrupted by a signal",
                     Stop::StdoutClosed => "stopped: standard output was closed",
+                    Stop::StdoutFailed(_) => "stopped: standard output refused a write",
                 };
                 record.partial = Some(format!("{by} {when}"));
                 self.write_partial(&record, stop, &when)
             }
         };
-        crate::stdout::say(format!("collbench: {line} (exit {INTERRUPTED})"));
-        collbench_runner::watchdog::end_process_now(INTERRUPTED)
+        let code = stop.code();
+        crate::stdout::say(format!("collbench: {line} (exit {code})"));
+        collbench_runner::watchdog::end_process_now(code)
     }
 
     /// Writes every output (and a non-text stdout) from the partial
     /// record; the line says which files hold the rows.
-    fn write_partial(&self, record: &Record, stop: Stop, when: &str) -> String {
+    fn write_partial(&self, record: &Record, stop: &Stop, when: &str) -> String {
         let mut written = Vec::new();
         let mut failed = Vec::new();
         for f in &self.0.files {
@@ -208,7 +225,10 @@ impl Keeper {
                 failed.push(e.to_string());
             }
         }
-        let mut line = format!("{} {when}", stop.words());
+        let mut line = match stop {
+            Stop::StdoutFailed(why) => format!("{why}: stopped {when}"),
+            _ => format!("{} {when}", stop.words()),
+        };
         if !written.is_empty() {
             let what = if record.results.is_empty() {
                 "wrote"
@@ -232,15 +252,19 @@ pub struct Keeping<'a> {
 
 impl Keeping<'_> {
     /// A reader that went away (`| head -1`) ends the run as Ctrl-C does,
-    /// at the next row: measuring on for nobody only loses the files.
+    /// at the next row: measuring on for nobody only loses the files. Any
+    /// other failed write (`> /dev/full`) ends it there too, exit 2: the
+    /// rows after it could not be printed either.
     fn stop_if_stdout_closed(&self) {
-        let closed = self
-            .inner
-            .write_error
-            .as_ref()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
-        if closed {
-            self.keeper.stop(Stop::StdoutClosed);
+        match &self.inner.write_error {
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.keeper.stop(&Stop::StdoutClosed)
+            }
+            Some(e) => {
+                let why = collbench_core::stdout::StdoutError::from(e).to_string();
+                self.keeper.stop(&Stop::StdoutFailed(why))
+            }
+            None => {}
         }
     }
 }

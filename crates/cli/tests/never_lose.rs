@@ -69,6 +69,42 @@ fn check_writes_its_files_when_stdout_fails() {
     assert!(dir.path().join("c.prom").exists());
 }
 
+/// `run > /dev/full` stops at the first refused write (the table's
+/// header) instead of measuring the whole sweep for nobody: one line,
+/// exit 2, both files written and marked partial, within seconds where
+/// the sweep takes far longer.
+#[test]
+fn run_stops_at_once_when_stdout_is_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(BIN)
+        .args(["run", "all", "--backend", "cpu", "--ranks", "2", "-b", "8"])
+        .args(["-e", "256M", "--output", "r.json", "-J", "j.json"])
+        .current_dir(dir.path())
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{err}"
+    );
+    assert_eq!(
+        err.trim_end(),
+        "collbench: cannot write the results to standard output: No space left on device: \
+         stopped before the first row: wrote --output r.json and -J j.json, marked partial (exit 2)"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(
+        json["partial"],
+        "stopped: standard output refused a write before the first row"
+    );
+    assert!(dir.path().join("j.json").exists());
+}
+
 #[test]
 fn compare_format_json_is_one_json_document() {
     let dir = tempfile::tempdir().unwrap();

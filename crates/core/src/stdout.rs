@@ -18,6 +18,12 @@ pub struct StdoutError {
 
 impl From<std::io::Error> for StdoutError {
     fn from(e: std::io::Error) -> StdoutError {
+        StdoutError::from(&e)
+    }
+}
+
+impl From<&std::io::Error> for StdoutError {
+    fn from(e: &std::io::Error) -> StdoutError {
         let text = e.to_string();
         let reason = match text.find(" (os error ") {
             Some(i) => text[..i].to_string(),
