@@ -13,9 +13,11 @@ pub fn wanted(asked: bool, record_formats: impl IntoIterator<Item = bool>) -> bo
     asked || record_formats.into_iter().any(|f| f)
 }
 
-/// Fills `record.topology` and every placement's ceiling.
+/// Fills `record.topology` and every placement's ceiling. The probes run
+/// with the CPUs the process had before the NCCL backend pinned its
+/// launching thread to one: their threads inherit the caller's mask.
 pub fn annotate(record: &mut Record) {
-    let topo = run_topology(record);
+    let topo = collbench_nccl::unpinned(|| run_topology(record));
     collbench_ceiling::annotate(record, topo);
 }
 
@@ -68,6 +70,11 @@ pub fn check_topology(backend: &dyn collbench_runner::Backend) -> Option<Topolog
     if info.name != "nccl" {
         return None;
     }
+    collbench_nccl::unpinned(|| gpu_check_topology(backend))
+}
+
+/// [`check_topology`] for an NCCL backend, its probes on every CPU.
+fn gpu_check_topology(backend: &dyn collbench_runner::Backend) -> Option<Topology> {
     let local = collbench_doctor::topology::local_topology();
     let gpus = local.gpu.as_ref().map_or(1, |g| g.count.max(1));
     let world = backend.world_size().max(1) as u64;

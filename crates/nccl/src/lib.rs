@@ -30,7 +30,7 @@ pub mod split;
 pub mod tune;
 pub mod tuner;
 
-pub use affinity::ChildMask;
+pub use affinity::{unpinned, ChildMask};
 pub use backend::NcclBackend;
 pub use error::{CudaError, NcclError};
 
