@@ -34,21 +34,77 @@ fn cpu_ratios(ranks: &str) -> Vec<(String, f64, f64)> {
     rows
 }
 
-/// The ceiling is a bound: no placement above 1.05 of it. Issue #40's
-/// floor (0.2 of the ceiling per row) is not asserted: on this 2-core
-/// machine shared by several builds the rank threads get a fraction of a
-/// core and rows fall under it (bench/results/ceiling.md); the ratios are
-/// printed for the record.
+/// The share of a core each of this machine's cores gives a busy thread
+/// over 300 ms (the smallest of them, from /proc/thread-self/schedstat's
+/// time on CPU): 1.0 on a quiet machine, about 0.5 where another busy
+/// process shares every core. `None` without schedstat.
+fn cpu_share() -> Option<f64> {
+    let on_cpu_ns = || -> Option<u64> {
+        let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        text.split_whitespace().next()?.parse().ok()
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads: Vec<_> = (0..cores)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let (start, ran) = (std::time::Instant::now(), on_cpu_ns()?);
+                while start.elapsed() < std::time::Duration::from_millis(300) {
+                    std::hint::spin_loop();
+                }
+                let ran = on_cpu_ns()? - ran;
+                Some(ran as f64 / start.elapsed().as_nanos() as f64)
+            })
+        })
+        .collect();
+    let shares: Option<Vec<f64>> = threads
+        .into_iter()
+        .map(|t| t.join().ok().flatten())
+        .collect();
+    shares?.into_iter().reduce(f64::min)
+}
+
+/// The ceiling is a bound: no placement above 1.05 of it, in any run.
+/// And it is not loose: issue #40's floor, every row at 0.2 of its ceiling
+/// or more, for the best of three runs on a machine that gives the run
+/// its cores. The ceiling's copy probe keeps each core's fastest chunk
+/// (a bound must not sit under a quiet moment), so where other processes
+/// take the cores (`stress --cpu 2`, builds beside the tests) rows fall
+/// under 0.2 with nothing wrong (0.13-0.44 at a load of 7 on 2 cores,
+/// bench/results/ceiling.md): there the floor is reported, not judged.
 #[test]
-fn cpu_rows_sit_under_their_ceiling() {
+fn cpu_rows_sit_under_their_ceiling_and_near_it() {
     for ranks in ["2", "4"] {
-        let rows = cpu_ratios(ranks);
-        for (name, busbw, ceil) in &rows {
+        let mut best: Vec<(String, f64)> = Vec::new();
+        let mut quiet = true;
+        for round in 0..3 {
+            let share = cpu_share();
+            quiet &= share.is_some_and(|s| s > 0.9);
+            let rows = cpu_ratios(ranks);
+            for (i, (name, busbw, ceil)) in rows.iter().enumerate() {
+                assert!(
+                    *busbw <= 1.05 * ceil,
+                    "{ranks} ranks, {name}: {busbw} above {ceil}"
+                );
+                if round == 0 {
+                    best.push((name.clone(), busbw / ceil));
+                } else {
+                    assert_eq!(best[i].0, *name);
+                    best[i].1 = best[i].1.max(busbw / ceil);
+                }
+            }
+            println!("{ranks} ranks, run {round}: CPU share before it {share:?}");
+        }
+        for (name, ratio) in &best {
+            println!("{ranks} ranks {name}: best {ratio:.2} of the ceiling");
+        }
+        let low: Vec<_> = best.iter().filter(|(_, r)| *r < 0.2).collect();
+        if quiet {
             assert!(
-                *busbw <= 1.05 * ceil,
-                "{ranks} ranks, {name}: {busbw} above {ceil}"
+                low.is_empty(),
+                "{ranks} ranks: under 0.2 of the ceiling in 3 runs: {low:?}"
             );
-            println!("{ranks} ranks {name}: {:.2} of {ceil:.2}", busbw / ceil);
+        } else if !low.is_empty() {
+            println!("{ranks} ranks: the machine is busy (a core gave under 0.9 of its time): the 0.2 floor is not judged; under it: {low:?}");
         }
     }
 }
