@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
+use crate::error::{Error, Result};
 
 use crate::quote::{sh_join, sh_quote, sh_quote_command};
 use crate::validate;
@@ -216,10 +216,10 @@ fn container_runtime(args: &SlurmOptions) -> Result<ContainerRuntime> {
     };
     match (&args.container, runtime) {
         (Some(image), ContainerRuntime::None) => {
-            anyhow::bail!(
+            return Err(Error::Invalid(format!(
                 "invalid --container {image:?} with --container-runtime none: \
                  choose pyxis, podman-hpc or apptainer, or leave out --container"
-            )
+            )))
         }
         (Some(image), _) => validate::image("--container", image)?,
         _ => {}
