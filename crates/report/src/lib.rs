@@ -3,7 +3,7 @@
 //! charts, and compares two runs for regressions.
 //!
 //! * [`parse`]: one module per log format, plus detection; entry points
-//!   [`parse::parse_file`] and [`parse::parse_paths`].
+//!   [`parse::parse_file`] and [`input::parse_paths`].
 //! * [`render`]: Markdown and HTML writers, [`render::charts`] (plotters SVG,
 //!   including [`heatmap_svg`] for bandwidth matrices).
 //! * [`input`]: clean-up before parsing (launcher prefixes, line ends,
@@ -32,8 +32,8 @@ pub use collbench_output::{metrics, units};
 pub use compare::command::{compare_main, CompareOptions, CompareOutcome};
 pub use compare_out::CompareFormat;
 pub use error::Error;
-pub use input::{read_paths, Inputs, Parsed, Warning};
-pub use parse::{parse_file, parse_paths, parse_str, FileError, Format, ParseError};
+pub use input::{parse_paths, read_paths, Inputs, Parsed, Warning};
+pub use parse::{parse_file, parse_str, FileError, Format, ParseError};
 pub use render::charts::heatmap_svg;
 
 use collbench_core::diag;
