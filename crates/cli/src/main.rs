@@ -219,9 +219,11 @@ fn one_line(e: &anyhow::Error) -> String {
     out
 }
 
-/// A library's error as a usage failure, its chain of causes on one line.
-fn usage(e: anyhow::Error) -> Failure {
-    exit::library_failure(&e, Outcome::Usage)
+/// A library's error as a usage failure, its chain of causes on one line
+/// (a crate's typed error, such as `collbench_gen::Error`, is converted
+/// here, at the CLI's boundary).
+fn usage(e: impl Into<anyhow::Error>) -> Failure {
+    exit::library_failure(&e.into(), Outcome::Usage)
 }
 
 /// `<op>_perf`: `collbench run <op>` with nccl-tests' defaults.
@@ -354,7 +356,7 @@ fn report_cmd(report: &cmd::report::ReportArgs, force: bool) -> Result<Outcome, 
         outputs::claim("-o", path, force, &inputs)?;
     }
     let (outcome, markdown) = collbench_report::report_main(&report.into())
-        .map_err(|e| exit::library_failure(&e, Outcome::ReportUnusable))?;
+        .map_err(|e| exit::library_failure(&e.into(), Outcome::ReportUnusable))?;
     if let Some(markdown) = markdown {
         stdout::print(&markdown)?;
     }

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+mod error;
 mod k8s;
 mod mpirun;
 mod quote;
@@ -17,6 +18,7 @@ mod validate;
 
 use std::path::PathBuf;
 
+pub use error::Error;
 pub use k8s::{K8sKind, K8sOptions, Topology};
 pub use mpirun::MpirunOptions;
 pub use quote::{sh_join, sh_quote};
@@ -104,7 +106,7 @@ impl CommonOptions {
 }
 
 /// Renders the requested launch file as text, validating every input first.
-pub fn render(args: &GenOptions) -> anyhow::Result<String> {
+pub fn render(args: &GenOptions) -> Result<String, Error> {
     match &args.target {
         GenTarget::Slurm(a) => slurm::render(a),
         GenTarget::K8s(a) => k8s::render(a),
@@ -114,13 +116,15 @@ pub fn render(args: &GenOptions) -> anyhow::Result<String> {
 
 /// Writes the requested launch file to `--output` (a Slurm script there is
 /// made executable), or returns it for standard output when there is none.
-pub fn run(args: &GenOptions) -> anyhow::Result<Option<String>> {
+pub fn run(args: &GenOptions) -> Result<Option<String>, Error> {
     let text = render(args)?;
     match &args.output {
         None => return Ok(Some(text)),
         Some(path) => {
-            std::fs::write(path, &text)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            std::fs::write(path, &text).map_err(|error| Error::Write {
+                path: path.clone(),
+                error,
+            })?;
             if matches!(args.target, GenTarget::Slurm(_)) {
                 make_executable(path)?;
             }
@@ -130,13 +134,17 @@ pub fn run(args: &GenOptions) -> anyhow::Result<Option<String>> {
 }
 
 #[cfg(unix)]
-fn make_executable(path: &std::path::Path) -> anyhow::Result<()> {
+fn make_executable(path: &std::path::Path) -> Result<(), Error> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| anyhow::anyhow!("cannot make {} executable: {e}", path.display()))
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(|error| {
+        Error::Executable {
+            path: path.to_path_buf(),
+            error,
+        }
+    })
 }
 
 #[cfg(not(unix))]
-fn make_executable(_path: &std::path::Path) -> anyhow::Result<()> {
+fn make_executable(_path: &std::path::Path) -> Result<(), Error> {
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! passes `COLLBENCH_RENDEZVOUS=<first host>:<port>` (mpirun's default mapping
 //! puts rank 0 on the first host of -H).
 
-use anyhow::Result;
+use crate::error::Result;
 
 use crate::quote::sh_join;
 use crate::{validate, CommonOptions};

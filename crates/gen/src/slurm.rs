@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
+use crate::error::{Error, Result};
 
 use crate::quote::{sh_join, sh_quote, sh_quote_command};
 use crate::validate;
@@ -76,6 +76,20 @@ pub struct SlurmOptions {
 
 /// Renders the sbatch script.
 pub fn render(args: &SlurmOptions) -> Result<String> {
+    let (env, runtime) = checked(args)?;
+    let image = args.container.clone().or_else(|| runtime.default_image());
+    let mut s = String::new();
+    sbatch_header(&mut s, args)?;
+    job_setup(&mut s, args, &env)?;
+    writeln!(s, "{}", srun_line(args, &env, runtime, image.as_deref()))?;
+    Ok(s)
+}
+
+/// Checks every value before anything is written, in the order the
+/// flags' errors are reported: the counts, the `#SBATCH` values, the
+/// time limit, the `--env` entries (returned parsed) and the container
+/// runtime (returned, agreeing with `--container`).
+fn checked(args: &SlurmOptions) -> Result<(Vec<(String, String)>, ContainerRuntime)> {
     validate::positive("--nodes", args.nodes)?;
     validate::positive("--gpus-per-node", args.gpus_per_node)?;
     validate::sbatch_value("--job-name", &args.job_name)?;
@@ -93,12 +107,14 @@ pub fn render(args: &SlurmOptions) -> Result<String> {
     }
     let env = validate::env_vars(&args.common.env)?;
     let runtime = container_runtime(args)?;
-    let image = args.container.clone().or_else(|| runtime.default_image());
+    Ok((env, runtime))
+}
 
+/// The script's first lines: the interpreter, what generated it, the
+/// `#SBATCH` options and the shell's strict mode. The `#SBATCH` lines
+/// must come before the first command; sbatch stops reading them there.
+fn sbatch_header(s: &mut String, args: &SlurmOptions) -> std::fmt::Result {
     let (nodes, gpus) = (args.nodes, args.gpus_per_node);
-    let mut s = String::new();
-    // #SBATCH lines must come before the first command; sbatch stops reading
-    // them there.
     writeln!(s, "#!/bin/bash")?;
     writeln!(
         s,
@@ -124,14 +140,18 @@ pub fn render(args: &SlurmOptions) -> Result<String> {
     writeln!(s, "#SBATCH --output=%x-%j.out")?;
     writeln!(s)?;
     writeln!(s, "set -euo pipefail")?;
-    writeln!(s)?;
+    writeln!(s)
+}
 
+/// What runs before the tasks start: the user's `--env` settings
+/// exported, and the job's own log folder made.
+fn job_setup(s: &mut String, args: &SlurmOptions, env: &[(String, String)]) -> std::fmt::Result {
     if !env.is_empty() {
         writeln!(
             s,
             "# NCCL and other settings; srun passes the environment to every task."
         )?;
-        for (k, v) in &env {
+        for (k, v) in env {
             writeln!(s, "export {k}={}", sh_quote(v))?;
         }
         writeln!(s)?;
@@ -145,47 +165,32 @@ pub fn render(args: &SlurmOptions) -> Result<String> {
         s,
         "echo \"collbench: job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, log in $out_dir/collbench.log\""
     )?;
-    writeln!(s)?;
+    writeln!(s)
+}
 
-    // One task per GPU; collbench picks its GPU from SLURM_LOCALID. All
-    // tasks' output goes to the job's .out file and to the job's folder.
+/// The srun line that starts collbench, one task per GPU (collbench picks
+/// its GPU from SLURM_LOCALID), inside `image` as `runtime` enters it;
+/// all tasks' output goes to the job's .out file and to the job's folder.
+fn srun_line(
+    args: &SlurmOptions,
+    env: &[(String, String)],
+    runtime: ContainerRuntime,
+    image: Option<&str>,
+) -> String {
     let mut srun = vec![
         "srun".to_string(),
-        format!("--nodes={nodes}"),
-        format!("--ntasks-per-node={gpus}"),
+        format!("--nodes={}", args.nodes),
+        format!("--ntasks-per-node={}", args.gpus_per_node),
         // One failing rank ends the step at once instead of leaving the
         // others waiting for it until their timeout.
         "--kill-on-bad-exit=1".to_string(),
     ];
     let mut program = Vec::new();
-    match (runtime, image.as_deref()) {
+    match (runtime, image) {
         (ContainerRuntime::Pyxis, Some(image)) => {
             srun.push(format!("--container-image={image}"));
         }
-        (ContainerRuntime::PodmanHpc, Some(image)) => {
-            program.extend(
-                [
-                    "podman-hpc",
-                    "run",
-                    "--rm",
-                    "--gpu",
-                    "--net=host",
-                    "--ipc=host",
-                ]
-                .map(String::from),
-            );
-            // A container starts with an empty environment: pass on what
-            // collbench needs to find its peers, and the user's settings.
-            for pattern in ["SLURM_*", "COLLBENCH_*"] {
-                program.push("--env".into());
-                program.push(pattern.into());
-            }
-            for (k, _) in &env {
-                program.push("--env".into());
-                program.push(k.clone());
-            }
-            program.push(image.to_string());
-        }
+        (ContainerRuntime::PodmanHpc, Some(image)) => program = podman_hpc(image, env),
         (ContainerRuntime::Apptainer, Some(image)) => {
             program.extend(["apptainer", "exec", "--nv", image].map(String::from));
         }
@@ -203,8 +208,33 @@ pub fn render(args: &SlurmOptions) -> Result<String> {
     line.push(' ');
     line.push_str(&sh_join(&args.common.collbench_args()));
     line.push_str(" \\\n  2>&1 | tee \"$out_dir/collbench.log\"");
-    writeln!(s, "{line}")?;
-    Ok(s)
+    line
+}
+
+/// The podman-hpc command that runs each task in `image`. A container
+/// starts with an empty environment: it passes on what collbench needs
+/// to find its peers, and the user's `--env` settings.
+fn podman_hpc(image: &str, env: &[(String, String)]) -> Vec<String> {
+    let mut program: Vec<String> = [
+        "podman-hpc",
+        "run",
+        "--rm",
+        "--gpu",
+        "--net=host",
+        "--ipc=host",
+    ]
+    .map(String::from)
+    .into();
+    for pattern in ["SLURM_*", "COLLBENCH_*"] {
+        program.push("--env".into());
+        program.push(pattern.into());
+    }
+    for (k, _) in env {
+        program.push("--env".into());
+        program.push(k.clone());
+    }
+    program.push(image.to_string());
+    program
 }
 
 /// Picks the runtime and checks it agrees with --container.
@@ -216,10 +246,10 @@ fn container_runtime(args: &SlurmOptions) -> Result<ContainerRuntime> {
     };
     match (&args.container, runtime) {
         (Some(image), ContainerRuntime::None) => {
-            anyhow::bail!(
+            return Err(Error::Invalid(format!(
                 "invalid --container {image:?} with --container-runtime none: \
                  choose pyxis, podman-hpc or apptainer, or leave out --container"
-            )
+            )))
         }
         (Some(image), _) => validate::image("--container", image)?,
         _ => {}

@@ -4,7 +4,7 @@
 //! Values are shown with `{:?}` so that a newline or other control character in
 //! them cannot split the message or hide what was refused.
 
-use anyhow::{bail, Result};
+use crate::error::{Error, Result};
 
 /// The RFC 1123 label rule, as Kubernetes states it for names.
 const RFC1123_RULE: &str = "must be an RFC 1123 label: lower-case letters, digits and '-', \
@@ -20,7 +20,9 @@ pub fn rfc1123_label(flag: &str, value: &str) -> Result<()> {
         && !value.starts_with('-')
         && !value.ends_with('-');
     if !ok {
-        bail!("invalid {flag} {value:?}: {RFC1123_RULE}");
+        return Err(Error::Invalid(format!(
+            "invalid {flag} {value:?}: {RFC1123_RULE}"
+        )));
     }
     Ok(())
 }
@@ -28,7 +30,9 @@ pub fn rfc1123_label(flag: &str, value: &str) -> Result<()> {
 /// Checks a count that must be at least 1 (nodes, GPUs per node, slots).
 pub fn positive(flag: &str, value: u32) -> Result<()> {
     if value == 0 {
-        bail!("invalid {flag} 0: must be at least 1");
+        return Err(Error::Invalid(format!(
+            "invalid {flag} 0: must be at least 1"
+        )));
     }
     Ok(())
 }
@@ -37,10 +41,10 @@ pub fn positive(flag: &str, value: u32) -> Result<()> {
 /// the other ranks cannot know.
 pub fn port(flag: &str, value: u16) -> Result<()> {
     if value == 0 {
-        bail!(
+        return Err(Error::Invalid(format!(
             "invalid {flag} 0: give a fixed TCP port from 1 to 65535 (default {})",
             crate::DEFAULT_RENDEZVOUS_PORT
-        );
+        )));
     }
     Ok(())
 }
@@ -62,9 +66,9 @@ pub fn slurm_time(flag: &str, value: &str) -> Result<()> {
             None => numbers(value, 3),
         };
     if !ok {
-        bail!(
+        return Err(Error::Invalid(format!(
             "invalid {flag} {value:?}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. 00:30:00)"
-        );
+        )));
     }
     Ok(())
 }
@@ -80,16 +84,20 @@ fn is_c_identifier(name: &str) -> bool {
 /// (it is quoted wherever it is written).
 pub fn env_var(entry: &str) -> Result<(String, String)> {
     let Some((name, value)) = entry.split_once('=') else {
-        bail!("invalid --env {entry:?}: expected NAME=VALUE");
+        return Err(Error::Invalid(format!(
+            "invalid --env {entry:?}: expected NAME=VALUE"
+        )));
     };
     if !is_c_identifier(name) {
-        bail!(
+        return Err(Error::Invalid(format!(
             "invalid --env {entry:?}: the name {name:?} must be a C identifier \
              (letters, digits and '_', not starting with a digit)"
-        );
+        )));
     }
     if value.contains('\0') {
-        bail!("invalid --env {entry:?}: the value contains a NUL byte");
+        return Err(Error::Invalid(format!(
+            "invalid --env {entry:?}: the value contains a NUL byte"
+        )));
     }
     Ok((name.to_string(), value.to_string()))
 }
@@ -105,11 +113,11 @@ pub fn env_vars(entries: &[String]) -> Result<Vec<(String, String)>> {
 /// ends, at most 63 characters.
 pub fn resource_name(flag: &str, value: &str) -> Result<()> {
     if !qualified_name(value) {
-        bail!(
+        return Err(Error::Invalid(format!(
             "invalid {flag} {value:?}: must be a Kubernetes resource name such as \
              nvidia.com/gpu (optional lower-case DNS prefix and '/', then letters, digits, \
              '-', '_' or '.', alphanumeric at both ends, at most 63 characters)"
-        );
+        )));
     }
     Ok(())
 }
@@ -119,10 +127,10 @@ pub fn resource_name(flag: &str, value: &str) -> Result<()> {
 /// name: Kubernetes calls both qualified names).
 pub fn label_key(flag: &str, value: &str) -> Result<()> {
     if !qualified_name(value) {
-        bail!(
+        return Err(Error::Invalid(format!(
             "invalid {flag} {value:?}: must be a node label key such as \
              kubernetes.io/hostname or cloud.google.com/gce-topology-block"
-        );
+        )));
     }
     Ok(())
 }
@@ -162,12 +170,16 @@ fn qualified_name(value: &str) -> bool {
 /// Parses one `--resource NAME=COUNT` (COUNT a whole number >= 1).
 pub fn resource(entry: &str) -> Result<(String, u32)> {
     let Some((name, count)) = entry.split_once('=') else {
-        bail!("invalid --resource {entry:?}: expected NAME=COUNT, e.g. rdma/ib=1");
+        return Err(Error::Invalid(format!(
+            "invalid --resource {entry:?}: expected NAME=COUNT, e.g. rdma/ib=1"
+        )));
     };
     resource_name("--resource", name)?;
     match count.parse::<u32>() {
         Ok(n) if n >= 1 => Ok((name.to_string(), n)),
-        _ => bail!("invalid --resource {entry:?}: COUNT must be a whole number >= 1"),
+        _ => Err(Error::Invalid(format!(
+            "invalid --resource {entry:?}: COUNT must be a whole number >= 1"
+        ))),
     }
 }
 
@@ -193,10 +205,12 @@ pub fn hosts(list: &str) -> Result<Vec<(String, u32)>> {
             Some((host, slots)) if is_host_name(host) && slots >= 1 => {
                 out.push((host.to_string(), slots))
             }
-            _ => bail!(
-                "invalid --hosts entry {entry:?}: expected HOST:SLOTS with a host name \
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "invalid --hosts entry {entry:?}: expected HOST:SLOTS with a host name \
                  (letters, digits, '-', '.', '_') and SLOTS a whole number >= 1, e.g. h1:8,h2:8"
-            ),
+                )))
+            }
         }
     }
     Ok(out)
@@ -211,10 +225,10 @@ pub fn sbatch_value(flag: &str, value: &str) -> Result<()> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.:,+".contains(&b));
     if !ok {
-        bail!(
+        return Err(Error::Invalid(format!(
             "invalid {flag} {value:?}: #SBATCH values may only hold letters, digits \
              and '-', '_', '.', ':', ',', '+'"
-        );
+        )));
     }
     Ok(())
 }
@@ -223,7 +237,9 @@ pub fn sbatch_value(flag: &str, value: &str) -> Result<()> {
 /// characters (which no registry allows and which would only hide mistakes).
 pub fn image(flag: &str, value: &str) -> Result<()> {
     if value.is_empty() || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        bail!("invalid {flag} {value:?}: must be an image reference without spaces");
+        return Err(Error::Invalid(format!(
+            "invalid {flag} {value:?}: must be an image reference without spaces"
+        )));
     }
     Ok(())
 }

@@ -101,43 +101,7 @@ impl World {
             .clone()
             .unwrap_or_else(|| LauncherEnv::new(Launcher::Explicit));
 
-        let explicit_rank = args.rank.or(env::number(env, "COLLBENCH_RANK")?);
-        let explicit_size = args
-            .world_size
-            .or(env::number(env, "COLLBENCH_WORLD_SIZE")?);
-        let rank = explicit_rank.or(launched.rank);
-        let world_size = explicit_size.or(launched.world_size);
-
-        let launcher = match (&found, rank, world_size) {
-            (Some(f), _, _) => f.launcher,
-            (None, None, None | Some(1)) => Launcher::Single,
-            (None, _, _) => Launcher::Explicit,
-        };
-        let (rank, world_size) = match (rank, world_size) {
-            (Some(r), Some(n)) => (r, n),
-            (None, None) | (None, Some(1)) => (0, 1),
-            (Some(r), None) => {
-                return Err(LaunchError::Discovery(format!(
-                    "rank is {r} but the world size is unknown ({launcher}): set COLLBENCH_WORLD_SIZE or pass --world-size"
-                )))
-            }
-            (None, Some(n)) => {
-                return Err(LaunchError::Discovery(format!(
-                    "world size is {n} but this process's rank is unknown ({launcher}): set COLLBENCH_RANK or pass --rank"
-                )))
-            }
-        };
-        if world_size > MAX_WORLD_SIZE {
-            return Err(LaunchError::Discovery(format!(
-                "world size {world_size} ({launcher}) is more than collbench's limit of {MAX_WORLD_SIZE} ranks: check --world-size and the launcher's variables"
-            )));
-        }
-        if world_size == 0 || rank >= world_size {
-            return Err(LaunchError::Discovery(format!(
-                "rank {rank} is not below the world size {world_size} ({launcher}): check --rank/--world-size and the launcher's variables"
-            )));
-        }
-
+        let (rank, world_size, launcher) = place(args, env, found.as_ref(), &launched)?;
         let local_rank = args
             .local_rank
             .or(env::number(env, "COLLBENCH_LOCAL_RANK")?)
@@ -151,35 +115,8 @@ impl World {
         }
         let local_world_size = launched.local_world_size.unwrap_or(1).max(local_rank + 1);
 
-        let (rv_host, rv_port) = match args
-            .rendezvous
-            .clone()
-            .or_else(|| env("COLLBENCH_RENDEZVOUS"))
-        {
-            Some(text) => parse_rendezvous(&text)?,
-            None => (None, None),
-        };
-        let env_port: Option<u16> = env::number(env, "COLLBENCH_PORT")?;
-        let rendezvous_port = rv_port
-            .or(env_port)
-            .or(launched.rendezvous_port)
-            .or(launched.job_id.as_deref().map(port_for_job))
-            .unwrap_or(DEFAULT_PORT);
-        // A launcher that says every rank runs on this host (OpenMPI's
-        // OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS, torchrun's
-        // LOCAL_WORLD_SIZE equal to the world size) puts rank 0 here too:
-        // meet on loopback, so `mpirun -np 2 all_reduce_perf` on one host
-        // needs no COLLBENCH_RENDEZVOUS.
-        let one_host = launched.local_world_size == Some(world_size);
-        let rendezvous_host = rv_host
-            .or(launched.rendezvous_host)
-            .or_else(|| one_host.then(|| "127.0.0.1".to_string()));
-        if rank > 0 && rendezvous_host.is_none() {
-            return Err(LaunchError::Discovery(format!(
-                "rank {rank} of {world_size} does not know where rank 0 listens ({launcher} does not tell): \
-                 set COLLBENCH_RENDEZVOUS=HOST:PORT (rank 0's host) or pass --rendezvous HOST:PORT"
-            )));
-        }
+        let (rendezvous_host, rendezvous_port) =
+            rendezvous(args, env, &launched, (rank, world_size), launcher)?;
 
         let token = args
             .token
@@ -221,6 +158,100 @@ impl World {
             self.rendezvous_port
         )
     }
+}
+
+/// This process's rank, the world size and the launcher to name in
+/// errors: the flags, then COLLBENCH_RANK and COLLBENCH_WORLD_SIZE, then
+/// what the launcher `found` says (`launched`, its variables or none).
+/// Neither known is a single process; one without the other, or a rank
+/// outside the world, is an error naming what to set.
+fn place<E: Env>(
+    args: &LaunchOptions,
+    env: &E,
+    found: Option<&LauncherEnv>,
+    launched: &LauncherEnv,
+) -> Result<(usize, usize, Launcher), LaunchError> {
+    let explicit_rank = args.rank.or(env::number(env, "COLLBENCH_RANK")?);
+    let explicit_size = args
+        .world_size
+        .or(env::number(env, "COLLBENCH_WORLD_SIZE")?);
+    let rank = explicit_rank.or(launched.rank);
+    let world_size = explicit_size.or(launched.world_size);
+
+    let launcher = match (found, rank, world_size) {
+        (Some(f), _, _) => f.launcher,
+        (None, None, None | Some(1)) => Launcher::Single,
+        (None, _, _) => Launcher::Explicit,
+    };
+    let (rank, world_size) = match (rank, world_size) {
+        (Some(r), Some(n)) => (r, n),
+        (None, None) | (None, Some(1)) => (0, 1),
+        (Some(r), None) => {
+            return Err(LaunchError::Discovery(format!(
+                "rank is {r} but the world size is unknown ({launcher}): set COLLBENCH_WORLD_SIZE or pass --world-size"
+            )))
+        }
+        (None, Some(n)) => {
+            return Err(LaunchError::Discovery(format!(
+                "world size is {n} but this process's rank is unknown ({launcher}): set COLLBENCH_RANK or pass --rank"
+            )))
+        }
+    };
+    if world_size > MAX_WORLD_SIZE {
+        return Err(LaunchError::Discovery(format!(
+            "world size {world_size} ({launcher}) is more than collbench's limit of {MAX_WORLD_SIZE} ranks: check --world-size and the launcher's variables"
+        )));
+    }
+    if world_size == 0 || rank >= world_size {
+        return Err(LaunchError::Discovery(format!(
+            "rank {rank} is not below the world size {world_size} ({launcher}): check --rank/--world-size and the launcher's variables"
+        )));
+    }
+    Ok((rank, world_size, launcher))
+}
+
+/// Where rank 0 listens: the host and port of `--rendezvous` or
+/// COLLBENCH_RENDEZVOUS, then COLLBENCH_PORT, then the launcher's, then a
+/// port derived from the job id; loopback when the launcher says every
+/// rank runs on this host. A rank above 0 that cannot know rank 0's host
+/// is told what to set.
+fn rendezvous<E: Env>(
+    args: &LaunchOptions,
+    env: &E,
+    launched: &LauncherEnv,
+    (rank, world_size): (usize, usize),
+    launcher: Launcher,
+) -> Result<(Option<String>, u16), LaunchError> {
+    let (rv_host, rv_port) = match args
+        .rendezvous
+        .clone()
+        .or_else(|| env("COLLBENCH_RENDEZVOUS"))
+    {
+        Some(text) => parse_rendezvous(&text)?,
+        None => (None, None),
+    };
+    let env_port: Option<u16> = env::number(env, "COLLBENCH_PORT")?;
+    let rendezvous_port = rv_port
+        .or(env_port)
+        .or(launched.rendezvous_port)
+        .or(launched.job_id.as_deref().map(port_for_job))
+        .unwrap_or(DEFAULT_PORT);
+    // A launcher that says every rank runs on this host (OpenMPI's
+    // OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS, torchrun's
+    // LOCAL_WORLD_SIZE equal to the world size) puts rank 0 here too:
+    // meet on loopback, so `mpirun -np 2 all_reduce_perf` on one host
+    // needs no COLLBENCH_RENDEZVOUS.
+    let one_host = launched.local_world_size == Some(world_size);
+    let rendezvous_host = rv_host
+        .or_else(|| launched.rendezvous_host.clone())
+        .or_else(|| one_host.then(|| "127.0.0.1".to_string()));
+    if rank > 0 && rendezvous_host.is_none() {
+        return Err(LaunchError::Discovery(format!(
+            "rank {rank} of {world_size} does not know where rank 0 listens ({launcher} does not tell): \
+             set COLLBENCH_RENDEZVOUS=HOST:PORT (rank 0's host) or pass --rendezvous HOST:PORT"
+        )));
+    }
+    Ok((rendezvous_host, rendezvous_port))
 }
 
 /// Parses `HOST:PORT`, `HOST`, `[V6ADDR]:PORT` or `:PORT`.

@@ -41,103 +41,133 @@ pub fn table(t: &Table) -> String {
 /// protocol and channels of each placement follow ([`explain_cells`]);
 /// [`cases_notes`] gives the footnotes for them.
 pub fn cases_table(cases: &[&CaseResult]) -> Table {
-    let has_ip = cases.iter().any(|c| c.in_place.is_some());
-    let mut header = vec![
-        "size",
-        "count",
-        "type",
-        "redop",
-        "root",
-        "time (µs)",
-        "algbw (GB/s)",
-        "busbw (GB/s)",
-        "#wrong",
-    ];
-    if has_ip {
-        header.extend([
-            "in-place time (µs)",
-            "in-place algbw (GB/s)",
-            "in-place busbw (GB/s)",
-            "in-place #wrong",
-        ]);
-    }
-    let has_mbps = cases.iter().any(|c| metrics::shown(&c.op).mbps);
-    if has_mbps {
-        header.push("bandwidth (MB/s)");
-    }
-    let has_rate = cases.iter().any(|c| metrics::has_message_rate(&c.op));
-    if has_rate {
-        header.push("messages/s");
-    }
-    let has_explain = cases
-        .iter()
-        .any(|c| c.placements().any(|(_, p)| p.explain.is_some()));
-    let has_ceiling = cases
-        .iter()
-        .any(|c| c.placements().any(|(_, p)| p.ceiling.is_some()));
-    if has_ceiling {
-        header.extend(["ceiling (GB/s)", "% of ceiling", "bottleneck"]);
-    }
-    let explained_from = header.len();
-    if has_explain {
-        header.extend(["algo", "proto", "channels"]);
-        if has_ip {
-            header.extend(["in-place algo", "in-place proto", "in-place channels"]);
-        }
-    }
-    // Text columns: type, redop, the bottleneck, and the explanation's
-    // algo and proto.
-    let numeric = (0..header.len())
-        .map(|i| {
-            let text_explain = i >= explained_from && (i - explained_from) % 3 != 2;
-            let bottleneck = has_ceiling && i + 1 == explained_from;
-            !(i == 2 || i == 3 || text_explain || bottleneck)
-        })
-        .collect();
-    let rows = cases
-        .iter()
-        .map(|c| {
-            let mut row = vec![
-                units::bytes(c.size_bytes),
-                c.count.to_string(),
-                c.dtype.clone(),
-                c.redop.clone(),
-                c.root.to_string(),
-            ];
-            let halves = if has_ip {
-                vec![&c.out_of_place, &c.in_place]
-            } else {
-                vec![&c.out_of_place]
-            };
-            let shown = metrics::shown(&c.op);
-            for p in halves {
-                match p {
-                    Some(p) => row.extend([
-                        or_dash(shown.time, units::us(p.time_us)),
-                        or_dash(shown.algbw, units::gbps(p.algbw_gbps)),
-                        or_dash(shown.busbw, units::gbps(p.busbw_gbps)),
-                        units::wrong(p.wrong),
-                    ]),
-                    None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
-                }
-            }
-            row.extend(osu_cells(c, has_mbps, has_rate));
-            if has_ceiling {
-                row.extend(ceiling_cells(c));
-            }
-            if has_explain {
-                row.extend(explain_cells(c.out_of_place.as_ref()));
-                if has_ip {
-                    row.extend(explain_cells(c.in_place.as_ref()));
-                }
-            }
-            row
-        })
-        .collect();
+    let columns = Columns::of(cases);
+    let (header, numeric) = columns.header();
+    let rows = cases.iter().map(|c| columns.row(c)).collect();
     Table {
         header,
         numeric,
         rows,
+    }
+}
+
+/// Which optional columns of [`cases_table`] its cases fill: each group
+/// is shown when any case has it.
+struct Columns {
+    /// In-place time, bandwidths and `#wrong` beside out-of-place.
+    in_place: bool,
+    /// OSU bandwidth tests' figure in MB/s, as printed.
+    mbps: bool,
+    /// Message rate (messages/s).
+    rate: bool,
+    /// Ceiling, percentage of it and bottleneck (docs/ceiling.md).
+    ceiling: bool,
+    /// What NCCL ran: algorithm, protocol and channels (docs/explain.md).
+    explain: bool,
+}
+
+impl Columns {
+    /// The column groups `cases` fill.
+    fn of(cases: &[&CaseResult]) -> Columns {
+        Columns {
+            in_place: cases.iter().any(|c| c.in_place.is_some()),
+            mbps: cases.iter().any(|c| metrics::shown(&c.op).mbps),
+            rate: cases.iter().any(|c| metrics::has_message_rate(&c.op)),
+            ceiling: cases
+                .iter()
+                .any(|c| c.placements().any(|(_, p)| p.ceiling.is_some())),
+            explain: cases
+                .iter()
+                .any(|c| c.placements().any(|(_, p)| p.explain.is_some())),
+        }
+    }
+
+    /// The header, and which of its columns are numeric (right-aligned).
+    fn header(&self) -> (Vec<&'static str>, Vec<bool>) {
+        let mut header = vec![
+            "size",
+            "count",
+            "type",
+            "redop",
+            "root",
+            "time (µs)",
+            "algbw (GB/s)",
+            "busbw (GB/s)",
+            "#wrong",
+        ];
+        if self.in_place {
+            header.extend([
+                "in-place time (µs)",
+                "in-place algbw (GB/s)",
+                "in-place busbw (GB/s)",
+                "in-place #wrong",
+            ]);
+        }
+        if self.mbps {
+            header.push("bandwidth (MB/s)");
+        }
+        if self.rate {
+            header.push("messages/s");
+        }
+        if self.ceiling {
+            header.extend(["ceiling (GB/s)", "% of ceiling", "bottleneck"]);
+        }
+        let explained_from = header.len();
+        if self.explain {
+            header.extend(["algo", "proto", "channels"]);
+            if self.in_place {
+                header.extend(["in-place algo", "in-place proto", "in-place channels"]);
+            }
+        }
+        // Text columns: type, redop, the bottleneck, and the explanation's
+        // algo and proto.
+        let numeric = (0..header.len())
+            .map(|i| {
+                let text_explain = i >= explained_from && (i - explained_from) % 3 != 2;
+                let bottleneck = self.ceiling && i + 1 == explained_from;
+                !(i == 2 || i == 3 || text_explain || bottleneck)
+            })
+            .collect();
+        (header, numeric)
+    }
+
+    /// The cells of case `c`, one per column of [`Columns::header`].
+    fn row(&self, c: &CaseResult) -> Vec<String> {
+        let mut row = vec![
+            units::bytes(c.size_bytes),
+            c.count.to_string(),
+            c.dtype.clone(),
+            c.redop.clone(),
+            c.root.to_string(),
+        ];
+        let halves = if self.in_place {
+            vec![&c.out_of_place, &c.in_place]
+        } else {
+            vec![&c.out_of_place]
+        };
+        let shown = metrics::shown(&c.op);
+        for p in halves {
+            match p {
+                Some(p) => row.extend([
+                    or_dash(shown.time, units::us(p.time_us)),
+                    or_dash(shown.algbw, units::gbps(p.algbw_gbps)),
+                    or_dash(shown.busbw, units::gbps(p.busbw_gbps)),
+                    units::wrong(p.wrong),
+                ]),
+                None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
+            }
+        }
+        row.extend(osu_cells(c, self.mbps, self.rate));
+        if self.ceiling {
+            row.extend(ceiling_cells(c));
+        }
+        if self.explain {
+            row.extend(explain_cells(c.out_of_place.as_ref()));
+            if self.in_place {
+                row.extend(explain_cells(c.in_place.as_ref()));
+            }
+        }
+        row
     }
 }
 

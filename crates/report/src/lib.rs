@@ -3,7 +3,7 @@
 //! charts, and compares two runs for regressions.
 //!
 //! * [`parse`]: one module per log format, plus detection; entry points
-//!   [`parse::parse_file`] and [`parse::parse_paths`].
+//!   [`parse::parse_file`] and [`input::parse_paths`].
 //! * [`render`]: Markdown and HTML writers, [`render::charts`] (plotters SVG,
 //!   including [`heatmap_svg`] for bandwidth matrices).
 //! * [`input`]: clean-up before parsing (launcher prefixes, line ends,
@@ -23,6 +23,7 @@ pub mod compare;
 pub mod compare_explain;
 pub mod compare_out;
 pub mod compare_sides;
+pub mod error;
 pub mod input;
 pub mod parse;
 pub mod render;
@@ -30,8 +31,9 @@ pub use collbench_output::{metrics, units};
 
 pub use compare::command::{compare_main, CompareOptions, CompareOutcome};
 pub use compare_out::CompareFormat;
-pub use input::{read_paths, Inputs, Parsed, Warning};
-pub use parse::{parse_file, parse_paths, parse_str, FileError, Format, ParseError};
+pub use error::Error;
+pub use input::{parse_paths, read_paths, Inputs, Parsed, Warning};
+pub use parse::{parse_file, parse_str, FileError, Format, ParseError};
 pub use render::charts::heatmap_svg;
 
 use collbench_core::diag;
@@ -70,13 +72,16 @@ pub enum ReportOutcome {
 /// (`localization.matrix`, a [`collbench_core::pairs::PairMatrix`]), or
 /// its host-pair matrix (`hosts`, a job of several processes); untested
 /// pairs become NaN, which the heatmap leaves blank.
-pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html::Matrix> {
+pub fn load_check_matrix(path: &std::path::Path) -> Result<render::html::Matrix, Error> {
     // Bounded: a check JSON is some KiB; serde reads it whole.
     let limit = 16 << 20;
     let text = collbench_core::read_limit::read_to_string(path, limit, "a check JSON")
-        .map_err(|e| anyhow::anyhow!("--matrix: {e}"))?;
-    let file: collbench_core::pairs::CheckMatrixFile = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{}: not check JSON: {e}", path.display()))?;
+        .map_err(|error| Error::MatrixUnreadable { error })?;
+    let file: collbench_core::pairs::CheckMatrixFile =
+        serde_json::from_str(&text).map_err(|error| Error::NotCheckJson {
+            path: path.to_path_buf(),
+            error,
+        })?;
     // One process: rank pairs; several: host pairs.
     let (m, what, cut) = match (file.localization, file.hosts) {
         (Some(l), _) => (l.matrix, "Pairwise sendrecv bandwidth", None),
@@ -85,17 +90,17 @@ pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html:
             "Host-pair sendrecv bandwidth",
             h.verdict.threshold.map(|t| t.cut),
         ),
-        (None, None) => anyhow::bail!(
-            "{}: no localization.matrix or hosts.verdict.matrix: pass the JSON of a `collbench check --json FILE` run that made pairwise or host tests",
-            path.display()
-        ),
+        (None, None) => {
+            return Err(Error::NoMatrix {
+                path: path.to_path_buf(),
+            })
+        }
     };
     if !m.is_square() {
-        anyhow::bail!(
-            "{}: localization.matrix.gbps is not {n} x {n}",
-            path.display(),
-            n = m.labels.len()
-        );
+        return Err(Error::MatrixNotSquare {
+            path: path.to_path_buf(),
+            labels: m.labels.len(),
+        });
     }
     Ok(render::html::Matrix {
         title: format!("{what} ({})", path.display()),
@@ -113,7 +118,7 @@ pub fn load_check_matrix(path: &std::path::Path) -> anyhow::Result<render::html:
 /// [`collbench_core::diag`] (stderr), one line each, and into the report's
 /// "Data quality" section. Returns the Markdown for stdout when there is no
 /// `output` file.
-pub fn report_main(args: &ReportOptions) -> anyhow::Result<(ReportOutcome, Option<String>)> {
+pub fn report_main(args: &ReportOptions) -> Result<(ReportOutcome, Option<String>), Error> {
     let inputs = read_paths(&args.inputs, args.format, args.strict)?;
     for line in inputs.lines_for_people() {
         diag::line(&format!("collbench report: {line}"));
@@ -133,14 +138,12 @@ pub fn report_main(args: &ReportOptions) -> anyhow::Result<(ReportOutcome, Optio
         .to_ascii_lowercase();
     let html = matches!(ext.as_str(), "html" | "htm");
     if !args.matrix.is_empty() && !html {
-        anyhow::bail!(
-            "--matrix draws a heatmap, which only the HTML report has: give -o FILE.html"
-        );
+        return Err(Error::MatrixNeedsHtml);
     }
     // A check's host matrix alone is a report (which host is slow); any
     // other report needs results.
     if records.is_empty() && args.matrix.is_empty() {
-        anyhow::bail!("no benchmark results found in the inputs");
+        return Err(Error::NoResults);
     }
     let quality = inputs.quality_markdown();
     let Some(path) = &args.output else {
@@ -153,7 +156,7 @@ pub fn report_main(args: &ReportOptions) -> anyhow::Result<(ReportOutcome, Optio
                 .matrix
                 .iter()
                 .map(|p| load_check_matrix(p))
-                .collect::<anyhow::Result<Vec<_>>>()?;
+                .collect::<Result<Vec<_>, Error>>()?;
             let page = render::html::render(records, &matrices);
             match page.rfind("</body>") {
                 Some(at) if !quality.is_empty() => format!(
@@ -165,12 +168,11 @@ pub fn report_main(args: &ReportOptions) -> anyhow::Result<(ReportOutcome, Optio
                 _ => page,
             }
         }
-        _ => anyhow::bail!(
-            "{}: unknown report type (use a .md or .html file name)",
-            path.display()
-        ),
+        _ => return Err(Error::UnknownReportType { path: path.clone() }),
     };
-    std::fs::write(path, text)
-        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
+    std::fs::write(path, text).map_err(|error| Error::Write {
+        path: path.clone(),
+        error,
+    })?;
     Ok((outcome, None))
 }

@@ -314,140 +314,171 @@ impl TunerConfig {
 
 /// One line: `Ok(None)` for comments and blank lines.
 fn parse_line(raw: &str, line: usize) -> Result<Option<TunerRow>, TunerCsvError> {
-    let err = |problem: String, allowed: &str| TunerCsvError {
-        line,
-        problem,
-        allowed: allowed.to_string(),
-    };
     let text = raw.strip_suffix('\r').unwrap_or(raw);
     if text.starts_with('#') || text.trim().is_empty() {
         return Ok(None);
     }
-    if text.trim_start().starts_with('#') {
-        return Err(err(
-            "comment does not start in the first column (NCCL's example tuner would read it as a rule)".into(),
-            "'#' as the very first character of a comment line",
-        ));
-    }
-    if text.len() > MAX_LINE_CHARS {
-        return Err(err(
-            format!(
-                "line is {} characters long (NCCL's example tuner would split it)",
-                text.len()
-            ),
-            &format!("at most {MAX_LINE_CHARS} characters per line"),
-        ));
-    }
-    let fields: Vec<&str> = text
-        .split(',')
-        .map(|f| f.trim_matches([' ', '\t']))
-        .collect();
-    if !(8..=10).contains(&fields.len()) {
-        return Err(err(
-            format!("{} fields", fields.len()),
-            "8 fields (collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks), 9 (+numPipeOps) or 10 (+regBuff)",
-        ));
-    }
-    if let Some(k) = fields.iter().position(|f| f.is_empty()) {
-        return Err(err(
-            format!("field {} ({}) is empty", k + 1, FIELD_NAMES[k]),
-            "a value in every field",
-        ));
-    }
-    let op = tuner_coll_from_name(fields[0]).ok_or_else(|| {
-        err(
-            format!("collective_type '{}' is not known", fields[0]),
+    let f = Fields::split(text, line)?;
+    let op = tuner_coll_from_name(f.fields[0]).ok_or_else(|| {
+        f.err(
+            format!("collective_type '{}' is not known", f.fields[0]),
             "broadcast, reduce, allgather, reducescatter, allreduce",
         )
     })?;
-    let bytes = |k: usize| {
-        fields[k]
-            .parse::<u64>()
-            .ok()
-            .filter(|_| fields[k].bytes().all(|b| b.is_ascii_digit()))
-            .ok_or_else(|| {
-                err(
-                    format!(
-                        "{} '{}' is not a whole number of bytes",
-                        FIELD_NAMES[k], fields[k]
-                    ),
-                    "decimal digits only (no suffix), 0 to 18446744073709551615",
-                )
-            })
-    };
-    let (min_bytes, max_bytes) = (bytes(1)?, bytes(2)?);
+    let (min_bytes, max_bytes) = (f.bytes(1)?, f.bytes(2)?);
     if min_bytes > max_bytes {
-        return Err(err(
+        return Err(f.err(
             format!("min_bytes {min_bytes} is above max_bytes {max_bytes}"),
             "min_bytes <= max_bytes",
         ));
     }
-    let algorithm = Algorithm::from_csv(fields[3]).ok_or_else(|| {
-        err(
-            format!("algorithm '{}' is not known", fields[3]),
+    let algorithm = Algorithm::from_csv(f.fields[3]).ok_or_else(|| {
+        f.err(
+            format!("algorithm '{}' is not known", f.fields[3]),
             "tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat",
         )
     })?;
-    let protocol = Protocol::from_csv(fields[4]).ok_or_else(|| {
-        err(
-            format!("protocol '{}' is not known", fields[4]),
+    let protocol = Protocol::from_csv(f.fields[4]).ok_or_else(|| {
+        f.err(
+            format!("protocol '{}' is not known", f.fields[4]),
             "ll, ll128, simple",
         )
     })?;
-    let int = |k: usize, ok: &dyn Fn(i32) -> bool, allowed: &str| {
-        fields[k]
-            .parse::<i32>()
-            .ok()
-            .filter(|v| ok(*v))
-            .ok_or_else(|| {
-                err(
-                    format!("{} '{}' is out of range", FIELD_NAMES[k], fields[k]),
-                    allowed,
-                )
-            })
-    };
     let positive_or_any = |v: i32| v == -1 || v >= 1;
-    let channels = int(
-        5,
-        &positive_or_any,
-        "a channel count of 1 or more, or -1 for NCCL's choice",
-    )?;
-    let n_nodes = int(
-        6,
-        &positive_or_any,
-        "a node count of 1 or more, or -1 for any",
-    )?;
-    let n_ranks = int(
-        7,
-        &positive_or_any,
-        "a rank count of 1 or more, or -1 for any",
-    )?;
-    let num_pipe_ops = match fields.get(8) {
-        Some(_) => int(
-            8,
-            &positive_or_any,
-            "an operation count of 1 or more, or -1 for any",
-        )?,
-        None => -1,
-    };
-    let reg_buff = match fields.get(9) {
-        Some(_) => int(
-            9,
-            &|v| (-1..=1).contains(&v),
-            "0 (unregistered), 1 (registered) or -1 (either)",
-        )?,
-        None => -1,
-    };
     Ok(Some(TunerRow {
         op,
         min_bytes,
         max_bytes,
         algorithm,
         protocol,
-        channels,
-        n_nodes,
-        n_ranks,
-        num_pipe_ops,
-        reg_buff,
+        channels: f.int(
+            5,
+            &positive_or_any,
+            "a channel count of 1 or more, or -1 for NCCL's choice",
+        )?,
+        n_nodes: f.int(
+            6,
+            &positive_or_any,
+            "a node count of 1 or more, or -1 for any",
+        )?,
+        n_ranks: f.int(
+            7,
+            &positive_or_any,
+            "a rank count of 1 or more, or -1 for any",
+        )?,
+        num_pipe_ops: f.optional_int(
+            8,
+            &positive_or_any,
+            "an operation count of 1 or more, or -1 for any",
+        )?,
+        reg_buff: f.optional_int(
+            9,
+            &|v| (-1..=1).contains(&v),
+            "0 (unregistered), 1 (registered) or -1 (either)",
+        )?,
     }))
+}
+
+/// The fields of one rule line, checked for shape, with the line number
+/// every error about them names.
+struct Fields<'a> {
+    fields: Vec<&'a str>,
+    line: usize,
+}
+
+impl<'a> Fields<'a> {
+    /// Splits rule line `text` (not a comment, not blank) at its commas,
+    /// refusing what NCCL's example tuner would misread: a comment not in
+    /// the first column, a line it would split, too few or too many
+    /// fields, an empty field.
+    fn split(text: &'a str, line: usize) -> Result<Fields<'a>, TunerCsvError> {
+        let mut f = Fields {
+            fields: Vec::new(),
+            line,
+        };
+        if text.trim_start().starts_with('#') {
+            return Err(f.err(
+                "comment does not start in the first column (NCCL's example tuner would read it as a rule)".into(),
+                "'#' as the very first character of a comment line",
+            ));
+        }
+        if text.len() > MAX_LINE_CHARS {
+            return Err(f.err(
+                format!(
+                    "line is {} characters long (NCCL's example tuner would split it)",
+                    text.len()
+                ),
+                &format!("at most {MAX_LINE_CHARS} characters per line"),
+            ));
+        }
+        f.fields = text
+            .split(',')
+            .map(|f| f.trim_matches([' ', '\t']))
+            .collect();
+        if !(8..=10).contains(&f.fields.len()) {
+            return Err(f.err(
+                format!("{} fields", f.fields.len()),
+                "8 fields (collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks), 9 (+numPipeOps) or 10 (+regBuff)",
+            ));
+        }
+        if let Some(k) = f.fields.iter().position(|f| f.is_empty()) {
+            return Err(f.err(
+                format!("field {} ({}) is empty", k + 1, FIELD_NAMES[k]),
+                "a value in every field",
+            ));
+        }
+        Ok(f)
+    }
+
+    /// An error about this line: what is wrong, and what is allowed.
+    fn err(&self, problem: String, allowed: &str) -> TunerCsvError {
+        TunerCsvError {
+            line: self.line,
+            problem,
+            allowed: allowed.to_string(),
+        }
+    }
+
+    /// Field `k` as a whole number of bytes (decimal digits only).
+    fn bytes(&self, k: usize) -> Result<u64, TunerCsvError> {
+        let field = self.fields[k];
+        field
+            .parse::<u64>()
+            .ok()
+            .filter(|_| field.bytes().all(|b| b.is_ascii_digit()))
+            .ok_or_else(|| {
+                self.err(
+                    format!(
+                        "{} '{field}' is not a whole number of bytes",
+                        FIELD_NAMES[k]
+                    ),
+                    "decimal digits only (no suffix), 0 to 18446744073709551615",
+                )
+            })
+    }
+
+    /// Field `k` as an integer that `ok` accepts (`allowed` says which).
+    fn int(&self, k: usize, ok: &dyn Fn(i32) -> bool, allowed: &str) -> Result<i32, TunerCsvError> {
+        let field = self.fields[k];
+        field.parse::<i32>().ok().filter(|v| ok(*v)).ok_or_else(|| {
+            self.err(
+                format!("{} '{field}' is out of range", FIELD_NAMES[k]),
+                allowed,
+            )
+        })
+    }
+
+    /// Optional field `k` (numPipeOps, regBuff) as [`Fields::int`]
+    /// reads it; -1 (match anything) where the line stops before it.
+    fn optional_int(
+        &self,
+        k: usize,
+        ok: &dyn Fn(i32) -> bool,
+        allowed: &str,
+    ) -> Result<i32, TunerCsvError> {
+        match self.fields.get(k) {
+            Some(_) => self.int(k, ok, allowed),
+            None => Ok(-1),
+        }
+    }
 }

@@ -22,7 +22,7 @@ struct Cli {
 /// Parses `argv` (without the program name) and renders the launch file.
 pub fn gen(argv: &[&str]) -> anyhow::Result<String> {
     let cli = Cli::try_parse_from(std::iter::once("gen").chain(argv.iter().copied()))?;
-    collbench_gen::render(&(&cli.gen).into())
+    Ok(collbench_gen::render(&(&cli.gen).into())?)
 }
 
 /// [`gen`] of a command line written as one string (words split on white

@@ -17,7 +17,7 @@ mod objects;
 mod pod;
 mod service;
 
-use anyhow::{bail, Result};
+use crate::error::{Error, Result};
 use serde::Serialize;
 
 use crate::{validate, CommonOptions};
@@ -109,13 +109,17 @@ impl Plan {
         }
         validate::resource_name("--gpu-resource", &a.gpu_resource)?;
         if a.common.collbench.is_empty() {
-            bail!("invalid --collbench \"\": must name the collbench executable");
+            return Err(Error::Invalid(
+                "invalid --collbench \"\": must name the collbench executable".into(),
+            ));
         }
         let mut resources = vec![(a.gpu_resource.clone(), a.gpus_per_node)];
         for entry in &a.resources {
             let (name, count) = validate::resource(entry)?;
             if resources.iter().any(|(n, _)| *n == name) {
-                bail!("invalid --resource {entry:?}: {name} is already requested");
+                return Err(Error::Invalid(format!(
+                    "invalid --resource {entry:?}: {name} is already requested"
+                )));
             }
             resources.push((name, count));
         }
@@ -152,10 +156,10 @@ impl Plan {
 /// no longer resolves.
 fn check_hostname(flag_value: &str, longest_hostname: &str) -> Result<()> {
     if longest_hostname.len() > 63 {
-        bail!(
+        return Err(Error::Invalid(format!(
             "invalid --name {flag_value:?}: pod host names such as {longest_hostname:?} \
              would exceed 63 characters; choose a shorter name"
-        );
+        )));
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use super::gate::{self, Failure};
 use super::{compare_runs, Overall};
 use crate::compare_out::{self, CompareFormat};
 use crate::compare_sides;
+use crate::error::Error;
 use crate::input::{InputSet, Inputs};
 use crate::parse::read_file;
 use crate::parse::Format;
@@ -128,9 +129,9 @@ const CRASH_SCAN_BYTES: u64 = 16 << 20;
 /// [`collbench_core::diag`] (stderr). NEW's correctness is judged first:
 /// a NEW that failed says so (exit 1) even when nothing else can be
 /// compared.
-pub fn compare_main(args: &CompareOptions) -> anyhow::Result<(CompareOutcome, String)> {
+pub fn compare_main(args: &CompareOptions) -> Result<(CompareOutcome, String), Error> {
     if !(args.threshold.is_finite() && (0.0..100.0).contains(&args.threshold)) {
-        anyhow::bail!("--threshold must be a percentage from 0 to below 100");
+        return Err(Error::Threshold);
     }
     let unusable = |line: String| {
         diag::line(&format!("collbench compare: {line}"));
@@ -216,7 +217,7 @@ fn render(
     new: &Side,
     cmp: &super::Comparison,
     failures: &[Failure],
-) -> anyhow::Result<String> {
+) -> Result<String, Error> {
     let (bs, ns) = (
         compare_sides::side(&base.inputs.parsed.records),
         compare_sides::side(&new.inputs.parsed.records),
@@ -232,8 +233,12 @@ fn render(
         new: &ns,
     };
     if let Some(path) = &args.html {
-        std::fs::write(path, crate::render::compare_html::render(&sides, cmp))
-            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
+        std::fs::write(path, crate::render::compare_html::render(&sides, cmp)).map_err(
+            |error| Error::Write {
+                path: path.clone(),
+                error,
+            },
+        )?;
     }
     Ok(match args.format {
         CompareFormat::Text => compare_out::text(&sides, cmp, failures),

@@ -9,7 +9,8 @@
 //! [`Fault::Crashed`] from the text's lines ([`crashes`]), each in one
 //! place.
 
-use collbench_core::Record;
+use crate::units;
+use collbench_core::{CaseResult, Record};
 
 /// One failure signal, with the file (and rank stream) it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,12 +159,25 @@ pub fn wrong_results(record: &Record, origin: &str) -> Vec<Fault> {
             };
             out.push(Fault::WrongResults {
                 origin: origin.to_string(),
-                case: format!("{} {placement}", super::quality::case_name(c)),
+                case: format!("{} {placement}", case_name(c)),
                 count,
             });
         }
     }
     out
+}
+
+/// `all_reduce float sum root 0 1 KiB`: a case as warnings and
+/// faults name it.
+pub(crate) fn case_name(c: &CaseResult) -> String {
+    let mut s = format!("{} {}", c.op, c.dtype);
+    if !c.redop.is_empty() && c.redop != "none" {
+        s = format!("{s} {}", c.redop);
+    }
+    if c.root >= 0 {
+        s = format!("{s} root {}", c.root);
+    }
+    format!("{s} {}", units::bytes(c.size_bytes))
 }
 
 #[cfg(test)]

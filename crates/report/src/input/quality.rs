@@ -12,7 +12,8 @@
 //! A sweep cut short and rows with wrong results are also typed
 //! [`Fault`]s.
 
-use super::{Fault, Parsed, Warning};
+use super::fault::{case_name, Fault};
+use super::parsed::{Parsed, Warning};
 use crate::units;
 use collbench_core::{CaseResult, Placement, Record};
 
@@ -49,18 +50,6 @@ fn key(c: &CaseResult) -> Key {
         c.root,
         c.size_bytes,
     )
-}
-
-/// `all_reduce float sum root 0 1 KiB`: a case as warnings name it.
-pub(crate) fn case_name(c: &CaseResult) -> String {
-    let mut s = format!("{} {}", c.op, c.dtype);
-    if !c.redop.is_empty() && c.redop != "none" {
-        s = format!("{s} {}", c.redop);
-    }
-    if c.root >= 0 {
-        s = format!("{s} root {}", c.root);
-    }
-    format!("{s} {}", units::bytes(c.size_bytes))
 }
 
 fn same(a: &Option<Placement>, b: &Option<Placement>) -> bool {

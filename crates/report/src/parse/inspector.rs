@@ -20,13 +20,16 @@ use super::{Notes, ParseError};
 use collbench_core::{CaseResult, Collective, DeviceInfo, Placement, Record, TimeStats};
 use serde_json::Value;
 
+/// A case: its op and message size.
+type Key = (String, u64);
+
 /// Calls of one (op, size): times, algbw and busbw.
 type Calls = (Vec<f64>, Vec<f64>, Vec<f64>);
 
 /// Parses Inspector output (one file, any number of ranks) into one record.
 pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let mut rec = Record::new("nccl-inspector");
-    let mut cases: Vec<((String, u64), Calls)> = Vec::new();
+    let mut cases: Vec<(Key, Calls)> = Vec::new();
     let mut other = 0usize;
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut index = 0usize;
@@ -58,29 +61,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             other += 1;
             continue;
         };
-        let path = format!("record {index}: coll_perf");
-        let num = |k: &str| {
-            perf.get(k)
-                .and_then(Value::as_f64)
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| ParseError::whole(format!("{path}.{k}: expected a number")))
-        };
-        let coll = perf
-            .get("coll")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ParseError::whole(format!("{path}.coll: expected a string")))?;
-        let size = perf
-            .get("coll_msg_size_bytes")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| {
-                ParseError::whole(format!("{path}.coll_msg_size_bytes: expected an integer"))
-            })?;
-        let (t, a, b) = (
-            num("coll_exec_time_us")?,
-            num("coll_algobw_gbs")?,
-            num("coll_busbw_gbs")?,
-        );
-        let key = (op_name(coll), size);
+        let (key, (t, a, b)) = call(perf, index)?;
         match cases.iter_mut().find(|(k, _)| *k == key) {
             Some((_, calls)) => {
                 calls.0.push(t);
@@ -102,10 +83,47 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             "no NCCL Inspector collective records found (expected JSON objects with a 'coll_perf' key)",
         ));
     }
+    rec.results.extend(summaries(cases));
+    rec.devices.sort_by_key(|d| d.rank);
+    Ok(vec![rec])
+}
+
+/// One call of record `index` (1-based) from its `coll_perf` object: its
+/// (op, size), and its time, algbw and busbw.
+fn call(perf: &Value, index: usize) -> Result<(Key, (f64, f64, f64)), ParseError> {
+    let path = format!("record {index}: coll_perf");
+    let num = |k: &str| {
+        perf.get(k)
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| ParseError::whole(format!("{path}.{k}: expected a number")))
+    };
+    let coll = perf
+        .get("coll")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ParseError::whole(format!("{path}.coll: expected a string")))?;
+    let size = perf
+        .get("coll_msg_size_bytes")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            ParseError::whole(format!("{path}.coll_msg_size_bytes: expected an integer"))
+        })?;
+    let (t, a, b) = (
+        num("coll_exec_time_us")?,
+        num("coll_algobw_gbs")?,
+        num("coll_busbw_gbs")?,
+    );
+    Ok(((op_name(coll), size), (t, a, b)))
+}
+
+/// One case per (op, size), in that order: the mean time, algbw and
+/// busbw of its calls, the spread of the times and the number of calls.
+fn summaries(mut cases: Vec<(Key, Calls)>) -> Vec<CaseResult> {
     cases.sort_by(|a, b| a.0.cmp(&b.0));
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    for ((op, size), (times, algbw, busbw)) in cases {
-        rec.results.push(CaseResult {
+    cases
+        .into_iter()
+        .map(|((op, size), (times, algbw, busbw))| CaseResult {
             op,
             size_bytes: size,
             root: -1,
@@ -119,10 +137,8 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
                 ..Placement::default()
             }),
             ..CaseResult::default()
-        });
-    }
-    rec.devices.sort_by_key(|d| d.rank);
-    Ok(vec![rec])
+        })
+        .collect()
 }
 
 /// Ranks, hosts and the format version from a record's header and metadata.

@@ -3,7 +3,8 @@
 //!
 //! One module per format; [`detect`] guesses the format from the text, and
 //! [`parse_text`] / [`read_file`] (with warnings) and [`parse_str`] /
-//! [`parse_file`] / [`parse_paths`] (records only) are the entry points.
+//! [`parse_file`] (records only) are the entry points; folders are read by
+//! [`crate::input::read_paths`] and [`crate::input::parse_paths`].
 //! Every text is cleaned first ([`crate::input::clean()`]), so parsers never
 //! see launcher prefixes, CR line ends or colour codes. A parser
 //! never panics on bad input: it returns a [`ParseError`] naming the line and
@@ -24,7 +25,8 @@ pub mod read;
 mod text;
 pub mod unit;
 
-pub use crate::input::{Fault, Parsed, Warning};
+pub use crate::input::fault::Fault;
+pub use crate::input::parsed::{Parsed, Warning};
 use collbench_core::Record;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -260,7 +262,7 @@ pub fn parse_str(
 /// records are labelled `origin [rank N]`. Line numbers in errors and
 /// warnings are those of the original text.
 pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Parsed, ParseError> {
-    let cleaned = crate::input::clean(text);
+    let cleaned = crate::input::clean::clean(text);
     let several = cleaned.streams.len() > 1;
     let mut out = Parsed::default();
     let mut first_err: Option<ParseError> = None;
@@ -400,14 +402,4 @@ pub fn read_file(path: &Path, format: Option<Format>) -> Result<Parsed, FileErro
     // they never sit inside the numbers we read.
     let text = String::from_utf8_lossy(&bytes);
     parse_text(&text, format, &name).map_err(|e| FileError::from_parse(&name, e))
-}
-
-/// Parses files and directories (see [`crate::input::read_paths`]); files
-/// in a directory that cannot be read are skipped, files named directly
-/// must parse. Warnings and skipped files are dropped.
-pub fn parse_paths(
-    paths: &[std::path::PathBuf],
-    format: Option<Format>,
-) -> Result<Vec<Record>, FileError> {
-    crate::input::read_paths(paths, format, false).map(|i| i.parsed.records)
 }

@@ -21,7 +21,32 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let doc: Value = serde_json::from_str(text)
         .map_err(|e| ParseError::at(e.line().max(1), format!("expected nccl-tests JSON: {e}")))?;
     let mut rec = Record::new("nccl-tests");
-    let args: Vec<String> = get(&doc, "args", "")
+    let op = run(&doc, &mut rec);
+    if let Some(config) = doc.get("config") {
+        settings(config, &mut rec)?;
+    }
+    let results = get(&doc, "results", "")?
+        .as_array()
+        .ok_or_else(|| ParseError::whole("results: expected an array"))?;
+    let iters = rec.settings.iters * rec.settings.agg_iters.max(1) * rec.settings.graph.max(1);
+    for (i, r) in results.iter().enumerate() {
+        rec.results
+            .push(case(r, &format!("results[{i}]"), &op, iters, notes)?);
+    }
+    rec.avg_busbw_gbps = doc
+        .get("average_bus_bandwidth")
+        .and_then(|a| a.get("bandwidth"))
+        .and_then(number);
+    out_of_bounds(&doc, notes);
+    Ok(vec![rec])
+}
+
+/// What ran, from the file's top-level keys: the command line, the start
+/// time, the NCCL version and the NCCL, CUDA, NVSHMEM and NVIDIA
+/// environment, into `rec`. Returns the op, named from `args[0]`
+/// (`unknown` without one).
+fn run(doc: &Value, rec: &mut Record) -> String {
+    let args: Vec<String> = get(doc, "args", "")
         .ok()
         .and_then(Value::as_array)
         .map(|a| {
@@ -64,40 +89,36 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             }
         }
     }
-    if let Some(config) = doc.get("config") {
-        settings(config, &mut rec)?;
+    op
+}
+
+/// One entry of `results` (at `path`, `results[3]`) as a case of `op`;
+/// `iters` is the iteration count where the entry does not give its own.
+fn case(
+    r: &Value,
+    path: &str,
+    op: &str,
+    iters: u64,
+    notes: &mut Notes,
+) -> Result<CaseResult, ParseError> {
+    let root = match get(r, "root", path)? {
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        v => v.as_i64(),
     }
-    let results = get(&doc, "results", "")?
-        .as_array()
-        .ok_or_else(|| ParseError::whole("results: expected an array"))?;
-    let iters = rec.settings.iters * rec.settings.agg_iters.max(1) * rec.settings.graph.max(1);
-    for (i, r) in results.iter().enumerate() {
-        let path = format!("results[{i}]");
-        let root = match get(r, "root", &path)? {
-            Value::String(s) => s.trim().parse::<i64>().ok(),
-            v => v.as_i64(),
-        }
-        .ok_or_else(|| ParseError::whole(format!("{path}.root: expected an integer")))?;
-        let mut case = CaseResult {
-            op: op.clone(),
-            size_bytes: uint(r, "size", &path)?,
-            count: uint(r, "count", &path)?,
-            dtype: string(r, "type", &path)?,
-            redop: string(r, "redop", &path)?,
-            root,
-            out_of_place: None,
-            in_place: None,
-        };
-        case.out_of_place = placement(r, "out_of_place", &path, iters, notes)?;
-        case.in_place = placement(r, "in_place", &path, iters, notes)?;
-        rec.results.push(case);
-    }
-    rec.avg_busbw_gbps = doc
-        .get("average_bus_bandwidth")
-        .and_then(|a| a.get("bandwidth"))
-        .and_then(number);
-    out_of_bounds(&doc, notes);
-    Ok(vec![rec])
+    .ok_or_else(|| ParseError::whole(format!("{path}.root: expected an integer")))?;
+    let mut case = CaseResult {
+        op: op.to_string(),
+        size_bytes: uint(r, "size", path)?,
+        count: uint(r, "count", path)?,
+        dtype: string(r, "type", path)?,
+        redop: string(r, "redop", path)?,
+        root,
+        out_of_place: None,
+        in_place: None,
+    };
+    case.out_of_place = placement(r, "out_of_place", path, iters, notes)?;
+    case.in_place = placement(r, "in_place", path, iters, notes)?;
+    Ok(case)
 }
 
 /// `"out_of_bounds": {"count": 3, "okay": "false"}` (a string in version
@@ -177,6 +198,10 @@ fn settings(c: &Value, rec: &mut Record) -> Result<(), ParseError> {
     Ok(())
 }
 
+/// The `key` placement (`out_of_place`, `in_place`) of result `r` at
+/// `path`, with its `-I` statistics where the file has them; `None` where
+/// the result has no such placement. `iters` is the iteration count where
+/// the result does not give its own.
 fn placement(
     r: &Value,
     key: &str,
@@ -190,18 +215,43 @@ fn placement(
     let time_us = time
         .and_then(number)
         .ok_or_else(|| ParseError::whole(format!("{path}.time: expected a number")))?;
-    let wrong = match p.get("nwrong") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(
+    let wrong = nwrong(p, &path)?;
+    let per_iter = r.get(format!("{key}_per_iter"));
+    skipped(per_iter, &path, notes);
+    Ok(Some(Placement {
+        time_us,
+        algbw_gbps: float(p, "alg_bw", &path)?,
+        busbw_gbps: float(p, "bus_bw", &path)?,
+        wrong,
+        iterations: r
+            .get("actual_iterations")
+            .and_then(Value::as_u64)
+            .unwrap_or(iters),
+        stats: per_iter.map(iteration_stats),
+        rank_time_us: per_iter.map(process_times).unwrap_or_default(),
+        ..Placement::default()
+    }))
+}
+
+/// A placement's `nwrong` at `path`: `None` when the results were not
+/// checked (`null` or absent), else the count of wrong values.
+fn nwrong(p: &Value, path: &str) -> Result<Option<u64>, ParseError> {
+    match p.get("nwrong") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => Ok(Some(
             number(v)
                 .filter(|w| *w >= 0.0)
                 .map(|w| w as u64)
                 .ok_or_else(|| {
                     ParseError::whole(format!("{path}.nwrong: expected a count or null"))
                 })?,
-        ),
-    };
-    let per_iter = r.get(format!("{key}_per_iter"));
+        )),
+    }
+}
+
+/// A warning for iterations `-I` skipped before its statistics
+/// (`skipped_iterations` of the placement's `_per_iter` object).
+fn skipped(per_iter: Option<&Value>, path: &str, notes: &mut Notes) {
     let skipped = per_iter
         .and_then(|s| s.get("skipped_iterations"))
         .and_then(Value::as_u64)
@@ -214,10 +264,14 @@ fn placement(
             ),
         );
     }
-    // -I with several processes: each process's per-iteration times; their
-    // means are the per-process times (one entry per process).
-    let rank_time_us: Vec<f64> = per_iter
-        .and_then(|s| s.get("per_process_max_times_us"))
+}
+
+/// `-I` with several processes: each process's per-iteration times; their
+/// means are the per-process times (one entry per process, NaN for one
+/// without times).
+fn process_times(per_iter: &Value) -> Vec<f64> {
+    per_iter
+        .get("per_process_max_times_us")
         .and_then(Value::as_array)
         .map(|procs| {
             procs
@@ -235,35 +289,25 @@ fn placement(
                 })
                 .collect()
         })
-        .unwrap_or_default();
-    let stats = per_iter.map(|s| {
-        let f = |k: &str| s.get(k).and_then(number).unwrap_or(0.0);
-        TimeStats {
-            mean_us: f("avg_us"),
-            min_us: f("min_us"),
-            p50_us: f("p50_us"),
-            p99_us: f("p99_us"),
-            max_us: f("max_us"),
-            stdev_us: f("stdev_us"),
-            samples: s
-                .get("times_us")
-                .and_then(Value::as_array)
-                .map_or(0, |t| t.len() as u64),
-        }
-    });
-    Ok(Some(Placement {
-        time_us,
-        algbw_gbps: float(p, "alg_bw", &path)?,
-        busbw_gbps: float(p, "bus_bw", &path)?,
-        wrong,
-        iterations: r
-            .get("actual_iterations")
-            .and_then(Value::as_u64)
-            .unwrap_or(iters),
-        stats,
-        rank_time_us,
-        ..Placement::default()
-    }))
+        .unwrap_or_default()
+}
+
+/// The time statistics of a placement's `_per_iter` object (0 for a
+/// figure it lacks).
+fn iteration_stats(s: &Value) -> TimeStats {
+    let f = |k: &str| s.get(k).and_then(number).unwrap_or(0.0);
+    TimeStats {
+        mean_us: f("avg_us"),
+        min_us: f("min_us"),
+        p50_us: f("p50_us"),
+        p99_us: f("p99_us"),
+        max_us: f("max_us"),
+        stdev_us: f("stdev_us"),
+        samples: s
+            .get("times_us")
+            .and_then(Value::as_array)
+            .map_or(0, |t| t.len() as u64),
+    }
 }
 
 /// A JSON number, or the string `"nan"` nccl-tests writes for NaN.

@@ -59,36 +59,15 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         if let Some(body) = line.strip_prefix('#') {
             let body = body.trim();
             if body.starts_with("OSU ") {
-                if let Some(r) = cur.take().filter(|r| !r.results.is_empty()) {
-                    if !units.is_default() {
-                        notes.units.insert(records.len(), units);
-                    }
-                    records.push(r);
-                }
-                let mut rec = Record::new("osu");
-                rec.tool_version = body
-                    .split_whitespace()
-                    .last()
-                    .and_then(|v| v.strip_prefix('v'))
-                    .map(str::to_string);
-                rec.command_line = vec![body.to_string()];
+                keep(&mut records, cur.take(), units, notes);
                 op = op_from_title(body);
-                cur = Some(rec);
+                cur = Some(titled(body));
                 cols = None;
             } else if let Some(t) = body.strip_prefix("Datatype:") {
                 dtype = datatype(t);
             } else if body.starts_with("Size") {
-                let names: Vec<&str> = body
-                    .split("  ")
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                let mut c = Vec::new();
                 units = SourceUnits::default();
-                for n in &names {
-                    c.push(column(n, line_no, &mut units)?);
-                }
-                cols = Some((c, names.join(" | ")));
+                cols = Some(header(body, line_no, &mut units)?);
             }
             continue;
         }
@@ -115,18 +94,58 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             Err(e) => return Err(e),
         }
     }
-    if let Some(r) = cur.filter(|r| !r.results.is_empty()) {
-        if !units.is_default() {
-            notes.units.insert(records.len(), units);
-        }
-        records.push(r);
-    }
+    keep(&mut records, cur, units, notes);
     if records.is_empty() {
         return Err(ParseError::whole(
             "no OSU rows found (expected a '# OSU ... Test' title, a '# Size ...' header and rows)",
         ));
     }
     Ok(records)
+}
+
+/// Adds `record` to `records` unless it has no rows, noting its source
+/// units where they were not us/GB/s.
+fn keep(records: &mut Vec<Record>, record: Option<Record>, units: SourceUnits, notes: &mut Notes) {
+    if let Some(r) = record.filter(|r| !r.results.is_empty()) {
+        if !units.is_default() {
+            notes.units.insert(records.len(), units);
+        }
+        records.push(r);
+    }
+}
+
+/// The record a title line starts (`OSU MPI Allreduce Latency Test
+/// v7.4`, without its `#`): the version from its last word, the title as
+/// its command line.
+fn titled(title: &str) -> Record {
+    let mut rec = Record::new("osu");
+    rec.tool_version = title
+        .split_whitespace()
+        .last()
+        .and_then(|v| v.strip_prefix('v'))
+        .map(str::to_string);
+    rec.command_line = vec![title.to_string()];
+    rec
+}
+
+/// The columns of a `# Size ...` header line (without its `#`; cells are
+/// separated by two or more spaces), and their names joined for errors;
+/// the units of its cells go to `units`.
+fn header(
+    body: &str,
+    line_no: usize,
+    units: &mut SourceUnits,
+) -> Result<(Vec<Col>, String), ParseError> {
+    let names: Vec<&str> = body
+        .split("  ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut c = Vec::new();
+    for n in &names {
+        c.push(column(n, line_no, units)?);
+    }
+    Ok((c, names.join(" | ")))
 }
 
 /// A header cell; latency and bandwidth cells must carry a unit we know,

@@ -224,7 +224,7 @@ fn is_binary(head: &[u8]) -> bool {
 fn has_header(window: &[u8]) -> bool {
     let text = String::from_utf8_lossy(window);
     detect::detect(&text).is_some()
-        || crate::input::clean(&text)
+        || crate::input::clean::clean(&text)
             .streams
             .iter()
             .any(|s| detect::detect(&s.text).is_some())
