@@ -3,6 +3,7 @@
 
 use crate::baseline::{self, Baseline};
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use crate::error::{self, CheckError};
 use crate::host_tests::{self, HostReport};
 use crate::hosts;
 use crate::localize::{self, Localization};
@@ -74,7 +75,7 @@ fn plan_cases(
     args: &CheckOptions,
     baseline: Option<&Baseline>,
     is_cpu: bool,
-) -> anyhow::Result<Vec<Planned>> {
+) -> Result<Vec<Planned>, CheckError> {
     let (busbw, latency) = match baseline {
         Some(b) => (b.busbw()?, b.latency()?),
         None => (Vec::new(), Vec::new()),
@@ -172,23 +173,19 @@ pub fn check_main(
     control: &dyn Bootstrap,
     watchdog: &collbench_runner::Watchdog,
     out: &mut dyn std::io::Write,
-) -> anyhow::Result<Status> {
+) -> Result<Status, CheckError> {
     if !(0.0 < args.pair_fraction && args.pair_fraction < 1.0) {
-        anyhow::bail!(
-            "--pair-fraction must be between 0 and 1 (got {}), e.g. 0.8",
-            args.pair_fraction
-        );
+        return Err(CheckError::PairFraction(args.pair_fraction));
     }
     let baseline = args.baseline.as_deref().map(baseline::load).transpose()?;
     let root = control.rank() == 0;
     let info = backend.info();
     let is_cpu = info.name == "cpu";
     if let Some(b) = baseline.as_ref().filter(|b| is_cpu && is_gpu_built_in(b)) {
-        anyhow::bail!(
-            "baseline '{}' ({}) does not apply to the CPU backend: use --baseline cpu-ci here, or run on the GPUs it describes",
-            b.name,
-            b.description
-        );
+        return Err(CheckError::BaselineNotForCpu {
+            name: b.name.clone(),
+            description: b.description.clone(),
+        });
     }
     let world_size = backend.world_size();
     let processes = control.world_size();
@@ -303,7 +300,7 @@ pub fn check_main(
                 }
                 // The job's failure ends the check as any case's does.
                 Err(e) if control.failure().is_some() => return Err(e),
-                Err(e) => notes.push(format!("host tests skipped: {e:#}")),
+                Err(e) => notes.push(format!("host tests skipped: {}", error::chain(&e))),
             }
         } else {
             diag::line(&format!(
@@ -323,7 +320,7 @@ pub fn check_main(
                     lines.push(pairs_line(&loc));
                     localization = Some(loc);
                 }
-                Err(e) => notes.push(format!("pairwise tests skipped: {e:#}")),
+                Err(e) => notes.push(format!("pairwise tests skipped: {}", error::chain(&e))),
             }
         }
     }
@@ -362,11 +359,9 @@ pub fn check_main(
         };
         if let Some(path) = &args.json {
             let text = serde_json::to_string_pretty(&report)? + "\n";
-            std::fs::write(path, text).map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot write --json {}: {e}; choose a writable path",
-                    path.display()
-                )
+            std::fs::write(path, text).map_err(|error| CheckError::JsonUnwritable {
+                path: path.clone(),
+                error,
             })?;
         }
         if let Some(path) = &args.prometheus {
@@ -447,7 +442,11 @@ fn pairs_line(loc: &Localization) -> Line {
 
 /// Rank 0's decision whether to test pairs, and at which size, on every
 /// process (a world of one keeps its own).
-fn agree_on_pairs(control: &dyn Bootstrap, want: bool, size: u64) -> anyhow::Result<(bool, u64)> {
+fn agree_on_pairs(
+    control: &dyn Bootstrap,
+    want: bool,
+    size: u64,
+) -> Result<(bool, u64), CheckError> {
     if control.world_size() == 1 {
         return Ok((want, size));
     }
@@ -462,7 +461,9 @@ fn agree_on_pairs(control: &dyn Bootstrap, want: bool, size: u64) -> anyhow::Res
             let size = u64::from_le_bytes(rest.try_into().unwrap_or_default());
             Ok((*w != 0, size))
         }
-        _ => anyhow::bail!("malformed pair-test size from rank 0 (a different collbench version?)"),
+        _ => Err(CheckError::Malformed(
+            "malformed pair-test size from rank 0 (a different collbench version?)".into(),
+        )),
     }
 }
 

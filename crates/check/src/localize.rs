@@ -9,6 +9,7 @@
 //! slowest member's pace) narrows down one slow rank in log2(n) runs.
 
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use crate::error::CheckError;
 use crate::hosts::noise::{log_ratios, mad_sigma, median, NoiseRule, Threshold};
 use collbench_core::Bootstrap;
 use collbench_core::{size::format_size, Collective, DataType};
@@ -205,11 +206,14 @@ struct Sendrecv<'a> {
 
 impl Sendrecv<'_> {
     /// Best-of-placements busbw in GB/s of sendrecv on `ranks`.
-    fn busbw(&self, ranks: &[usize]) -> anyhow::Result<f64> {
+    fn busbw(&self, ranks: &[usize]) -> Result<f64, CheckError> {
         let mut sub = self
             .backend
             .subset(ranks)
-            .map_err(|e| anyhow::anyhow!("pairwise tests need a subset of ranks {ranks:?}: {e}"))?;
+            .map_err(|error| CheckError::Subset {
+                ranks: ranks.to_vec(),
+                error,
+            })?;
         let req = CaseRequest {
             collective: Collective::SendRecv,
             dtype: DataType::Float,
@@ -218,13 +222,16 @@ impl Sendrecv<'_> {
         // One process, rank threads of its own: nothing to watch for.
         let watchdog = collbench_runner::Watchdog::default();
         match run_case(sub.as_mut(), self.control, req, self.iters, &watchdog)? {
-            Some(CaseOutcome::Measured(m)) if m.wrong > 0 => anyhow::bail!(
-                "sendrecv between ranks {ranks:?} gave {} wrong elements: the data path is broken there",
-                m.wrong
-            ),
+            Some(CaseOutcome::Measured(m)) if m.wrong > 0 => Err(CheckError::PairWrong {
+                ranks: ranks.to_vec(),
+                wrong: m.wrong,
+            }),
             Some(CaseOutcome::Measured(m)) => Ok(m.best_busbw_gbps()),
-            Some(CaseOutcome::Skipped(why)) => anyhow::bail!("sendrecv on ranks {ranks:?}: {why}"),
-            None => anyhow::bail!("pairwise tests run in one process only"),
+            Some(CaseOutcome::Skipped(why)) => Err(CheckError::PairSkipped {
+                ranks: ranks.to_vec(),
+                why,
+            }),
+            None => Err(CheckError::PairsNotLocal),
         }
     }
 }
@@ -238,7 +245,7 @@ pub fn localize(
     iters: Iterations,
     fraction: f64,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<Localization> {
+) -> Result<Localization, CheckError> {
     let sendrecv = Sendrecv {
         backend,
         control,
@@ -326,7 +333,7 @@ fn bisect(
     n: usize,
     fraction: f64,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<Option<usize>> {
+) -> Result<Option<usize>, CheckError> {
     let mut set: Vec<usize> = (0..n).collect();
     while set.len() >= 4 {
         let (lo, hi) = set.split_at(set.len() / 2);

@@ -220,8 +220,8 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// A library's error as a usage failure, its chain of causes on one line.
-fn usage(e: anyhow::Error) -> Failure {
-    exit::library_failure(&e, Outcome::Usage)
+fn usage(e: impl Into<anyhow::Error>) -> Failure {
+    exit::library_failure(&e.into(), Outcome::Usage)
 }
 
 /// `<op>_perf`: `collbench run <op>` with nccl-tests' defaults.
@@ -267,7 +267,7 @@ fn check_cmd(
         &mut std::io::stdout(),
     )
     .map(Outcome::check)
-    .map_err(|e| exit::check_failure(&e))
+    .map_err(exit::check_failure)
 }
 
 fn real_main() -> Result<Outcome, Failure> {
