@@ -253,49 +253,10 @@ pub fn localize(
         iters,
     };
     let n = backend.world_size();
-    let devices = backend.info().devices;
-    let hosts: Vec<String> = (0..n)
-        .map(|r| {
-            devices
-                .iter()
-                .find(|d| d.rank as usize == r)
-                .map(|d| d.host.clone())
-                .unwrap_or_default()
-        })
-        .collect();
-    let labels = (0..n).map(|r| format!("r{r}")).collect();
+    let hosts = rank_hosts(backend, n);
     let all_pairs = n <= ALL_PAIRS_MAX;
-    let mut matrix = PairMatrix::new(labels);
-    for (a, b) in pair_order(n, all_pairs) {
-        let v = sendrecv.busbw(&[a, b])?;
-        progress(&format!("sendrecv r{a} <-> r{b}: {v:.2} GB/s"));
-        matrix.set(a, b, v);
-    }
-    // Measure flagged pairs again (up to three times, until they are no
-    // longer slow) and keep the best figure: a slow rank or link is slow
-    // every time, a busy neighbour on a shared machine only sometimes.
-    // Flagged at `fraction` whatever the noise: the repeats are what tell
-    // a slow rank from a noisy machine.
-    let reference = reference_gbps(&matrix);
-    let flagged = matrix
-        .pairs()
-        .into_iter()
-        .filter(|p| p.2 < fraction * reference);
-    for (a, b, mut best) in flagged {
-        for _ in 0..3 {
-            if best >= fraction * reference {
-                break;
-            }
-            let again = sendrecv.busbw(&[a, b])?;
-            if again > best {
-                progress(&format!(
-                    "sendrecv r{a} <-> r{b} again: {again:.2} GB/s (reference {reference:.2})"
-                ));
-                best = again;
-                matrix.set(a, b, again);
-            }
-        }
-    }
+    let mut matrix = measure_pairs(&sendrecv, n, all_pairs, progress)?;
+    repeat_slow_pairs(&sendrecv, &mut matrix, fraction, progress)?;
     let bisection_rank = if all_pairs {
         None
     } else {
@@ -324,6 +285,73 @@ pub fn localize(
         slow_links,
         bisection_rank,
     })
+}
+
+/// The host of each of the `n` ranks, as the backend names it (empty
+/// where it does not).
+fn rank_hosts(backend: &dyn Backend, n: usize) -> Vec<String> {
+    let devices = backend.info().devices;
+    (0..n)
+        .map(|r| {
+            devices
+                .iter()
+                .find(|d| d.rank as usize == r)
+                .map(|d| d.host.clone())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The first test of each pair of the `n` ranks, ring neighbours first
+/// (then every other pair when `all_pairs`), as a matrix.
+fn measure_pairs(
+    sendrecv: &Sendrecv,
+    n: usize,
+    all_pairs: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<PairMatrix, CheckError> {
+    let labels = (0..n).map(|r| format!("r{r}")).collect();
+    let mut matrix = PairMatrix::new(labels);
+    for (a, b) in pair_order(n, all_pairs) {
+        let v = sendrecv.busbw(&[a, b])?;
+        progress(&format!("sendrecv r{a} <-> r{b}: {v:.2} GB/s"));
+        matrix.set(a, b, v);
+    }
+    Ok(matrix)
+}
+
+/// Measures flagged pairs again (up to three times, until they are no
+/// longer slow) and keeps the best figure: a slow rank or link is slow
+/// every time, a busy neighbour on a shared machine only sometimes.
+/// Flagged at `fraction` whatever the noise: the repeats are what tell a
+/// slow rank from a noisy machine.
+fn repeat_slow_pairs(
+    sendrecv: &Sendrecv,
+    matrix: &mut PairMatrix,
+    fraction: f64,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), CheckError> {
+    let reference = reference_gbps(matrix);
+    let flagged = matrix
+        .pairs()
+        .into_iter()
+        .filter(|p| p.2 < fraction * reference);
+    for (a, b, mut best) in flagged {
+        for _ in 0..3 {
+            if best >= fraction * reference {
+                break;
+            }
+            let again = sendrecv.busbw(&[a, b])?;
+            if again > best {
+                progress(&format!(
+                    "sendrecv r{a} <-> r{b} again: {again:.2} GB/s (reference {reference:.2})"
+                ));
+                best = again;
+                matrix.set(a, b, again);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Halves the rank set towards the slower half while one half is clearly
