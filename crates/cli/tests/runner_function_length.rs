@@ -1,11 +1,12 @@
-//! No function in the crates held to it (launch, mpi, nccl, runner, tune, and
-//! the CLI's `src/`; read from the CLI's tests, beside the other source scans) is
-//! longer than 80 lines (from its `fn` line to the closing brace), and no
-//! source file of those crates is longer than 600 lines, so that each
-//! reads on one screen and each file holds one job: a long one is split
-//! along its seams. The scanner is rough on purpose: it counts braces outside
-//! comments, strings and character literals. The other crates are still
-//! over (issue #43): `the_rest_of_the_workspace` prints where.
+//! No function in the crates held to it (launch, mpi, nccl, runner, tune,
+//! check, doctor, and the CLI's `src/`; read from the CLI's tests, beside
+//! the other source scans) is longer than 80 lines (from its `fn` line to
+//! the closing brace), and no source file of those crates is longer than
+//! 600 lines, so that each reads on one screen and each file holds one
+//! job: a long one is split along its seams. The scanner is rough on
+//! purpose: it counts braces outside comments, strings and character
+//! literals. The other crates are still over (issue #43):
+//! `the_rest_of_the_workspace` prints where.
 
 mod common;
 
@@ -15,10 +16,14 @@ const MAX_LINES: usize = 80;
 const MAX_FILE_LINES: usize = 600;
 
 /// The crates held to the function limit.
-const HELD: [&str; 6] = ["launch", "mpi", "nccl", "runner", "tune", "cli"];
+const HELD: [&str; 8] = [
+    "launch", "mpi", "nccl", "runner", "tune", "cli", "check", "doctor",
+];
 
 /// The crates held to the file limit too.
-const FILES_HELD: [&str; 6] = ["launch", "mpi", "nccl", "runner", "tune", "cli"];
+const FILES_HELD: [&str; 8] = [
+    "launch", "mpi", "nccl", "runner", "tune", "cli", "check", "doctor",
+];
 
 /// Long functions of the held crates left for now, by file and name, each
 /// with why: a file another branch is changing is split there.
