@@ -6,7 +6,7 @@
 //! also says where its figures come from, so a verdict can be traced back
 //! to a document or a measurement.
 
-use anyhow::{bail, Context};
+use crate::error::CheckError;
 use collbench_core::read_limit::{self, ReadLimitError};
 use collbench_core::{size::parse_size, Collective, DataType};
 use serde::{Deserialize, Serialize};
@@ -126,31 +126,30 @@ pub fn built_in() -> Vec<(Baseline, &'static str)> {
 }
 
 /// Finds a built-in baseline by name; the error lists the known names.
-pub fn find_built_in(name: &str) -> anyhow::Result<(Baseline, &'static str)> {
+pub fn find_built_in(name: &str) -> Result<(Baseline, &'static str), CheckError> {
     let all = built_in();
-    let names: Vec<String> = all.iter().map(|(b, _)| b.name.clone()).collect();
+    let known: Vec<String> = all.iter().map(|(b, _)| b.name.clone()).collect();
     all.into_iter()
         .find(|(b, _)| b.name == name)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "unknown baseline '{name}': use one of {} (see `collbench baselines list`) or a .toml file",
-                names.join(", ")
-            )
+        .ok_or_else(|| CheckError::UnknownBaseline {
+            name: name.to_string(),
+            known,
         })
 }
 
 /// `--baseline NAME|FILE`: a path that exists (or ends in `.toml`) is read
 /// as a file, anything else is a built-in name.
-pub fn load(name_or_file: &str) -> anyhow::Result<Baseline> {
+pub fn load(name_or_file: &str) -> Result<Baseline, CheckError> {
     let path = Path::new(name_or_file);
     if path.exists() || name_or_file.ends_with(".toml") {
         // Bounded: `--baseline /dev/zero` once grew without end.
         let text = read_limit::read_to_string(path, read_limit::SETTINGS_BYTES, "a baseline")
             .map_err(|e| match e {
-                ReadLimitError::Io { .. } => anyhow::Error::new(e).context(format!(
-                    "cannot read baseline file {name_or_file}: give a readable .toml file or a built-in name"
-                )),
-                e => anyhow::anyhow!("baseline file {e}"),
+                ReadLimitError::Io { .. } => CheckError::BaselineUnreadable {
+                    file: name_or_file.to_string(),
+                    source: e,
+                },
+                e => CheckError::BaselineFile(e),
             })?;
         return Baseline::parse(&text, name_or_file);
     }
@@ -159,23 +158,29 @@ pub fn load(name_or_file: &str) -> anyhow::Result<Baseline> {
 
 impl Baseline {
     /// Parses and validates TOML; `origin` names the file in errors.
-    pub fn parse(text: &str, origin: &str) -> anyhow::Result<Baseline> {
+    pub fn parse(text: &str, origin: &str) -> Result<Baseline, CheckError> {
         let b: Baseline = toml::from_str(text).map_err(|e| {
             // toml's message spans lines; keep the first, which names the key.
             let msg = e.to_string();
-            let first = msg.lines().next().unwrap_or("invalid TOML").to_string();
-            let detail = msg.lines().last().unwrap_or("").trim().to_string();
-            anyhow::anyhow!("baseline {origin}: {first} {detail} (format: docs/baselines.md)")
+            CheckError::BaselineSyntax {
+                origin: origin.to_string(),
+                first: msg.lines().next().unwrap_or("invalid TOML").to_string(),
+                detail: msg.lines().last().unwrap_or("").trim().to_string(),
+            }
         })?;
         b.validate()
             .and_then(|()| b.refuse_duplicates(text))
-            .with_context(|| format!("baseline {origin} ('{}')", b.name))?;
+            .map_err(|problem| CheckError::BaselineInvalid {
+                origin: origin.to_string(),
+                name: b.name.clone(),
+                problem: Box::new(problem),
+            })?;
         Ok(b)
     }
 
     /// Two entries for the same op and data type: the second was silently
     /// ignored, so it is refused, naming both entries by their line.
-    fn refuse_duplicates(&self, text: &str) -> anyhow::Result<()> {
+    fn refuse_duplicates(&self, text: &str) -> Result<(), CheckError> {
         // Where each `[[expect]]` table starts; an inline array has none,
         // and then entries are named by their number.
         let starts: Vec<usize> = text
@@ -199,30 +204,32 @@ impl Baseline {
                 .iter()
                 .find(|(c, d, _)| *c == collective && *d == dtype)
             {
-                bail!(
+                return Err(entry(format!(
                     "{collective} ({dtype}) has two [[expect]] entries, at {} and {}: keep one per op and data type (one entry holds both size + busbw_gbps and small_size + max_time_us)",
                     place(*first),
                     place(k)
-                );
+                )));
             }
             seen.push((collective, dtype, k));
         }
         Ok(())
     }
 
-    fn validate(&self) -> anyhow::Result<()> {
+    /// The fractions in order, and every entry usable.
+    fn validate(&self) -> Result<(), CheckError> {
         if !(0.0 < self.fail_fraction
             && self.fail_fraction <= self.warn_fraction
             && self.warn_fraction <= 1.0)
         {
-            bail!(
+            return Err(entry(format!(
                 "fractions must satisfy 0 < fail_fraction ({}) <= warn_fraction ({}) <= 1",
-                self.fail_fraction,
-                self.warn_fraction
-            );
+                self.fail_fraction, self.warn_fraction
+            )));
         }
         if self.expect.is_empty() {
-            bail!("no [[expect]] entries: add at least one op with size and busbw_gbps");
+            return Err(entry(
+                "no [[expect]] entries: add at least one op with size and busbw_gbps",
+            ));
         }
         for e in &self.expect {
             e.parse()?;
@@ -238,7 +245,7 @@ impl Baseline {
     }
 
     /// Bandwidth expectations, in file order.
-    pub fn busbw(&self) -> anyhow::Result<Vec<BusbwExpect>> {
+    pub fn busbw(&self) -> Result<Vec<BusbwExpect>, CheckError> {
         let mut out = Vec::new();
         for e in &self.expect {
             if let (_, Some(b), _) = e.parse()? {
@@ -249,7 +256,7 @@ impl Baseline {
     }
 
     /// Latency expectations, in file order.
-    pub fn latency(&self) -> anyhow::Result<Vec<LatencyExpect>> {
+    pub fn latency(&self) -> Result<Vec<LatencyExpect>, CheckError> {
         let mut out = Vec::new();
         for e in &self.expect {
             if let (_, _, Some(l)) = e.parse()? {
@@ -270,23 +277,23 @@ impl Expect {
     /// entry holds (either or both).
     pub fn parse(
         &self,
-    ) -> anyhow::Result<(Collective, Option<BusbwExpect>, Option<LatencyExpect>)> {
-        let collective = Collective::parse(&self.op).map_err(|e| anyhow::anyhow!("{e}"))?;
+    ) -> Result<(Collective, Option<BusbwExpect>, Option<LatencyExpect>), CheckError> {
+        let collective = Collective::parse(&self.op).map_err(|e| entry(e.to_string()))?;
         let dtype = match &self.dtype {
-            Some(d) => DataType::parse(d).map_err(|e| anyhow::anyhow!("{e}"))?,
+            Some(d) => DataType::parse(d).map_err(|e| entry(e.to_string()))?,
             None => DataType::Float,
         };
         // A size and a positive figure for it, or neither.
         let pair = |size: &Option<String>, figure: Option<f64>, names: &str| match (size, figure) {
             (Some(s), Some(v)) if v > 0.0 => match parse_size(s) {
                 Ok(bytes) => Ok(Some((bytes, v))),
-                Err(e) => bail!("{}: {e}", self.op),
+                Err(e) => Err(entry(format!("{}: {e}", self.op))),
             },
             (None, None) => Ok(None),
-            _ => bail!(
+            _ => Err(entry(format!(
                 "{}: give both {names} (a positive number), or neither",
                 self.op
-            ),
+            ))),
         };
         let busbw = pair(&self.size, self.busbw_gbps, "size and busbw_gbps")?.map(
             |(size_bytes, busbw_gbps)| BusbwExpect {
@@ -308,13 +315,18 @@ impl Expect {
             max_time_us,
         });
         if busbw.is_none() && latency.is_none() {
-            bail!(
+            return Err(entry(format!(
                 "{}: an [[expect]] entry needs size + busbw_gbps, or small_size + max_time_us",
                 self.op
-            );
+            )));
         }
         Ok((collective, busbw, latency))
     }
+}
+
+/// What is wrong inside a baseline, as its error.
+fn entry(problem: impl Into<String>) -> CheckError {
+    CheckError::BaselineEntry(problem.into())
 }
 
 #[cfg(test)]

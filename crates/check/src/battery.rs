@@ -4,7 +4,7 @@
 
 use collbench_core::Bootstrap;
 use collbench_core::{Collective, DataType, Explanation, ReduceOp};
-use collbench_runner::{Average, Backend, Plan, RootSel, RunObserver, Runner, Watchdog};
+use collbench_runner::{Average, Backend, Plan, RootSel, RunError, RunObserver, Runner, Watchdog};
 use serde::Serialize;
 
 /// How each case is run: its iterations, and whether to ask the backend
@@ -83,7 +83,7 @@ pub fn run_case(
     req: CaseRequest,
     iters: Iterations,
     watchdog: &Watchdog,
-) -> anyhow::Result<Option<CaseOutcome>> {
+) -> Result<Option<CaseOutcome>, RunError> {
     let plan = Plan {
         collectives: vec![req.collective],
         dtypes: vec![req.dtype],

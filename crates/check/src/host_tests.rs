@@ -13,9 +13,11 @@
 
 mod failure;
 
-pub use failure::{FailedPair, HostTestsSkipped, PairFailure};
+pub use crate::error::HostTestsSkipped;
+pub use failure::{FailedPair, PairFailure};
 
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use crate::error::{self, CheckError};
 use crate::hosts::{self, HostInfo, HostVerdict, JudgeConfig, PairResult, Round};
 use crate::verdict::Fractions;
 use collbench_core::{Bootstrap, Collective, DataType, PeerFailure, Progress, RankProgress};
@@ -213,7 +215,7 @@ struct PairTest<'a> {
 }
 
 impl PairTest<'_> {
-    fn round(&mut self, round: &Round) -> anyhow::Result<Vec<PairFigures>> {
+    fn round(&mut self, round: &Round) -> Result<Vec<PairFigures>, CheckError> {
         let pair = round
             .pairs
             .iter()
@@ -228,10 +230,8 @@ impl PairTest<'_> {
         // pair reports.
         match self.backend.group(self.control, pair.map(|p| p as u32)) {
             Ok(Some(mut sub)) => {
-                if let Err(e) = self.measure(sub.as_mut(), &mut mine) {
-                    mine.error = Some(PairFailure::Test {
-                        reason: format!("{e:#}"),
-                    });
+                if let Err(failure) = self.measure(sub.as_mut(), &mut mine) {
+                    mine.error = Some(failure);
                 }
             }
             Ok(None) => {}
@@ -249,7 +249,9 @@ impl PairTest<'_> {
                     .iter()
                     .map(|p| serde_json::from_slice(p))
                     .collect::<Result<_, _>>()
-                    .map_err(|e| anyhow::anyhow!("malformed pair figures from a process: {e}"))?;
+                    .map_err(|e| {
+                        CheckError::Malformed(format!("malformed pair figures from a process: {e}"))
+                    })?;
                 Some(serde_json::to_vec(&combine(round.pairs.len(), &parts))?)
             }
             None => None,
@@ -261,7 +263,7 @@ impl PairTest<'_> {
     /// Both ops on the group's backend; each failure (an error, wrong
     /// results) is said with this process's rank, and the other op still
     /// runs, so that the pair's figures say what went wrong where.
-    fn measure(&self, sub: &mut dyn Backend, mine: &mut ProcessFigures) -> anyhow::Result<()> {
+    fn measure(&self, sub: &mut dyn Backend, mine: &mut ProcessFigures) -> Result<(), PairFailure> {
         let here = ThisProcess(self.control);
         let mut errors = Vec::new();
         for (op, out) in [
@@ -282,13 +284,15 @@ impl PairTest<'_> {
                 }
                 Ok(Some(CaseOutcome::Skipped(why))) => errors.push(format!("{op}: {why}")),
                 Ok(None) => errors.push(format!("{op}: not measured")),
-                Err(e) => errors.push(format!("{op}: {e:#}")),
+                Err(e) => errors.push(format!("{op}: {}", error::chain(&e))),
             }
         }
         if errors.is_empty() {
             return Ok(());
         }
-        anyhow::bail!("process {}: {}", self.control.rank(), errors.join(", "))
+        Err(PairFailure::Test {
+            reason: format!("process {}: {}", self.control.rank(), errors.join(", ")),
+        })
     }
 }
 
@@ -304,7 +308,7 @@ pub fn run_host_tests(
     iters: Iterations,
     fractions: Fractions,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<HostReport> {
+) -> Result<HostReport, CheckError> {
     let hostname = backend
         .info()
         .devices
@@ -318,7 +322,7 @@ pub fn run_host_tests(
         .iter()
         .map(|p| serde_json::from_slice::<(String, usize)>(p))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow::anyhow!("malformed host name from a process: {e}"))?
+        .map_err(|e| CheckError::Malformed(format!("malformed host name from a process: {e}")))?
         .into_iter()
         .unzip();
     let (host_list, host_of) = group_hosts(&keys, &counts);
@@ -343,7 +347,7 @@ pub fn run_host_tests(
     };
     let mut tally = Tally::default();
     let name = |h: usize| host_list[h].name.as_str();
-    let (verdict, rounds) = hosts::run(&cfg, SEED, |round: &Round| -> anyhow::Result<_> {
+    let (verdict, rounds) = hosts::run(&cfg, SEED, |round: &Round| -> Result<_, CheckError> {
         let outcomes: Vec<PairOutcome> = test
             .round(round)?
             .iter()
@@ -536,8 +540,12 @@ mod tests {
             &mut |line| rounds.push(line.to_string()),
         )
         .unwrap_err();
+        let skipped = match &e {
+            CheckError::HostTestsSkipped(s) => Some(s),
+            _ => None,
+        };
         assert_eq!(
-            e.downcast_ref::<HostTestsSkipped>(),
+            skipped,
             Some(&HostTestsSkipped::GroupsUnsupported(
                 "this backend cannot run tests on a group of the job's processes".into()
             ))

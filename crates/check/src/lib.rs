@@ -9,13 +9,15 @@
 //! [`localize`] (pairwise tests, culprits, heatmap), [`hosts`] (host
 //! pairs in rounds and the verdict that names a slow host, docs/hosts.md),
 //! [`prometheus`]
-//! (textfile metrics), `check` (the command). Local checks of drivers,
+//! (textfile metrics), `check` (the command), [`error`] (how it fails:
+//! [`CheckError`]). Local checks of drivers,
 //! GPUs and network (`collbench doctor`) live in collbench-doctor.
 
 pub mod baseline;
 pub mod battery;
 mod ceiling_warn;
 mod check;
+pub mod error;
 pub mod host_tests;
 pub mod hosts;
 pub mod localize;
@@ -23,6 +25,7 @@ pub mod prometheus;
 pub mod verdict;
 
 pub use check::{check_main, CheckReport};
+pub use error::CheckError;
 
 use std::path::PathBuf;
 
@@ -67,7 +70,7 @@ pub enum BaselinesAction {
 }
 
 /// The built-in baselines' table, or one baseline's TOML, for stdout.
-pub fn baselines_main(action: &BaselinesAction) -> anyhow::Result<String> {
+pub fn baselines_main(action: &BaselinesAction) -> Result<String, CheckError> {
     Ok(match action {
         BaselinesAction::List => baselines_table(),
         BaselinesAction::Show { name } => baseline::find_built_in(name)?.1.to_string(),

@@ -9,6 +9,7 @@
 //! slowest member's pace) narrows down one slow rank in log2(n) runs.
 
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use crate::error::CheckError;
 use crate::hosts::noise::{log_ratios, mad_sigma, median, NoiseRule, Threshold};
 use collbench_core::Bootstrap;
 use collbench_core::{size::format_size, Collective, DataType};
@@ -205,11 +206,14 @@ struct Sendrecv<'a> {
 
 impl Sendrecv<'_> {
     /// Best-of-placements busbw in GB/s of sendrecv on `ranks`.
-    fn busbw(&self, ranks: &[usize]) -> anyhow::Result<f64> {
+    fn busbw(&self, ranks: &[usize]) -> Result<f64, CheckError> {
         let mut sub = self
             .backend
             .subset(ranks)
-            .map_err(|e| anyhow::anyhow!("pairwise tests need a subset of ranks {ranks:?}: {e}"))?;
+            .map_err(|error| CheckError::Subset {
+                ranks: ranks.to_vec(),
+                error,
+            })?;
         let req = CaseRequest {
             collective: Collective::SendRecv,
             dtype: DataType::Float,
@@ -218,13 +222,16 @@ impl Sendrecv<'_> {
         // One process, rank threads of its own: nothing to watch for.
         let watchdog = collbench_runner::Watchdog::default();
         match run_case(sub.as_mut(), self.control, req, self.iters, &watchdog)? {
-            Some(CaseOutcome::Measured(m)) if m.wrong > 0 => anyhow::bail!(
-                "sendrecv between ranks {ranks:?} gave {} wrong elements: the data path is broken there",
-                m.wrong
-            ),
+            Some(CaseOutcome::Measured(m)) if m.wrong > 0 => Err(CheckError::PairWrong {
+                ranks: ranks.to_vec(),
+                wrong: m.wrong,
+            }),
             Some(CaseOutcome::Measured(m)) => Ok(m.best_busbw_gbps()),
-            Some(CaseOutcome::Skipped(why)) => anyhow::bail!("sendrecv on ranks {ranks:?}: {why}"),
-            None => anyhow::bail!("pairwise tests run in one process only"),
+            Some(CaseOutcome::Skipped(why)) => Err(CheckError::PairSkipped {
+                ranks: ranks.to_vec(),
+                why,
+            }),
+            None => Err(CheckError::PairsNotLocal),
         }
     }
 }
@@ -238,7 +245,7 @@ pub fn localize(
     iters: Iterations,
     fraction: f64,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<Localization> {
+) -> Result<Localization, CheckError> {
     let sendrecv = Sendrecv {
         backend,
         control,
@@ -246,49 +253,10 @@ pub fn localize(
         iters,
     };
     let n = backend.world_size();
-    let devices = backend.info().devices;
-    let hosts: Vec<String> = (0..n)
-        .map(|r| {
-            devices
-                .iter()
-                .find(|d| d.rank as usize == r)
-                .map(|d| d.host.clone())
-                .unwrap_or_default()
-        })
-        .collect();
-    let labels = (0..n).map(|r| format!("r{r}")).collect();
+    let hosts = rank_hosts(backend, n);
     let all_pairs = n <= ALL_PAIRS_MAX;
-    let mut matrix = PairMatrix::new(labels);
-    for (a, b) in pair_order(n, all_pairs) {
-        let v = sendrecv.busbw(&[a, b])?;
-        progress(&format!("sendrecv r{a} <-> r{b}: {v:.2} GB/s"));
-        matrix.set(a, b, v);
-    }
-    // Measure flagged pairs again (up to three times, until they are no
-    // longer slow) and keep the best figure: a slow rank or link is slow
-    // every time, a busy neighbour on a shared machine only sometimes.
-    // Flagged at `fraction` whatever the noise: the repeats are what tell
-    // a slow rank from a noisy machine.
-    let reference = reference_gbps(&matrix);
-    let flagged = matrix
-        .pairs()
-        .into_iter()
-        .filter(|p| p.2 < fraction * reference);
-    for (a, b, mut best) in flagged {
-        for _ in 0..3 {
-            if best >= fraction * reference {
-                break;
-            }
-            let again = sendrecv.busbw(&[a, b])?;
-            if again > best {
-                progress(&format!(
-                    "sendrecv r{a} <-> r{b} again: {again:.2} GB/s (reference {reference:.2})"
-                ));
-                best = again;
-                matrix.set(a, b, again);
-            }
-        }
-    }
+    let mut matrix = measure_pairs(&sendrecv, n, all_pairs, progress)?;
+    repeat_slow_pairs(&sendrecv, &mut matrix, fraction, progress)?;
     let bisection_rank = if all_pairs {
         None
     } else {
@@ -319,6 +287,73 @@ pub fn localize(
     })
 }
 
+/// The host of each of the `n` ranks, as the backend names it (empty
+/// where it does not).
+fn rank_hosts(backend: &dyn Backend, n: usize) -> Vec<String> {
+    let devices = backend.info().devices;
+    (0..n)
+        .map(|r| {
+            devices
+                .iter()
+                .find(|d| d.rank as usize == r)
+                .map(|d| d.host.clone())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The first test of each pair of the `n` ranks, ring neighbours first
+/// (then every other pair when `all_pairs`), as a matrix.
+fn measure_pairs(
+    sendrecv: &Sendrecv,
+    n: usize,
+    all_pairs: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<PairMatrix, CheckError> {
+    let labels = (0..n).map(|r| format!("r{r}")).collect();
+    let mut matrix = PairMatrix::new(labels);
+    for (a, b) in pair_order(n, all_pairs) {
+        let v = sendrecv.busbw(&[a, b])?;
+        progress(&format!("sendrecv r{a} <-> r{b}: {v:.2} GB/s"));
+        matrix.set(a, b, v);
+    }
+    Ok(matrix)
+}
+
+/// Measures flagged pairs again (up to three times, until they are no
+/// longer slow) and keeps the best figure: a slow rank or link is slow
+/// every time, a busy neighbour on a shared machine only sometimes.
+/// Flagged at `fraction` whatever the noise: the repeats are what tell a
+/// slow rank from a noisy machine.
+fn repeat_slow_pairs(
+    sendrecv: &Sendrecv,
+    matrix: &mut PairMatrix,
+    fraction: f64,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), CheckError> {
+    let reference = reference_gbps(matrix);
+    let flagged = matrix
+        .pairs()
+        .into_iter()
+        .filter(|p| p.2 < fraction * reference);
+    for (a, b, mut best) in flagged {
+        for _ in 0..3 {
+            if best >= fraction * reference {
+                break;
+            }
+            let again = sendrecv.busbw(&[a, b])?;
+            if again > best {
+                progress(&format!(
+                    "sendrecv r{a} <-> r{b} again: {again:.2} GB/s (reference {reference:.2})"
+                ));
+                best = again;
+                matrix.set(a, b, again);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Halves the rank set towards the slower half while one half is clearly
 /// slower than the other; returns the single rank it ends on, if any.
 fn bisect(
@@ -326,7 +361,7 @@ fn bisect(
     n: usize,
     fraction: f64,
     progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<Option<usize>> {
+) -> Result<Option<usize>, CheckError> {
     let mut set: Vec<usize> = (0..n).collect();
     while set.len() >= 4 {
         let (lo, hi) = set.split_at(set.len() / 2);

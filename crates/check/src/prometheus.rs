@@ -2,6 +2,7 @@
 //! atomically: node_exporter may read the folder at any moment and must
 //! never see half a file.
 
+use crate::error::CheckError;
 use crate::host_tests::HostReport;
 use crate::verdict::{Fractions, Line, Metric, Status};
 use std::io::Write;
@@ -107,14 +108,17 @@ pub fn render_hosts(h: &HostReport, f: Fractions) -> String {
 /// FIFO or a device there (`/dev/full` became a regular file as root) is
 /// refused, checked again here because a check runs for minutes after the
 /// CLI first looked.
-pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), CheckError> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.is_file() {
-            anyhow::bail!(
-                "--prometheus {} is not a regular file ({}): it is replaced by a rename on every run; name a regular file (or a new one)",
-                path.display(),
-                if meta.file_type().is_symlink() { "a symbolic link" } else { "a FIFO, device, socket or folder" }
-            );
+            return Err(CheckError::MetricsNotAFile {
+                path: path.to_path_buf(),
+                what: if meta.file_type().is_symlink() {
+                    "a symbolic link"
+                } else {
+                    "a FIFO, device, socket or folder"
+                },
+            });
         }
     }
     let dir = match path.parent() {
@@ -123,17 +127,17 @@ pub fn write_atomic(path: &Path, text: &str) -> anyhow::Result<()> {
     };
     let name = path
         .file_name()
-        .ok_or_else(|| anyhow::anyhow!("--prometheus {}: not a file name", path.display()))?;
+        .ok_or_else(|| CheckError::MetricsNoFileName {
+            path: path.to_path_buf(),
+        })?;
     let tmp = dir.join(format!(
         ".{}.tmp.{}",
         name.to_string_lossy(),
         std::process::id()
     ));
-    let fail = |e: std::io::Error| {
-        anyhow::anyhow!(
-            "cannot write metrics file {}: {e}; choose a writable folder (node_exporter's --collector.textfile.directory)",
-            path.display()
-        )
+    let fail = |error: std::io::Error| CheckError::MetricsUnwritable {
+        path: path.to_path_buf(),
+        error,
     };
     let mut f = std::fs::File::create(&tmp).map_err(fail)?;
     f.write_all(text.as_bytes()).map_err(fail)?;

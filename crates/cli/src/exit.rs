@@ -325,14 +325,18 @@ impl Failure {
     }
 }
 
-/// `check`'s errors: a stuck collective or a failed peer keep `run`'s
-/// codes (5 and 3); anything else means the check could not run.
-pub fn check_failure(e: &anyhow::Error) -> Failure {
-    match e.downcast_ref::<collbench_runner::RunError>() {
-        Some(
-            run @ (collbench_runner::RunError::Stuck(_) | collbench_runner::RunError::Control(_)),
-        ) => Failure::from_run(run),
-        _ => library_failure(e, Outcome::CheckFail),
+/// `check`'s errors, by kind: a stuck collective or a failed peer keep
+/// `run`'s codes (5 and 3), a failed write to stdout is exit 2 (as for
+/// `run`); anything else means the check could not run.
+pub fn check_failure(e: collbench_check::CheckError) -> Failure {
+    use collbench_check::CheckError;
+    use collbench_runner::RunError;
+    match e {
+        CheckError::Run(run @ (RunError::Stuck(_) | RunError::Control(_))) => {
+            Failure::from_run(&run)
+        }
+        CheckError::Stdout(stdout) => Failure::from(stdout),
+        e => Failure::new(Outcome::CheckFail, crate::one_line(&e.into())),
     }
 }
 
@@ -455,6 +459,35 @@ mod tests {
         assert_eq!(
             stop_outcome(&Stop::Failed("stuck collective: any words".into())).code(),
             3
+        );
+    }
+
+    #[test]
+    fn a_check_errors_code_follows_its_kind() {
+        use collbench_check::CheckError;
+        use collbench_runner::RunError;
+        let outcome = |e: CheckError| check_failure(e).outcome;
+        assert_eq!(
+            outcome(RunError::Stuck("any words".into()).into()),
+            Outcome::Timeout
+        );
+        assert_eq!(
+            outcome(RunError::Control("any words".into()).into()),
+            Outcome::Launch
+        );
+        assert_eq!(
+            outcome(RunError::Plan("any words".into()).into()),
+            Outcome::CheckFail
+        );
+        let closed = collbench_core::stdout::StdoutError {
+            reason: "Broken pipe".into(),
+        };
+        assert_eq!(outcome(closed.into()), Outcome::Usage);
+        let bad = check_failure(CheckError::PairFraction(1.5));
+        assert_eq!(bad.outcome, Outcome::CheckFail);
+        assert_eq!(
+            bad.message,
+            "--pair-fraction must be between 0 and 1 (got 1.5), e.g. 0.8"
         );
     }
 

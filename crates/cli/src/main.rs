@@ -269,7 +269,7 @@ fn check_cmd(
         &mut std::io::stdout(),
     )
     .map(Outcome::check)
-    .map_err(|e| exit::check_failure(&e))
+    .map_err(exit::check_failure)
 }
 
 fn real_main() -> Result<Outcome, Failure> {

@@ -11,18 +11,22 @@
 //! Modules, one job each: [`gpu`] (driver, NVML, per-GPU health),
 //! [`nccl`] (the library collbench would load), [`net`] (InfiniBand and
 //! NCCL network variables), [`limits`] (memlock, /dev/shm, port),
-//! [`topology`] (what bounds busbw here: GPUs, NICs, cores, memory).
+//! [`topology`] (what bounds busbw here: GPUs, NICs, cores, memory),
+//! [`error`] (how it fails: [`DoctorError`]).
 //!
 //! Not for: anything that needs other processes or runs collectives
 //! (`collbench preflight` and `collbench check` do that). It is its own
 //! crate so that only it carries NVML, libloading and the NCCL loader:
 //! collbench-check stays free of them.
 
+pub mod error;
 pub mod gpu;
 pub mod limits;
 pub mod nccl;
 pub mod net;
 pub mod topology;
+
+pub use error::DoctorError;
 
 use serde::Serialize;
 
@@ -38,7 +42,7 @@ pub enum DoctorFormat {
 /// Runs the local checks; returns them rendered in `format` for stdout,
 /// and the exit code (0 when every check passes or is skipped, 1 warn, 2
 /// fail).
-pub fn doctor_main(format: DoctorFormat) -> anyhow::Result<(String, i32)> {
+pub fn doctor_main(format: DoctorFormat) -> Result<(String, i32), DoctorError> {
     let checks = run_all();
     let text = if format == DoctorFormat::Json {
         serde_json::to_string_pretty(&checks)? + "\n"

@@ -200,93 +200,112 @@ fn group(
     groups
 }
 
-/// `doctor`'s topology lines (information: always PASS or SKIP).
+/// `doctor`'s topology lines (information: always PASS or SKIP): the
+/// GPUs, each group of NICs, the cores.
 pub fn topology_checks(t: &Topology) -> Vec<Check> {
-    let unknown = || "unknown".to_string();
-    let mut out = Vec::new();
-    match &t.gpu {
-        Some(g) => {
-            let nvlink = match (g.nvlink_links, g.nvlink_generation) {
-                (Some(0), _) => "no active NVLink".to_string(),
-                (Some(l), v) => format!(
-                    "NVLink {} x{l} active{}",
-                    v.map_or_else(unknown, |v| v.to_string()),
-                    g.nvlink_link_gbps
-                        .map(|r| format!(" ({:.0} GB/s per direction)", r * l as f64))
-                        .unwrap_or_default()
-                ),
-                (None, _) => "NVLink unknown".into(),
-            };
-            let switch = match g.nvswitch {
-                Some(true) => "NVSwitch",
-                Some(false) => "no NVSwitch",
-                None => "NVSwitch unknown",
-            };
-            let pcie = format!(
-                "PCIe gen{} x{}",
-                g.pcie_generation.map_or_else(unknown, |v| v.to_string()),
-                g.pcie_width.map_or_else(unknown, |v| v.to_string())
-            );
-            out.push(Check::new(
-                "topology gpu",
-                Status::Pass,
-                format!(
-                    "{}x {}, {nvlink}, {switch}, {pcie}",
-                    g.count,
-                    g.model.clone().unwrap_or_else(unknown)
-                ),
-                "",
-            ));
-        }
-        None => out.push(Check::new(
+    let mut out = vec![gpu_check(t.gpu.as_ref())];
+    out.extend(nic_checks(&t.nics));
+    out.extend(t.cpu.as_ref().map(cpu_check));
+    out
+}
+
+/// "unknown", for a fact no source gave.
+fn unknown() -> String {
+    "unknown".to_string()
+}
+
+/// The GPUs' line: count and model, NVLink, NVSwitch, PCIe; SKIP when
+/// NVML saw none.
+fn gpu_check(gpu: Option<&GpuTopology>) -> Check {
+    let Some(g) = gpu else {
+        return Check::new(
             "topology gpu",
             Status::Skip,
             "no GPU seen (NVML absent or no device)",
             "",
-        )),
-    }
-    if t.nics.is_empty() {
-        out.push(Check::new(
+        );
+    };
+    let nvlink = match (g.nvlink_links, g.nvlink_generation) {
+        (Some(0), _) => "no active NVLink".to_string(),
+        (Some(l), v) => format!(
+            "NVLink {} x{l} active{}",
+            v.map_or_else(unknown, |v| v.to_string()),
+            g.nvlink_link_gbps
+                .map(|r| format!(" ({:.0} GB/s per direction)", r * l as f64))
+                .unwrap_or_default()
+        ),
+        (None, _) => "NVLink unknown".into(),
+    };
+    let switch = match g.nvswitch {
+        Some(true) => "NVSwitch",
+        Some(false) => "no NVSwitch",
+        None => "NVSwitch unknown",
+    };
+    let pcie = format!(
+        "PCIe gen{} x{}",
+        g.pcie_generation.map_or_else(unknown, |v| v.to_string()),
+        g.pcie_width.map_or_else(unknown, |v| v.to_string())
+    );
+    Check::new(
+        "topology gpu",
+        Status::Pass,
+        format!(
+            "{}x {}, {nvlink}, {switch}, {pcie}",
+            g.count,
+            g.model.clone().unwrap_or_else(unknown)
+        ),
+        "",
+    )
+}
+
+/// One line per group of NICs (kind, rate, names, NUMA node, the GPUs
+/// near them); one SKIP line when there are none.
+fn nic_checks(nics: &[NicGroup]) -> Vec<Check> {
+    if nics.is_empty() {
+        return vec![Check::new(
             "topology nics",
             Status::Skip,
             "no active RDMA port nor Ethernet interface with a known speed: network unknown (emulated hosts get a loopback TCP probe)",
             "",
-        ));
+        )];
     }
-    for n in &t.nics {
-        out.push(Check::new(
-            "topology nics",
-            Status::Pass,
-            format!(
-                "{}x {:?} {} Gbit/s ({}), NUMA {}{}",
-                n.count,
-                n.kind,
-                n.rate_gbit,
-                n.names.join(" "),
-                n.numa_node.map_or_else(unknown, |v| v.to_string()),
-                if n.near_gpus.is_empty() {
-                    String::new()
-                } else {
-                    format!(", near GPUs {:?}", n.near_gpus)
-                }
-            ),
-            "",
-        ));
-    }
-    if let Some(c) = &t.cpu {
-        out.push(Check::new(
-            "topology cpu",
-            Status::Pass,
-            format!(
-                "{} cores, memory copy {}",
-                c.cores.map_or_else(unknown, |v| v.to_string()),
-                c.mem_copy_gbps
-                    .map_or_else(unknown, |v| format!("{v:.1} GB/s (probe)"))
-            ),
-            "",
-        ));
-    }
-    out
+    nics.iter()
+        .map(|n| {
+            Check::new(
+                "topology nics",
+                Status::Pass,
+                format!(
+                    "{}x {:?} {} Gbit/s ({}), NUMA {}{}",
+                    n.count,
+                    n.kind,
+                    n.rate_gbit,
+                    n.names.join(" "),
+                    n.numa_node.map_or_else(unknown, |v| v.to_string()),
+                    if n.near_gpus.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", near GPUs {:?}", n.near_gpus)
+                    }
+                ),
+                "",
+            )
+        })
+        .collect()
+}
+
+/// The cores' line, with the memory copy probe's figure where it ran.
+fn cpu_check(c: &CpuTopology) -> Check {
+    Check::new(
+        "topology cpu",
+        Status::Pass,
+        format!(
+            "{} cores, memory copy {}",
+            c.cores.map_or_else(unknown, |v| v.to_string()),
+            c.mem_copy_gbps
+                .map_or_else(unknown, |v| format!("{v:.1} GB/s (probe)"))
+        ),
+        "",
+    )
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
-//! Pair tests that gave no figure, as types: why each failed, and why the
-//! host tests as a whole did not run. A failed test is never a slow
-//! figure: the verdict judges only the tests that ran, and the failures
-//! are listed beside it.
+//! Pair tests that gave no figure, as types: why each failed (why the
+//! host tests as a whole did not run is [`HostTestsSkipped`], one of
+//! `check`'s errors). A failed test is never a slow figure: the verdict
+//! judges only the tests that ran, and the failures are listed beside it.
 
+use crate::error::HostTestsSkipped;
 use crate::hosts::{PairResult, Round};
 use collbench_runner::BackendError;
 use serde::{Deserialize, Serialize};
@@ -50,18 +51,6 @@ pub struct FailedPair {
     pub b: usize,
     pub round: usize,
     pub failure: PairFailure,
-}
-
-/// Why the host tests did not run at all: `check` says so in one line
-/// ("host tests skipped: ...") and names no host.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum HostTestsSkipped {
-    /// Every process is on one host.
-    #[error("all {processes} processes are on one host ({host}): nothing to test between hosts")]
-    OneHost { processes: usize, host: String },
-    /// The backend cannot run tests on a group of the job's processes.
-    #[error("{0}")]
-    GroupsUnsupported(String),
 }
 
 /// One pair's outcome in a round: its figures, or why it has none.

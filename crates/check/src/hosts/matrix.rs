@@ -1,14 +1,27 @@
 //! The host-pair matrix (each pair's best figure, for the JSON output and
-//! the report's heatmap), its text rendering, and the findings in words.
+//! the report's heatmap) built from the pair results, and its text
+//! rendering. The lowest file of the host verdict but for [`super::noise`]:
+//! it imports nothing else of it.
 
 use super::noise::median;
-use super::verdict::{Finding, HostVerdict, PairResult};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Beyond this many hosts the text shows the slowest hosts, not a grid.
 const GRID_MAX: usize = 32;
+
+/// One measured pair: busbw between hosts `a` and `b` in a round. Only
+/// tests that ran are pair results: one that failed has no figure, and a
+/// missing figure is never a slow one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PairResult {
+    pub a: usize,
+    pub b: usize,
+    pub round: usize,
+    /// Bus bandwidth of the pair test, GB/s.
+    pub busbw_gbps: f64,
+}
 
 /// A host as the findings name it: `n3 (ranks 8-15)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -183,73 +196,9 @@ impl HostMatrix {
     }
 }
 
-/// A finding in words, hosts named through `hosts`.
-pub fn finding_line(f: &Finding, hosts: &[HostInfo]) -> String {
-    let label = |h: usize| hosts.get(h).map_or(format!("h{h}"), HostInfo::label);
-    let name = |h: usize| hosts.get(h).map_or(format!("h{h}"), |i| i.name.clone());
-    let names = |v: &[usize]| v.iter().map(|&h| name(h)).collect::<Vec<_>>().join(", ");
-    match f {
-        Finding::SlowHost(e) => format!(
-            "host {}: {:.2}x the job median in {} of {} pairs (confirmed with {})",
-            label(e.host),
-            e.ratio,
-            e.pairs_below,
-            e.pairs_total,
-            names(&e.confirmed_with)
-        ),
-        Finding::SuspectHost(e) => format!(
-            "host {}: {:.2}x the job median in {} of {} pairs, not confirmed (slow in {} confirmation test(s) with a good host)",
-            label(e.host),
-            e.ratio,
-            e.pairs_below,
-            e.pairs_total,
-            e.confirmed_with.len()
-        ),
-        Finding::SlowLink { a, b, ratio, tests } => format!(
-            "link {} <-> {}: {ratio:.2}x the job median in {tests} of {tests} tests (both hosts fast with others)",
-            name(*a),
-            name(*b)
-        ),
-        Finding::SuspectLink { a, b, ratio, tests } => format!(
-            "link {} <-> {}: {ratio:.2}x the job median in {tests} test(s), not confirmed by repeats",
-            name(*a),
-            name(*b)
-        ),
-        Finding::Unjudgeable { spread, cut } => format!(
-            "host pairs spread by +-{:.0}% (4 x their robust sigma): too noisy to judge hosts or links above {cut:.2}x the job median; run again on a quiet job",
-            spread * 100.0
-        ),
-        Finding::TooFewHosts { hosts } => format!(
-            "{hosts} host(s) measured: without a baseline a lone pair cannot say which host is slow"
-        ),
-        Finding::BelowBaseline {
-            median_gbps,
-            expected_gbps,
-            ratio,
-        } => format!(
-            "job median {median_gbps:.2} GB/s is {ratio:.2}x the baseline's {expected_gbps:.2} GB/s per host pair"
-        ),
-    }
-}
-
-/// All findings of `v` in words, one line each.
-pub fn finding_lines(v: &HostVerdict, hosts: &[HostInfo]) -> Vec<String> {
-    v.findings.iter().map(|f| finding_line(f, hosts)).collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::verdict::{judge, JudgeConfig};
     use super::*;
-
-    fn hosts(n: usize) -> Vec<HostInfo> {
-        (0..n)
-            .map(|h| HostInfo {
-                name: format!("n{h}"),
-                ranks: 8 * h..8 * h + 8,
-            })
-            .collect()
-    }
 
     fn job(n: usize, slow: usize) -> Vec<PairResult> {
         let mut out = Vec::new();
@@ -265,52 +214,6 @@ mod tests {
             }
         }
         out
-    }
-
-    #[test]
-    fn slow_host_line_names_host_ranks_and_partners() {
-        let mut results = job(4, 3);
-        let round = 3; // the first confirmation round of 4 hosts
-        results.push(PairResult {
-            a: 1,
-            b: 3,
-            round,
-            busbw_gbps: 8.3,
-        });
-        let v = judge(&results, &JudgeConfig::new(4));
-        let lines = finding_lines(&v, &hosts(4));
-        assert_eq!(
-            lines,
-            ["host n3 (ranks 24-31): 0.21x the job median in 3 of 3 pairs (confirmed with n1)"]
-        );
-    }
-
-    #[test]
-    fn grid_for_small_jobs_list_for_large() {
-        let v = judge(&job(3, 0), &JudgeConfig::new(3));
-        let text = v.matrix.text(&hosts(3));
-        let rows: Vec<&str> = text.lines().collect();
-        assert!(rows[0].contains("3 measured, job median 40.00"), "{text}");
-        assert_eq!(
-            rows[2].split_whitespace().collect::<Vec<_>>(),
-            ["n0", "-", "0.21", "0.21"]
-        );
-        assert_eq!(
-            rows[3].split_whitespace().collect::<Vec<_>>(),
-            ["n1", "0.21", "-", "1.00"]
-        );
-        let big = judge(&job(40, 7), &JudgeConfig::new(40));
-        let text = big.matrix.text(&hosts(40));
-        assert!(
-            text.lines().nth(2).unwrap().trim_start().starts_with("n7 "),
-            "{text}"
-        );
-        let json = serde_json::to_value(&big).unwrap();
-        assert_eq!(json["findings"][0]["kind"], "suspect_host");
-        assert_eq!(
-            json["matrix"]["pairs"].as_array().unwrap().len(),
-            40 * 39 / 2
-        );
     }
 
     #[test]

@@ -2,22 +2,26 @@
 //! disjoint pairs, and a verdict that names a slow host or host-to-host
 //! link from the pair figures alone (docs/hosts.md).
 //!
-//! Modules, one job each: [`schedule`](mod@schedule) (which pairs run in which round),
-//! [`verdict`] (pair figures -> findings), [`noise`] (the median/MAD rule,
-//! shared with in-process localisation), [`matrix`] (the host-pair matrix,
-//! its text and the findings in words), [`sim`] (a simulated job, for
-//! tests and for trying the rule). Measuring a round (NCCL communicators
+//! Modules, one job each, each importing only those before it:
+//! [`noise`] (the median/MAD rule, shared with in-process localisation),
+//! [`matrix`] (the pair results, the host-pair matrix and its text),
+//! [`types`] (how to judge, the findings and the verdict holding them,
+//! the findings in words), [`schedule`](mod@schedule) (which pairs run in
+//! which round), [`verdict`] (pair figures -> findings), [`sim`] (a
+//! simulated job, for tests and for trying the rule). Measuring a round (NCCL communicators
 //! per pair) is the caller's: [`run`] takes it as a closure.
 
 pub mod matrix;
 pub mod noise;
 pub mod schedule;
 pub mod sim;
+pub mod types;
 pub mod verdict;
 
-pub use matrix::{finding_line, finding_lines, HostInfo, HostMatrix};
+pub use matrix::{HostInfo, HostMatrix, PairResult};
 pub use schedule::{confirmation_rounds, max_rounds, schedule, Round, Schedule};
-pub use verdict::{judge, Finding, HostVerdict, JudgeConfig, PairResult, SlowHostEvidence};
+pub use types::{finding_line, finding_lines, Finding, HostVerdict, JudgeConfig, SlowHostEvidence};
+pub use verdict::judge;
 
 /// The whole procedure: the main rounds, the verdict, then confirmation
 /// rounds and a new verdict while anything is suspect (a suspect cleared

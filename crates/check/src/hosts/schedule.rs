@@ -10,7 +10,7 @@
 //! [`MAX_CONFIRMATION_ROUNDS`]) pair each suspect host with fresh hosts
 //! judged good and measure each suspect link again.
 
-use super::verdict::{Finding, HostVerdict, JudgeConfig};
+use super::types::{Finding, HostVerdict, JudgeConfig};
 use serde::Serialize;
 
 /// Worlds up to this many hosts get every pair (at most 15 or 16 rounds).

@@ -3,8 +3,8 @@
 //! plus the odd test that reads low). It measures rounds the way the real
 //! job would, so the schedule and verdict can be tried at any size.
 
+use super::matrix::PairResult;
 use super::schedule::{Rng, Round};
-use super::verdict::PairResult;
 
 /// Noise on every pair test.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -108,7 +108,7 @@ fn normal(rng: &mut Rng) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::super::schedule::{max_rounds, schedule};
-    use super::super::verdict::{Finding, HostVerdict, JudgeConfig};
+    use super::super::types::{Finding, HostVerdict, JudgeConfig};
     use super::super::{judge, run};
     use super::*;
     use crate::verdict::Status;

@@ -12,178 +12,12 @@
 //! suspect link, named once it was slow in [`JudgeConfig::link_tests`]
 //! tests (one-off outliers are common).
 
-use super::matrix::{HostMatrix, HostScore, PairCell};
+use super::matrix::{HostMatrix, HostScore, PairCell, PairResult};
 use super::noise::{log_ratios, median, noise_bound, NoiseRule, Threshold};
 use super::schedule::main_rounds;
-use crate::verdict::{Fractions, Status};
-use serde::Serialize;
+use super::types::{Finding, HostVerdict, JudgeConfig, SlowHostEvidence};
+use crate::verdict::Status;
 use std::collections::BTreeMap;
-
-/// One measured pair: busbw between hosts `a` and `b` in a round. Only
-/// tests that ran are pair results: one that failed has no figure, and a
-/// missing figure is never a slow one.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct PairResult {
-    pub a: usize,
-    pub b: usize,
-    pub round: usize,
-    /// Bus bandwidth of the pair test, GB/s.
-    pub busbw_gbps: f64,
-}
-
-/// How to judge.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JudgeConfig {
-    /// Hosts in the job (0..hosts).
-    pub hosts: usize,
-    pub rule: NoiseRule,
-    /// Confirmation tests (with good hosts) the schedule gives a suspect
-    /// host; one slow one names it.
-    pub confirmations: usize,
-    /// Tests a link must be slow in before it is named.
-    pub link_tests: usize,
-    /// Expected busbw of one host pair (a baseline), GB/s.
-    pub expected_gbps: Option<f64>,
-    /// WARN and FAIL fractions of the expected figure (and of the median
-    /// for a slow host or link: below `fail` it is a FAIL, else a WARN).
-    pub fractions: Fractions,
-}
-
-impl JudgeConfig {
-    /// The defaults for a job of `hosts` hosts, no baseline.
-    pub fn new(hosts: usize) -> JudgeConfig {
-        JudgeConfig {
-            hosts,
-            rule: NoiseRule::default(),
-            confirmations: 2,
-            link_tests: 3,
-            expected_gbps: None,
-            fractions: Fractions {
-                warn: 0.9,
-                fail: 0.75,
-            },
-        }
-    }
-}
-
-/// What the verdict says, one line each ([`super::matrix::finding_line`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Finding {
-    /// A slow host, confirmed by good hosts in confirmation rounds.
-    SlowHost(SlowHostEvidence),
-    /// Two good hosts slow together, in `tests` tests out of `tests`.
-    SlowLink {
-        a: usize,
-        b: usize,
-        ratio: f64,
-        tests: usize,
-    },
-    /// Slow, but not yet confirmed by a good host in a confirmation round.
-    SuspectHost(SlowHostEvidence),
-    /// A slow pair between good hosts, not yet slow in enough tests.
-    SuspectLink {
-        a: usize,
-        b: usize,
-        ratio: f64,
-        tests: usize,
-    },
-    /// The figures spread so much (`spread`, a fraction) that only a host
-    /// below `cut` (a ratio to the median, beyond the noise) can be named;
-    /// smaller slowdowns and slow links hide in it.
-    Unjudgeable { spread: f64, cut: f64 },
-    /// Fewer than three hosts measured and no baseline: a lone pair cannot
-    /// say which of its hosts is slow.
-    TooFewHosts { hosts: usize },
-    /// The job median against the baseline's figure.
-    BelowBaseline {
-        median_gbps: f64,
-        expected_gbps: f64,
-        ratio: f64,
-    },
-}
-
-/// What names a host slow: the same figures whether it is confirmed
-/// ([`Finding::SlowHost`]) or still a suspect ([`Finding::SuspectHost`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SlowHostEvidence {
-    pub host: usize,
-    /// Its fastest pair over the job median.
-    pub ratio: f64,
-    /// Its pairs below the cut, of all its pairs.
-    pub pairs_below: usize,
-    pub pairs_total: usize,
-    /// The good hosts it was slow with in confirmation rounds.
-    pub confirmed_with: Vec<usize>,
-}
-
-impl Finding {
-    /// The finding's verdict.
-    pub fn status(&self, f: Fractions) -> Status {
-        let by_ratio = |r: f64| {
-            if r < f.fail {
-                Status::Fail
-            } else {
-                Status::Warn
-            }
-        };
-        match self {
-            Finding::SlowHost(SlowHostEvidence { ratio, .. }) | Finding::SlowLink { ratio, .. } => {
-                by_ratio(*ratio)
-            }
-            Finding::SuspectHost(_) | Finding::SuspectLink { .. } => Status::Warn,
-            Finding::Unjudgeable { .. } => Status::Warn,
-            Finding::TooFewHosts { .. } => Status::Info,
-            Finding::BelowBaseline { ratio, .. } if *ratio >= f.warn => Status::Pass,
-            Finding::BelowBaseline { ratio, .. } => by_ratio(*ratio),
-        }
-    }
-
-    /// The host this finding names, if it names one.
-    pub fn host(&self) -> Option<usize> {
-        match self {
-            Finding::SlowHost(e) | Finding::SuspectHost(e) => Some(e.host),
-            _ => None,
-        }
-    }
-}
-
-/// Everything the verdict found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HostVerdict {
-    /// Worst status of the findings (PASS when none).
-    pub status: Status,
-    /// What the job's noise allowed: the cut, or too noisy.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub threshold: Option<Threshold>,
-    /// Robust sigma of the log ratios (hosts' scores and good pairs).
-    pub noise_sigma: f64,
-    pub findings: Vec<Finding>,
-    pub matrix: HostMatrix,
-}
-
-impl HostVerdict {
-    /// Hosts with a score at or above the cut: partners for confirmation.
-    pub fn good_hosts(&self) -> Vec<usize> {
-        let cut = match self.threshold {
-            Some(Threshold::Judgeable { cut, .. } | Threshold::TooNoisy { cut, .. }) => cut,
-            None => return Vec::new(),
-        };
-        self.matrix
-            .hosts
-            .iter()
-            .filter(|h| h.score.is_some_and(|s| s >= cut))
-            .map(|h| h.host)
-            .collect()
-    }
-
-    /// Whether anything named still needs a confirmation round.
-    pub fn has_suspects(&self) -> bool {
-        self.findings
-            .iter()
-            .any(|f| matches!(f, Finding::SuspectHost(_) | Finding::SuspectLink { .. }))
-    }
-}
 
 /// Judges the pair figures of a job (see the module doc).
 pub fn judge(results: &[PairResult], cfg: &JudgeConfig) -> HostVerdict {
@@ -349,6 +183,8 @@ fn slow_links(m: &HostMatrix, cut: f64, cfg: &JudgeConfig) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::matrix::HostInfo;
+    use super::super::types::finding_lines;
     use super::*;
 
     /// Every pair of `h` hosts measured `times` times at `v(a, b)`.
@@ -549,5 +385,78 @@ mod tests {
         let slow_everywhere = judge(&all_pairs(6, 1, |_, _| 30.0), &cfg);
         assert_eq!(slow_everywhere.status, Status::Warn);
         assert!(judge(&all_pairs(6, 1, |_, _| 39.0), &cfg).status == Status::Pass);
+    }
+
+    /// Hosts n0, n1, ... of eight ranks each.
+    fn hosts(n: usize) -> Vec<HostInfo> {
+        (0..n)
+            .map(|h| HostInfo {
+                name: format!("n{h}"),
+                ranks: 8 * h..8 * h + 8,
+            })
+            .collect()
+    }
+
+    /// Every pair of `n` hosts once: 8.4 GB/s with host `slow`, else 40.
+    fn job(n: usize, slow: usize) -> Vec<PairResult> {
+        let mut out = Vec::new();
+        for a in 0..n {
+            for b in a + 1..n {
+                let v = if a == slow || b == slow { 8.4 } else { 40.0 };
+                out.push(PairResult {
+                    a,
+                    b,
+                    round: 0,
+                    busbw_gbps: v,
+                });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn slow_host_line_names_host_ranks_and_partners() {
+        let mut results = job(4, 3);
+        let round = 3; // the first confirmation round of 4 hosts
+        results.push(PairResult {
+            a: 1,
+            b: 3,
+            round,
+            busbw_gbps: 8.3,
+        });
+        let v = judge(&results, &JudgeConfig::new(4));
+        let lines = finding_lines(&v, &hosts(4));
+        assert_eq!(
+            lines,
+            ["host n3 (ranks 24-31): 0.21x the job median in 3 of 3 pairs (confirmed with n1)"]
+        );
+    }
+
+    #[test]
+    fn grid_for_small_jobs_list_for_large() {
+        let v = judge(&job(3, 0), &JudgeConfig::new(3));
+        let text = v.matrix.text(&hosts(3));
+        let rows: Vec<&str> = text.lines().collect();
+        assert!(rows[0].contains("3 measured, job median 40.00"), "{text}");
+        assert_eq!(
+            rows[2].split_whitespace().collect::<Vec<_>>(),
+            ["n0", "-", "0.21", "0.21"]
+        );
+        assert_eq!(
+            rows[3].split_whitespace().collect::<Vec<_>>(),
+            ["n1", "0.21", "-", "1.00"]
+        );
+        let big = judge(&job(40, 7), &JudgeConfig::new(40));
+        let text = big.matrix.text(&hosts(40));
+        assert!(
+            text.lines().nth(2).unwrap().trim_start().starts_with("n7 "),
+            "{text}"
+        );
+        let json = serde_json::to_value(&big).unwrap();
+        assert_eq!(json["findings"][0]["kind"], "suspect_host");
+        assert_eq!(
+            json["matrix"]["pairs"].as_array().unwrap().len(),
+            40 * 39 / 2
+        );
     }
 }
