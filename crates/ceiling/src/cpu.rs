@@ -19,7 +19,8 @@
 //! The time is at least T over the probe's rate, so busbw <= factor x S x
 //! rate / T.
 
-use crate::Missing;
+use crate::probe::CopyLevel;
+use crate::{Missing, Query};
 use collbench_core::{Algorithm, Bottleneck, Ceiling, Collective, Topology};
 
 /// Bytes read plus written by all ranks, per byte of the size column.
@@ -38,19 +39,37 @@ fn traffic_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
     })
 }
 
-/// The ceiling of `op` over `n` CPU ranks on a host whose memory moves
-/// `topo.cpu.mem_copy_gbps` (bytes copied per second, all cores).
+/// The copy rate a row of `bytes` over `n` ranks can see: that of the
+/// first cache level whose regions hold the ranks' buffers (at least one
+/// input and one output of `bytes` each, so n x bytes per side), else host
+/// memory's (`main`). Never under `main`: a cache is not slower than the
+/// memory behind it, and a bound must not sit under what a row reaches.
+fn copy_rate(main: f64, levels: &[CopyLevel], n: u64, bytes: u64) -> (f64, Option<u64>) {
+    let held = n.saturating_mul(bytes);
+    levels
+        .iter()
+        .find(|l| l.region_bytes.saturating_mul(l.threads) >= held)
+        .filter(|l| l.copy_gbps > main)
+        .map_or((main, None), |l| (l.copy_gbps, Some(l.region_bytes)))
+}
+
+/// The ceiling of `op` over `n` CPU ranks at `bytes` on a host whose
+/// memory moves `topo.cpu.mem_copy_gbps` (bytes copied per second, all
+/// cores), or a cache level's rate ([`CopyLevel`]) where the row's buffers
+/// fit in it.
 pub(crate) fn cpu_ceiling(
     topo: &Topology,
-    op: Collective,
+    q: &Query,
     n: u64,
-    in_place: bool,
+    levels: &[CopyLevel],
 ) -> Result<Ceiling, Missing> {
-    let copy = topo
+    let (op, in_place) = (q.op, q.in_place);
+    let main = topo
         .cpu
         .as_ref()
         .and_then(|c| c.mem_copy_gbps)
         .ok_or(Missing("host memory bandwidth unknown"))?;
+    let (copy, level) = copy_rate(main, levels, n, q.bytes);
     if n < 2 {
         return Err(Missing("one rank moves no data"));
     }
@@ -60,12 +79,19 @@ pub(crate) fn cpu_ceiling(
     // A copy of B bytes is 2B of traffic: the probe's rate in traffic.
     let traffic_gbps = 2.0 * copy;
     let factor = op.busbw_factor(n as usize);
+    let probe = match level {
+        Some(region) => format!(
+            "copy probe through {} per core, where these buffers fit in cache:",
+            collbench_core::size::format_size(region)
+        ),
+        None => "copy probe".to_string(),
+    };
     Ok(Ceiling {
         busbw_gbps: factor * traffic_gbps / per_byte,
         bottleneck: Bottleneck::HostMemory,
         algorithm: Algorithm::CpuCopy,
         why: format!(
-            "CPU ranks copy through host memory: {per_byte} bytes read+written per byte of the size, memory moves {traffic_gbps:.1} GB/s (copy probe {copy:.1} GB/s x 2): busbw <= {factor:.3} x {traffic_gbps:.1} / {per_byte}"
+            "CPU ranks copy through host memory: {per_byte} bytes read+written per byte of the size, memory moves {traffic_gbps:.1} GB/s ({probe} {copy:.1} GB/s x 2): busbw <= {factor:.3} x {traffic_gbps:.1} / {per_byte}"
         ),
     })
 }
@@ -89,15 +115,15 @@ mod tests {
     #[test]
     fn two_rank_all_reduce_is_a_fifth_of_memory_traffic() {
         // (3n-1)S = 5S of traffic for busbw factor 1 at n = 2.
-        let c = cpu_ceiling(&host(10.0), Collective::AllReduce, 2, false).unwrap();
+        let c = cpu_ceiling(&host(10.0), &q(Collective::AllReduce, false), 2, &[]).unwrap();
         assert!((c.busbw_gbps - 4.0).abs() < 1e-9, "{}", c.busbw_gbps);
         assert_eq!(c.bottleneck, Bottleneck::HostMemory);
     }
 
     #[test]
     fn in_place_alltoall_pays_for_its_staging() {
-        let out = cpu_ceiling(&host(10.0), Collective::AllToAll, 4, false).unwrap();
-        let inp = cpu_ceiling(&host(10.0), Collective::AllToAll, 4, true).unwrap();
+        let out = cpu_ceiling(&host(10.0), &q(Collective::AllToAll, false), 4, &[]).unwrap();
+        let inp = cpu_ceiling(&host(10.0), &q(Collective::AllToAll, true), 4, &[]).unwrap();
         assert!((out.busbw_gbps / inp.busbw_gbps - 2.0).abs() < 1e-9);
     }
 
@@ -107,6 +133,51 @@ mod tests {
             hosts: 1,
             ..Topology::default()
         };
-        assert!(cpu_ceiling(&t, Collective::AllReduce, 2, false).is_err());
+        assert!(cpu_ceiling(&t, &q(Collective::AllReduce, false), 2, &[]).is_err());
+    }
+
+    fn q(op: Collective, in_place: bool) -> Query {
+        Query {
+            op,
+            bytes: 64 << 20,
+            in_place,
+            algorithm: None,
+        }
+    }
+
+    fn level(kib: u64, gbps: f64) -> CopyLevel {
+        CopyLevel {
+            region_bytes: kib << 10,
+            threads: 2,
+            copy_gbps: gbps,
+        }
+    }
+
+    #[test]
+    fn a_row_that_fits_a_cache_level_is_bounded_by_its_rate() {
+        let levels = [level(32, 80.0), level(256, 40.0), level(2048, 20.0)];
+        // 2 ranks x 16 KiB = 32 KiB fits the first level (2 x 32 KiB).
+        assert_eq!(
+            copy_rate(10.0, &levels, 2, 16 << 10),
+            (80.0, Some(32 << 10))
+        );
+        // 2 x 200 KiB fits 2 x 256 KiB, not 2 x 32 KiB.
+        assert_eq!(
+            copy_rate(10.0, &levels, 2, 200 << 10),
+            (40.0, Some(256 << 10))
+        );
+        // 64 MiB fits no cache: host memory's rate.
+        assert_eq!(copy_rate(10.0, &levels, 2, 64 << 20), (10.0, None));
+        // A level measured under memory's rate is not used (a bound never
+        // drops), nor are levels where there are none.
+        assert_eq!(copy_rate(30.0, &levels, 2, 1 << 20), (30.0, None));
+        assert_eq!(copy_rate(10.0, &[], 2, 8), (10.0, None));
+        // Extremes: no overflow at u64::MAX bytes.
+        assert_eq!(copy_rate(10.0, &levels, 4, u64::MAX), (10.0, None));
+        let mut small = q(Collective::AllReduce, false);
+        small.bytes = 16 << 10;
+        let c = cpu_ceiling(&host(10.0), &small, 2, &levels).unwrap();
+        assert!((c.busbw_gbps - 32.0).abs() < 1e-9, "{}", c.busbw_gbps);
+        assert!(c.why.contains("through 32K per core"), "{}", c.why);
     }
 }

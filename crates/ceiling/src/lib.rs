@@ -24,8 +24,9 @@ pub mod probe;
 
 use collbench_core::{Algorithm, Ceiling, Collective, Topology};
 
-pub use annotate::annotate;
+pub use annotate::{annotate, annotate_with};
 pub use file::{load, FileError};
+pub use probe::CopyLevel;
 
 /// Why a row has no ceiling: the input the model lacked, in words
 /// ("NIC rate unknown"). Not an error: the row is shown as "unknown".
@@ -47,12 +48,19 @@ pub struct Query {
 /// The ceiling of `q` on `topo`: the CPU model where the topology has no
 /// GPUs but a memory bandwidth, the GPU model otherwise.
 pub fn ceiling(topo: &Topology, q: &Query) -> Result<Ceiling, Missing> {
+    ceiling_with(topo, q, &[])
+}
+
+/// [`ceiling`] with the cache levels a CPU run's probe measured
+/// ([`probe::cache_copy_levels`]): a CPU row whose buffers fit one is
+/// bounded by its rate, not host memory's.
+pub fn ceiling_with(topo: &Topology, q: &Query, levels: &[CopyLevel]) -> Result<Ceiling, Missing> {
     if topo.gpu.is_none() && topo.cpu.is_some() {
         let ranks = topo.hosts.max(1) * topo.ranks_per_host().unwrap_or(1);
         if topo.hosts > 1 {
             return Err(Missing("CPU ranks over several hosts: network unknown"));
         }
-        return cpu::cpu_ceiling(topo, q.op, ranks, q.in_place);
+        return cpu::cpu_ceiling(topo, q, ranks, levels);
     }
     model::gpu_ceiling(topo, q.op, q.bytes, q.algorithm)
 }

@@ -18,7 +18,15 @@ pub fn wanted(asked: bool, record_formats: impl IntoIterator<Item = bool>) -> bo
 /// launching thread to one: their threads inherit the caller's mask.
 pub fn annotate(record: &mut Record) {
     let topo = collbench_nccl::unpinned(|| run_topology(record));
-    collbench_ceiling::annotate(record, topo);
+    // A CPU run's small sizes live in cache: their bound is a cache's copy
+    // rate, not host memory's.
+    let levels = match &topo.cpu {
+        Some(_) if record.backend.as_deref() == Some("cpu") => {
+            collbench_ceiling::probe::cache_copy_levels()
+        }
+        _ => Vec::new(),
+    };
+    collbench_ceiling::annotate_with(record, topo, &levels);
 }
 
 /// The topology of the run that made `record`, from rank 0's host.
