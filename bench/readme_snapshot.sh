@@ -37,7 +37,7 @@ mask() { # figures that differ run to run, and the folder's name
   sed -E -e "s#$1#DIR#g" \
     -e 's/[0-9]+\.[0-9]+/N.N/g' -e 's/"[0-9]{4}-[0-9]{2}-[0-9]{2}T[^"]*"/"DATE"/g' \
     -e 's/[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:]+Z?/DATE/g' \
-    -e 's/(pid|Pid) +[0-9]+/\1 PID/g' -e 's/ +/ /g'
+    -e 's/(pid|Pid) +[0-9]+/\1 PID/g' -e 's/"pid": [0-9]+/"pid": N/g' -e 's/[0-9]+%/N%/g' -e 's/ +/ /g'
 }
 i=0; same=0; differ=0
 for c in "${CMDS[@]}"; do
