@@ -33,10 +33,36 @@ pub fn apply_tuner_config(path: &Path, b: &BackendArgs) -> Result<TunerPlugin, F
         TunerError::UserPlugin(_) => Failure::usage(e.to_string()),
         e => Failure::new(Outcome::Backend, e.to_string()),
     })?;
+    // A pipe (`<(...)`, /dev/stdin, a FIFO) gives its text once, and it
+    // was read above: the plugin, which reads its rules from a path, gets
+    // that text from a private copy instead of an empty second read.
+    let copy = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => None,
+        _ => Some(private_copy(&text)?),
+    };
     plugin
-        .load_config(path)
+        .load_config(copy.as_ref().map_or(path, |c| c.path()))
         .map_err(|e| Failure::usage(e.to_string()))?;
     Ok(plugin)
+}
+
+/// `text` in a new file of the temporary folder, removed when dropped
+/// (the plugin copies the rules it keeps as it loads them).
+fn private_copy(text: &str) -> Result<tempfile::NamedTempFile, Failure> {
+    use std::io::Write;
+    let fail = |e: std::io::Error| {
+        Failure::usage(format!(
+            "--tuner-config: cannot keep a copy of the rules read from a pipe in the temporary folder: {e}; name a regular file instead"
+        ))
+    };
+    let mut file = tempfile::Builder::new()
+        .prefix("collbench-tuner-")
+        .suffix(".csv")
+        .tempfile()
+        .map_err(fail)?;
+    file.write_all(text.as_bytes()).map_err(fail)?;
+    file.flush().map_err(fail)?;
+    Ok(file)
 }
 
 /// After a run with `--tuner-config`: whether NCCL asked the plugin and
@@ -55,4 +81,24 @@ pub fn tuner_config_note(path: &Path, plugin: &TunerPlugin) -> String {
         c.calls,
         c.applied
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_copy_holds_the_checked_text_and_goes_away() {
+        let text = "allreduce,0,65536,ring,simple,-1,-1,-1,-1\n";
+        let copy = private_copy(text).unwrap();
+        let path = copy.path().to_path_buf();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        assert!(path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("collbench-tuner-"));
+        drop(copy);
+        assert!(!path.exists());
+    }
 }
