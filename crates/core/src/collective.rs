@@ -251,6 +251,19 @@ impl Collective {
         Collective::AllToAllV,
     ];
 
+    /// NCCL's seven collectives (the first seven of [`Collective::ALL`]),
+    /// which nccl-tests' published figures and `expect` cover; the rest
+    /// are built of sends and receives.
+    pub const MAIN: [Collective; 7] = [
+        Collective::AllReduce,
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::AllToAll,
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::SendRecv,
+    ];
+
     /// The facts table entry for this collective.
     pub fn spec(self) -> &'static CollectiveSpec {
         match self {
@@ -417,6 +430,11 @@ impl std::fmt::Display for Collective {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_main_seven_open_the_full_list() {
+        assert_eq!(Collective::MAIN, Collective::ALL[..7]);
+    }
 
     #[test]
     fn parse_spellings() {

@@ -46,22 +46,11 @@ value_enum! {
     }
 }
 
-/// The collectives `expect` shows when none is named.
-const MAIN_OPS: [Collective; 7] = [
-    Collective::AllReduce,
-    Collective::AllGather,
-    Collective::ReduceScatter,
-    Collective::AllToAll,
-    Collective::Broadcast,
-    Collective::Reduce,
-    Collective::SendRecv,
-];
-
 impl ExpectArgs {
     /// The options, or the one line that says what is wrong.
     pub fn options(&self) -> Result<ExpectOptions, String> {
         let ops = if self.ops.is_empty() {
-            MAIN_OPS.to_vec()
+            Collective::MAIN.to_vec()
         } else {
             self.ops
                 .iter()
