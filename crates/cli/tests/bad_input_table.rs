@@ -5,6 +5,8 @@
 //!
 //! `COLLBENCH_BLESS=1` rewrites the exit and message columns instead.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -84,19 +86,6 @@ fn rows(text: &str) -> Vec<Row> {
         .collect()
 }
 
-/// A small nccl-tests log (`in.txt` of the scratch folder).
-const LOG: &str = "\
-# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1 iters: 2 agg iters: 1 validation: 1 graph: 0
-#
-#                                                              out-of-place                       in-place
-#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
-#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
-           8             2     float     sum      -1     9.63    0.00    0.00       0     0.92    0.01    0.01       0
-          16             4     float     sum      -1     0.88    0.02    0.02       0     0.80    0.02    0.02       0
-# Out of bounds values : 0 OK
-# Avg bus bandwidth    : 0.0212754
-";
-
 /// A scratch folder with the inputs the rows name (`in.md`, `exists.json`,
 /// the log `in.txt`), and `collbench` plus two `_perf` names on PATH.
 fn scratch() -> tempfile::TempDir {
@@ -108,7 +97,7 @@ fn scratch() -> tempfile::TempDir {
     }
     std::fs::write(dir.path().join("in.md"), "# a log\n").unwrap();
     std::fs::write(dir.path().join("exists.json"), "{}\n").unwrap();
-    std::fs::write(dir.path().join("in.txt"), LOG).unwrap();
+    std::fs::write(dir.path().join("in.txt"), common::SMALL_LOG).unwrap();
     dir
 }
 

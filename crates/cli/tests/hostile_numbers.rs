@@ -88,16 +88,6 @@ const CASES: [(&str, &[&str]); 5] = [
 /// Flags whose value-less extremes mean a long, legal run.
 const LONG_IF: [(&str, &str); 3] = [("-N", "0"), ("-n", "18446744073709551615"), ("-T", "0")];
 
-const LOG: &str = "\
-# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1 iters: 2 agg iters: 1 validation: 1 graph: 0
-#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
-#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
-           8             2     float     sum      -1     9.63    0.00    0.00       0     0.92    0.01    0.01       0
-          16             4     float     sum      -1     0.88    0.02    0.02       0     0.80    0.02    0.02       0
-# Out of bounds values : 0 OK
-# Avg bus bandwidth    : 0.0212754
-";
-
 /// Runs `collbench ARGS` in `dir` with a hard deadline; (exit, stderr).
 fn run_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
     let mut child = Command::new(common::BIN)
@@ -130,7 +120,7 @@ fn run_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
 #[test]
 fn every_numeric_flag_at_its_extremes_is_one_line_or_a_right_result() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("in.txt"), LOG).unwrap();
+    std::fs::write(dir.path().join("in.txt"), common::SMALL_LOG).unwrap();
     let mut wrong = Vec::new();
     for (before, flags) in CASES {
         for flag in flags {

@@ -183,6 +183,7 @@ fn slow_links(m: &HostMatrix, cut: f64, cfg: &JudgeConfig) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::matrix::fixtures::job;
     use super::super::matrix::HostInfo;
     use super::super::types::finding_lines;
     use super::*;
@@ -395,23 +396,6 @@ mod tests {
                 ranks: 8 * h..8 * h + 8,
             })
             .collect()
-    }
-
-    /// Every pair of `n` hosts once: 8.4 GB/s with host `slow`, else 40.
-    fn job(n: usize, slow: usize) -> Vec<PairResult> {
-        let mut out = Vec::new();
-        for a in 0..n {
-            for b in a + 1..n {
-                let v = if a == slow || b == slow { 8.4 } else { 40.0 };
-                out.push(PairResult {
-                    a,
-                    b,
-                    round: 0,
-                    busbw_gbps: v,
-                });
-            }
-        }
-        out
     }
 
     #[test]

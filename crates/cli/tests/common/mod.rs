@@ -318,3 +318,17 @@ pub fn reference(relative: &str) -> Option<std::path::PathBuf> {
     );
     None
 }
+
+/// A small nccl-tests log (two sizes of all_reduce on 2 GPUs), the `in.txt`
+/// that the bad-input tests read.
+pub const SMALL_LOG: &str = "\
+# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1 iters: 2 agg iters: 1 validation: 1 graph: 0
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1     9.63    0.00    0.00       0     0.92    0.01    0.01       0
+          16             4     float     sum      -1     0.88    0.02    0.02       0     0.80    0.02    0.02       0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0.0212754
+";
