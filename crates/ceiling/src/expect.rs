@@ -2,7 +2,7 @@
 //! for a list of ops and sizes, as text or JSON, for planning and for
 //! reading published figures.
 
-use crate::{ceiling, file, Query};
+use crate::{ceiling, file, split, Query};
 use collbench_core::size::format_size;
 use collbench_core::{Ceiling, Collective, Topology};
 use serde::Serialize;
@@ -23,6 +23,9 @@ pub struct ExpectOptions {
     pub sizes: Vec<u64>,
     /// Hosts in the job, overriding the file's `hosts`.
     pub hosts: Option<u64>,
+    /// nccl-tests' NCCL_TESTS_SPLIT_MASK: the ceiling of one of the
+    /// communicators it makes, all running at once.
+    pub split_mask: Option<u64>,
     pub format: ExpectFormat,
 }
 
@@ -46,11 +49,24 @@ pub struct Expectation {
     pub rows: Vec<ExpectRow>,
 }
 
+/// Why `expect` has no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectError {
+    #[error(transparent)]
+    File(#[from] file::FileError),
+    /// The split mask does not fit the job (one line with the fix).
+    #[error("{0}")]
+    Split(String),
+}
+
 /// Reads the topology file and computes every (op, size) row.
-pub fn expectation(opts: &ExpectOptions) -> Result<Expectation, file::FileError> {
+pub fn expectation(opts: &ExpectOptions) -> Result<Expectation, ExpectError> {
     let mut topology = file::load(&opts.topology)?;
     if let Some(h) = opts.hosts {
         topology.hosts = h;
+    }
+    if let Some(mask) = opts.split_mask {
+        apply_split(&mut topology, mask)?;
     }
     let rows = opts
         .ops
@@ -78,8 +94,25 @@ pub fn expectation(opts: &ExpectOptions) -> Result<Expectation, file::FileError>
     Ok(Expectation { topology, rows })
 }
 
+/// Narrows the job to one communicator of `mask`, the others sharing the
+/// hosts' NICs with it.
+fn apply_split(topology: &mut Topology, mask: u64) -> Result<(), ExpectError> {
+    let per_host = topology.ranks_per_host().ok_or_else(|| {
+        ExpectError::Split(
+            "--split-mask needs the ranks per host: give [gpu] count or ranks_per_host in the file"
+                .into(),
+        )
+    })?;
+    let comms = topology.concurrent_comms.unwrap_or(1);
+    let s = split::split_shape(topology.hosts, per_host, mask).map_err(ExpectError::Split)?;
+    topology.hosts = s.hosts;
+    topology.ranks_per_host = Some(s.ranks_per_host);
+    topology.concurrent_comms = Some(comms.saturating_mul(s.per_host_comms));
+    Ok(())
+}
+
 /// `expect`'s stdout text.
-pub fn expect_main(opts: &ExpectOptions) -> Result<String, file::FileError> {
+pub fn expect_main(opts: &ExpectOptions) -> Result<String, ExpectError> {
     let e = expectation(opts)?;
     Ok(match opts.format {
         ExpectFormat::Json => serde_json_text(&e),
@@ -95,8 +128,12 @@ fn serde_json_text(e: &Expectation) -> String {
 /// One line per row, the reasons once per op below.
 fn text(e: &Expectation) -> String {
     let t = &e.topology;
+    let comms = match t.concurrent_comms {
+        Some(c) if c > 1 => format!(", {c} such communicators at once on each host"),
+        _ => String::new(),
+    };
     let mut out = format!(
-        "# {} : {} host(s) x {} rank(s)\n",
+        "# {} : {} host(s) x {} rank(s){comms}\n",
         t.name.as_deref().unwrap_or("topology"),
         t.hosts,
         t.ranks_per_host().map_or("?".into(), |r| r.to_string())

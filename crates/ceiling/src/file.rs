@@ -88,6 +88,9 @@ fn check(t: &Topology) -> Result<(), String> {
     if t.ranks_per_host == Some(0) {
         return Err("ranks_per_host = 0: set it to 1 or more, or leave it out".into());
     }
+    if t.concurrent_comms == Some(0) {
+        return Err("concurrent_comms = 0: set it to 1 or more, or leave it out".into());
+    }
     if let Some(g) = &t.gpu {
         if g.count == 0 {
             return Err("[gpu] count = 0: set the GPUs per host, or drop [gpu]".into());

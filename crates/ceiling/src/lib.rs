@@ -7,6 +7,7 @@
 //! Modules: [`links`] (the bandwidths a topology offers), `model` (GPU
 //! formulas per algorithm), `cpu` (the CPU backend's memory traffic),
 //! [`mod@file`] (topology TOML), [`probe`] (memory and loopback probes),
+//! [`split`] (nccl-tests' split communicators),
 //! [`mod@annotate`] (a record's rows get their ceilings), [`expect`] (`collbench
 //! expect`'s text and JSON).
 //!
@@ -21,6 +22,7 @@ pub mod file;
 pub mod links;
 mod model;
 pub mod probe;
+pub mod split;
 
 use collbench_core::{Algorithm, Ceiling, Collective, Topology};
 

@@ -18,31 +18,51 @@ pub fn pcie_lane_gbps(generation: u32) -> Option<f64> {
     })
 }
 
+/// The share of an NVLink's data rate that NCCL's kernels can fill with
+/// payload: an SM writes at most 128 B per NVLink packet, behind a 16 B
+/// header flit (copy engines use 256 B, but NCCL's collectives run on
+/// SMs). Sources: NCCL's maintainer in nccl-tests#149 ("25GB/s ...
+/// converts to ~20GB/s effective ... SMs are limited to 128B payload
+/// size") and NCCL#1397, where Nsight showed request headers at 1/8 of the
+/// user data on Hopper. Bidirectional traffic costs a little more (NCCL
+/// assumes 20.6 GB/s per NVLink 4 link); that part is not counted, so this
+/// stays a bound: the h200x2 anchor's reduce reaches 372 GB/s of the 400
+/// it gives 18 NVLink 4 links.
+pub const NVLINK_SM_PAYLOAD_SHARE: f64 = 128.0 / 144.0;
+
 /// What one GPU can send to its peers on the host, and through what.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IntraLink {
+    /// Payload GB/s per direction.
     pub gbps: f64,
     pub via: Bottleneck,
+    /// How `gbps` was reached, for a ceiling's `why`.
+    pub how: String,
 }
 
 /// The fastest path from a GPU to its peers on the host: NVLink where it
-/// has active links (links x rate per link), else its PCIe link.
+/// has active links (links x rate per link x the SM payload share), else
+/// its PCIe link.
 pub fn intra_link(topo: &Topology) -> Option<IntraLink> {
     let gpu = topo.gpu.as_ref()?;
-    let nvlink = match (gpu.nvlink_links, gpu.nvlink_link_gbps) {
-        (Some(l), Some(r)) if l > 0 && r > 0.0 => Some(l as f64 * r),
-        _ => None,
-    };
-    if let Some(gbps) = nvlink {
-        return Some(IntraLink {
-            gbps,
-            via: Bottleneck::Nvlink,
-        });
+    if let (Some(links), Some(rate)) = (gpu.nvlink_links, gpu.nvlink_link_gbps) {
+        if links > 0 && rate > 0.0 {
+            return Some(IntraLink {
+                gbps: links as f64 * rate * NVLINK_SM_PAYLOAD_SHARE,
+                via: Bottleneck::Nvlink,
+                how: format!(
+                    "{links} links x {rate} GB/s x 8/9: an SM's NVLink packet carries 128 B behind a 16 B header"
+                ),
+            });
+        }
     }
-    let lane = pcie_lane_gbps(gpu.pcie_generation?)?;
+    let generation = gpu.pcie_generation?;
+    let lane = pcie_lane_gbps(generation)?;
+    let width = gpu.pcie_width?;
     Some(IntraLink {
-        gbps: lane * gpu.pcie_width? as f64,
+        gbps: lane * width as f64,
         via: Bottleneck::Pcie,
+        how: format!("gen{generation} x{width}"),
     })
 }
 
@@ -102,7 +122,10 @@ mod tests {
             ..GpuTopology::default()
         });
         let l = intra_link(&t).unwrap();
-        assert_eq!((l.gbps, l.via), (450.0, Bottleneck::Nvlink));
+        // 18 x 25 GB/s of line rate, 8/9 of it payload: 400 GB/s.
+        assert_eq!(l.via, Bottleneck::Nvlink);
+        assert!((l.gbps - 400.0).abs() < 1e-9, "{}", l.gbps);
+        assert!(l.how.contains("18 links x 25 GB/s"), "{}", l.how);
     }
 
     #[test]

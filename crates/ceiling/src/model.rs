@@ -84,6 +84,12 @@ pub(crate) fn gpu_ceiling(
         _ => by_op(topo, op, layout)?,
     };
     let mut why = bound.why;
+    let comms = topo.concurrent_comms.unwrap_or(1);
+    if comms > 1 && bound.by == Bottleneck::Network {
+        why += &format!(
+            "; {comms} communicators run at once on each host, so the NIC figure is 1/{comms} of the host's"
+        );
+    }
     if bytes < LARGE_BYTES {
         why += "; below 1 MiB latency and the LL/LL128 protocols set the pace, \
                 so this large-size bound is far above what such sizes reach";
@@ -119,12 +125,24 @@ pub(crate) fn default_algorithm(topo: &Topology, op: Collective, layout: Layout)
     }
 }
 
+/// A rate for a `why`: whole GB/s where it is whole, else one decimal
+/// (a 200G NIC shared 8 ways is 3.1, not 3).
+fn gb(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
 fn intra(topo: &Topology) -> Result<IntraLink, Missing> {
     intra_link(topo).ok_or(Missing("GPU links unknown (no NVLink or PCIe figures)"))
 }
 
+/// The NICs' rate one communicator has on a host (a share of them where
+/// several run at once).
 fn net(topo: &Topology) -> Result<f64, Missing> {
-    topo.host_net_gbps().ok_or(Missing("NIC rate unknown"))
+    topo.comm_net_gbps().ok_or(Missing("NIC rate unknown"))
 }
 
 fn intra_bound(l: IntraLink, what: &str) -> Bound {
@@ -132,9 +150,10 @@ fn intra_bound(l: IntraLink, what: &str) -> Bound {
         gbps: l.gbps,
         by: l.via,
         why: format!(
-            "{what}: each rank's bytes cross its own link once per busbw byte: busbw <= per-GPU {} {:.0} GB/s",
+            "{what}: each rank's bytes cross its own link once per busbw byte: busbw <= per-GPU {} {:.0} GB/s ({})",
             l.via.label(),
-            l.gbps
+            l.gbps,
+            l.how
         ),
     }
 }
@@ -147,6 +166,7 @@ fn by_op(topo: &Topology, op: Collective, layout: Layout) -> Result<Bound, Missi
         return Ok(intra_bound(intra(topo)?, "one NVLink domain"));
     }
     let net = net(topo)?;
+    let net_gb = gb(net);
     let link = |b: Bound| -> Result<Bound, Missing> {
         if layout.per_host > 1 {
             Ok(min(b, intra_bound(intra(topo)?, "within a host")))
@@ -160,16 +180,18 @@ fn by_op(topo: &Topology, op: Collective, layout: Layout) -> Result<Bound, Missi
             gbps: net * (n - 1.0) / (g * (n - g)),
             by: Bottleneck::Network,
             why: format!(
-                "alltoall: a host's {g} ranks send (n-g)/n of their bytes off the host: busbw <= NICs {net:.0} GB/s x (n-1)/(g(n-g)) with n={n}, g={g}"
+                "alltoall: a host's {g} ranks send (n-g)/n of their bytes off the host: busbw <= NICs {net_gb} GB/s x (n-1)/(g(n-g)) with n={n}, g={g}"
             ),
         },
         Collective::SendRecv => {
-            let nic = topo.nic_gbps().ok_or(Missing("NIC rate unknown"))?;
+            // One NIC, or less where concurrent communicators share them.
+            let nic = topo.nic_gbps().ok_or(Missing("NIC rate unknown"))?.min(net);
             Bound {
                 gbps: nic,
                 by: Bottleneck::Network,
                 why: format!(
-                    "sendrecv: one rank per host sends off the host, through one NIC: busbw <= {nic:.0} GB/s"
+                    "sendrecv: one rank per host sends off the host, through one NIC: busbw <= {} GB/s",
+                    gb(nic)
                 ),
             }
         }
@@ -177,14 +199,14 @@ fn by_op(topo: &Topology, op: Collective, layout: Layout) -> Result<Bound, Missi
             gbps: net * (n - 1.0) / (n - g),
             by: Bottleneck::Network,
             why: format!(
-                "root's host moves (n-g)/n of the bytes through its NICs: busbw <= {net:.0} GB/s x (n-1)/(n-g)"
+                "root's host moves (n-g)/n of the bytes through its NICs: busbw <= {net_gb} GB/s x (n-1)/(n-g)"
             ),
         },
         _ => Bound {
             gbps: net,
             by: Bottleneck::Network,
             why: format!(
-                "ring: each ring leaves every host once, one ring per NIC: busbw <= the host's NICs, {net:.0} GB/s"
+                "ring: each ring leaves every host once, one ring per NIC: busbw <= the host's NICs, {net_gb} GB/s"
             ),
         },
     };
@@ -204,8 +226,8 @@ fn nvls(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
         by: Bottleneck::Nvls,
         why: format!(
             "NVLS: the switch reduces and multicasts, so each GPU sends its data once and receives the sum once (S(1+1/n) per direction, not 2S(n-1)/n): \
-             busbw <= 2(n-1)/(n+1) x {:.0} GB/s x {eff} (NCCL's NVLS efficiency) with n={n}, above the {:.0} GB/s NVLink bound because busbw counts the reduction the switch does",
-            l.gbps, l.gbps
+             busbw <= 2(n-1)/(n+1) x {:.0} GB/s ({}) x {eff} (NCCL's NVLS efficiency) with n={n}, above the {:.0} GB/s NVLink bound because busbw counts the reduction the switch does",
+            l.gbps, l.how, l.gbps
         ),
     })
 }
@@ -222,8 +244,8 @@ fn nvls_tree(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
         gbps: 2.0 * (n - 1.0) / n * g / (g + 1.0) * l.gbps * eff,
         by: Bottleneck::Nvls,
         why: format!(
-            "NVLS tree: the switch reduces within the host (each GPU sends S(1+1/g)): busbw <= 2(n-1)/n x g/(g+1) x {:.0} GB/s x {eff} (NCCL's NVLS efficiency)",
-            l.gbps
+            "NVLS tree: the switch reduces within the host (each GPU sends S(1+1/g)): busbw <= 2(n-1)/n x g/(g+1) x {:.0} GB/s ({}) x {eff} (NCCL's NVLS efficiency)",
+            l.gbps, l.how
         ),
     };
     Ok(min(inside, inter_tree(net(topo)?, layout, "NVLS tree")))
@@ -231,6 +253,7 @@ fn nvls_tree(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
 
 /// The tree between hosts, data reduced within each host first.
 fn inter_tree(net: f64, layout: Layout, what: &str) -> Bound {
+    let net_gb = gb(net);
     let n = layout.ranks();
     let (k, shape) = if layout.hosts == 2 {
         (
@@ -244,7 +267,7 @@ fn inter_tree(net: f64, layout: Layout, what: &str) -> Bound {
         gbps: k * (n - 1.0) / n * net,
         by: Bottleneck::Network,
         why: format!(
-            "{what}: hosts exchange data reduced inside the host, {shape}: busbw <= {k} x (n-1)/n x NICs {net:.0} GB/s{}",
+            "{what}: hosts exchange data reduced inside the host, {shape}: busbw <= {k} x (n-1)/n x NICs {net_gb} GB/s{}",
             if layout.hosts == 2 {
                 " (above the NICs' rate: busbw counts the reduction done inside each host, which never crosses the network)"
             } else {
@@ -263,9 +286,10 @@ fn tree(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
         gbps: (n - 1.0) / n * l.gbps,
         by: l.via,
         why: format!(
-            "tree: each GPU of the chain in a host sends S up and S down: busbw <= (n-1)/n x {} {:.0} GB/s",
+            "tree: each GPU of the chain in a host sends S up and S down: busbw <= (n-1)/n x {} {:.0} GB/s ({})",
             l.via.label(),
-            l.gbps
+            l.gbps,
+            l.how
         ),
     };
     if layout.hosts == 1 {
@@ -280,6 +304,7 @@ fn collnet(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
     let l = intra(topo)?;
     let n = layout.ranks();
     let net = net(topo)?;
+    let net_gb = gb(net);
     let inside = intra_bound(l, "CollNet within a host");
     Ok(min(
         inside,
@@ -287,7 +312,7 @@ fn collnet(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
             gbps: 2.0 * (n - 1.0) / n * net,
             by: Bottleneck::Network,
             why: format!(
-                "CollNet: the network reduces, each host sends its data once and receives the result once: busbw <= 2(n-1)/n x NICs {net:.0} GB/s"
+                "CollNet: the network reduces, each host sends its data once and receives the result once: busbw <= 2(n-1)/n x NICs {net_gb} GB/s"
             ),
         },
     ))

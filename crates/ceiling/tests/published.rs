@@ -4,7 +4,7 @@
 //! [`BELOW_0_7`], which a physical ceiling cannot explain (bench/results/ceiling.md
 //! says why for each). The table below is the one in that file.
 
-use collbench_ceiling::{ceiling, load, Query};
+use collbench_ceiling::expect::{expectation, ExpectFormat, ExpectOptions};
 use collbench_core::Collective;
 use std::path::PathBuf;
 
@@ -79,57 +79,107 @@ const BELOW_0_7: &[(&str, u64, &str, f64, &str)] = &[
     ("volcengine-ebmhpcpni2l", 4, "sendrecv", 11.62, "as above"),
     ("volcengine-hpcpni3ln", 2, "sendrecv", 34.31, "0.69 of one 400G NIC: p2p channels per peer"),
     ("volcengine-hpcpni3ln", 4, "sendrecv", 34.58, "as above"),
-    ("h200x2", 1, "all_gather", 311.69, "2-rank ring kernel, channel-bound: NCCL_MIN_NCHANNELS=64 lifts the 512 MiB row from 255 to 330 (anchors/h200x2/knobs)"),
-    ("h200x2", 1, "all_gather", 314.55, "as above"),
-    ("h200x2", 1, "reduce_scatter", 285.30, "2-rank ring kernel, channel-bound: NCCL_MIN_NCHANNELS=64 lifts it to 327 (anchors/h200x2/knobs)"),
-    ("h200x2", 1, "reduce_scatter", 298.24, "as above"),
+];
+
+/// Figures of split jobs (nccl-tests' NCCL_TESTS_SPLIT_MASK): (topology
+/// file, hosts, op, mask, published busbw, where). "allreduce_splitmask7"
+/// is 8 all_reduces at once, one rank per host each.
+#[rustfmt::skip]
+const SPLIT_FIGURES: &[(&str, u64, &str, u64, f64, &str)] = &[
+    ("volcengine-ebmhpcpni2l", 2, "all_reduce", 0x7, 12.23, S002),
 ];
 
 fn topology_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../topologies/{name}.toml"))
 }
 
-/// (figure, ceiling GB/s, bottleneck) for every published figure.
-pub fn ratios() -> Vec<(Figure, f64, &'static str)> {
-    FIGURES
+/// A published figure against `collbench expect`'s ceiling for it.
+pub struct Row {
+    pub file: &'static str,
+    pub hosts: u64,
+    /// The op as the table shows it (with its split mask, if any).
+    pub op: String,
+    pub figure: f64,
+    pub source: &'static str,
+    pub ceiling: f64,
+    pub bottleneck: &'static str,
+}
+
+/// `collbench expect --topology FILE --hosts H [--split-mask M] OP -b 1G`.
+fn expect(file: &str, hosts: u64, op: &str, split_mask: Option<u64>) -> (f64, &'static str) {
+    let opts = ExpectOptions {
+        topology: topology_path(file),
+        ops: vec![Collective::parse(op).unwrap()],
+        sizes: vec![1 << 30],
+        hosts: Some(hosts),
+        split_mask,
+        format: ExpectFormat::Json,
+    };
+    let e = expectation(&opts).unwrap_or_else(|e| panic!("{file} {op}: {e}"));
+    let c = e.rows[0]
+        .ceiling
+        .clone()
+        .unwrap_or_else(|| panic!("{file} {op}: {:?}", e.rows[0].unknown));
+    (c.busbw_gbps, c.bottleneck.label())
+}
+
+/// Every published figure with its ceiling.
+pub fn ratios() -> Vec<Row> {
+    let plain = FIGURES.iter().map(|&(file, hosts, op, figure, source)| {
+        let (ceiling, bottleneck) = expect(file, hosts, op, None);
+        Row {
+            file,
+            hosts,
+            op: op.to_string(),
+            figure,
+            source,
+            ceiling,
+            bottleneck,
+        }
+    });
+    let split = SPLIT_FIGURES
         .iter()
-        .map(|&f| {
-            let (file, hosts, op, _, _) = f;
-            let mut topo = load(&topology_path(file)).unwrap();
-            topo.hosts = hosts;
-            let q = Query {
-                op: Collective::parse(op).unwrap(),
-                bytes: 1 << 30,
-                in_place: false,
-                algorithm: None,
-            };
-            let c = ceiling(&topo, &q).unwrap_or_else(|m| panic!("{file} {op}: {m}"));
-            (f, c.busbw_gbps, c.bottleneck.label())
-        })
-        .collect()
+        .map(|&(file, hosts, op, mask, figure, source)| {
+            let (ceiling, bottleneck) = expect(file, hosts, op, Some(mask));
+            Row {
+                file,
+                hosts,
+                op: format!("{op}, split mask {mask:#x}"),
+                figure,
+                source,
+                ceiling,
+                bottleneck,
+            }
+        });
+    plain.chain(split).collect()
 }
 
 #[test]
 fn every_published_figure_is_at_or_below_its_ceiling() {
-    for ((file, hosts, op, fig, _), ceil, by) in ratios() {
+    for r in ratios() {
         assert!(
-            fig <= ceil,
-            "{file} x{hosts} {op}: {fig} above ceiling {ceil:.1} ({by})"
+            r.figure <= r.ceiling,
+            "{} x{} {}: {} above ceiling {:.1} ({})",
+            r.file,
+            r.hosts,
+            r.op,
+            r.figure,
+            r.ceiling,
+            r.bottleneck
         );
     }
 }
 
 #[test]
 fn published_figures_reach_0_7_of_their_ceiling_but_the_listed() {
-    let mut below = Vec::new();
-    for ((file, hosts, op, fig, _), ceil, _) in ratios() {
-        if fig / ceil < 0.7 {
-            below.push((file, hosts, op, fig));
-        }
-    }
+    let below: Vec<_> = ratios()
+        .into_iter()
+        .filter(|r| r.figure / r.ceiling < 0.7)
+        .map(|r| (r.file, r.hosts, r.op, r.figure))
+        .collect();
     let listed: Vec<_> = BELOW_0_7
         .iter()
-        .map(|&(f, h, o, v, _)| (f, h, o, v))
+        .map(|&(f, h, o, v, _)| (f, h, o.to_string(), v))
         .collect();
     assert_eq!(below, listed, "figures under 0.7 of their ceiling changed");
 }
@@ -141,11 +191,19 @@ fn published_figures_reach_0_7_of_their_ceiling_but_the_listed() {
 fn print_table() {
     println!("| machine (topology file) | hosts | op | published busbw | ceiling | bottleneck | figure/ceiling | source |");
     println!("| --- | ---: | --- | ---: | ---: | --- | ---: | --- |");
-    for ((file, hosts, op, fig, src), ceil, by) in ratios() {
-        let mark = if fig / ceil < 0.7 { " **<0.7**" } else { "" };
+    let rows = ratios();
+    for r in &rows {
+        let ratio = r.figure / r.ceiling;
+        let mark = if ratio < 0.7 { " **<0.7**" } else { "" };
         println!(
-            "| {file} | {hosts} | {op} | {fig:.2} | {ceil:.1} | {by} | {:.2}{mark} | {src} |",
-            fig / ceil
+            "| {} | {} | {} | {:.2} | {:.1} | {} | {ratio:.2}{mark} | {} |",
+            r.file, r.hosts, r.op, r.figure, r.ceiling, r.bottleneck, r.source
         );
     }
+    let at = rows.iter().filter(|r| r.figure / r.ceiling >= 0.7).count();
+    let under = rows.iter().filter(|r| r.figure <= r.ceiling).count();
+    println!(
+        "\n{under} of {n} at or below their ceiling; {at} of {n} at 0.7 of it or more",
+        n = rows.len()
+    );
 }

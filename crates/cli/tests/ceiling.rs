@@ -155,3 +155,25 @@ fn a_bad_topology_file_is_one_line() {
     let err = one_line_refusal(&out, 2);
     assert!(err.contains("[gpu] count = 0"), "{err}");
 }
+
+/// A rail-by-rail job (nccl-tests' NCCL_TESTS_SPLIT_MASK=0x7 on 8-GPU
+/// hosts): eight 2-rank all_reduces at once share each host's 4 x 200G
+/// NICs, so one of them is bound by an eighth of 100 GB/s; the Volcano
+/// Engine table's "allreduce_splitmask7" reads 12.23.
+#[test]
+fn expect_splits_the_nics_among_concurrent_communicators() {
+    let topo = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../topologies/volcengine-ebmhpcpni2l.toml"
+    );
+    let args = ["expect", "--topology", topo, "--hosts", "2", "all_reduce"];
+    let whole = stdout_ok(collbench().args(args));
+    assert!(whole.contains("100.0"), "{whole}");
+    let split = stdout_ok(collbench().args(args).args(["--split-mask", "7"]));
+    let row = split.lines().find(|l| l.contains(" all_reduce ")).unwrap();
+    assert!(row.contains("12.5") && row.contains("network"), "{row}");
+    assert!(
+        split.contains("2 host(s) x 1 rank(s), 8 such communicators"),
+        "{split}"
+    );
+}

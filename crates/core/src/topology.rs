@@ -25,6 +25,11 @@ pub struct Topology {
     /// GPU count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks_per_host: Option<u64>,
+    /// Communicators of this shape that run at once on each host and share
+    /// its NICs (nccl-tests' NCCL_TESTS_SPLIT_MASK: mask 7 on 8-GPU hosts
+    /// is 8 of them, one rank per host each); absent: 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent_comms: Option<u64>,
     /// Hosts that share one NVLink fabric (GB200 NVL72: 18 trays); absent
     /// or 1 where NVLink stops at the host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,6 +142,14 @@ impl Topology {
         self.ranks_per_host
             .or_else(|| self.gpu.as_ref().map(|g| g.count))
             .filter(|&r| r > 0)
+    }
+
+    /// The share of a host's NICs one communicator has, GB/s per
+    /// direction: all of them, divided among
+    /// [`Topology::concurrent_comms`] where several run at once.
+    pub fn comm_net_gbps(&self) -> Option<f64> {
+        let comms = self.concurrent_comms.unwrap_or(1).max(1) as f64;
+        self.host_net_gbps().map(|n| n / comms)
     }
 
     /// Line rate of all NICs of a host, GB/s per direction; `None` when no

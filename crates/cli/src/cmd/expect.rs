@@ -27,9 +27,20 @@ pub struct ExpectArgs {
     /// Hosts in the job, instead of the file's `hosts`.
     #[arg(long)]
     pub hosts: Option<u64>,
+    /// nccl-tests' NCCL_TESTS_SPLIT_MASK (hexadecimal, as nccl-tests reads
+    /// it): rank r joins communicator r & MASK, all at once; the ceiling
+    /// is one communicator's, sharing the NICs with the others.
+    #[arg(long, value_name = "MASK", value_parser = hex_arg)]
+    pub split_mask: Option<u64>,
     /// Format of stdout.
     #[arg(long, value_enum, default_value_t = ExpectFormat::Text)]
     pub format: ExpectFormat,
+}
+
+fn hex_arg(s: &str) -> Result<u64, String> {
+    let digits = s.trim_start_matches("0x").trim_start_matches("0X");
+    u64::from_str_radix(digits, 16)
+        .map_err(|_| format!("'{s}' is not a hexadecimal mask (nccl-tests reads 7 or 0x7)"))
 }
 
 fn size_arg(s: &str) -> Result<u64, String> {
@@ -67,6 +78,7 @@ impl ExpectArgs {
             ops,
             sizes,
             hosts: self.hosts,
+            split_mask: self.split_mask,
             format: self.format.into(),
         })
     }
