@@ -87,6 +87,15 @@ pub fn has_nvls(topo: &Topology) -> bool {
         .is_some_and(|g| g.nvls == Some(true) && g.nvlink_generation.is_some_and(|v| v >= 4))
 }
 
+/// Whether the switches may reduce though the topology does not say:
+/// NVSwitches on NVLink 4 or newer with `nvls` unknown (a driver that
+/// could not tell, a file that left it out).
+pub fn nvls_possible(topo: &Topology) -> bool {
+    topo.gpu.as_ref().is_some_and(|g| {
+        g.nvls.is_none() && g.nvswitch == Some(true) && g.nvlink_generation.is_some_and(|v| v >= 4)
+    })
+}
+
 /// NCCL's NVLS efficiency by GPU generation (`nvlsEfficiency` in NCCL's
 /// src/graph/tuning.cc: Hopper 0.85, Blackwell 0.74): the share of link
 /// rate the multimem reduction streams at. Hopper's where the generation
@@ -140,6 +149,22 @@ mod tests {
         let l = intra_link(&t).unwrap();
         assert_eq!(l.via, Bottleneck::Pcie);
         assert!((l.gbps - 31.5).abs() < 0.1, "{}", l.gbps);
+    }
+
+    #[test]
+    fn nvls_is_possible_only_where_unknown_on_nvlink4_switches() {
+        let mut g = GpuTopology {
+            count: 8,
+            nvlink_generation: Some(4),
+            nvswitch: Some(true),
+            ..GpuTopology::default()
+        };
+        assert!(nvls_possible(&gpu(g.clone())));
+        g.nvls = Some(false);
+        assert!(!nvls_possible(&gpu(g.clone())));
+        g.nvls = None;
+        g.nvlink_generation = Some(3);
+        assert!(!nvls_possible(&gpu(g)));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! bounds: below about 1 MiB latency and the LL/LL128 protocols set the
 //! pace, and the ceiling says so rather than modelling it.
 
-use crate::links::{has_nvls, intra_link, nvls_efficiency, IntraLink};
+use crate::links::{has_nvls, intra_link, nvls_efficiency, nvls_possible, IntraLink};
 use crate::Missing;
 use collbench_core::{Algorithm, Bottleneck, Ceiling, Collective, Topology};
 
@@ -75,13 +75,9 @@ pub(crate) fn gpu_ceiling(
     if layout.ranks() < 2.0 {
         return Err(Missing("one rank moves no data"));
     }
-    let algorithm = algorithm.unwrap_or_else(|| default_algorithm(topo, op, layout));
-    let bound = match algorithm {
-        Algorithm::Nvls if layout.hosts == 1 => nvls(topo, layout)?,
-        Algorithm::Nvls | Algorithm::NvlsTree => nvls_tree(topo, layout)?,
-        Algorithm::Tree => tree(topo, layout)?,
-        Algorithm::CollnetDirect | Algorithm::CollnetChain => collnet(topo, layout)?,
-        _ => by_op(topo, op, layout)?,
+    let (algorithm, bound) = match algorithm {
+        Some(a) => (a, bound_for(topo, op, layout, a)?),
+        None => best_candidate(topo, op, layout)?,
     };
     let mut why = bound.why;
     let comms = topo.concurrent_comms.unwrap_or(1);
@@ -100,6 +96,58 @@ pub(crate) fn gpu_ceiling(
         algorithm,
         why,
     })
+}
+
+/// The bound of one algorithm.
+fn bound_for(
+    topo: &Topology,
+    op: Collective,
+    layout: Layout,
+    algorithm: Algorithm,
+) -> Result<Bound, Missing> {
+    match algorithm {
+        Algorithm::Nvls if layout.hosts == 1 => nvls(topo, layout),
+        Algorithm::Nvls | Algorithm::NvlsTree => nvls_tree(topo, layout),
+        Algorithm::Tree => tree(topo, layout),
+        Algorithm::CollnetDirect | Algorithm::CollnetChain => collnet(topo, layout),
+        _ => by_op(topo, op, layout),
+    }
+}
+
+/// The algorithm and bound when NCCL reported none: NCCL's large-size
+/// choice, or where the topology cannot say whether the switches reduce
+/// (NVSwitches, NVLink 4 or newer, `nvls` unknown) the higher of ring's
+/// and NVLS's bounds for all_reduce, so that a run NCCL gave NVLS is not
+/// put above its ceiling.
+fn best_candidate(
+    topo: &Topology,
+    op: Collective,
+    layout: Layout,
+) -> Result<(Algorithm, Bound), Missing> {
+    let algorithm = default_algorithm(topo, op, layout);
+    let bound = bound_for(topo, op, layout, algorithm)?;
+    if op != Collective::AllReduce || !nvls_possible(topo) || layout.per_host <= 2 {
+        return Ok((algorithm, bound));
+    }
+    let alt = if layout.hosts == 1 {
+        Algorithm::Nvls
+    } else {
+        Algorithm::NvlsTree
+    };
+    let b = bound_for(topo, op, layout, alt)?;
+    if b.gbps <= bound.gbps {
+        return Ok((algorithm, bound));
+    }
+    Ok((
+        alt,
+        Bound {
+            why: format!(
+                "NVLS unknown here (the switches may reduce), so the higher of ring's and NVLS's bounds: {}",
+                b.why
+            ),
+            ..b
+        },
+    ))
 }
 
 /// What NCCL runs for large messages when nothing reported it: NVLS (one
@@ -316,4 +364,52 @@ fn collnet(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
             ),
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::GpuTopology;
+
+    /// One HGX H100 host: 8 GPUs, 18 NVLink 4 links each, NVSwitches.
+    fn hgx(nvls: Option<bool>) -> Topology {
+        Topology {
+            hosts: 1,
+            gpu: Some(GpuTopology {
+                count: 8,
+                nvlink_generation: Some(4),
+                nvlink_links: Some(18),
+                nvlink_link_gbps: Some(25.0),
+                nvswitch: Some(true),
+                nvls,
+                ..GpuTopology::default()
+            }),
+            ..Topology::default()
+        }
+    }
+
+    fn large(topo: &Topology, op: Collective) -> Ceiling {
+        gpu_ceiling(topo, op, 1 << 30, None).unwrap()
+    }
+
+    #[test]
+    fn nvls_on_or_unknown_bounds_all_reduce_by_the_switch() {
+        // 2 x 7/9 x 400 x 0.85: above the 400 GB/s of ring.
+        for nvls in [Some(true), None] {
+            let c = large(&hgx(nvls), Collective::AllReduce);
+            assert_eq!(c.algorithm, Algorithm::Nvls, "{nvls:?}");
+            assert!((c.busbw_gbps - 528.9).abs() < 0.1, "{}", c.busbw_gbps);
+        }
+        let unknown = large(&hgx(None), Collective::AllReduce);
+        assert!(unknown.why.starts_with("NVLS unknown"), "{}", unknown.why);
+    }
+
+    #[test]
+    fn nvls_off_is_ring_and_other_ops_never_take_nvls() {
+        let off = large(&hgx(Some(false)), Collective::AllReduce);
+        assert_eq!(off.algorithm, Algorithm::Ring);
+        assert!((off.busbw_gbps - 400.0).abs() < 1e-9);
+        let ag = large(&hgx(None), Collective::AllGather);
+        assert_eq!(ag.algorithm, Algorithm::Ring);
+    }
 }

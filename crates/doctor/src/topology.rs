@@ -54,10 +54,40 @@ fn nvml_gpus() -> Option<(GpuTopology, Vec<String>)> {
         ..GpuTopology::default()
     };
     nvlink_facts(&d, &buses, &mut g);
+    g.nvls = multicast_supported();
     if std::env::var("NCCL_NVLS_ENABLE").as_deref() == Ok("0") {
         g.nvls = Some(false);
     }
     Some((g, buses))
+}
+
+/// `CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED` (cuda.h): the attribute NCCL
+/// reads before it offers NVLS.
+const CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: i32 = 132;
+
+/// Whether GPU 0 can use NVLink SHARP (NVLS): CUDA's multicast support,
+/// which needs NVSwitches and their fabric manager; NCCL offers NVLS only
+/// where it is set. `None` where libcuda cannot say (no driver, a driver
+/// older than the attribute).
+fn multicast_supported() -> Option<bool> {
+    type Init = unsafe extern "C" fn(u32) -> i32;
+    type Get = unsafe extern "C" fn(*mut i32, i32) -> i32;
+    type Attr = unsafe extern "C" fn(*mut i32, i32, i32) -> i32;
+    // SAFETY: cuInit, cuDeviceGet and cuDeviceGetAttribute take plain
+    // integers and write only the int they are given; the library stays
+    // loaded while they run.
+    unsafe {
+        let lib = libloading::Library::new("libcuda.so.1").ok()?;
+        let init = lib.get::<Init>(b"cuInit\0").ok()?;
+        let get = lib.get::<Get>(b"cuDeviceGet\0").ok()?;
+        let attr = lib.get::<Attr>(b"cuDeviceGetAttribute\0").ok()?;
+        let mut dev = 0;
+        let mut value = 0;
+        (init(0) == 0
+            && get(&mut dev, 0) == 0
+            && attr(&mut value, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev) == 0)
+            .then_some(value != 0)
+    }
 }
 
 /// NVLink: active links, their version and rate, and whether they end in
@@ -241,6 +271,11 @@ fn gpu_check(gpu: Option<&GpuTopology>) -> Check {
         Some(false) => "no NVSwitch",
         None => "NVSwitch unknown",
     };
+    let nvls = match g.nvls {
+        Some(true) => "NVLS",
+        Some(false) => "no NVLS",
+        None => "NVLS unknown",
+    };
     let pcie = format!(
         "PCIe gen{} x{}",
         g.pcie_generation.map_or_else(unknown, |v| v.to_string()),
@@ -250,7 +285,7 @@ fn gpu_check(gpu: Option<&GpuTopology>) -> Check {
         "topology gpu",
         Status::Pass,
         format!(
-            "{}x {}, {nvlink}, {switch}, {pcie}",
+            "{}x {}, {nvlink}, {switch}, {nvls}, {pcie}",
             g.count,
             g.model.clone().unwrap_or_else(unknown)
         ),
