@@ -39,7 +39,8 @@ fn run_with_tuner_config(backend: &str, text: &str) -> (i32, Vec<String>) {
 #[test]
 fn tune_on_the_cpu_backend_exits_2_saying_it_tunes_nccl() {
     let err = usage_error(&mut tune("cpu", &[]));
-    assert!(err.contains("collbench tune tunes NCCL"), "{err}");
+    assert!(err.contains("collbench: tune tunes NCCL ("), "{err}");
+    assert!(!err.contains("collbench: collbench"), "{err}");
     assert!(err.contains("--backend nccl"), "{err}");
 }
 

@@ -51,7 +51,7 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
         TuneRequest::Search(options) => options,
     };
     if options.fake.is_none() {
-        if let Some(line) = nccl::not_nccl("collbench tune tunes NCCL", &a.backend) {
+        if let Some(line) = nccl::not_nccl("tune tunes NCCL", &a.backend) {
             return Err(Failure::new(Outcome::TuneRefused, line));
         }
     }

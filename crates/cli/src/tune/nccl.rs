@@ -158,10 +158,10 @@ mod tests {
             nccl_lib: None,
             test_slow_rank: None,
         };
-        let line = not_nccl("collbench tune tunes NCCL", &b).unwrap();
+        let line = not_nccl("tune tunes NCCL", &b).unwrap();
         assert_eq!(
             line,
-            "collbench tune tunes NCCL (--backend cpu): use --backend nccl on a machine with NVIDIA GPUs"
+            "tune tunes NCCL (--backend cpu): use --backend nccl on a machine with NVIDIA GPUs"
         );
         assert!(!line.contains('\n'));
     }
