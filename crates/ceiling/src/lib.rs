@@ -7,7 +7,8 @@
 //! Modules: [`links`] (the bandwidths a topology offers), `model` (GPU
 //! formulas per algorithm), `cpu` (the CPU backend's memory traffic),
 //! [`mod@file`] (topology TOML), [`probe`] (memory and loopback probes),
-//! [`split`] (nccl-tests' split communicators),
+//! [`split`] (nccl-tests' split communicators), [`published`] (vendors'
+//! and the anchors' figures the model is held to),
 //! [`mod@annotate`] (a record's rows get their ceilings), [`expect`] (`collbench
 //! expect`'s text and JSON).
 //!
@@ -22,6 +23,7 @@ pub mod file;
 pub mod links;
 mod model;
 pub mod probe;
+pub mod published;
 pub mod split;
 
 use collbench_core::{Algorithm, Ceiling, Collective, Topology};

@@ -1,8 +1,9 @@
 //! Without a baseline, a large-size busbw far below the hardware's ceiling
 //! is a WARN that names the part (issue #40, docs/ceiling.md). The fraction
 //! is set so that no published healthy figure warns: the lowest of them,
-//! a sendrecv through one NIC, sits at 0.47 of its ceiling
-//! (bench/results/ceiling.md), so a line warns under 0.4.
+//! a sendrecv through one NIC, sits at 0.46 of its ceiling
+//! (bench/results/ceiling.md), so a line warns under 0.4; a test holds
+//! every figure of topologies/published/figures.toml to it.
 
 use crate::verdict::{Line, Metric, Status};
 use collbench_ceiling::{ceiling, Query};
@@ -121,6 +122,44 @@ mod tests {
         // The same figure through a real 200G NIC warns.
         two.nics[0].kind = NicKind::Ethernet;
         assert_eq!(judge(line(3.0), Some(&two)).status, Status::Warn);
+    }
+
+    /// Every published figure, as a line of its size on its machine (the
+    /// topology `collbench expect` builds, split jobs included), stays
+    /// INFO: the threshold never fires on a healthy figure.
+    #[test]
+    fn no_published_figure_warns() {
+        use collbench_ceiling::expect::{expectation, ExpectFormat, ExpectOptions};
+        use collbench_ceiling::published::{figures, topologies_dir};
+        let dir = topologies_dir(env!("CARGO_MANIFEST_DIR"));
+        let all = figures(&dir).unwrap();
+        assert!(all.len() > 80, "{}", all.len());
+        for f in all {
+            let opts = ExpectOptions {
+                topology: dir.join(format!("{}.toml", f.topology)),
+                ops: vec![Collective::parse(&f.op).unwrap()],
+                sizes: vec![1 << 30],
+                hosts: Some(f.hosts),
+                split_mask: f.split_mask,
+                format: ExpectFormat::Json,
+            };
+            let topo = expectation(&opts).unwrap().topology;
+            let l = Line {
+                op: f.op.clone(),
+                ..line(f.busbw_gbps)
+            };
+            let judged = judge(l, Some(&topo));
+            assert_eq!(
+                judged.status,
+                Status::Info,
+                "{} x{} {} {}: {:?}",
+                f.topology,
+                f.hosts,
+                f.op,
+                f.busbw_gbps,
+                judged.note
+            );
+        }
     }
 
     #[test]
