@@ -2,7 +2,7 @@
 //! for a list of ops and sizes, as text or JSON, for planning and for
 //! reading published figures.
 
-use crate::{ceiling, file, split, Query};
+use crate::{builtin, ceiling, file, split, Query};
 use collbench_core::size::format_size;
 use collbench_core::{Ceiling, Collective, Topology};
 use serde::Serialize;
@@ -61,7 +61,7 @@ pub enum ExpectError {
 
 /// Reads the topology file and computes every (op, size) row.
 pub fn expectation(opts: &ExpectOptions) -> Result<Expectation, ExpectError> {
-    let mut topology = file::load(&opts.topology)?;
+    let mut topology = builtin::load(&opts.topology)?;
     if let Some(h) = opts.hosts {
         topology.hosts = h;
     }

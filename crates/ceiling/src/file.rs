@@ -24,6 +24,8 @@ pub enum FileError {
     Parse { path: String, message: String },
     #[error("topology file {path}: {problem}")]
     Invalid { path: String, problem: String },
+    #[error("no topology file or built-in topology named {name}: give a TOML file's path, or one of {builtins}")]
+    Unknown { name: String, builtins: String },
 }
 
 /// Reads and checks the topology file at `path`.

@@ -6,7 +6,8 @@
 //!
 //! Modules: [`links`] (the bandwidths a topology offers), `model` (GPU
 //! formulas per algorithm), `cpu` (the CPU backend's memory traffic),
-//! [`mod@file`] (topology TOML), [`probe`] (memory and loopback probes),
+//! [`mod@file`] (topology TOML), [`builtin`] (topologies/ built in),
+//! [`probe`] (memory and loopback probes),
 //! [`split`] (nccl-tests' split communicators), [`published`] (vendors'
 //! and the anchors' figures the model is held to),
 //! [`mod@annotate`] (a record's rows get their ceilings), [`expect`] (`collbench
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod annotate;
+pub mod builtin;
 mod cpu;
 pub mod expect;
 pub mod file;

@@ -177,3 +177,32 @@ fn expect_splits_the_nics_among_concurrent_communicators() {
         "{split}"
     );
 }
+
+/// The files of topologies/ are built in: a name works from any folder
+/// (an installed wheel or image has no topologies/), `--help` lists every
+/// one, and an unknown name is one line that lists them.
+#[test]
+fn expect_takes_a_built_in_topology_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = stdout_ok(collbench().current_dir(dir.path()).args([
+        "expect",
+        "--topology",
+        "h200x2",
+        "all_gather",
+    ]));
+    assert!(text.contains("400.0") && text.contains("NVLink"), "{text}");
+    let help = stdout_ok(collbench().args(["expect", "--help"]));
+    for (name, _) in collbench_ceiling::builtin::BUILTIN {
+        assert!(help.contains(name), "--help lacks {name}");
+    }
+    let out = collbench()
+        .current_dir(dir.path())
+        .args(["expect", "--topology", "h100x9"])
+        .output()
+        .unwrap();
+    let err = one_line_refusal(&out, 2);
+    assert!(
+        err.contains("h100x9") && err.contains("gke-a3-mega"),
+        "{err}"
+    );
+}

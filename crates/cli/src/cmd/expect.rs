@@ -8,7 +8,10 @@ use collbench_core::Collective;
 /// `collbench expect` flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ExpectArgs {
-    /// TOML description of the machine (see topologies/*.toml).
+    /// TOML description of the machine (see topologies/*.toml), or the name
+    /// of a built-in one: gke-a3-high, gke-a3-mega, gke-a3-ultra, gke-a4,
+    /// gke-a4x, h200x2, volcengine-ebmhpcpni2, volcengine-ebmhpcpni2l,
+    /// volcengine-ebmhpcpni3l, volcengine-hpcpni3ln.
     #[arg(long, value_name = "FILE")]
     pub topology: std::path::PathBuf,
     /// Collectives (all_reduce, all_gather, ...); all the main ones when
