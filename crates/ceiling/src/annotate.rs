@@ -32,3 +32,93 @@ pub fn annotate_with(record: &mut Record, topo: Topology, levels: &[CopyLevel]) 
     }
     record.topology = Some(topo);
 }
+
+/// Gives a record read from a log (nccl-tests, another tool) the ceilings
+/// of a described machine: the job's hosts and ranks per host come from
+/// the record (its ranks' host names, its rank count) where it has them,
+/// else from the description. A record that carries its own topology (a
+/// collbench run that probed its hardware) keeps it.
+pub fn annotate_described(record: &mut Record, machine: &Topology) {
+    if record.topology.is_some() {
+        return;
+    }
+    let mut topo = machine.clone();
+    let hosts: std::collections::BTreeSet<&str> =
+        record.devices.iter().map(|d| d.host.as_str()).collect();
+    let world = match record.settings.world_size {
+        0 => record.devices.len() as u64,
+        n => n,
+    };
+    if !hosts.is_empty() {
+        topo.hosts = hosts.len() as u64;
+    }
+    if world > 0 {
+        topo.ranks_per_host = Some(world.div_ceil(topo.hosts.max(1)));
+    }
+    annotate(record, topo);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::{CaseResult, DeviceInfo, GpuTopology, Placement};
+
+    fn h200x2() -> Topology {
+        crate::builtin::load(std::path::Path::new("h200x2")).unwrap()
+    }
+
+    fn record(hosts: &[&str]) -> Record {
+        let mut r = Record::new("nccl-tests");
+        r.devices = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| DeviceInfo {
+                rank: i as u64,
+                host: h.to_string(),
+                ..DeviceInfo::default()
+            })
+            .collect();
+        r.results.push(CaseResult {
+            op: "all_gather".into(),
+            size_bytes: 1 << 30,
+            out_of_place: Some(Placement {
+                busbw_gbps: 300.0,
+                ..Placement::default()
+            }),
+            ..CaseResult::default()
+        });
+        r
+    }
+
+    #[test]
+    fn a_log_gets_the_described_machine_with_its_own_layout() {
+        let mut r = record(&["a", "a"]);
+        annotate_described(&mut r, &h200x2());
+        let c = r.results[0].out_of_place.as_ref().unwrap().ceiling.clone();
+        assert!((c.unwrap().busbw_gbps - 400.0).abs() < 1e-9);
+        let t = r.topology.unwrap();
+        assert_eq!((t.hosts, t.ranks_per_host), (1, Some(2)));
+    }
+
+    #[test]
+    fn a_record_with_its_own_topology_keeps_it() {
+        let mut r = record(&["a", "b"]);
+        let own = Topology {
+            hosts: 2,
+            gpu: Some(GpuTopology {
+                count: 1,
+                ..GpuTopology::default()
+            }),
+            ..Topology::default()
+        };
+        r.topology = Some(own.clone());
+        annotate_described(&mut r, &h200x2());
+        assert_eq!(r.topology, Some(own));
+        assert!(r.results[0]
+            .out_of_place
+            .as_ref()
+            .unwrap()
+            .ceiling
+            .is_none());
+    }
+}

@@ -30,7 +30,7 @@ pub mod split;
 
 use collbench_core::{Algorithm, Ceiling, Collective, Topology};
 
-pub use annotate::{annotate, annotate_with};
+pub use annotate::{annotate, annotate_described, annotate_with};
 pub use file::{load, FileError};
 pub use probe::CopyLevel;
 

@@ -355,7 +355,8 @@ fn report_cmd(report: &cmd::report::ReportArgs, force: bool) -> Result<Outcome, 
             .collect();
         outputs::claim("-o", path, force, &inputs)?;
     }
-    let (outcome, markdown) = collbench_report::report_main(&report.into())
+    let options = report.options().map_err(Failure::usage)?;
+    let (outcome, markdown) = collbench_report::report_main(&options)
         .map_err(|e| exit::library_failure(&e.into(), Outcome::ReportUnusable))?;
     if let Some(markdown) = markdown {
         stdout::print(&markdown)?;
@@ -373,7 +374,8 @@ fn compare_cmd(a: &cmd::report::CompareArgs) -> Result<Outcome, Failure> {
             .collect();
         outputs::claim("--html", path, a.force, &inputs)?;
     }
-    let (outcome, text) = collbench_report::compare_main(&a.into()).map_err(usage)?;
+    let options = a.options().map_err(Failure::usage)?;
+    let (outcome, text) = collbench_report::compare_main(&options).map_err(usage)?;
     stdout::print(&text)?;
     Ok(Outcome::compare(outcome))
 }

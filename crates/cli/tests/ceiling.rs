@@ -63,8 +63,11 @@ fn cpu_share() -> Option<f64> {
     shares?.into_iter().reduce(f64::min)
 }
 
-/// The ceiling is a bound: no placement above 1.05 of it, in any run.
-/// And it is not loose: issue #40's floor, every row at 0.2 of its ceiling
+/// The ceiling is a bound: no placement of any run above 1.05 of the
+/// highest ceiling the three runs' probes gave it (each run probes once;
+/// a probe that a neighbour on this shared host slowed gives a low
+/// ceiling for its run alone: once a 64 MiB reduce_scatter at 10.05 GB/s
+/// sat at 1.10 of its run's 9.10). And it is not loose: issue #40's floor, every row at 0.2 of its ceiling
 /// or more, for the best of three runs on a machine that gives the run
 /// its cores. The ceiling's copy probe keeps each core's fastest chunk
 /// (a bound must not sit under a quiet moment), so where other processes
@@ -76,6 +79,7 @@ fn cpu_rows_sit_under_their_ceiling_and_near_it() {
     for ranks in ["2", "4"] {
         let mut best: Vec<(String, f64)> = Vec::new();
         let mut quiet = true;
+        let mut runs = Vec::new();
         for round in 0..3 {
             // Before and after: a load that starts during the run shows
             // in the second.
@@ -84,10 +88,6 @@ fn cpu_rows_sit_under_their_ceiling_and_near_it() {
             let after = cpu_share();
             quiet &= [share, after].iter().all(|s| s.is_some_and(|s| s > 0.9));
             for (i, (name, busbw, ceil)) in rows.iter().enumerate() {
-                assert!(
-                    *busbw <= 1.05 * ceil,
-                    "{ranks} ranks, {name}: {busbw} above {ceil}"
-                );
                 if round == 0 {
                     best.push((name.clone(), busbw / ceil));
                 } else {
@@ -96,6 +96,18 @@ fn cpu_rows_sit_under_their_ceiling_and_near_it() {
                 }
             }
             println!("{ranks} ranks, run {round}: CPU share before it {share:?}, after {after:?}");
+            runs.push(rows);
+        }
+        for (i, (name, _, _)) in runs[0].iter().enumerate() {
+            let ceil = runs.iter().map(|r| r[i].2).fold(0.0, f64::max);
+            for (round, rows) in runs.iter().enumerate() {
+                let busbw = rows[i].1;
+                assert!(
+                    busbw <= 1.05 * ceil,
+                    "{ranks} ranks, {name}, run {round}: {busbw} above {ceil} (the runs' ceilings: {:?})",
+                    runs.iter().map(|r| r[i].2).collect::<Vec<_>>()
+                );
+            }
         }
         for (name, ratio) in &best {
             println!("{ranks} ranks {name}: best {ratio:.2} of the ceiling");
@@ -205,4 +217,32 @@ fn expect_takes_a_built_in_topology_by_name() {
         err.contains("h100x9") && err.contains("gke-a3-mega"),
         "{err}"
     );
+}
+
+/// An nccl-tests log carries no topology; `--topology` gives its rows the
+/// described machine's ceilings, in `report` and in `compare` (the h200x2
+/// anchor's 8 GiB all_reduce, 349.58 GB/s, is 87% of 400).
+#[test]
+fn report_and_compare_give_a_log_the_ceilings_of_a_described_machine() {
+    let log = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../report/tests/fixtures/anchors/all_reduce.txt"
+    );
+    let plain = stdout_ok(collbench().args(["report", log]));
+    assert!(!plain.contains("% of ceiling"), "{plain}");
+    let md = stdout_ok(collbench().args(["report", log, "--topology", "h200x2"]));
+    assert!(md.contains("| % of ceiling | bottleneck |"), "{md}");
+    let row = md.lines().find(|l| l.starts_with("| 8 GiB ")).unwrap();
+    assert!(row.contains("| 400.00 | 87% | NVLink |"), "{row}");
+    let cmp = stdout_ok(collbench().args(["compare", log, log, "--topology", "h200x2"]));
+    let row = cmp
+        .lines()
+        .find(|l| l.contains("| 8 GiB | out-of-place |"))
+        .unwrap();
+    assert!(row.contains("| 87% |"), "{row}");
+    let out = collbench()
+        .args(["report", log, "--topology", "h100x9"])
+        .output()
+        .unwrap();
+    assert!(one_line_refusal(&out, 2).contains("h100x9"));
 }

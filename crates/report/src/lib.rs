@@ -56,6 +56,10 @@ pub struct ReportOptions {
     /// Fail when a file in a folder cannot be read as a log, instead of
     /// listing it and going on.
     pub strict: bool,
+    /// The machine the logs ran on (`--topology`): records without a
+    /// topology of their own get its ceilings, so the report shows "% of
+    /// ceiling" for other tools' logs too.
+    pub topology: Option<collbench_core::Topology>,
 }
 
 /// How `collbench report` went, for the CLI's exit code.
@@ -119,7 +123,12 @@ pub fn load_check_matrix(path: &std::path::Path) -> Result<render::html::Matrix,
 /// "Data quality" section. Returns the Markdown for stdout when there is no
 /// `output` file.
 pub fn report_main(args: &ReportOptions) -> Result<(ReportOutcome, Option<String>), Error> {
-    let inputs = read_paths(&args.inputs, args.format, args.strict)?;
+    let mut inputs = read_paths(&args.inputs, args.format, args.strict)?;
+    if let Some(machine) = &args.topology {
+        for r in &mut inputs.parsed.records {
+            collbench_ceiling::annotate_described(r, machine);
+        }
+    }
     for line in inputs.lines_for_people() {
         diag::line(&format!("collbench report: {line}"));
     }

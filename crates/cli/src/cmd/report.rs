@@ -33,18 +33,33 @@ pub struct ReportArgs {
     /// instead of listing it and going on.
     #[arg(long)]
     pub strict: bool,
+    /// The machine the logs ran on: a topology file or a built-in's name
+    /// (as `expect --topology`). Logs without a topology of their own
+    /// (nccl-tests and the other tools) get its ceilings: "% of ceiling"
+    /// and the bottleneck beside each case.
+    #[arg(long, value_name = "FILE|NAME")]
+    pub topology: Option<PathBuf>,
 }
 
-impl From<&ReportArgs> for ReportOptions {
-    fn from(a: &ReportArgs) -> ReportOptions {
-        ReportOptions {
-            inputs: a.inputs.clone(),
-            output: a.output.clone(),
-            format: a.format.map(|f| f.0),
-            matrix: a.matrix.clone(),
-            strict: a.strict,
-        }
+impl ReportArgs {
+    /// The options, or the one line that says what is wrong.
+    pub fn options(&self) -> Result<ReportOptions, String> {
+        Ok(ReportOptions {
+            inputs: self.inputs.clone(),
+            output: self.output.clone(),
+            format: self.format.map(|f| f.0),
+            matrix: self.matrix.clone(),
+            strict: self.strict,
+            topology: described(self.topology.as_deref())?,
+        })
     }
+}
+
+/// The machine `--topology` describes, loaded and checked.
+fn described(arg: Option<&std::path::Path>) -> Result<Option<collbench_core::Topology>, String> {
+    arg.map(collbench_ceiling::builtin::load)
+        .transpose()
+        .map_err(|e| e.to_string())
 }
 
 /// `collbench compare` arguments.
@@ -102,22 +117,29 @@ pub struct CompareArgs {
     /// Replace an existing --html file (never an input).
     #[arg(long)]
     pub force: bool,
+    /// The machine both sides ran on: a topology file or a built-in's
+    /// name (as `expect --topology`). Logs without a topology of their own
+    /// get its ceilings: NEW's "% of ceiling" beside each case.
+    #[arg(long, value_name = "FILE|NAME")]
+    pub topology: Option<PathBuf>,
 }
 
-impl From<&CompareArgs> for CompareOptions {
-    fn from(a: &CompareArgs) -> CompareOptions {
-        CompareOptions {
-            base: a.base.clone(),
-            new: a.new.clone(),
-            base_runs: a.base_runs.clone(),
-            new_runs: a.new_runs.clone(),
-            threshold: a.threshold,
-            format: a.format.into(),
-            input_format: a.input_format.map(|f| f.0),
-            trust_base: a.trust_base,
-            subset: a.subset,
-            html: a.html.clone(),
-        }
+impl CompareArgs {
+    /// The options, or the one line that says what is wrong.
+    pub fn options(&self) -> Result<CompareOptions, String> {
+        Ok(CompareOptions {
+            base: self.base.clone(),
+            new: self.new.clone(),
+            base_runs: self.base_runs.clone(),
+            new_runs: self.new_runs.clone(),
+            threshold: self.threshold,
+            format: self.format.into(),
+            input_format: self.input_format.map(|f| f.0),
+            trust_base: self.trust_base,
+            subset: self.subset,
+            html: self.html.clone(),
+            topology: described(self.topology.as_deref())?,
+        })
     }
 }
 

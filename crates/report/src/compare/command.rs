@@ -40,6 +40,10 @@ pub struct CompareOptions {
     /// path (never an input, no existing file without `--force`) before
     /// this runs.
     pub html: Option<PathBuf>,
+    /// The machine both sides ran on (`--topology`): records without a
+    /// topology of their own get its ceilings, so NEW's rows show "% of
+    /// ceiling" for other tools' logs too.
+    pub topology: Option<collbench_core::Topology>,
 }
 
 /// What `collbench compare` found (the CLI turns it into the exit code).
@@ -68,10 +72,13 @@ struct Side {
     inputs: Inputs,
 }
 
+/// Reads one side; records without a topology of their own get
+/// `machine`'s ceilings (`--topology`).
 fn read_side(
     first: &PathBuf,
     more: &[PathBuf],
     format: Option<Format>,
+    machine: Option<&collbench_core::Topology>,
 ) -> Result<Side, crate::FileError> {
     let paths: Vec<PathBuf> = std::iter::once(first).chain(more).cloned().collect();
     let set = InputSet::walk(&paths)?;
@@ -95,6 +102,11 @@ fn read_side(
         }
     }
     side.runs.retain(|r| !r.is_empty());
+    if let Some(machine) = machine {
+        for r in &mut side.inputs.parsed.records {
+            collbench_ceiling::annotate_described(r, machine);
+        }
+    }
     Ok(side)
 }
 
@@ -141,7 +153,8 @@ pub fn compare_main(args: &CompareOptions) -> Result<(CompareOutcome, String), E
         let text = gate::lines("NEW", failures).join("\n") + "\n";
         Ok((CompareOutcome::NewFailed, text))
     };
-    let read = |first, more: &[PathBuf]| read_side(first, more, args.input_format);
+    let read =
+        |first, more: &[PathBuf]| read_side(first, more, args.input_format, args.topology.as_ref());
     let new = match read(&args.new, &args.new_runs) {
         Ok(n) => n,
         Err(e) => {
