@@ -72,13 +72,12 @@ struct Side {
     inputs: Inputs,
 }
 
-/// Reads one side; records without a topology of their own get
-/// `machine`'s ceilings (`--topology`).
+/// Reads one side as `args.input_format` says; records without a
+/// topology of their own get `args.topology`'s ceilings.
 fn read_side(
     first: &PathBuf,
     more: &[PathBuf],
-    format: Option<Format>,
-    machine: Option<&collbench_core::Topology>,
+    args: &CompareOptions,
 ) -> Result<Side, crate::FileError> {
     let paths: Vec<PathBuf> = std::iter::once(first).chain(more).cloned().collect();
     let set = InputSet::walk(&paths)?;
@@ -91,7 +90,7 @@ fn read_side(
         },
     };
     for file in &set.files {
-        match read_file(&file.path, format) {
+        match read_file(&file.path, args.input_format) {
             Ok(one) => {
                 let start = side.inputs.parsed.records.len();
                 side.runs.push(start..start + one.records.len());
@@ -102,7 +101,7 @@ fn read_side(
         }
     }
     side.runs.retain(|r| !r.is_empty());
-    if let Some(machine) = machine {
+    if let Some(machine) = &args.topology {
         for r in &mut side.inputs.parsed.records {
             collbench_ceiling::annotate_described(r, machine);
         }
@@ -153,8 +152,7 @@ pub fn compare_main(args: &CompareOptions) -> Result<(CompareOutcome, String), E
         let text = gate::lines("NEW", failures).join("\n") + "\n";
         Ok((CompareOutcome::NewFailed, text))
     };
-    let read =
-        |first, more: &[PathBuf]| read_side(first, more, args.input_format, args.topology.as_ref());
+    let read = |first, more: &[PathBuf]| read_side(first, more, args);
     let new = match read(&args.new, &args.new_runs) {
         Ok(n) => n,
         Err(e) => {
