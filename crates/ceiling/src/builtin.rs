@@ -60,27 +60,12 @@ pub fn load(arg: &Path) -> Result<Topology, FileError> {
     let name = arg.to_str().filter(|s| !s.contains('/'));
     let name = name.map(|s| s.strip_suffix(".toml").unwrap_or(s));
     match name.and_then(|n| BUILTIN.iter().find(|(b, _)| *b == n)) {
-        Some((n, text)) => file::parse(text).map_err(|e| named(e, n)),
+        Some((n, text)) => file::parse_named(text, n),
         None if name.is_some() => Err(FileError::Unknown {
             name: arg.display().to_string(),
             builtins: names(),
         }),
         None => file::load(arg),
-    }
-}
-
-/// A built-in's parse error names the built-in.
-fn named(e: FileError, name: &str) -> FileError {
-    match e {
-        FileError::Parse { message, .. } => FileError::Parse {
-            path: name.to_string(),
-            message,
-        },
-        FileError::Invalid { problem, .. } => FileError::Invalid {
-            path: name.to_string(),
-            problem,
-        },
-        other => other,
     }
 }
 

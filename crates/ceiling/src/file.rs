@@ -43,13 +43,18 @@ pub fn load(path: &Path) -> Result<Topology, FileError> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(FileError::TooBig { path: shown });
     }
-    parse(&text).map_err(|e| match e {
+    parse_named(&text, &shown)
+}
+
+/// [`parse`], its errors naming `name` (a file's path, a built-in's name).
+pub fn parse_named(text: &str, name: &str) -> Result<Topology, FileError> {
+    parse(text).map_err(|e| match e {
         FileError::Parse { message, .. } => FileError::Parse {
-            path: shown.clone(),
+            path: name.to_string(),
             message,
         },
         FileError::Invalid { problem, .. } => FileError::Invalid {
-            path: shown.clone(),
+            path: name.to_string(),
             problem,
         },
         other => other,
