@@ -173,14 +173,14 @@ fn aggregate_tcp(streams: usize, bytes: usize) -> Option<f64> {
         senders.push(std::thread::spawn(move || {
             let chunk = vec![7u8; 1 << 20];
             go.wait();
+            let began = Instant::now();
             let mut left = bytes;
             while left > 0 {
                 let n = left.min(chunk.len());
-                if tx.write_all(&chunk[..n]).is_err() {
-                    return;
-                }
+                tx.write_all(&chunk[..n]).ok()?;
                 left -= n;
             }
+            Some(began)
         }));
         let go = Arc::clone(&start);
         receivers.push(std::thread::spawn(move || {
@@ -197,14 +197,18 @@ fn aggregate_tcp(streams: usize, bytes: usize) -> Option<f64> {
         }));
     }
     start.wait();
-    let t0 = Instant::now();
+    // The clock starts when the first sender does, not when this thread
+    // wakes from the barrier: a descheduled caller woke after a 1 MiB
+    // transfer had ended and measured nothing.
     let ends: Option<Vec<Instant>> = receivers
         .into_iter()
         .map(|h| h.join().ok().flatten())
         .collect();
-    for h in senders {
-        let _ = h.join();
-    }
+    let starts: Option<Vec<Instant>> = senders
+        .into_iter()
+        .map(|h| h.join().ok().flatten())
+        .collect();
+    let t0 = starts?.into_iter().min()?;
     let secs = ends?.into_iter().max()?.duration_since(t0).as_secs_f64();
     (secs > 0.0).then(|| (streams * bytes) as f64 / secs / 1e9)
 }
