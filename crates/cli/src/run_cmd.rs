@@ -11,7 +11,7 @@ use collbench_core::auto_iters::AutoIters;
 use collbench_core::size::Step;
 use collbench_core::Record;
 use collbench_output::{text::TextOptions, Format};
-use collbench_runner::{Average, Plan, RootSel, Runner};
+use collbench_runner::{Average, Blocking, Plan, RootSel, Runner};
 
 /// `-b`, `-e` and the step (`-f`, `-i`), with the defaults of `mode`.
 fn sweep_of(a: &RunArgs, mode: Mode) -> (u64, u64, Step) {
@@ -57,21 +57,21 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
     if a.agg_iters == 0 {
         return Err(u("-m/--agg_iters must be at least 1".into()));
     }
-    if a.blocking > 3 {
-        return Err(u(format!(
+    let blocking = Blocking::from_flag(a.blocking).ok_or_else(|| {
+        u(format!(
             "-z/--blocking must be 0, 1, 2 or 3 (got {})",
             a.blocking
-        )));
-    }
+        ))
+    })?;
     // nccl-tests' own rule and line: -z 3 waits between iterations, which
     // a captured graph cannot.
-    let blocking = if a.blocking == 3 && a.cudagraph >= 1 {
+    let blocking = if blocking == Blocking::BarrierEachIteration && a.cudagraph >= 1 {
         crate::stdout::say(
             "blocking mode (-z 3) is incompatible with CUDA graph mode (-G). Disabling.",
         );
-        0
+        Blocking::Off
     } else {
-        a.blocking
+        blocking
     };
     let roots = match a.root {
         -1 => RootSel::All,

@@ -146,7 +146,7 @@ mod tests {
             iters: 20,
             agg_iters: 1,
             graph: 0,
-            blocking: 0,
+            blocking: crate::Blocking::Off,
             max_bytes: 64,
             keep_iter_times: false,
             iteration_pass: false,

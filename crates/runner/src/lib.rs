@@ -25,7 +25,8 @@ pub mod watch;
 pub mod watchdog;
 
 pub use backend::{
-    Backend, BackendError, BackendInfo, BackendSettings, CaseSpec, Measurement, MemoryUsage, Timing,
+    Backend, BackendError, BackendInfo, BackendSettings, Blocking, CaseSpec, Measurement,
+    MemoryUsage, Timing,
 };
 pub use plan::{Average, Plan, RootSel};
 pub use run::{RunError, RunObserver, Runner};

@@ -1,5 +1,6 @@
 //! What to run: collectives x types x operators x roots x sizes, and how.
 
+use crate::backend::Blocking;
 use collbench_core::alltoallv::{self, Traffic, TrafficError, TrafficMatrix};
 use collbench_core::auto_iters::AutoIters;
 use collbench_core::read_limit;
@@ -91,7 +92,7 @@ pub struct Plan {
     /// CUDA graph launches (`-G`); 0 = off. Backends without graphs ignore it.
     pub graph: u32,
     /// Blocking mode (`-z`).
-    pub blocking: u32,
+    pub blocking: Blocking,
     pub average: Average,
     /// Report CPU-side launch time instead (`-C`).
     pub cputime: bool,
@@ -133,7 +134,7 @@ impl Default for Plan {
             cycles: 1,
             check: 1,
             graph: 0,
-            blocking: 0,
+            blocking: Blocking::Off,
             average: Average::Mean,
             cputime: false,
             timestamps: false,

@@ -326,7 +326,7 @@ impl<'a> Runner<'a> {
             agg_iters: p.agg_iters as u64,
             check: p.check > 0,
             graph: p.graph as u64,
-            blocking: p.blocking > 0,
+            blocking: p.blocking.waits(),
             average: p.average.name().to_string(),
             unalign: p.unalign as u64,
             per_iter_timing: p.per_iter_timing,

@@ -9,7 +9,7 @@ use super::{debug, NcclBackend};
 use crate::cuda::{Event, Graph};
 use crate::ffi::RedOpId;
 use crate::group::{self, Group};
-use collbench_runner::{BackendError, CaseSpec, Measurement, Timing};
+use collbench_runner::{BackendError, Blocking, CaseSpec, Measurement, Timing};
 use std::time::{Duration, Instant};
 
 /// Whether the per-iteration events go in the timed loop itself:
@@ -29,10 +29,6 @@ fn inline_events(setting: Option<&str>, size_bytes: u64) -> bool {
         _ => size_bytes >= 1 << 30,
     }
 }
-
-/// `-z 3`: wait for and barrier after every timed iteration, the barrier
-/// left out of the time.
-const BARRIER_EACH_ITERATION: u32 = 3;
 
 /// Per-operation seconds for each of `n` local ranks: the loop's wall
 /// (`total`) and issue (`cpu`) times over `ops` operations.
@@ -128,7 +124,7 @@ impl NcclBackend {
                 first: 0,
                 first_iteration: warmup as u64,
             };
-            let (total, _, _) = self.timed_loop(case, lp, &ops, 0, false)?;
+            let (total, _, _) = self.timed_loop(case, lp, &ops, Blocking::Off, false)?;
             Ok(total / iters as f64)
         })();
         self.free_ops(case, &ops);
@@ -281,12 +277,12 @@ impl NcclBackend {
         case: &CaseSpec,
         lp: Loop,
         ops: &[RedOpId],
-        blocking: u32,
+        blocking: Blocking,
         events: bool,
     ) -> Result<(f64, f64, Vec<f64>), BackendError> {
         // Events belong to GPU 0's context, like the stream they time.
         self.gpus[0].dev.bind()?;
-        if blocking == BARRIER_EACH_ITERATION {
+        if blocking == Blocking::BarrierEachIteration {
             return self.timed_loop_with_barriers(case, lp, ops, events);
         }
         let evs: Vec<Event> = if events {
@@ -315,7 +311,7 @@ impl NcclBackend {
             // barrier inside the time; a barrier of our own costs a network
             // round trip there (a one-byte all_reduce: 1.8x nccl-tests' time
             // at <= 64 KiB on two emulated hosts), so -z 1 waits only.
-            if blocking > 0 {
+            if blocking.waits() {
                 self.wait_all()?;
             }
         }

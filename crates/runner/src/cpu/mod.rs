@@ -455,7 +455,7 @@ mod tests {
             iters,
             agg_iters,
             graph: 0,
-            blocking: 0,
+            blocking: crate::Blocking::Off,
             max_bytes,
             keep_iter_times: false,
             iteration_pass: true,
