@@ -34,6 +34,7 @@ pub mod element;
 pub mod explain;
 pub mod f8_tables;
 pub mod nccl_only;
+pub mod nccl_path;
 pub mod nccl_version;
 pub mod pairs;
 pub mod ports;

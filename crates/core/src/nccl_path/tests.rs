@@ -1,0 +1,190 @@
+use super::gate::{implied, require, Required};
+use super::*;
+use crate::topology::{GpuTopology, NicGroup, NicKind, Topology};
+use std::collections::BTreeMap;
+
+const IB_2NODE: &str = "\
+node1:12345:12345 [0] NCCL INFO Bootstrap : Using eth0:10.1.0.4<0>
+node1:12345:12345 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation
+NCCL version 2.18.5+cuda12.2
+#                                                              out-of-place
+node1:12345:12400 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.1.0.4<0>
+node1:12345:12400 [0] NCCL INFO Using network IB
+node1:12345:12400 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read
+node1:12345:12400 [0] NCCL INFO Channel 00/0 : 7[7] -> 8[0] [send] via NET/IB/0/GDRDMA
+node1:12345:12400 [0] NCCL INFO Channel 01/0 : 15[7] -> 0[0] [receive] via NET/IB/1/GDRDMA
+node1:12345:12400 [0] NCCL INFO Channel 02/0 : 0[0] -> 8[0] [send] via NET/IB/0(1)/GDRDMA
+";
+
+#[test]
+fn an_infiniband_job_is_read_to_its_paths() {
+    let p = NcclPath::from_text(IB_2NODE).unwrap();
+    assert_eq!(p.version.as_deref(), Some("2.18.5"));
+    assert_eq!(p.net.as_deref(), Some("IB"));
+    assert_eq!(p.nics, ["mlx5_0:1", "mlx5_1:1"]);
+    assert!(p.link_layers.contains("IB"));
+    assert_eq!(p.gdr, Some(true));
+    assert!(p.pxn);
+    assert_eq!(
+        p.transports.iter().copied().collect::<Vec<_>>(),
+        [Transport::P2p, Transport::Net]
+    );
+    assert_eq!(p.p2p_kinds.iter().collect::<Vec<_>>(), ["IPC"]);
+    assert_eq!(p.pairs.len(), 4);
+    assert_eq!(p.pairs[0].from, 0);
+    assert_eq!(p.pairs[0].to, 1);
+    // The plugin line of a healthy IB job is kept as evidence, but the
+    // gate does not blame it while IB is in use.
+    assert!(require(
+        &p,
+        &[Required::Ib, Required::P2p, Required::Gdr],
+        &BTreeMap::new()
+    )
+    .is_empty());
+    assert_eq!(p.summary(), "NET/IB (IB, GDRDMA, PXN); P2P/IPC");
+}
+
+const SOCKET_FALLBACK: &str = "\
+[1,0]<stdout>:host-a:101:101 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.
+[1,0]<stdout>:host-a:101:101 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>
+[1,0]<stdout>:host-a:101:101 [0] NCCL INFO Using network Socket
+[1,0]<stdout>:host-a:101:130 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0
+[1,0]<stdout>:host-a:101:130 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0
+";
+
+#[test]
+fn a_socket_fallback_names_its_cause_and_fails_an_ib_gate() {
+    let p = NcclPath::from_text(SOCKET_FALLBACK).unwrap();
+    assert_eq!(p.net.as_deref(), Some("Socket"));
+    assert_eq!(p.gdr, Some(false));
+    assert_eq!(p.nics, ["eth0"]);
+    let f = require(&p, &[Required::Ib], &BTreeMap::new());
+    assert_eq!(f.len(), 1);
+    let line = f[0].to_string();
+    assert_eq!(
+        line,
+        "transport: expected NET/IB (required), NCCL used NET/Socket; cause: NCCL_IB_DISABLE set by environment to 1."
+    );
+    assert!(require(&p, &[Required::Socket], &BTreeMap::new()).is_empty());
+}
+
+#[test]
+fn rdma_nics_imply_that_socket_is_a_fault() {
+    let p = NcclPath::from_text(SOCKET_FALLBACK).unwrap();
+    let topo = Topology {
+        hosts: 2,
+        nics: vec![NicGroup {
+            kind: NicKind::Infiniband,
+            rate_gbit: 400.0,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let f = implied(&p, &topo, &BTreeMap::new());
+    assert_eq!(f.len(), 1);
+    assert!(
+        f[0].to_string().contains("InfiniBand NICs on the hosts"),
+        "{}",
+        f[0]
+    );
+    // Loopback-only hosts (emulated): Socket is what they have.
+    let lo = Topology {
+        hosts: 2,
+        nics: vec![NicGroup {
+            kind: NicKind::Loopback,
+            rate_gbit: 100.0,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    assert!(implied(&p, &lo, &BTreeMap::new()).is_empty());
+}
+
+#[test]
+fn efa_through_aws_ofi_nccl_is_ofi() {
+    let text = "\
+ip-10-0-0-1:20:20 [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)
+ip-10-0-0-1:20:20 [0] NCCL INFO Using network AWS Libfabric
+ip-10-0-0-1:20:50 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/AWS Libfabric/0/GDRDMA
+";
+    let p = NcclPath::from_text(text).unwrap();
+    assert_eq!(p.net.as_deref(), Some("OFI"));
+    assert!(p.link_layers.contains("efa"));
+    assert_eq!(p.gdr, Some(true));
+    assert!(require(&p, &[Required::parse("efa").unwrap()], &BTreeMap::new()).is_empty());
+}
+
+#[test]
+fn p2p_off_with_nvlink_up_is_a_fault_named_by_the_environment() {
+    let text = "\
+h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct
+h:1:1 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct
+";
+    let p = NcclPath::from_text(text).unwrap();
+    let topo = Topology {
+        hosts: 1,
+        gpu: Some(GpuTopology {
+            count: 8,
+            nvlink_links: Some(18),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut env = BTreeMap::new();
+    env.insert("NCCL_P2P_DISABLE".to_string(), "1".to_string());
+    let f = implied(&p, &topo, &env);
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        f[0].to_string(),
+        "transport: expected P2P within hosts (NVLink is up), NCCL used SHM; cause: NCCL_P2P_DISABLE=1"
+    );
+}
+
+#[test]
+fn old_and_new_channel_shapes_and_nvls() {
+    let text = "\
+h:1:1 [0] NCCL INFO Ring 00 : 0 -> 1 via P2P/direct pointer
+h:1:1 [0] NCCL INFO Channel 00/0 : 0[1b000] -> 1[3d000] via P2P/CUMEM/read
+h:1:1 [0] NCCL INFO NVLS multicast support is available on dev 0
+h:1:1 [0] NCCL INFO Connected NVLS
+";
+    let p = NcclPath::from_text(text).unwrap();
+    assert_eq!(p.p2p_kinds.iter().collect::<Vec<_>>(), ["CUMEM", "direct"]);
+    assert_eq!(p.nvls, Some(true));
+    assert!(p.transports.contains(&Transport::Nvls));
+    assert!(p.net.is_none());
+    assert_eq!(p.gdr, None);
+}
+
+#[test]
+fn text_without_nccl_lines_has_no_path_and_pairs_are_bounded() {
+    assert!(NcclPath::from_text("# nThread 1 nGpus 1\n  8  2 float sum -1 1 2 3 0\n").is_none());
+    let many: String = (0..(MAX_PAIRS as u64 + 10))
+        .map(|i| {
+            format!(
+                "h:1:1 [0] NCCL INFO Channel 00/0 : {i}[0] -> {}[0] via P2P/IPC\n",
+                i + 1
+            )
+        })
+        .collect();
+    let p = NcclPath::from_text(&many).unwrap();
+    assert_eq!(p.pairs.len(), MAX_PAIRS);
+    assert!(p.pairs_truncated);
+}
+
+#[test]
+fn differences_put_the_network_first() {
+    let a = NcclPath::from_text(IB_2NODE).unwrap();
+    let b = NcclPath::from_text(SOCKET_FALLBACK).unwrap();
+    let d = differences(&a, &b);
+    assert_eq!(d[0], "network IB -> Socket");
+    assert!(d.contains(&"GPUDirect RDMA on -> off".to_string()), "{d:?}");
+    assert!(differences(&a, &a).is_empty());
+}
+
+#[test]
+fn unknown_requirements_list_the_valid_ones() {
+    let e = Required::parse("nvlink").unwrap_err().to_string();
+    assert!(e.contains("unknown transport 'nvlink'"), "{e}");
+    assert!(e.contains("ib, roce, socket, ofi"), "{e}");
+}
