@@ -6,6 +6,7 @@
 use crate::adaptive::StopReason;
 use crate::ceiling::Ceiling;
 use crate::explain::Explanation;
+use crate::nccl_path::NcclPath;
 use crate::stats::TimeStats;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
@@ -73,6 +74,11 @@ pub struct Record {
     /// probe ran; the rows' ceilings were computed from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<Topology>,
+    /// The path NCCL took (network plugin, transports per rank pair, GDR,
+    /// NVLS), read from its INFO lines: captured by a run, or found in a
+    /// parsed log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_path: Option<NcclPath>,
 }
 
 /// Settings of a run, as the nccl-tests header reports them.

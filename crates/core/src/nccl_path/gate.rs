@@ -107,6 +107,20 @@ impl Required {
         }
     }
 
+    /// Whether NCCL's printed network name is this plugin or a build of it
+    /// (`IBext_v8`: the SHARP plugin's IB; `GPUDirectTCPX_v7`; `FasTrak`:
+    /// TCPXO).
+    fn names(self, net: &str) -> bool {
+        match self {
+            Required::Ib | Required::Roce => net == "IB" || net.starts_with("IBext"),
+            Required::Tcpx => {
+                net.starts_with("GPUDirectTCPX") && !net.starts_with("GPUDirectTCPXO")
+            }
+            Required::Tcpxo => net.starts_with("GPUDirectTCPXO") || net.starts_with("FasTrak"),
+            other => other.net() == Some(net),
+        }
+    }
+
     /// Causes that explain a path without this requirement.
     fn causes(self) -> &'static [CauseKind] {
         match self {
@@ -128,9 +142,9 @@ impl Required {
 
     /// Whether `path` meets the requirement.
     fn met_by(self, path: &NcclPath) -> bool {
-        if let Some(net) = self.net() {
+        if self.net().is_some() {
             let layer_ok = self != Required::Roce || path.link_layers.contains("RoCE");
-            return path.net.as_deref() == Some(net) && layer_ok;
+            return path.net.as_deref().is_some_and(|n| self.names(n)) && layer_ok;
         }
         match self {
             Required::P2p => path.transports.contains(&Transport::P2p),

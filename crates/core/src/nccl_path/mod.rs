@@ -76,6 +76,10 @@ impl Transport {
 
     /// The kind named by the first word of a `via` text (`P2P/CUMEM`).
     pub fn from_via(via: &str) -> Option<Transport> {
+        // NCCL 2.6-2.7: `via direct shared memory`.
+        if via.contains("shared memory") {
+            return Some(Transport::Shm);
+        }
         let head = via.split('/').next()?.trim();
         match head.to_ascii_uppercase().as_str() {
             "P2P" => Some(Transport::P2p),

@@ -3,7 +3,7 @@
 //! to 2.28) in the tests.
 
 use super::{Cause, CauseKind, NcclPath, PairPath, Transport, MAX_CAUSES, MAX_PAIRS};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// NICs kept from NCCL's device list lines.
 const MAX_NICS: usize = 64;
@@ -25,6 +25,16 @@ pub(super) struct Reader {
     net_listed: Option<String>,
     net_connections: bool,
     gdr_connections: bool,
+    /// NICs and link layers each plugin listed: NCCL 2.4-2.6 list the
+    /// socket plugin's interfaces too, even when IB carries the traffic.
+    listed: BTreeMap<String, Listed>,
+}
+
+/// What one network plugin said it uses.
+#[derive(Default)]
+struct Listed {
+    nics: Vec<String>,
+    link_layers: BTreeSet<String>,
 }
 
 impl Reader {
@@ -48,7 +58,7 @@ impl Reader {
         }
         if let Some(rest) = body.strip_prefix("Using network ") {
             self.net_using = Some(normalise_net(rest.trim()));
-        } else if body.contains(" via ") && body.contains("->") {
+        } else if body.contains(" via ") && (body.contains("->") || body.starts_with("CollNet ")) {
             self.channel(body);
         } else if body.starts_with("NET/") {
             self.net_line(body);
@@ -69,12 +79,17 @@ impl Reader {
         let Some(transport) = Transport::from_via(via) else {
             return;
         };
-        let Some((left, right)) = head.rsplit_once("->") else {
-            return;
+        let (from, to) = match head.rsplit_once("->") {
+            Some((left, right)) => (
+                left.split_whitespace().last().and_then(rank_of),
+                right.split_whitespace().next().and_then(rank_of),
+            ),
+            None => (None, None),
         };
-        let from = left.split_whitespace().last().and_then(rank_of);
-        let to = right.split_whitespace().next().and_then(rank_of);
         self.path.transports.insert(transport);
+        if parts_have_gdr(via) && matches!(transport, Transport::Net | Transport::CollNet) {
+            self.gdr_connections = true;
+        }
         let parts: Vec<&str> = via.split('/').collect();
         match transport {
             Transport::P2p => {
@@ -86,9 +101,6 @@ impl Reader {
                 self.net_connections = true;
                 if let Some(plugin) = parts.get(1) {
                     self.net_via = Some(normalise_net(plugin));
-                }
-                if parts.iter().any(|p| p.trim() == "GDRDMA") {
-                    self.gdr_connections = true;
                 }
                 // `NET/IB/0(1)`: the NIC of another GPU, reached through it.
                 if parts.get(2).is_some_and(|p| p.contains('(')) {
@@ -129,33 +141,43 @@ impl Reader {
             self.cause(CauseKind::NoIbDevice, body);
             return;
         }
+        let plugin = normalise_net(&plugin);
         if let Some(p) = lower_find(body, "selected provider is ") {
             let provider: String = body[p..]
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ';'))
                 .collect();
+            let listed = self.listed.entry(plugin.clone()).or_default();
             if !provider.is_empty() {
-                self.path.link_layers.insert(provider);
+                listed.link_layers.insert(provider);
             }
-            self.net_listed = Some(normalise_net(&plugin));
+            self.net_listed = Some(plugin);
             return;
         }
-        if let Some((_, list)) = body.split_once(" Using ") {
-            let list = list.split(';').next().unwrap_or("");
-            let mut any = false;
-            for token in list.split_whitespace() {
-                if let Some((nic, layer)) = nic_token(token) {
-                    any = true;
-                    if self.path.nics.len() < MAX_NICS && !self.path.nics.contains(&nic) {
-                        self.path.nics.push(nic);
+        if body.contains("initialization failed") {
+            self.cause(CauseKind::PluginMissing, body);
+            return;
+        }
+        // `NET/IB : Using [0]mlx5_0:1/IB ...`, `NET/IB: [0] mlx5_0:uverbs0:1/RoCE provider=...`
+        let list = match body.split_once(" Using ") {
+            Some((_, list)) => Some(list),
+            None => body.split_once(':').map(|(_, rest)| rest).filter(|rest| {
+                rest.trim_start().starts_with("[0]") || rest.trim_start().starts_with('[')
+            }),
+        };
+        if let Some(list) = list {
+            let nics = nic_list(list.split(';').next().unwrap_or(""));
+            if !nics.is_empty() {
+                let listed = self.listed.entry(plugin.clone()).or_default();
+                for (nic, layer) in nics {
+                    if listed.nics.len() < MAX_NICS && !listed.nics.contains(&nic) {
+                        listed.nics.push(nic);
                     }
                     if let Some(layer) = layer {
-                        self.path.link_layers.insert(layer);
+                        listed.link_layers.insert(layer);
                     }
                 }
-            }
-            if any {
-                self.net_listed = Some(normalise_net(&plugin));
+                self.net_listed = Some(plugin);
             }
         }
         if body.contains("GPU Direct RDMA Disabled") {
@@ -211,8 +233,12 @@ impl Reader {
             || body.starts_with("NVLS comm")
         {
             self.path.nvls = Some(true);
-            if !body.contains("support is available") {
-                self.path.transports.insert(Transport::Nvls);
+        } else if let Some(n) = nvls_channels(body) {
+            // `24 coll channels, 24 collnet channels, 0 nvls channels, ...`
+            if n > 0 {
+                self.path.nvls = Some(true);
+            } else if self.path.nvls.is_none() {
+                self.path.nvls = Some(false);
             }
         } else if body.starts_with("Connected CollNet") || body.contains("CollNet channel") {
             self.path.transports.insert(Transport::CollNet);
@@ -236,7 +262,22 @@ impl Reader {
             return None;
         }
         self.path.net = self.net_via.or(self.net_using).or(self.net_listed);
-        if self.net_connections {
+        // The plugin that carried traffic; an external build of IB
+        // (`IBext_v8`, the SHARP plugin) lists its NICs as `NET/IB`.
+        let listed = self.path.net.as_ref().and_then(|net| {
+            let key = self
+                .listed
+                .keys()
+                .find(|k| *k == net)
+                .or_else(|| self.listed.keys().find(|k| net.starts_with(k.as_str())))
+                .cloned()?;
+            self.listed.remove(&key)
+        });
+        if let Some(listed) = listed {
+            self.path.nics = listed.nics;
+            self.path.link_layers = listed.link_layers;
+        }
+        if self.net_connections || self.gdr_connections {
             self.path.gdr = Some(self.gdr_connections);
         }
         self.path.pairs = self.pairs.into_iter().collect();
@@ -257,6 +298,12 @@ fn nccl_body(line: &str) -> Option<&str> {
     Some(line[at..].trim())
 }
 
+/// `2 coll channels, 0 nvls channels, 2 p2p channels` -> 0.
+fn nvls_channels(body: &str) -> Option<u64> {
+    let (before, _) = body.split_once(" nvls channels")?;
+    before.split_whitespace().last()?.parse().ok()
+}
+
 /// `NCCL_IB_DISABLE set by environment to 1.` -> (`NCCL_IB_DISABLE`, `1`).
 fn env_setting(body: &str) -> Option<(&str, &str)> {
     let (var, value) = body.split_once(" set by environment to ")?;
@@ -265,31 +312,77 @@ fn env_setting(body: &str) -> Option<(&str, &str)> {
     var.starts_with("NCCL_").then_some((var, value))
 }
 
+/// Whether a `via` text says GPUDirect RDMA (`NET/IB/0/GDRDMA/Shared`).
+fn parts_have_gdr(via: &str) -> bool {
+    via.split('/').any(|p| p.trim() == "GDRDMA")
+}
+
 /// `0[0]`, `12[1b000]`, `3` -> the rank.
 fn rank_of(token: &str) -> Option<u64> {
     let digits: String = token.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
 
-/// `[0]mlx5_0:1/IB` -> (`mlx5_0:1`, `IB`); `[0]eth0:10.0.0.1<0>` -> (`eth0`, none).
-fn nic_token(token: &str) -> Option<(String, Option<String>)> {
-    let rest = token.strip_prefix('[')?;
-    let (index, name) = rest.split_once(']')?;
-    if index.is_empty() || !index.chars().all(|c| c.is_ascii_digit()) || name.is_empty() {
-        return None;
+/// The NICs of a plugin's list, with their link layers:
+/// `[0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]`, the merged form
+/// `[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE}`, the 2.27 form
+/// `[0] mlx5_0:uverbs0:1/RoCE provider=Mlx5`, sockets' `[0]eth0:10.0.0.1<0>`.
+fn nic_list(list: &str) -> Vec<(String, Option<String>)> {
+    let spaced: String = list
+        .chars()
+        .map(|c| {
+            if matches!(c, '{' | '}' | ',' | '=') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut after_index = false;
+    for token in spaced.split_whitespace() {
+        let name = match token.strip_prefix('[') {
+            Some(rest) => match rest.split_once(']') {
+                Some((index, name))
+                    if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    if name.is_empty() {
+                        after_index = true;
+                        continue;
+                    }
+                    name
+                }
+                _ => continue,
+            },
+            None if after_index => token,
+            None => continue,
+        };
+        after_index = false;
+        if name.contains('=') {
+            continue;
+        }
+        out.push(nic_name(name));
     }
+    out
+}
+
+/// `mlx5_0:1/IB` -> (`mlx5_0:1`, `IB`); `mlx5_0:uverbs0:1/RoCE` ->
+/// (`mlx5_0:1`, `RoCE`); `eth0:10.0.0.1<0>` -> (`eth0`, none).
+fn nic_name(name: &str) -> (String, Option<String>) {
     match name.split_once('/') {
         Some((nic, layer)) => {
             let layer: String = layer
                 .chars()
                 .take_while(char::is_ascii_alphanumeric)
                 .collect();
-            Some((nic.to_string(), (!layer.is_empty()).then_some(layer)))
+            let parts: Vec<&str> = nic.split(':').collect();
+            let nic = match parts[..] {
+                [dev, verbs, port] if verbs.starts_with("uverbs") => format!("{dev}:{port}"),
+                _ => nic.to_string(),
+            };
+            (nic, (!layer.is_empty()).then_some(layer))
         }
-        None => {
-            let nic = name.split(':').next().unwrap_or(name);
-            Some((nic.to_string(), None))
-        }
+        None => (name.split(':').next().unwrap_or(name).to_string(), None),
     }
 }
 

@@ -151,7 +151,8 @@ h:1:1 [0] NCCL INFO Connected NVLS
     let p = NcclPath::from_text(text).unwrap();
     assert_eq!(p.p2p_kinds.iter().collect::<Vec<_>>(), ["CUMEM", "direct"]);
     assert_eq!(p.nvls, Some(true));
-    assert!(p.transports.contains(&Transport::Nvls));
+    // Only `via` lines name connections; `Connected NVLS` sets `nvls`.
+    assert!(!p.transports.contains(&Transport::Nvls));
     assert!(p.net.is_none());
     assert_eq!(p.gdr, None);
 }
@@ -187,4 +188,18 @@ fn unknown_requirements_list_the_valid_ones() {
     let e = Required::parse("nvlink").unwrap_err().to_string();
     assert!(e.contains("unknown transport 'nvlink'"), "{e}");
     assert!(e.contains("ib, roce, socket, ofi"), "{e}");
+}
+
+#[test]
+fn plugin_builds_meet_their_family() {
+    let p = |net: &str| NcclPath {
+        net: Some(net.into()),
+        ..Default::default()
+    };
+    let none = BTreeMap::new();
+    assert!(require(&p("IBext_v8"), &[Required::Ib], &none).is_empty());
+    assert!(require(&p("GPUDirectTCPX_v7"), &[Required::Tcpx], &none).is_empty());
+    assert!(!require(&p("GPUDirectTCPXO"), &[Required::Tcpx], &none).is_empty());
+    assert!(require(&p("FasTrak"), &[Required::Tcpxo], &none).is_empty());
+    assert!(!require(&p("Socket"), &[Required::Ib], &none).is_empty());
 }

@@ -282,9 +282,12 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
         }
     }
     if let Some(e) = first_err {
-        return Err(crashed_or(e, text));
+        return path_only(text, origin).ok_or_else(|| crashed_or(e, text));
     }
     if parts.is_empty() {
+        if let Some(p) = path_only(text, origin) {
+            return Ok(p);
+        }
         return Err(crashed_or(ParseError::whole(
             "cannot tell the format of any rank's output (expected nccl-tests/rccl-tests text or JSON, \
              nccom-test, OSU, NVSHMEM perftest, NCCL Inspector or collbench JSON); use --input-format to force one",
@@ -329,7 +332,45 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
     crate::input::quality::check(&mut out, origin);
     out.faults
         .extend(crate::input::fault::crashes(text, origin));
+    attach_nccl_path(&mut out, text);
     Ok(out)
+}
+
+/// A log without a result table that holds NCCL's INFO lines (a training
+/// job's, a run that failed after init) still says which path NCCL took:
+/// one record with no rows and that path, and a warning saying so.
+/// A crash line in such a log (`Test NCCL failure ...`) is kept as its
+/// fault: the path is often why it crashed.
+fn path_only(text: &str, origin: &str) -> Option<Parsed> {
+    let path = collbench_core::nccl_path::NcclPath::from_text(text)?;
+    let mut record = Record::new("nccl-log");
+    record.origin = Some(origin.to_string());
+    record.library = path.version.as_ref().map(|v| format!("NCCL {v}"));
+    record.nccl_path = Some(path);
+    let mut out = Parsed::default();
+    out.warnings.push(Warning::new(
+        origin,
+        0,
+        "no result table; read NCCL's INFO lines only (the path NCCL took)".to_string(),
+    ));
+    out.records.push(record);
+    out.units.push(SourceUnits::default());
+    out.faults = crate::input::fault::crashes(text, origin);
+    Some(out)
+}
+
+/// NCCL's INFO lines anywhere in the log (between rows, before the table,
+/// from any rank) say which path it took: every record of the log that
+/// does not carry its own gets it.
+fn attach_nccl_path(out: &mut Parsed, text: &str) {
+    if out.records.iter().all(|r| r.nccl_path.is_some()) {
+        return;
+    }
+    if let Some(path) = collbench_core::nccl_path::NcclPath::from_text(text) {
+        for r in out.records.iter_mut().filter(|r| r.nccl_path.is_none()) {
+            r.nccl_path = Some(path.clone());
+        }
+    }
 }
 
 /// A text without results that holds a crash line (`Test NCCL failure
