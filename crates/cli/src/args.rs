@@ -257,6 +257,12 @@ pub struct RunArgs {
     /// them). See docs/ceiling.md.
     #[arg(long)]
     pub ceiling: bool,
+    /// The path NCCL must take, in NCCL's names, comma-separated: ib, roce,
+    /// socket, ofi (efa), tcpx, tcpxo, p2p, shm, nvls, collnet, gdr. After
+    /// the run, a path that differs is one line each (expected, used, cause
+    /// seen) and exit 7. Needs the NCCL backend.
+    #[arg(long = "require-transport", value_name = "LIST", value_parser = crate::transport_gate::parse)]
+    pub require_transport: Option<crate::transport_gate::RequiredTransports>,
     /// Replace existing --output/-J files (an input is never replaced).
     #[arg(long)]
     pub force: bool,

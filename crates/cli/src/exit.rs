@@ -72,17 +72,21 @@ pub enum Outcome {
     /// `run`: stopped by Ctrl-C, SIGTERM or SIGHUP; the rows measured are
     /// in the output files, marked partial.
     Interrupted,
+    /// `run --require-transport`: NCCL took another path than the one
+    /// required, or its path could not be told; the results are written.
+    TransportMismatch,
 }
 
 /// The outcomes of `run` (and the `<op>_perf` aliases), in code order.
 #[cfg(test)]
-const RUN: [Outcome; 7] = [
+const RUN: [Outcome; 8] = [
     Outcome::Ok,
     Outcome::Wrong,
     Outcome::Usage,
     Outcome::Launch,
     Outcome::Backend,
     Outcome::Timeout,
+    Outcome::TransportMismatch,
     Outcome::Interrupted,
 ];
 
@@ -162,6 +166,7 @@ impl Outcome {
             Outcome::Backend | Outcome::TuneFailed => 4,
             Outcome::Timeout => 5,
             Outcome::ReportSkipped => 6,
+            Outcome::TransportMismatch => 7,
             Outcome::TuneInterrupted | Outcome::Interrupted => 130,
         }
     }
@@ -195,6 +200,7 @@ impl Outcome {
             Outcome::TuneRefused => "usage error, or not NCCL (CPU backend, the user's own `NCCL_TUNER_PLUGIN`): nothing ran",
             Outcome::TuneFailed => "NCCL or a measurement failed; the bands measured so far are printed",
             Outcome::TuneInterrupted => "stopped by Ctrl-C; the bands measured so far are printed",
+            Outcome::TransportMismatch => "`--require-transport`: NCCL took another path (one line each: expected, used, cause), or its path could not be told; the results are written",
             Outcome::Interrupted => "stopped by Ctrl-C, SIGTERM or SIGHUP: the rows measured so far are written to `--output` and `-J` (and a JSON/CSV/Markdown stdout), marked partial",
         }
     }
@@ -529,9 +535,9 @@ mod tests {
     }
 
     #[test]
-    fn run_codes_are_0_to_5_in_order_then_130() {
+    fn run_codes_are_0_to_5_in_order_then_7_then_130() {
         let codes: Vec<i32> = RUN.iter().map(|o| o.code()).collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 130]);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 7, 130]);
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod progress_line;
 mod run_ceiling;
 mod run_cmd;
 mod stdout;
+mod transport_gate;
 mod tune;
 mod tuner_plugin_cmd;
 
@@ -45,7 +46,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run collectives with nccl-tests' flags (exit 0 ok, 1 wrong results,
-    /// 2 usage, 3 launch, 4 backend, 5 timeout, 130 interrupted; the
+    /// 2 usage, 3 launch, 4 backend, 5 timeout, 7 transport, 130 interrupted; the
     /// README's table says more).
     #[command(disable_version_flag = true)]
     Run(Box<RunArgs>),

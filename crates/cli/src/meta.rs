@@ -27,7 +27,10 @@ pub fn new_record(argv: &[String]) -> Record {
     let mut r = Record::new("collbench");
     r.tool_version = Some(env!("CARGO_PKG_VERSION").to_string());
     r.command_line = argv.to_vec();
-    r.env = recorded_env(std::env::vars());
+    // NCCL_DEBUG* set by collbench for its private capture of NCCL's
+    // lines are not the user's settings.
+    let own = collbench_nccl::path_capture::own_variables();
+    r.env = recorded_env(std::env::vars().filter(|(k, _)| !own.contains(&k.as_str())));
     r.start_time = Some(utc_now_rfc3339());
     r
 }

@@ -303,6 +303,11 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         keeper.not_root();
     }
     let world_size = opened.backend.world_size();
+    let required = a
+        .require_transport
+        .as_ref()
+        .map_or(&[][..], |r| r.0.as_slice());
+    crate::transport_gate::refuse_without_nccl(required, &opened.backend.info().name)?;
     // Before the header: a root no rank has is the user's mistake.
     plan.root_in_range(world_size).map_err(Failure::usage)?;
 
@@ -344,10 +349,16 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
     if a.ceiling && print_text {
         crate::stdout::print(&crate::run_ceiling::text_lines(&record))?;
     }
+    if let (true, Some(line)) = (print_text, crate::transport_gate::text_line(&record)) {
+        crate::stdout::print(&line)?;
+    }
     if let Some((path, plugin)) = &tuner {
         crate::stdout::say(crate::tune::tuner_config_note(path, plugin));
     }
-    write_results(a, stdout_format, files, &record)
+    match write_results(a, stdout_format, files, &record)? {
+        Outcome::Ok => crate::transport_gate::judge(&record, required).map(|()| Outcome::Ok),
+        other => Ok(other),
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ pub mod gpu_choice;
 pub mod group;
 pub mod kernels;
 pub mod loader;
+pub mod path_capture;
 pub mod split;
 pub mod tune;
 pub mod tuner;

@@ -240,6 +240,13 @@ pub trait Backend {
         let _ = case;
         Ok(None)
     }
+    /// The path NCCL took for this process's ranks, from its own lines;
+    /// `None` where the backend does not use NCCL or could not capture them
+    /// (the default).
+    fn nccl_path(&mut self) -> Option<collbench_core::nccl_path::NcclPath> {
+        None
+    }
+
     /// GPU memory taken so far (`-M 1`); `None` where the backend has no
     /// GPU memory to report (the default).
     fn memory_usage(&mut self) -> Option<MemoryUsage> {

@@ -18,6 +18,7 @@ pub mod cpu;
 mod error;
 pub mod host_buffers;
 pub mod memory;
+mod nccl_path;
 pub mod plan;
 pub mod run;
 pub mod setup_guard;

@@ -192,6 +192,7 @@ impl<'a> Runner<'a> {
             }
             record.results.extend(rows);
         }
+        record.nccl_path = crate::nccl_path::gather(self.control, self.backend.nccl_path())?;
         Ok(root.then_some(record))
     }
 
@@ -458,7 +459,7 @@ fn skip_reason(
 /// Every process's `mine` on rank 0 (`None` elsewhere), as JSON through
 /// the control plane; a part that does not parse names its process and
 /// `what` it should have been.
-fn gather_json<T: Serialize + serde::de::DeserializeOwned>(
+pub(crate) fn gather_json<T: Serialize + serde::de::DeserializeOwned>(
     control: &dyn Bootstrap,
     what: &str,
     mine: &T,

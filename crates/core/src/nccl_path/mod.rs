@@ -310,6 +310,48 @@ impl NcclPath {
         parts.join("; ")
     }
 
+    /// Joins the path another process saw (its own ranks' connections)
+    /// into this one: sets are united, a fact one side knows is kept, and
+    /// the bounds hold.
+    pub fn merge(&mut self, other: NcclPath) {
+        let other_uses_net = other.uses_net();
+        self.version = self.version.take().or(other.version);
+        if self.net.is_none() || (!self.uses_net() && other_uses_net) {
+            self.net = other.net.or(self.net.take());
+        }
+        self.link_layers.extend(other.link_layers);
+        for nic in other.nics {
+            if !self.nics.contains(&nic) {
+                self.nics.push(nic);
+            }
+        }
+        self.gdr = match (self.gdr, other.gdr) {
+            (Some(a), Some(b)) => Some(a || b),
+            (a, b) => a.or(b),
+        };
+        self.pxn |= other.pxn;
+        self.transports.extend(other.transports);
+        self.p2p_kinds.extend(other.p2p_kinds);
+        self.nvls = match (self.nvls, other.nvls) {
+            (Some(a), Some(b)) => Some(a || b),
+            (a, b) => a.or(b),
+        };
+        let mut pairs: BTreeSet<PairPath> = std::mem::take(&mut self.pairs).into_iter().collect();
+        for p in other.pairs {
+            if pairs.len() >= MAX_PAIRS {
+                self.pairs_truncated = true;
+                break;
+            }
+            pairs.insert(p);
+        }
+        self.pairs = pairs.into_iter().collect();
+        self.pairs_truncated |= other.pairs_truncated;
+        let mut causes: BTreeSet<Cause> = std::mem::take(&mut self.causes).into_iter().collect();
+        causes.extend(other.causes);
+        self.causes = causes.into_iter().take(MAX_CAUSES).collect();
+        self.nccl_lines = self.nccl_lines.saturating_add(other.nccl_lines);
+    }
+
     /// The causes of one kind.
     pub fn causes_of(&self, kind: CauseKind) -> impl Iterator<Item = &Cause> {
         self.causes.iter().filter(move |c| c.kind == kind)

@@ -203,3 +203,17 @@ fn plugin_builds_meet_their_family() {
     assert!(require(&p("FasTrak"), &[Required::Tcpxo], &none).is_empty());
     assert!(!require(&p("Socket"), &[Required::Ib], &none).is_empty());
 }
+
+#[test]
+fn paths_of_two_processes_merge_into_one() {
+    let mut a =
+        NcclPath::from_text("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n")
+            .unwrap();
+    let b = NcclPath::from_text(SOCKET_FALLBACK).unwrap();
+    a.merge(b.clone());
+    assert_eq!(a.net.as_deref(), Some("Socket"));
+    assert_eq!(a.gdr, Some(false));
+    assert_eq!(a.pairs.len(), 1 + b.pairs.len());
+    assert!(a.transports.contains(&Transport::P2p) && a.transports.contains(&Transport::Net));
+    assert_eq!(a.nccl_lines, 1 + b.nccl_lines);
+}

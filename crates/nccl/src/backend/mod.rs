@@ -213,6 +213,10 @@ impl Backend for NcclBackend {
         }
     }
 
+    fn nccl_path(&mut self) -> Option<collbench_core::nccl_path::NcclPath> {
+        crate::path_capture::read().ok()
+    }
+
     fn memory_usage(&mut self) -> Option<collbench_runner::MemoryUsage> {
         Some(self.memory.usage(&self.free_memory()))
     }

@@ -95,6 +95,8 @@ impl NcclBackend {
                 "no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES and nvidia-smi); use --backend cpu".into(),
             ));
         }
+        // Before NCCL's first call: where its INFO lines go.
+        crate::path_capture::install();
         let library = Library::open(opts, control, tune)?;
         let layout = Layout::of(opts, control, count)?;
         let mut gpus = open_gpus(opts, control, &layout)?;
