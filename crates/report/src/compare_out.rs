@@ -67,6 +67,9 @@ pub fn text(sides: &Sides, cmp: &Comparison, failures: &[Failure]) -> String {
     let regressions = cmp.regression_table();
     if !regressions.is_empty() {
         line(&format!("\nRegressions:\n\n{regressions}"));
+        if let Some(change) = compare_sides::path_change(sides.base, sides.new) {
+            line(&format!("first suspect: NCCL's path changed: {change}"));
+        }
         let notes = cmp.regression_notes();
         for n in &notes {
             line(n);

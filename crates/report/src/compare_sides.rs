@@ -3,6 +3,7 @@
 //! differ in ways that change what the figures mean.
 
 use crate::render::environment;
+use collbench_core::nccl_path::NcclPath;
 use collbench_core::Record;
 use std::collections::BTreeSet;
 
@@ -14,6 +15,8 @@ pub struct Side {
     pub ranks: BTreeSet<u64>,
     pub hosts: String,
     pub devices: BTreeSet<String>,
+    /// The path NCCL took, joined over the side's records that carry one.
+    pub nccl_path: Option<NcclPath>,
 }
 
 /// Summarises the records of one side.
@@ -47,7 +50,31 @@ pub fn side(records: &[Record]) -> Side {
             .map(|d| d.name.clone())
             .filter(|n| !n.is_empty())
             .collect(),
+        nccl_path: records
+            .iter()
+            .filter_map(|r| r.nccl_path.clone())
+            .reduce(|mut a, b| {
+                a.merge(b);
+                a
+            }),
     }
+}
+
+/// A change of NCCL's path between the sides, the first suspect for any
+/// change of speed: `network IB -> Socket (BASE NET/IB ...; NEW NET/Socket ...)`.
+pub fn path_change(base: &Side, new: &Side) -> Option<String> {
+    let (Some(b), Some(n)) = (&base.nccl_path, &new.nccl_path) else {
+        return None;
+    };
+    let d = collbench_core::nccl_path::differences(b, n);
+    (!d.is_empty()).then(|| {
+        format!(
+            "{} (BASE {}; NEW {})",
+            d.join("; "),
+            b.summary(),
+            n.summary()
+        )
+    })
 }
 
 fn list<T: ToString>(set: &BTreeSet<T>) -> String {
@@ -71,9 +98,14 @@ pub fn header_line(role: &str, name: &str, s: &Side) -> String {
 }
 
 /// Warnings about differences between the sides that change what the
-/// figures mean: rank counts and GPU models.
+/// figures mean: NCCL's path first, then rank counts and GPU models.
 pub fn warnings(base: &Side, new: &Side) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = path_change(base, new)
+        .map(|c| {
+            format!("warning: NCCL's path changed (first suspect for any change of speed): {c}")
+        })
+        .into_iter()
+        .collect();
     if !base.ranks.is_empty() && !new.ranks.is_empty() && base.ranks != new.ranks {
         out.push(format!(
             "warning: rank counts differ (BASE {}, NEW {}): time and algbw are not comparable \
@@ -122,5 +154,25 @@ mod tests {
         assert!(w[1].contains("GPU models differ"), "{w:?}");
         assert!(header_line("BASE", "a.txt", &a).contains("2 rank(s), hosts h, GPU NVIDIA H200"));
         assert!(warnings(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn a_change_of_nccl_path_is_the_first_warning() {
+        let mut a = rec(16, "NVIDIA H100 80GB HBM3");
+        let mut b = a.clone();
+        a.nccl_path = NcclPath::from_text(
+            "h:1:1 [0] NCCL INFO Channel 00/0 : 7[7] -> 8[0] [send] via NET/IB/0/GDRDMA\n",
+        );
+        b.nccl_path = NcclPath::from_text(
+            "h:1:1 [0] NCCL INFO Channel 00/0 : 7[7] -> 8[0] [send] via NET/Socket/0\n",
+        );
+        let w = warnings(&side(&[a.clone()]), &side(&[b]));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("warning: NCCL's path changed (first suspect for any change of speed): network IB -> Socket; GPUDirect RDMA on -> off"),
+            "{}",
+            w[0]
+        );
+        assert!(warnings(&side(&[a.clone()]), &side(&[a])).is_empty());
     }
 }

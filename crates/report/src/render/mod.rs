@@ -52,7 +52,7 @@ pub fn environment_table(runs: &[Run]) -> Table {
             ]
         })
         .collect();
-    Table {
+    let mut table = Table {
         header: vec![
             "run",
             "tool",
@@ -64,7 +64,18 @@ pub fn environment_table(runs: &[Run]) -> Table {
         ],
         numeric: vec![false, false, false, true, false, false, true],
         rows,
+    };
+    // The path NCCL took, where a log or run told it (a column only then,
+    // so reports of logs without NCCL's lines are as they were).
+    if runs.iter().any(|r| r.record.nccl_path.is_some()) {
+        table.header.push("NCCL path");
+        table.numeric.push(false);
+        for (row, run) in table.rows.iter_mut().zip(runs) {
+            let path = run.record.nccl_path.as_ref();
+            row.push(path.map_or_else(|| "-".to_string(), |p| p.summary()));
+        }
     }
+    table
 }
 
 /// A record with the label that names it in tables and legends.
