@@ -5,8 +5,10 @@
 
 pub mod clean;
 pub mod fault;
+pub mod identity;
 pub mod parsed;
 pub mod quality;
+pub mod total;
 pub mod walk;
 
 pub use clean::{clean, Cleaned, Stream};
@@ -91,6 +93,10 @@ pub fn read_paths(
     strict: bool,
 ) -> Result<Inputs, FileError> {
     let set = InputSet::walk(paths)?;
+    total::check(
+        &[("", &set)],
+        "report on fewer files at a time, or split the folder",
+    )?;
     let mut out = Inputs {
         skipped: set.skipped,
         repeated: set.repeated,
