@@ -123,11 +123,11 @@ impl Row {
         key_name(&self.key())
     }
 
-    fn key(&self) -> Key {
+    fn key(&self) -> Key<'_> {
         (
-            self.op.clone(),
-            self.dtype.clone(),
-            self.redop.clone(),
+            &self.op,
+            &self.dtype,
+            &self.redop,
             self.root,
             self.size_bytes,
             self.placement,
@@ -209,10 +209,13 @@ pub struct Comparison {
     pub hidden: Vec<HiddenDrop>,
 }
 
-type Key = (String, String, String, i64, u64, &'static str);
+/// A case: op, type, redop, root, size and placement, borrowed from the
+/// records (cloning them for every case of a 65,536-row log cost more
+/// than the comparison).
+type Key<'a> = (&'a str, &'a str, &'a str, i64, u64, &'static str);
 
 /// Each case's first occurrence in one run, in the run's order.
-fn cases(records: &[Record]) -> BTreeMap<Key, (usize, Placement)> {
+fn cases(records: &[Record]) -> BTreeMap<Key<'_>, (usize, &Placement)> {
     let mut out = BTreeMap::new();
     let mut order = 0;
     for c in records.iter().flat_map(|r| &r.results) {
@@ -223,16 +226,16 @@ fn cases(records: &[Record]) -> BTreeMap<Key, (usize, Placement)> {
                 "out-of-place"
             };
             let key = (
-                c.op.clone(),
-                c.dtype.clone(),
-                c.redop.clone(),
+                c.op.as_str(),
+                c.dtype.as_str(),
+                c.redop.as_str(),
                 c.root,
                 c.size_bytes,
                 placement,
             );
             out.entry(key).or_insert_with(|| {
                 order += 1;
-                (order, p.clone())
+                (order, p)
             });
         }
     }
@@ -246,13 +249,16 @@ pub fn compare(base: &[Record], new: &[Record], threshold_pct: f64) -> Compariso
 
 /// A case's placements in every run of one side (runs that lack it are
 /// left out).
-type Cases = BTreeMap<Key, Vec<(usize, Placement)>>;
+type Cases<'a> = BTreeMap<Key<'a>, Vec<(usize, &'a Placement)>>;
 
-fn side_cases(runs: &[&[Record]]) -> Cases {
+fn side_cases<'a>(runs: &[&'a [Record]]) -> Cases<'a> {
     let mut out: Cases = BTreeMap::new();
     for run in runs {
         for (k, v) in cases(run) {
-            out.entry(k).or_default().push(v);
+            // Sized once: a default Vec of a large element starts at four.
+            out.entry(k)
+                .or_insert_with(|| Vec::with_capacity(runs.len()))
+                .push(v);
         }
     }
     out
@@ -270,23 +276,25 @@ fn one_side(a: &Cases, b: &Cases) -> Vec<String> {
 }
 
 /// Each run's placement of one case on one side, with its order.
-type RunsOfCase = [(usize, Placement)];
+type RunsOfCase<'a> = [(usize, &'a Placement)];
 
 /// The op groups (op, type, redop, root) met so far, in order; a case's
 /// group is its index in `order` (found through `index`).
 #[derive(Default)]
-struct Groups {
+struct Groups<'a> {
     order: Vec<(String, String, String, i64)>,
-    index: std::collections::HashMap<(String, String, String, i64), usize>,
+    index: std::collections::HashMap<(&'a str, &'a str, &'a str, i64), usize>,
 }
 
-impl Groups {
+impl<'a> Groups<'a> {
     /// The index of `key`'s group, added when new.
-    fn of(&mut self, key: (String, String, String, i64)) -> usize {
+    fn of(&mut self, key: (&'a str, &'a str, &'a str, i64)) -> usize {
         if let Some(&g) = self.index.get(&key) {
             return g;
         }
-        self.order.push(key.clone());
+        let (op, dtype, redop, root) = key;
+        self.order
+            .push((op.to_string(), dtype.to_string(), redop.to_string(), root));
         self.index.insert(key, self.order.len() - 1);
         self.order.len() - 1
     }
@@ -294,20 +302,20 @@ impl Groups {
 
 /// A matched case: its shape for the rule, its estimate and its row
 /// (verdict still to come); `None` when a side has no figure to compare.
-fn matched_case(
-    key: Key,
-    b: &RunsOfCase,
-    n: &RunsOfCase,
-    groups: &mut Groups,
+fn matched_case<'a>(
+    key: Key<'a>,
+    b: &RunsOfCase<'a>,
+    n: &RunsOfCase<'a>,
+    groups: &mut Groups<'a>,
 ) -> Option<(CaseShape, Row)> {
     let (op, dtype, redop, root, size_bytes, placement) = key;
-    let shown = metrics::shown(&op);
+    let shown = metrics::shown(op);
     let bw_name = if shown.busbw { "busbw" } else { "algbw" };
     let has_bw = shown.busbw || shown.algbw;
-    let base0 = &b[0].1;
+    let base0 = b[0].1;
     let by_time = shown.time
         && (!has_bw || size_bytes < LATENCY_REGIME_BELOW_BYTES || bw(bw_name, base0) <= 0.0);
-    let group = groups.of((op.clone(), dtype.clone(), redop.clone(), root));
+    let group = groups.of((op, dtype, redop, root));
     // Medians only where every run of both sides has them.
     let median = b
         .iter()
@@ -327,9 +335,9 @@ fn matched_case(
         base_time_us: base0.time_us,
     };
     let row = Row {
-        op,
-        dtype,
-        redop,
+        op: op.to_string(),
+        dtype: dtype.to_string(),
+        redop: redop.to_string(),
         root,
         size_bytes,
         placement,
@@ -350,14 +358,7 @@ pub fn compare_runs(base: &[&[Record]], new: &[&[Record]], threshold_pct: f64) -
     let (base_cases, new_cases) = (side_cases(base), side_cases(new));
     let mut matched: Vec<(usize, Key, &RunsOfCase, &RunsOfCase)> = base_cases
         .iter()
-        .filter_map(|(k, b)| {
-            Some((
-                b[0].0,
-                k.clone(),
-                b.as_slice(),
-                new_cases.get(k)?.as_slice(),
-            ))
-        })
+        .filter_map(|(k, b)| Some((b[0].0, *k, b.as_slice(), new_cases.get(k)?.as_slice())))
         .collect();
     matched.sort_by_key(|m| m.0);
     let mut groups = Groups::default();
@@ -455,7 +456,7 @@ fn hidden_drops(
 fn key_name(k: &Key) -> String {
     let (op, dtype, redop, root, size, placement) = k;
     let mut s = format!("{op} {dtype}");
-    if !redop.is_empty() && redop != "none" {
+    if !redop.is_empty() && *redop != "none" {
         s = format!("{s} {redop}");
     }
     if *root >= 0 {
