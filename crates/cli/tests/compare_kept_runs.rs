@@ -116,3 +116,40 @@ fn inputs_over_the_total_bound_are_refused_before_reading() {
     );
     assert!(err.contains("report on fewer files at a time"), "{err}");
 }
+
+#[test]
+fn rows_over_the_total_bound_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, txt) = run_saved_twice(dir.path(), "a");
+    // A lower bound through the hidden test variable: the real one is
+    // half a million rows, too many to write here.
+    let out = collbench()
+        .env("COLLBENCH_TEST_TOTAL_ROWS", "20")
+        .arg("compare")
+        .arg(&json)
+        .arg(&txt)
+        .output()
+        .unwrap();
+    let err = one_line_refusal(&out, 2);
+    assert!(
+        err.contains(
+            "result rows up to this file, more than the 20 collbench reads in one command"
+        ),
+        "{err}"
+    );
+    let out = collbench()
+        .env("COLLBENCH_TEST_TOTAL_ROWS", "20")
+        .arg("report")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = one_line_refusal(&out, 2);
+    assert!(err.contains("report on fewer files at a time"), "{err}");
+    // Under the bound, the same inputs are read.
+    let out = collbench().arg("report").arg(dir.path()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -84,7 +84,12 @@ fn walk_side(first: &PathBuf, more: &[PathBuf]) -> Result<InputSet, crate::FileE
 /// a topology of their own get `args.topology`'s ceilings. A file that
 /// is the same run as an earlier one (`role` names the side in the line
 /// that says so) is counted once.
-fn read_side(set: InputSet, role: &str, args: &CompareOptions) -> Result<Side, crate::FileError> {
+fn read_side(
+    set: InputSet,
+    role: &str,
+    args: &CompareOptions,
+    rows: &mut total::Rows,
+) -> Result<Side, crate::FileError> {
     let mut side = Side {
         runs: Vec::new(),
         names: Vec::new(),
@@ -97,6 +102,7 @@ fn read_side(set: InputSet, role: &str, args: &CompareOptions) -> Result<Side, c
     for file in &set.files {
         match read_file(&file.path, args.input_format) {
             Ok(one) if !one.records.is_empty() => {
+                rows.add(&file.path, &one.records, FIX)?;
                 let start = side.inputs.parsed.records.len();
                 side.runs.push(start..start + one.records.len());
                 side.names.push(file.path.display().to_string());
@@ -180,6 +186,9 @@ fn crash_lines(path: &std::path::Path) -> Vec<Failure> {
 /// How much of an unreadable NEW is searched for crash lines.
 const CRASH_SCAN_BYTES: u64 = 16 << 20;
 
+/// What to do when the inputs are over a total bound.
+const FIX: &str = "compare fewer runs a side, or keep in the folders only the runs you mean";
+
 /// What `compare_main` returns.
 type Answer = Result<(CompareOutcome, String), Error>;
 
@@ -202,13 +211,14 @@ fn read_both(args: &CompareOptions) -> Result<(Side, Side), Answer> {
     let new_set = walk_side(&args.new, &args.new_runs);
     let base_set = walk_side(&args.base, &args.base_runs);
     if let (Ok(b), Ok(n)) = (&base_set, &new_set) {
-        let fix = "compare fewer runs a side, or keep in the folders only the runs you mean";
-        if let Err(e) = total::check(&[("BASE", b), ("NEW", n)], fix) {
+        if let Err(e) = total::check(&[("BASE", b), ("NEW", n)], FIX) {
             return Err(unusable(e.to_string()));
         }
     }
-    let new = match new_set.and_then(|set| read_side(set, "NEW", args)) {
+    let mut rows = total::Rows::default();
+    let new = match new_set.and_then(|set| read_side(set, "NEW", args, &mut rows)) {
         Ok(n) => n,
+        Err(e @ crate::FileError::TooManyRows { .. }) => return Err(unusable(e.to_string())),
         Err(e) => {
             let crashed = crash_lines(&args.new);
             diag::line(&format!("collbench compare: {e}"));
@@ -219,7 +229,7 @@ fn read_both(args: &CompareOptions) -> Result<(Side, Side), Answer> {
             });
         }
     };
-    match base_set.and_then(|set| read_side(set, "BASE", args)) {
+    match base_set.and_then(|set| read_side(set, "BASE", args, &mut rows)) {
         Ok(base) => Ok((base, new)),
         Err(e) => Err(unusable(e.to_string())),
     }

@@ -18,6 +18,57 @@ use collbench_core::read_limit::{bytes_in_words, JSON_BYTES};
 /// comparison.
 pub const TOTAL_BYTES: u64 = 2 * JSON_BYTES;
 
+/// 524,288: the most result rows one `report` or `compare` reads, all
+/// files together. Sizes alone do not bound a text log made only of rows:
+/// a row of text is about 117 bytes and costs about 3 KB of memory once
+/// read and compared (the 65,536-row log: 7.7 MB, 390 MB compared with
+/// itself), so this keeps the rows to about 1.5 GB, as [`TOTAL_BYTES`]
+/// does for JSON. Two 65,536-size sweeps of four ops fit.
+pub const TOTAL_ROWS: usize = 1 << 19;
+
+/// Hidden, for tests: a lower [`TOTAL_ROWS`] (a test cannot write half a
+/// million rows quickly).
+const TOTAL_ROWS_ENV: &str = "COLLBENCH_TEST_TOTAL_ROWS";
+
+/// The rows read so far by one command, against [`TOTAL_ROWS`].
+#[derive(Debug)]
+pub struct Rows {
+    count: usize,
+    limit: usize,
+}
+
+impl Default for Rows {
+    fn default() -> Rows {
+        let limit = std::env::var(TOTAL_ROWS_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(TOTAL_ROWS);
+        Rows { count: 0, limit }
+    }
+}
+
+impl Rows {
+    /// Adds the rows of `records` just read from `path`; past the limit,
+    /// the refusal (the rows read so far are dropped by the caller).
+    pub fn add(
+        &mut self,
+        path: &std::path::Path,
+        records: &[collbench_core::Record],
+        fix: &'static str,
+    ) -> Result<(), FileError> {
+        self.count += records.iter().map(|r| r.results.len()).sum::<usize>();
+        if self.count <= self.limit {
+            return Ok(());
+        }
+        Err(FileError::TooManyRows {
+            path: path.display().to_string(),
+            rows: self.count,
+            limit: self.limit,
+            fix,
+        })
+    }
+}
+
 /// How many of the largest files the refusal names.
 const NAMED: usize = 3;
 
@@ -73,7 +124,24 @@ fn size(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn rows_are_counted_across_files() {
+        let mut rows = Rows { count: 0, limit: 3 };
+        let mut r = collbench_core::Record::new("x");
+        r.results = vec![Default::default(); 2];
+        assert!(rows
+            .add(Path::new("a.txt"), std::slice::from_ref(&r), "x")
+            .is_ok());
+        let e = rows
+            .add(Path::new("b.txt"), &[r], "read fewer")
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "b.txt: the inputs hold 4 result rows up to this file, more than the 3 collbench reads in one command: read fewer"
+        );
+    }
 
     #[test]
     fn sizes_are_summed_over_every_set_before_reading() {

@@ -238,6 +238,18 @@ pub enum FileError {
         /// What to do (report and compare differ).
         fix: &'static str,
     },
+    /// The files read so far hold more result rows than
+    /// [`crate::input::total::TOTAL_ROWS`] (text made only of rows costs
+    /// far more memory per byte than JSON).
+    #[error("{path}: the inputs hold {rows} result rows up to this file, more than the {limit} collbench reads in one command: {fix}")]
+    TooManyRows {
+        /// The file whose rows passed the limit.
+        path: String,
+        rows: usize,
+        limit: usize,
+        /// What to do (report and compare differ).
+        fix: &'static str,
+    },
 }
 
 impl FileError {
