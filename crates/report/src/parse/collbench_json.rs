@@ -2,7 +2,8 @@
 //! array of them.
 
 use super::{detect, Format, Notes, ParseError};
-use crate::input::{fault, quality, Parsed, Warning};
+use crate::input::parsed::{Parsed, Warning};
+use crate::input::{fault, quality};
 use collbench_core::Record;
 
 /// Parses one record or an array of records; a record of a stopped run
