@@ -6,7 +6,7 @@ use super::{compare_runs, Overall};
 use crate::compare_out::{self, CompareFormat};
 use crate::compare_sides;
 use crate::error::Error;
-use crate::input::{InputSet, Inputs};
+use crate::input::{identity, total, InputSet, Inputs};
 use crate::parse::read_file;
 use crate::parse::Format;
 use collbench_core::{diag, Record};
@@ -66,23 +66,33 @@ pub enum CompareOutcome {
 }
 
 /// One side's runs, read: a run per file (a folder gives one per file in
-/// it), with what was noticed. `runs` are ranges of `inputs`' records.
+/// it), with what was noticed. `runs` are ranges of `inputs`' records,
+/// `names` their files; a run saved twice is counted once.
 struct Side {
     runs: Vec<std::ops::Range<usize>>,
+    names: Vec<String>,
     inputs: Inputs,
 }
 
-/// Reads one side as `args.input_format` says; records without a
-/// topology of their own get `args.topology`'s ceilings.
-fn read_side(
-    first: &PathBuf,
-    more: &[PathBuf],
-    args: &CompareOptions,
-) -> Result<Side, crate::FileError> {
+/// The files of one side: `first` and `more` walked (folders opened).
+fn walk_side(first: &PathBuf, more: &[PathBuf]) -> Result<InputSet, crate::FileError> {
     let paths: Vec<PathBuf> = std::iter::once(first).chain(more).cloned().collect();
-    let set = InputSet::walk(&paths)?;
+    InputSet::walk(&paths)
+}
+
+/// Reads one side's files as `args.input_format` says; records without
+/// a topology of their own get `args.topology`'s ceilings. A file that
+/// is the same run as an earlier one (`role` names the side in the line
+/// that says so) is counted once.
+fn read_side(
+    set: InputSet,
+    role: &str,
+    args: &CompareOptions,
+    rows: &mut total::Rows,
+) -> Result<Side, crate::FileError> {
     let mut side = Side {
         runs: Vec::new(),
+        names: Vec::new(),
         inputs: Inputs {
             skipped: set.skipped,
             repeated: set.repeated,
@@ -91,22 +101,63 @@ fn read_side(
     };
     for file in &set.files {
         match read_file(&file.path, args.input_format) {
-            Ok(one) => {
+            Ok(one) if !one.records.is_empty() => {
+                rows.add(&file.path, &one.records, FIX)?;
                 let start = side.inputs.parsed.records.len();
                 side.runs.push(start..start + one.records.len());
+                side.names.push(file.path.display().to_string());
                 side.inputs.parsed.append(one);
             }
+            Ok(one) => side.inputs.parsed.append(one),
             Err(e) if file.in_folder => side.inputs.skipped.push(e.to_string()),
             Err(e) => return Err(e),
         }
     }
-    side.runs.retain(|r| !r.is_empty());
+    count_once(&mut side, role);
     if let Some(machine) = &args.topology {
         for r in &mut side.inputs.parsed.records {
             collbench_ceiling::annotate_described(r, machine);
         }
     }
     Ok(side)
+}
+
+/// Counts a run saved twice (`collbench run --output X.json > X.txt`)
+/// once, keeping the file with more to say (per-iteration statistics, a
+/// start time), and says so in one line per pair.
+fn count_once(side: &mut Side, role: &str) {
+    let records = &side.inputs.parsed.records;
+    let run = |k: usize| &records[side.runs[k].clone()];
+    let richness = |k: usize| {
+        let stats = run(k)
+            .iter()
+            .flat_map(|r| &r.results)
+            .flat_map(|c| c.placements())
+            .filter(|(_, p)| p.stats.is_some())
+            .count();
+        (stats, run(k).iter().any(|r| r.start_time.is_some()))
+    };
+    let mut kept: Vec<usize> = Vec::new();
+    for k in 0..side.runs.len() {
+        let twin = kept
+            .iter()
+            .enumerate()
+            .find_map(|(at, &j)| identity::one_run(run(j), run(k)).map(|why| (at, j, why)));
+        match twin {
+            Some((at, j, why)) => {
+                diag::line(&format!(
+                    "collbench compare: {role}: {} and {} are one run (same {why}); counted once",
+                    side.names[j], side.names[k]
+                ));
+                if richness(k) > richness(j) {
+                    kept[at] = k;
+                }
+            }
+            None => kept.push(k),
+        }
+    }
+    side.runs = kept.iter().map(|&k| side.runs[k].clone()).collect();
+    side.names = kept.iter().map(|&k| side.names[k].clone()).collect();
 }
 
 /// Each run of a side as a slice.
@@ -135,6 +186,55 @@ fn crash_lines(path: &std::path::Path) -> Vec<Failure> {
 /// How much of an unreadable NEW is searched for crash lines.
 const CRASH_SCAN_BYTES: u64 = 16 << 20;
 
+/// What to do when the inputs are over a total bound.
+const FIX: &str = "compare fewer runs a side, or keep in the folders only the runs you mean";
+
+/// What `compare_main` returns.
+type Answer = Result<(CompareOutcome, String), Error>;
+
+/// An input that cannot be used: its line on stderr, exit 2.
+fn unusable(line: String) -> Answer {
+    diag::line(&format!("collbench compare: {line}"));
+    Ok((CompareOutcome::Unusable, String::new()))
+}
+
+/// NEW failed its correctness gate: the lines that say why.
+fn failed(failures: &[Failure]) -> Answer {
+    let text = gate::lines("NEW", failures).join("\n") + "\n";
+    Ok((CompareOutcome::NewFailed, text))
+}
+
+/// Both sides read (NEW first: a NEW that crashed says so even when BASE
+/// cannot be read), or the answer to give instead. Their files together
+/// are bounded before either is read.
+fn read_both(args: &CompareOptions) -> Result<(Side, Side), Answer> {
+    let new_set = walk_side(&args.new, &args.new_runs);
+    let base_set = walk_side(&args.base, &args.base_runs);
+    if let (Ok(b), Ok(n)) = (&base_set, &new_set) {
+        if let Err(e) = total::check(&[("BASE", b), ("NEW", n)], FIX) {
+            return Err(unusable(e.to_string()));
+        }
+    }
+    let mut rows = total::Rows::default();
+    let new = match new_set.and_then(|set| read_side(set, "NEW", args, &mut rows)) {
+        Ok(n) => n,
+        Err(e @ crate::FileError::TooManyRows { .. }) => return Err(unusable(e.to_string())),
+        Err(e) => {
+            let crashed = crash_lines(&args.new);
+            diag::line(&format!("collbench compare: {e}"));
+            return Err(if crashed.is_empty() {
+                unusable(format!("NEW {} cannot be read", args.new.display()))
+            } else {
+                failed(&crashed)
+            });
+        }
+    };
+    match base_set.and_then(|set| read_side(set, "BASE", args, &mut rows)) {
+        Ok(base) => Ok((base, new)),
+        Err(e) => Err(unusable(e.to_string())),
+    }
+}
+
 /// Runs `collbench compare`: returns the text (or JSON) for stdout, empty
 /// when unusable, and what it came to. Lines about the inputs go to
 /// [`collbench_core::diag`] (stderr). NEW's correctness is judged first:
@@ -144,30 +244,9 @@ pub fn compare_main(args: &CompareOptions) -> Result<(CompareOutcome, String), E
     if !(args.threshold.is_finite() && (0.0..100.0).contains(&args.threshold)) {
         return Err(Error::Threshold);
     }
-    let unusable = |line: String| {
-        diag::line(&format!("collbench compare: {line}"));
-        Ok((CompareOutcome::Unusable, String::new()))
-    };
-    let failed = |failures: &[Failure]| {
-        let text = gate::lines("NEW", failures).join("\n") + "\n";
-        Ok((CompareOutcome::NewFailed, text))
-    };
-    let read = |first, more: &[PathBuf]| read_side(first, more, args);
-    let new = match read(&args.new, &args.new_runs) {
-        Ok(n) => n,
-        Err(e) => {
-            let crashed = crash_lines(&args.new);
-            diag::line(&format!("collbench compare: {e}"));
-            return if crashed.is_empty() {
-                unusable(format!("NEW {} cannot be read", args.new.display()))
-            } else {
-                failed(&crashed)
-            };
-        }
-    };
-    let base = match read(&args.base, &args.base_runs) {
-        Ok(b) => b,
-        Err(e) => return unusable(e.to_string()),
+    let (base, new) = match read_both(args) {
+        Ok(sides) => sides,
+        Err(early) => return early,
     };
     for line in base
         .inputs

@@ -18,10 +18,12 @@
 //! [`crate::compare_explain`] names changes of algorithm, protocol and
 //! channels.
 
+pub mod adjacent;
 pub mod command;
 pub mod gate;
 pub mod noise;
 pub mod rule;
+pub mod steep;
 mod table;
 
 pub use noise::{Estimate, NoiseSource};
@@ -32,6 +34,7 @@ pub use table::NCCL_CHANGE;
 
 use crate::metrics;
 use crate::units;
+use adjacent::Layout;
 use collbench_core::{Placement, Record};
 use noise::Sample;
 use rule::CaseShape;
@@ -120,11 +123,11 @@ impl Row {
         key_name(&self.key())
     }
 
-    fn key(&self) -> Key {
+    fn key(&self) -> Key<'_> {
         (
-            self.op.clone(),
-            self.dtype.clone(),
-            self.redop.clone(),
+            &self.op,
+            &self.dtype,
+            &self.redop,
             self.root,
             self.size_bytes,
             self.placement,
@@ -206,10 +209,13 @@ pub struct Comparison {
     pub hidden: Vec<HiddenDrop>,
 }
 
-type Key = (String, String, String, i64, u64, &'static str);
+/// A case: op, type, redop, root, size and placement, borrowed from the
+/// records (cloning them for every case of a 65,536-row log cost more
+/// than the comparison).
+type Key<'a> = (&'a str, &'a str, &'a str, i64, u64, &'static str);
 
 /// Each case's first occurrence in one run, in the run's order.
-fn cases(records: &[Record]) -> BTreeMap<Key, (usize, Placement)> {
+fn cases(records: &[Record]) -> BTreeMap<Key<'_>, (usize, &Placement)> {
     let mut out = BTreeMap::new();
     let mut order = 0;
     for c in records.iter().flat_map(|r| &r.results) {
@@ -220,16 +226,16 @@ fn cases(records: &[Record]) -> BTreeMap<Key, (usize, Placement)> {
                 "out-of-place"
             };
             let key = (
-                c.op.clone(),
-                c.dtype.clone(),
-                c.redop.clone(),
+                c.op.as_str(),
+                c.dtype.as_str(),
+                c.redop.as_str(),
                 c.root,
                 c.size_bytes,
                 placement,
             );
             out.entry(key).or_insert_with(|| {
                 order += 1;
-                (order, p.clone())
+                (order, p)
             });
         }
     }
@@ -243,13 +249,16 @@ pub fn compare(base: &[Record], new: &[Record], threshold_pct: f64) -> Compariso
 
 /// A case's placements in every run of one side (runs that lack it are
 /// left out).
-type Cases = BTreeMap<Key, Vec<(usize, Placement)>>;
+type Cases<'a> = BTreeMap<Key<'a>, Vec<(usize, &'a Placement)>>;
 
-fn side_cases(runs: &[&[Record]]) -> Cases {
+fn side_cases<'a>(runs: &[&'a [Record]]) -> Cases<'a> {
     let mut out: Cases = BTreeMap::new();
     for run in runs {
         for (k, v) in cases(run) {
-            out.entry(k).or_default().push(v);
+            // Sized once: a default Vec of a large element starts at four.
+            out.entry(k)
+                .or_insert_with(|| Vec::with_capacity(runs.len()))
+                .push(v);
         }
     }
     out
@@ -267,32 +276,46 @@ fn one_side(a: &Cases, b: &Cases) -> Vec<String> {
 }
 
 /// Each run's placement of one case on one side, with its order.
-type RunsOfCase = [(usize, Placement)];
+type RunsOfCase<'a> = [(usize, &'a Placement)];
 
-/// The op groups (op, type, redop, root) met so far; a case's group is
-/// its index here.
-type Groups = Vec<(String, String, String, i64)>;
+/// The op groups (op, type, redop, root) met so far, in order; a case's
+/// group is its index in `order` (found through `index`).
+#[derive(Default)]
+struct Groups<'a> {
+    order: Vec<(String, String, String, i64)>,
+    index: std::collections::HashMap<(&'a str, &'a str, &'a str, i64), usize>,
+}
+
+impl<'a> Groups<'a> {
+    /// The index of `key`'s group, added when new.
+    fn of(&mut self, key: (&'a str, &'a str, &'a str, i64)) -> usize {
+        if let Some(&g) = self.index.get(&key) {
+            return g;
+        }
+        let (op, dtype, redop, root) = key;
+        self.order
+            .push((op.to_string(), dtype.to_string(), redop.to_string(), root));
+        self.index.insert(key, self.order.len() - 1);
+        self.order.len() - 1
+    }
+}
 
 /// A matched case: its shape for the rule, its estimate and its row
 /// (verdict still to come); `None` when a side has no figure to compare.
-fn matched_case(
-    key: Key,
-    b: &RunsOfCase,
-    n: &RunsOfCase,
-    groups: &mut Groups,
+fn matched_case<'a>(
+    key: Key<'a>,
+    b: &RunsOfCase<'a>,
+    n: &RunsOfCase<'a>,
+    groups: &mut Groups<'a>,
 ) -> Option<(CaseShape, Row)> {
     let (op, dtype, redop, root, size_bytes, placement) = key;
-    let shown = metrics::shown(&op);
+    let shown = metrics::shown(op);
     let bw_name = if shown.busbw { "busbw" } else { "algbw" };
     let has_bw = shown.busbw || shown.algbw;
-    let base0 = &b[0].1;
+    let base0 = b[0].1;
     let by_time = shown.time
         && (!has_bw || size_bytes < LATENCY_REGIME_BELOW_BYTES || bw(bw_name, base0) <= 0.0);
-    let gk = (op.clone(), dtype.clone(), redop.clone(), root);
-    let group = groups.iter().position(|g| *g == gk).unwrap_or_else(|| {
-        groups.push(gk);
-        groups.len() - 1
-    });
+    let group = groups.of((op, dtype, redop, root));
     // Medians only where every run of both sides has them.
     let median = b
         .iter()
@@ -312,9 +335,9 @@ fn matched_case(
         base_time_us: base0.time_us,
     };
     let row = Row {
-        op,
-        dtype,
-        redop,
+        op: op.to_string(),
+        dtype: dtype.to_string(),
+        redop: redop.to_string(),
         root,
         size_bytes,
         placement,
@@ -335,30 +358,30 @@ pub fn compare_runs(base: &[&[Record]], new: &[&[Record]], threshold_pct: f64) -
     let (base_cases, new_cases) = (side_cases(base), side_cases(new));
     let mut matched: Vec<(usize, Key, &RunsOfCase, &RunsOfCase)> = base_cases
         .iter()
-        .filter_map(|(k, b)| {
-            Some((
-                b[0].0,
-                k.clone(),
-                b.as_slice(),
-                new_cases.get(k)?.as_slice(),
-            ))
-        })
+        .filter_map(|(k, b)| Some((b[0].0, *k, b.as_slice(), new_cases.get(k)?.as_slice())))
         .collect();
     matched.sort_by_key(|m| m.0);
-    let mut groups = Groups::new();
+    let mut groups = Groups::default();
     let (shapes, mut rows): (Vec<CaseShape>, Vec<Row>) = matched
         .into_iter()
         .filter_map(|(_, key, b, n)| matched_case(key, b, n, &mut groups))
         .unzip();
     let rule = Rule { threshold_pct };
+    let layout = Layout::new(&shapes);
     let estimates: Vec<Estimate> = rows.iter().map(|r| r.estimate).collect();
-    let estimates = rule::with_log_scatter(&shapes, &estimates);
-    let verdicts = rule::judge(&rule, &shapes, &estimates);
+    let estimates = rule::with_log_scatter(&layout, &shapes, &estimates);
+    let verdicts = rule::judge(&rule, &layout, &shapes, &estimates);
     for ((row, e), v) in rows.iter_mut().zip(&estimates).zip(verdicts) {
         row.estimate = *e;
         row.verdict = v;
     }
-    let hidden = hidden_drops(&rule, &shapes, &estimates, &rows, &groups);
+    let judged = Judged {
+        layout: &layout,
+        shapes: &shapes,
+        estimates: &estimates,
+        rows: &rows,
+    };
+    let hidden = hidden_drops(&rule, &judged, &groups.order);
     Comparison {
         threshold_pct,
         rows,
@@ -369,39 +392,44 @@ pub fn compare_runs(base: &[&[Record]], new: &[&[Record]], threshold_pct: f64) -
     }
 }
 
+/// The cases of a comparison once judged, for the per-op pooling.
+struct Judged<'a> {
+    layout: &'a Layout,
+    shapes: &'a [CaseShape],
+    estimates: &'a [Estimate],
+    rows: &'a [Row],
+}
+
 /// Ops whose pooled estimate is beyond the threshold while none of their
 /// cases regressed.
 fn hidden_drops(
     rule: &Rule,
-    shapes: &[CaseShape],
-    estimates: &[Estimate],
-    rows: &[Row],
-    groups: &Groups,
+    j: &Judged,
+    groups: &[(String, String, String, i64)],
 ) -> Vec<HiddenDrop> {
     let z = collbench_core::adaptive::normal_quantile(0.975);
-    let candidates: Vec<rule::Pooled> = rule::pool(rule, shapes, estimates)
+    // Per group, in one pass: a case regressed; only the log's scatter
+    // said a case's noise.
+    let (mut regressed, mut log_only) = (vec![false; groups.len()], vec![false; groups.len()]);
+    for ((r, s), e) in j.rows.iter().zip(j.shapes).zip(j.estimates) {
+        regressed[s.group] |= r.verdict == Verdict::Regression;
+        log_only[s.group] |= e.log_only;
+    }
+    let candidates: Vec<rule::Pooled> = rule::pool(rule, j.shapes, j.estimates)
         .into_iter()
-        .filter(|p| p.beyond && rule::adjacent_estimates_beyond(rule, shapes, estimates, p.group))
         .filter(|p| {
-            !rows
-                .iter()
-                .zip(shapes)
-                .any(|(r, s)| s.group == p.group && r.verdict == Verdict::Regression)
+            p.beyond
+                && !regressed[p.group]
+                && rule::adjacent_estimates_beyond(rule, j.layout, j.shapes, j.estimates, p.group)
         })
         .collect();
     // As for regressions (rule::judge): where only the log's scatter says
     // the noise, one op's drop may be a burst during it; only a drop in a
     // third of the ops or more is one the log cannot rule out.
-    let log_only = |g: usize| {
-        shapes
-            .iter()
-            .zip(estimates)
-            .any(|(s, e)| s.group == g && e.log_only)
-    };
     let broad = candidates.len() >= groups.len().div_ceil(3).max(1);
     candidates
         .into_iter()
-        .filter(|p| broad || !log_only(p.group))
+        .filter(|p| broad || !log_only[p.group])
         .map(|p| {
             let (op, dtype, redop, root) = &groups[p.group];
             let mut name = format!("{op} {dtype}");
@@ -428,7 +456,7 @@ fn hidden_drops(
 fn key_name(k: &Key) -> String {
     let (op, dtype, redop, root, size, placement) = k;
     let mut s = format!("{op} {dtype}");
-    if !redop.is_empty() && redop != "none" {
+    if !redop.is_empty() && *redop != "none" {
         s = format!("{s} {redop}");
     }
     if *root >= 0 {

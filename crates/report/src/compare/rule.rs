@@ -19,7 +19,9 @@
 //!   too, but no two adjacent cases confirm it with their intervals, the
 //!   comparison as a whole cannot tell: a drop may be hiding in noise.
 
+use super::adjacent::Layout;
 use super::noise::{neighbour_residuals, placement_residual, robust_sd, Estimate, NoiseSource};
+use super::steep;
 
 /// Sizes below this are judged on time (latency regime).
 pub const LATENCY_REGIME_BELOW_BYTES: u64 = 1 << 20;
@@ -110,7 +112,7 @@ impl Rule {
     }
 
     /// `ln` of the slowdown beyond `cut` (a fraction, see [`Rule::cut`]).
-    fn slower_by(by_time: bool, cut: f64) -> f64 {
+    pub(crate) fn slower_by(by_time: bool, cut: f64) -> f64 {
         if by_time {
             (1.0 + cut).ln()
         } else {
@@ -137,10 +139,13 @@ impl Rule {
 /// Floors each estimate's standard error with the log's own scatter of
 /// its op group, and fills it where no other source could: returns the
 /// estimates to judge.
-pub fn with_log_scatter(shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Estimate> {
-    let groups = shapes.iter().map(|s| s.group + 1).max().unwrap_or(0);
-    let scatter: Vec<Option<f64>> = (0..groups)
-        .map(|g| robust_sd(&group_residuals(shapes, estimates, g)))
+pub fn with_log_scatter(
+    layout: &Layout,
+    shapes: &[CaseShape],
+    estimates: &[Estimate],
+) -> Vec<Estimate> {
+    let scatter: Vec<Option<f64>> = (0..layout.groups)
+        .map(|g| robust_sd(&group_residuals(layout, estimates, g)))
         .collect();
     shapes
         .iter()
@@ -174,18 +179,18 @@ pub fn with_log_scatter(shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Est
 
 /// The residuals of one op group: neighbouring sizes per placement and
 /// out-of-place against in-place per size.
-fn group_residuals(shapes: &[CaseShape], estimates: &[Estimate], group: usize) -> Vec<f64> {
+fn group_residuals(layout: &Layout, estimates: &[Estimate], group: usize) -> Vec<f64> {
     let mut out = Vec::new();
     for in_place in [false, true] {
-        let series = ordered(shapes, group, in_place);
-        let logs: Vec<f64> = series.iter().map(|&i| estimates[i].log_ratio).collect();
+        let logs: Vec<f64> = layout
+            .ordered(group, in_place)
+            .iter()
+            .map(|&i| estimates[i].log_ratio)
+            .collect();
         out.extend(neighbour_residuals(&logs));
     }
-    for i in ordered(shapes, group, false) {
-        let twin = shapes
-            .iter()
-            .position(|s| s.group == group && s.in_place && s.size_bytes == shapes[i].size_bytes);
-        if let Some(j) = twin {
+    for &i in layout.ordered(group, false) {
+        if let Some(j) = layout.twin(i) {
             out.push(placement_residual(
                 estimates[i].log_ratio,
                 estimates[j].log_ratio,
@@ -196,21 +201,15 @@ fn group_residuals(shapes: &[CaseShape], estimates: &[Estimate], group: usize) -
     out
 }
 
-/// Indices of a group's cases of one placement, by size.
-fn ordered(shapes: &[CaseShape], group: usize, in_place: bool) -> Vec<usize> {
-    let mut v: Vec<usize> = (0..shapes.len())
-        .filter(|&i| shapes[i].group == group && shapes[i].in_place == in_place)
-        .collect();
-    v.sort_by_key(|&i| shapes[i].size_bytes);
-    v
-}
-
 /// Where a case's interval lies against the thresholds, before its
 /// neighbours are asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Alone {
     Same,
     Beyond,
+    /// Under the latency floor, but its whole interval is
+    /// [`steep::STEEP_RATIO`] or more slower (see [`steep`]).
+    Steep,
     Improved,
     Unsure(Unsure),
 }
@@ -223,7 +222,7 @@ fn alone(rule: &Rule, shape: &CaseShape, e: &Estimate) -> Alone {
     let by_time = shape.by_time;
     let cut = rule.cut(by_time, e.noise_cut);
     let d = e.log_ratio;
-    // The latency regime's floor: a few µs is never a regression.
+    // The latency regime's floor: a few µs is never a regression alone.
     let delta_us = shape.base_time_us * (d.exp() - 1.0);
     let floor_ok = !by_time || delta_us.abs() > TIME_FLOOR_US;
     if d > rule.slower(by_time) && floor_ok {
@@ -233,6 +232,8 @@ fn alone(rule: &Rule, shape: &CaseShape, e: &Estimate) -> Alone {
         } else {
             Alone::Unsure(Unsure::Noise)
         }
+    } else if !floor_ok && steep::is_steep(rule, shape, e) {
+        Alone::Steep
     } else if floor_ok && d + half < Rule::faster_by(by_time, cut) {
         Alone::Improved
     } else {
@@ -240,26 +241,41 @@ fn alone(rule: &Rule, shape: &CaseShape, e: &Estimate) -> Alone {
     }
 }
 
-/// The verdict of every case: alone, then confirmed by a neighbour, then
-/// (where only the log's scatter says the noise) by enough ops.
-pub fn judge(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Verdict> {
+/// The verdict of every case: alone, then confirmed by a neighbour (a
+/// rise under the latency floor by [`steep::STEEP_RUN`] adjacent sizes),
+/// then (where only the log's scatter says the noise) by enough ops.
+pub fn judge(
+    rule: &Rule,
+    layout: &Layout,
+    shapes: &[CaseShape],
+    estimates: &[Estimate],
+) -> Vec<Verdict> {
     let first: Vec<Alone> = shapes
         .iter()
         .zip(estimates)
         .map(|(s, e)| alone(rule, s, e))
         .collect();
+    let steep_at: Vec<bool> = shapes
+        .iter()
+        .zip(estimates)
+        .map(|(s, e)| steep::is_steep(rule, s, e))
+        .collect();
+    let runs = steep::run_lengths(layout, shapes, &steep_at);
+    let confirms = |j: usize| matches!(first[j], Alone::Beyond | Alone::Steep);
     let mut out: Vec<Verdict> = (0..shapes.len())
         .map(|i| match first[i] {
             Alone::Same => Verdict::Same,
             Alone::Improved => Verdict::Improved,
             Alone::Unsure(u) => Verdict::CannotTell(u),
-            Alone::Beyond if neighbours(shapes, i).any(|j| first[j] == Alone::Beyond) => {
-                Verdict::Regression
-            }
+            Alone::Beyond if layout.neighbours(shapes, i).any(confirms) => Verdict::Regression,
             Alone::Beyond => Verdict::CannotTell(Unsure::OneCase),
+            Alone::Steep if runs[i] >= steep::STEEP_RUN => Verdict::Regression,
+            // Under the floor and not borne out by its neighbours: as
+            // before the steep rule, a few µs alone is the timer.
+            Alone::Steep => Verdict::Same,
         })
         .collect();
-    breadth(shapes, estimates, &mut out);
+    breadth(layout.groups, shapes, estimates, &mut out);
     out
 }
 
@@ -270,8 +286,7 @@ pub fn judge(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<V
 /// one op 1.5-2x apart). Such regressions count only when they reach at
 /// least a third of the ops compared; a real cause (a slower core, link or
 /// library) slows them all.
-fn breadth(shapes: &[CaseShape], estimates: &[Estimate], verdicts: &mut [Verdict]) {
-    let groups = shapes.iter().map(|s| s.group + 1).max().unwrap_or(0);
+fn breadth(groups: usize, shapes: &[CaseShape], estimates: &[Estimate], verdicts: &mut [Verdict]) {
     let mut hit = vec![false; groups];
     for ((s, e), v) in shapes.iter().zip(estimates).zip(verdicts.iter()) {
         if *v == Verdict::Regression && e.log_only {
@@ -289,32 +304,12 @@ fn breadth(shapes: &[CaseShape], estimates: &[Estimate], verdicts: &mut [Verdict
     }
 }
 
-/// A case's neighbours: the next size down and up in its placement, and
-/// its other placement at the same size.
-fn neighbours(shapes: &[CaseShape], i: usize) -> impl Iterator<Item = usize> + '_ {
-    let s = shapes[i];
-    let series = ordered(shapes, s.group, s.in_place);
-    let at = series.iter().position(|&j| j == i).unwrap_or(0);
-    let mut out = Vec::new();
-    if at > 0 {
-        out.push(series[at - 1]);
-    }
-    if let Some(&j) = series.get(at + 1) {
-        out.push(j);
-    }
-    out.extend((0..shapes.len()).filter(|&j| {
-        shapes[j].group == s.group
-            && shapes[j].in_place != s.in_place
-            && shapes[j].size_bytes == s.size_bytes
-    }));
-    out.into_iter()
-}
-
 /// Whether two adjacent bandwidth-regime cases of `group` both have
 /// their estimate beyond the threshold (what a drop hiding in noise looks
 /// like, as against one stray case).
 pub fn adjacent_estimates_beyond(
     rule: &Rule,
+    layout: &Layout,
     shapes: &[CaseShape],
     estimates: &[Estimate],
     group: usize,
@@ -325,7 +320,10 @@ pub fn adjacent_estimates_beyond(
             && estimates[i].log_ratio
                 > Rule::slower_by(false, rule.cut(false, estimates[i].noise_cut))
     };
-    (0..shapes.len()).any(|i| beyond(i) && neighbours(shapes, i).any(beyond))
+    [false, true]
+        .iter()
+        .flat_map(|&p| layout.ordered(group, p))
+        .any(|&i| beyond(i) && layout.neighbours(shapes, i).any(beyond))
 }
 
 /// One op group's bandwidth-regime cases pooled.
@@ -344,36 +342,39 @@ pub struct Pooled {
 }
 
 /// Pools each group's bandwidth-regime cases that have a noise estimate
-/// (groups with fewer than two such cases are left out).
+/// (groups with fewer than two such cases are left out). One pass over
+/// the cases, whatever the number of groups.
 pub fn pool(rule: &Rule, shapes: &[CaseShape], estimates: &[Estimate]) -> Vec<Pooled> {
     let groups = shapes.iter().map(|s| s.group + 1).max().unwrap_or(0);
     let z = collbench_core::adaptive::normal_quantile(0.975);
-    (0..groups)
-        .filter_map(|g| {
-            let (mut w, mut wd, mut n, mut cuts) = (0.0, 0.0, 0, 0.0);
-            for (s, e) in shapes.iter().zip(estimates) {
-                let Some(se) = e.se.filter(|x| *x > 0.0 && x.is_finite()) else {
-                    continue;
-                };
-                if s.group == g && !s.by_time && e.log_ratio.is_finite() {
-                    w += 1.0 / (se * se);
-                    wd += e.log_ratio / (se * se);
-                    n += 1;
-                    cuts += Rule::slower_by(false, rule.cut(false, e.noise_cut));
-                }
+    // Per group: sum of weights, of weighted log ratios, cases, cuts.
+    let mut sums = vec![(0.0, 0.0, 0usize, 0.0); groups];
+    for (s, e) in shapes.iter().zip(estimates) {
+        let Some(se) = e.se.filter(|x| *x > 0.0 && x.is_finite()) else {
+            continue;
+        };
+        if !s.by_time && e.log_ratio.is_finite() {
+            let g = &mut sums[s.group];
+            g.0 += 1.0 / (se * se);
+            g.1 += e.log_ratio / (se * se);
+            g.2 += 1;
+            g.3 += Rule::slower_by(false, rule.cut(false, e.noise_cut));
+        }
+    }
+    sums.into_iter()
+        .enumerate()
+        .filter(|(_, (_, _, n, _))| *n >= 2)
+        .map(|(g, (w, wd, n, cuts))| {
+            let (d, se) = (wd / w, w.sqrt().recip());
+            let slower = cuts / n as f64;
+            Pooled {
+                group: g,
+                log_ratio: d,
+                se,
+                cases: n,
+                beyond: d > slower,
+                sure: d - z * se > slower,
             }
-            (n >= 2).then(|| {
-                let (d, se) = (wd / w, w.sqrt().recip());
-                let slower = cuts / n as f64;
-                Pooled {
-                    group: g,
-                    log_ratio: d,
-                    se,
-                    cases: n,
-                    beyond: d > slower,
-                    sure: d - z * se > slower,
-                }
-            })
         })
         .collect()
 }
@@ -416,6 +417,7 @@ mod tests {
         let drop = -(0.9f64.ln());
         let v = judge(
             &RULE,
+            &Layout::new(&shapes),
             &shapes,
             &[
                 est(0.0, 0.01),
@@ -435,6 +437,7 @@ mod tests {
         );
         let v = judge(
             &RULE,
+            &Layout::new(&shapes),
             &shapes,
             &[
                 est(0.0, 0.01),
@@ -450,7 +453,12 @@ mod tests {
     fn an_interval_reaching_inside_the_threshold_cannot_tell() {
         let shapes = [shape(1 << 20, false), shape(1 << 20, true)];
         let drop = -(0.9f64.ln());
-        let v = judge(&RULE, &shapes, &[est(drop, 0.1), est(drop, 0.1)]);
+        let v = judge(
+            &RULE,
+            &Layout::new(&shapes),
+            &shapes,
+            &[est(drop, 0.1), est(drop, 0.1)],
+        );
         assert_eq!(v, [Verdict::CannotTell(Unsure::Noise); 2]);
         let p = pool(&RULE, &shapes, &[est(drop, 0.1), est(drop, 0.1)]);
         assert!(p[0].beyond && !p[0].sure, "{p:?}");
@@ -460,7 +468,12 @@ mod tests {
     fn a_few_microseconds_never_regress() {
         let mut s = shape(8, false);
         s.base_time_us = 2.0;
-        let v = judge(&RULE, &[s, s], &[est(1.0, 0.01), est(1.0, 0.01)]);
+        let v = judge(
+            &RULE,
+            &Layout::new(&[s, s]),
+            &[s, s],
+            &[est(1.0, 0.01), est(1.0, 0.01)],
+        );
         assert_eq!(v[0], Verdict::Same);
     }
 
@@ -469,7 +482,7 @@ mod tests {
         let shapes: Vec<_> = (20..28).map(|k| shape(1 << k, false)).collect();
         let noisy = [0.0, 0.1, -0.1, 0.05, -0.05, 0.1, -0.1, 0.0];
         let e: Vec<_> = noisy.iter().map(|&d| est(d, 0.001)).collect();
-        let out = with_log_scatter(&shapes, &e);
+        let out = with_log_scatter(&Layout::new(&shapes), &shapes, &e);
         assert!(out.iter().all(|e| e.se.unwrap() > 0.05), "{out:?}");
         assert!(out.iter().all(|e| e.source == Some(NoiseSource::Log)));
     }

@@ -316,3 +316,25 @@ fn a_against_a_says_no_regression_in_19_seeds_of_20() {
         .count();
     assert!(ok >= 19, "20% noise: no regression in {ok} of 20");
 }
+
+/// All_reduce from 8 B to 32 KiB taking `time_us` at every size.
+fn small_sizes(time_us: f64) -> Record {
+    let cases: Vec<(u64, f64, f64)> = (3..16)
+        .map(|k| (1u64 << k, time_us, (1u64 << k) as f64 / time_us / 1e3))
+        .collect();
+    rec(&cases)
+}
+
+#[test]
+fn an_eightfold_small_message_latency_under_the_floor_regresses() {
+    // 0.5 µs to 4 µs: every step under the +5 µs floor (a real pair was
+    // once judged "no regression" this way).
+    let base = small_sizes(0.5);
+    let c = compare(std::slice::from_ref(&base), &[small_sizes(4.0)], 5.0);
+    assert_eq!(c.overall(), Overall::Regression, "{}", c.table());
+    assert!(c.regressions().count() == c.rows.len(), "{}", c.table());
+    // Under twice as slow, the floor still holds.
+    let c = compare(std::slice::from_ref(&base), &[small_sizes(0.9)], 5.0);
+    assert_eq!(c.overall(), Overall::NoRegression, "{}", c.table());
+    assert_eq!(c.regressions().count(), 0);
+}

@@ -5,8 +5,10 @@
 
 pub mod clean;
 pub mod fault;
+pub mod identity;
 pub mod parsed;
 pub mod quality;
+pub mod total;
 pub mod walk;
 
 pub use clean::{clean, Cleaned, Stream};
@@ -80,6 +82,9 @@ impl Inputs {
     }
 }
 
+/// What to do when `report`'s inputs are over a total bound.
+const REPORT_FIX: &str = "report on fewer files at a time, or split the folder";
+
 /// Reads files and folders ([`InputSet::walk`]: a folder contributes
 /// every regular file under it, each file is read once). A file of a
 /// folder that cannot be read or parsed is listed in [`Inputs::skipped`]
@@ -91,14 +96,19 @@ pub fn read_paths(
     strict: bool,
 ) -> Result<Inputs, FileError> {
     let set = InputSet::walk(paths)?;
+    total::check(&[("", &set)], REPORT_FIX)?;
     let mut out = Inputs {
         skipped: set.skipped,
         repeated: set.repeated,
         ..Inputs::default()
     };
+    let mut rows = total::Rows::default();
     for file in &set.files {
         match read_file(&file.path, format) {
-            Ok(p) => out.parsed.append(p),
+            Ok(p) => {
+                rows.add(&file.path, &p.records, REPORT_FIX)?;
+                out.parsed.append(p)
+            }
             Err(e) if strict || !file.in_folder => return Err(e),
             Err(e) => out.skipped.push(e.to_string()),
         }

@@ -16,6 +16,7 @@ use super::fault::{case_name, Fault};
 use super::parsed::{Parsed, Warning};
 use crate::units;
 use collbench_core::{CaseResult, Placement, Record};
+use std::collections::HashMap;
 
 /// Runs every check on `parsed`, appending warnings about `origin`.
 pub fn check(parsed: &mut Parsed, origin: &str) {
@@ -78,16 +79,17 @@ fn figures(c: &CaseResult) -> String {
 
 /// Warns about rows that repeat an earlier case.
 fn duplicates(r: &Record, w: &mut Vec<String>) {
-    let mut seen: Vec<(Key, usize)> = Vec::new();
+    // By key: a list searched for each row made a 65,536-row log quadratic.
+    let mut seen: HashMap<Key, usize> = HashMap::new();
     let (mut conflicting, mut identical) = (Vec::new(), 0usize);
     for (i, c) in r.results.iter().enumerate() {
         let k = key(c);
         if c.size_bytes == 0 {
             continue;
         }
-        match seen.iter().find(|(s, _)| *s == k) {
-            Some((_, first)) => {
-                let f = &r.results[*first];
+        match seen.get(&k) {
+            Some(&first) => {
+                let f = &r.results[first];
                 if same(&f.out_of_place, &c.out_of_place) && same(&f.in_place, &c.in_place) {
                     identical += 1;
                 } else {
@@ -99,7 +101,9 @@ fn duplicates(r: &Record, w: &mut Vec<String>) {
                     ));
                 }
             }
-            None => seen.push((k, i)),
+            None => {
+                seen.insert(k, i);
+            }
         }
     }
     if !conflicting.is_empty() {
@@ -125,12 +129,12 @@ fn duplicates(r: &Record, w: &mut Vec<String>) {
 
 /// Sizes that go down within one (op, type, redop, root) series.
 fn order(r: &Record, w: &mut Vec<String>) {
-    let mut last: Vec<((String, String, String, i64), u64)> = Vec::new();
+    let mut last: HashMap<(String, String, String, i64), u64> = HashMap::new();
     let mut bad = Vec::new();
     for c in &r.results {
         let k = (c.op.clone(), c.dtype.clone(), c.redop.clone(), c.root);
-        match last.iter_mut().find(|(s, _)| *s == k) {
-            Some((_, prev)) => {
+        match last.get_mut(&k) {
+            Some(prev) => {
                 if c.size_bytes < *prev {
                     bad.push(format!(
                         "{} after {}",
@@ -140,7 +144,9 @@ fn order(r: &Record, w: &mut Vec<String>) {
                 }
                 *prev = c.size_bytes;
             }
-            None => last.push((k, c.size_bytes)),
+            None => {
+                last.insert(k, c.size_bytes);
+            }
         }
     }
     if !bad.is_empty() {

@@ -47,6 +47,9 @@ pub struct InputFile {
     pub in_folder: bool,
     /// Its identity; `None` when it cannot be read (the read says why).
     pub id: Option<FileId>,
+    /// Its size on disk (0 for a FIFO, a device or `/dev/stdin`, which
+    /// only the per-file limits bound).
+    pub bytes: u64,
 }
 
 /// The files the inputs name, in order (named files as given, a folder's
@@ -69,12 +72,13 @@ impl InputSet {
         for path in paths {
             match std::fs::metadata(path) {
                 Ok(m) if m.is_dir() => walk.folder(path, &m)?,
-                Ok(m) => walk.file(path, FileId::from(&m), false),
+                Ok(m) => walk.file(path, &m, false),
                 // The read names the problem (no such file, no access).
                 Err(_) => walk.set.files.push(InputFile {
                     path: path.clone(),
                     in_folder: false,
                     id: None,
+                    bytes: 0,
                 }),
             }
         }
@@ -100,7 +104,8 @@ struct Walk {
 }
 
 impl Walk {
-    fn file(&mut self, path: &Path, id: FileId, in_folder: bool) {
+    fn file(&mut self, path: &Path, meta: &std::fs::Metadata, in_folder: bool) {
+        let id = FileId::from(meta);
         if !self.seen.insert(id) {
             self.set.repeated.push(path.to_path_buf());
             return;
@@ -109,6 +114,7 @@ impl Walk {
             path: path.to_path_buf(),
             in_folder,
             id: Some(id),
+            bytes: if meta.is_file() { meta.len() } else { 0 },
         });
     }
 
@@ -131,7 +137,7 @@ impl Walk {
             let shown = p.display().to_string();
             match std::fs::metadata(&p) {
                 Ok(m) if m.is_dir() => self.folder(&p, &m)?,
-                Ok(m) if m.is_file() => self.file(&p, FileId::from(&m), true),
+                Ok(m) if m.is_file() => self.file(&p, &m, true),
                 Ok(m) => self.set.skipped.push(format!(
                     "{shown}: not a regular file ({}): left out",
                     kind(&m.file_type())

@@ -224,6 +224,32 @@ pub enum FileError {
         /// What to do (text and JSON differ).
         fix: &'static str,
     },
+    /// The inputs of one command add up to more than
+    /// [`crate::input::total::TOTAL_BYTES`] (checked on their sizes
+    /// before any is read; two JSON records at the cap once aborted at
+    /// 4 GB).
+    #[error("the inputs add up to {total} in {files} file(s), more than the {limit} collbench reads in one command (largest: {largest}): {fix}")]
+    TooMuchInput {
+        total: String,
+        files: usize,
+        limit: String,
+        /// The largest files with their sizes, and how many more.
+        largest: String,
+        /// What to do (report and compare differ).
+        fix: &'static str,
+    },
+    /// The files read so far hold more result rows than
+    /// [`crate::input::total::TOTAL_ROWS`] (text made only of rows costs
+    /// far more memory per byte than JSON).
+    #[error("{path}: the inputs hold {rows} result rows up to this file, more than the {limit} collbench reads in one command: {fix}")]
+    TooManyRows {
+        /// The file whose rows passed the limit.
+        path: String,
+        rows: usize,
+        limit: usize,
+        /// What to do (report and compare differ).
+        fix: &'static str,
+    },
 }
 
 impl FileError {
@@ -439,6 +465,9 @@ pub fn parse_file(path: &Path, format: Option<Format>) -> Result<Vec<Record>, Fi
 pub fn read_file(path: &Path, format: Option<Format>) -> Result<Parsed, FileError> {
     let name = path.display().to_string();
     let bytes = read::read_log(path, format)?;
+    if let Some(parsed) = collbench_json::read_whole(&bytes, format, &name) {
+        return Ok(parsed);
+    }
     // Logs copied from terminals sometimes carry stray non-UTF-8 bytes;
     // they never sit inside the numbers we read.
     let text = String::from_utf8_lossy(&bytes);
