@@ -22,34 +22,37 @@ pub unsafe fn check_case<T: Element>(
     corrupt: bool,
     p: &Ptrs<T>,
 ) -> Result<u64, BackendError> {
-    let c = &case.counts;
-    let r = ctx.rank;
-    let pattern = Pattern {
-        seed,
-        world_size: case.world_size,
-        dtype: case.dtype,
-        redop: (case.collective.spec().redop == RedopUse::Reduces).then_some(case.redop),
-    };
-    // Poison everything the output can land in, then write the inputs.
-    let (poisoned, len) = if case.in_place {
-        let base = p.send.sub(c.send_inplace_offset as usize * r);
-        (base, c.send_count.max(c.recv_count) as usize)
-    } else {
-        (p.recv, c.recv_count as usize)
-    };
-    std::slice::from_raw_parts_mut(poisoned, len).fill(T::poison());
-    let send = std::slice::from_raw_parts_mut(p.send, c.send_count as usize);
-    for (i, v) in send.iter_mut().enumerate() {
-        *v = T::from_value(pattern.input(r, i as u64));
-    }
-    coll::run_op(ctx, case, p)?;
-    let out = std::slice::from_raw_parts_mut(p.recv, c.recv_count as usize);
-    if corrupt && r == case.root {
-        if let Some(v) = out.first_mut() {
-            *v = T::poison();
+    // SAFETY: this function's contract (# Safety above) is the caller's.
+    unsafe {
+        let c = &case.counts;
+        let r = ctx.rank;
+        let pattern = Pattern {
+            seed,
+            world_size: case.world_size,
+            dtype: case.dtype,
+            redop: (case.collective.spec().redop == RedopUse::Reduces).then_some(case.redop),
+        };
+        // Poison everything the output can land in, then write the inputs.
+        let (poisoned, len) = if case.in_place {
+            let base = p.send.sub(c.send_inplace_offset as usize * r);
+            (base, c.send_count.max(c.recv_count) as usize)
+        } else {
+            (p.recv, c.recv_count as usize)
+        };
+        std::slice::from_raw_parts_mut(poisoned, len).fill(T::poison());
+        let send = std::slice::from_raw_parts_mut(p.send, c.send_count as usize);
+        for (i, v) in send.iter_mut().enumerate() {
+            *v = T::from_value(pattern.input(r, i as u64));
         }
+        coll::run_op(ctx, case, p)?;
+        let out = std::slice::from_raw_parts_mut(p.recv, c.recv_count as usize);
+        if corrupt && r == case.root {
+            if let Some(v) = out.first_mut() {
+                *v = T::poison();
+            }
+        }
+        Ok(count_wrong(case, &pattern, r, out, ctx.peers.as_ref()))
     }
-    Ok(count_wrong(case, &pattern, r, out, ctx.peers.as_ref()))
 }
 
 /// Output elements of rank `rank` that differ from what the pattern says.

@@ -22,6 +22,8 @@
 //!
 //! Not for: printing, the control plane, other launchers.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod backend;
 mod bootstrap;
 mod check;

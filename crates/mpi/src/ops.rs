@@ -130,15 +130,25 @@ impl Drop for Op {
 }
 
 /// MPI user function: `inout[i] = in[i] (op) inout[i]` over `T` values.
+///
+/// # Safety
+/// Called by MPI only, as `MPI_Op_create` registered it: `len` points to
+/// the element count, and `input` and `inout` to that many `T`s that do
+/// not overlap.
 unsafe extern "C" fn user_combine<T: Element, const COMBINE: u8>(
     input: *mut c_void,
     inout: *mut c_void,
     len: *mut c_int,
     _datatype: *mut ffi::MPI_Datatype,
 ) {
-    let len = *len as usize;
-    let x = std::slice::from_raw_parts(input as *const T, len);
-    let acc = std::slice::from_raw_parts_mut(inout as *mut T, len);
+    // SAFETY: MPI's contract for a user function (# Safety above).
+    let (x, acc) = unsafe {
+        let len = *len as usize;
+        (
+            std::slice::from_raw_parts(input as *const T, len),
+            std::slice::from_raw_parts_mut(inout as *mut T, len),
+        )
+    };
     for (a, &v) in acc.iter_mut().zip(x) {
         *a = match COMBINE {
             0 => v.add(*a),

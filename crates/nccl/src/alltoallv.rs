@@ -101,6 +101,8 @@ mod tests {
         CALLS.with(|c| c.borrow_mut().push(s));
         NCCL_SUCCESS
     }
+    /// # Safety
+    /// A stand-in for NCCL's call: it reads nothing through its pointers.
     unsafe extern "C" fn send(
         b: *const c_void,
         n: usize,
@@ -111,6 +113,8 @@ mod tests {
     ) -> NcclResult {
         log(format!("send {} {n} to {p}", b as usize))
     }
+    /// # Safety
+    /// A stand-in for NCCL's call: it reads nothing through its pointers.
     unsafe extern "C" fn recv(
         b: *mut c_void,
         n: usize,
@@ -124,9 +128,13 @@ mod tests {
         }
         log(format!("recv {} {n} from {p}", b as usize))
     }
+    /// # Safety
+    /// A stand-in for NCCL's call: it reads nothing through its pointers.
     unsafe extern "C" fn start() -> NcclResult {
         log("start".into())
     }
+    /// # Safety
+    /// A stand-in for NCCL's call: it reads nothing through its pointers.
     unsafe extern "C" fn end() -> NcclResult {
         log("end".into())
     }

@@ -193,18 +193,28 @@ struct RankOp<'a, T> {
 impl<T: Element> RankOp<'_, T> {
     /// Rank `k`'s send buffer at this rotation.
     #[inline(always)]
+    /// # Safety
+    /// [`run_op`]'s: every rank's buffers valid for the case at this
+    /// rotation, and every rank in the same step at the same time.
     unsafe fn send(&self, k: usize) -> *const T {
         self.p.send[k].add(self.shift) as *const T
     }
 
     /// Rank `k`'s receive buffer at this rotation.
     #[inline(always)]
+    /// # Safety
+    /// [`run_op`]'s: every rank's buffers valid for the case at this
+    /// rotation, and every rank in the same step at the same time.
     unsafe fn recv(&self, k: usize) -> *mut T {
         self.p.recv[k].add(self.shift)
     }
 
     /// Reduces this rank's chunk of every rank's input into rank `to`'s
     /// receive buffer.
+    ///
+    /// # Safety
+    /// [`run_op`]'s: every rank's buffers valid for the case at this
+    /// rotation, and every rank in the same step at the same time.
     unsafe fn reduce_my_chunk(&self, to: usize) {
         let (n, r) = (self.case.world_size, self.r);
         let mine = chunk(self.case.counts.param_count as usize, n, r);
@@ -221,6 +231,10 @@ impl<T: Element> RankOp<'_, T> {
 
     /// What every rank's `len` input elements are read from. In place, the
     /// peers would read our buffer while we overwrite it: stage it first.
+    ///
+    /// # Safety
+    /// [`run_op`]'s: every rank's buffers valid for the case at this
+    /// rotation, and every rank in the same step at the same time.
     unsafe fn sources(&self, len: usize) -> Result<Vec<*const T>, Stopped> {
         let r = self.r;
         if self.case.in_place {
@@ -233,6 +247,10 @@ impl<T: Element> RankOp<'_, T> {
     }
 
     /// alltoallv with `peers`' counts and displacements.
+    ///
+    /// # Safety
+    /// [`run_op`]'s: every rank's buffers valid for the case at this
+    /// rotation, and every rank in the same step at the same time.
     unsafe fn all_to_all_v(&self, peers: &PeerCounts) -> Result<(), Stopped> {
         let (n, r) = (self.case.world_size, self.r);
         let src = self.sources(peers.send_total(r) as usize)?;
@@ -249,6 +267,10 @@ impl<T: Element> RankOp<'_, T> {
 
     /// sendrecv around the ring: each rank receives its predecessor's
     /// buffer (staged first in place, as the predecessor overwrites it).
+    ///
+    /// # Safety
+    /// [`run_op`]'s: every rank's buffers valid for the case at this
+    /// rotation, and every rank in the same step at the same time.
     unsafe fn send_recv(&self) -> Result<(), Stopped> {
         let (n, r) = (self.case.world_size, self.r);
         let count = self.case.counts.param_count as usize;
@@ -264,6 +286,10 @@ impl<T: Element> RankOp<'_, T> {
     }
 
     /// hypercube: blocks doubling with the partner across each dimension.
+    ///
+    /// # Safety
+    /// [`run_op`]'s: every rank's buffers valid for the case at this
+    /// rotation, and every rank in the same step at the same time.
     unsafe fn hyper_cube(&self) -> Result<(), Stopped> {
         let (n, r) = (self.case.world_size, self.r);
         let base = self.case.counts.param_count as usize;
