@@ -57,6 +57,9 @@ pub enum ExpectError {
     /// The split mask does not fit the job (one line with the fix).
     #[error("{0}")]
     Split(String),
+    /// `--hosts` makes a job no machine has (one line with the fix).
+    #[error("{0}")]
+    Hosts(String),
 }
 
 /// Reads the topology file and computes every (op, size) row.
@@ -64,6 +67,9 @@ pub fn expectation(opts: &ExpectOptions) -> Result<Expectation, ExpectError> {
     let mut topology = builtin::load(&opts.topology)?;
     if let Some(h) = opts.hosts {
         topology.hosts = h;
+        // The file's ranks per host times these hosts must still be a job.
+        file::check(&topology)
+            .map_err(|problem| ExpectError::Hosts(format!("--hosts {h}: {problem}")))?;
     }
     if let Some(mask) = opts.split_mask {
         apply_split(&mut topology, mask)?;

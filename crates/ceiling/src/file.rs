@@ -2,6 +2,7 @@
 //! same fields as a record's `topology`). Read with a size bound and
 //! checked, so a mistake is one line naming the problem and the fix.
 
+use collbench_core::bounds::{positive_at_most, MAX_GBPS, MAX_RANKS};
 use collbench_core::Topology;
 use std::io::Read;
 use std::path::Path;
@@ -82,13 +83,21 @@ pub fn parse(text: &str) -> Result<Topology, FileError> {
     Ok(topo)
 }
 
-/// Above zero and a number (NaN is not).
-fn positive(x: f64) -> bool {
-    x > 0.0
+/// The values no machine has: zero hosts, zero GPUs, counts past a
+/// job's ranks (`hosts = 4294967296`), rates that are no number or none a
+/// link has (`inf`, `1e308`). The bounds are [`collbench_core::bounds`]'.
+pub fn check(t: &Topology) -> Result<(), String> {
+    check_counts(t)?;
+    check_rates(t)
 }
 
-/// The values no machine has: zero hosts, zero GPUs, non-positive rates.
-fn check(t: &Topology) -> Result<(), String> {
+/// Every count from 1 to a job's ranks, and hosts times ranks too.
+fn check_counts(t: &Topology) -> Result<(), String> {
+    let too_many = |field: &str, n: u64| {
+        Err(format!(
+            "{field} = {n} is more than collbench's limit of {MAX_RANKS} ranks in a job: give the machine's real count"
+        ))
+    };
     if t.hosts == 0 {
         return Err("hosts = 0: set hosts to 1 or more".into());
     }
@@ -98,27 +107,58 @@ fn check(t: &Topology) -> Result<(), String> {
     if t.concurrent_comms == Some(0) {
         return Err("concurrent_comms = 0: set it to 1 or more, or leave it out".into());
     }
-    if let Some(g) = &t.gpu {
-        if g.count == 0 {
-            return Err("[gpu] count = 0: set the GPUs per host, or drop [gpu]".into());
+    if t.gpu.as_ref().is_some_and(|g| g.count == 0) {
+        return Err("[gpu] count = 0: set the GPUs per host, or drop [gpu]".into());
+    }
+    if t.nics.iter().any(|n| n.count == 0) {
+        return Err("[[nics]] needs rate_gbit above 0 and count of 1 or more".into());
+    }
+    let counts = [
+        ("hosts", Some(t.hosts)),
+        ("ranks_per_host", t.ranks_per_host),
+        ("concurrent_comms", t.concurrent_comms),
+        ("nvlink_domain_hosts", t.nvlink_domain_hosts),
+        ("[gpu] count", t.gpu.as_ref().map(|g| g.count)),
+        ("[[nics]] count", t.nics.iter().map(|n| n.count).max()),
+    ];
+    for (field, n) in counts {
+        if let Some(n) = n.filter(|&n| n > MAX_RANKS) {
+            return too_many(field, n);
         }
-        if g.nvlink_link_gbps.is_some_and(|r| !positive(r)) {
-            return Err(
-                "[gpu] nvlink_link_gbps must be above 0 (GB/s per link and direction)".into(),
+    }
+    let ranks = t.hosts * t.ranks_per_host().unwrap_or(1);
+    if ranks > MAX_RANKS {
+        return too_many("hosts x ranks per host", ranks);
+    }
+    Ok(())
+}
+
+/// Every rate a number above 0 that a link can have.
+fn check_rates(t: &Topology) -> Result<(), String> {
+    let out_of_range = |field: &str, unit: &str, max: f64| {
+        Err(format!(
+            "{field} must be above 0 and at most {max} ({unit}): give the link's real rate"
+        ))
+    };
+    if let Some(r) = t.gpu.as_ref().and_then(|g| g.nvlink_link_gbps) {
+        if !positive_at_most(r, MAX_GBPS) {
+            return out_of_range(
+                "[gpu] nvlink_link_gbps",
+                "GB/s per link and direction",
+                MAX_GBPS,
             );
         }
     }
-    for n in &t.nics {
-        if !positive(n.rate_gbit) || n.count == 0 {
-            return Err("[[nics]] needs rate_gbit above 0 and count of 1 or more".into());
-        }
-    }
-    if t.cpu
-        .as_ref()
-        .and_then(|c| c.mem_copy_gbps)
-        .is_some_and(|r| !positive(r))
+    if t.nics
+        .iter()
+        .any(|n| !positive_at_most(n.rate_gbit, MAX_GBPS * 8.0))
     {
-        return Err("[cpu] mem_copy_gbps must be above 0".into());
+        return out_of_range("[[nics]] rate_gbit", "Gbit/s per NIC", MAX_GBPS * 8.0);
+    }
+    if let Some(r) = t.cpu.as_ref().and_then(|c| c.mem_copy_gbps) {
+        if !positive_at_most(r, MAX_GBPS) {
+            return out_of_range("[cpu] mem_copy_gbps", "GB/s", MAX_GBPS);
+        }
     }
     Ok(())
 }
@@ -145,6 +185,49 @@ mod tests {
     fn zero_hosts_says_the_fix() {
         let e = parse("hosts = 0\n").unwrap_err().to_string();
         assert!(e.contains("set hosts to 1 or more"), "{e}");
+    }
+
+    #[test]
+    fn inf_huge_rates_and_counts_past_a_job_are_refused() {
+        for (text, says) in [
+            (
+                "hosts = 1\n[[nics]]\nrate_gbit = inf\n",
+                "rate_gbit must be above 0 and at most 800000",
+            ),
+            (
+                "hosts = 1\n[[nics]]\nrate_gbit = 1e308\n",
+                "rate_gbit must be",
+            ),
+            (
+                "hosts = 1\n[[nics]]\nrate_gbit = nan\n",
+                "rate_gbit must be",
+            ),
+            (
+                "hosts = 1\n[gpu]\ncount = 8\nnvlink_link_gbps = inf\n",
+                "nvlink_link_gbps must be",
+            ),
+            (
+                "hosts = 1\n[cpu]\nmem_copy_gbps = inf\n",
+                "mem_copy_gbps must be",
+            ),
+            ("hosts = 4294967296\n", "hosts = 4294967296 is more than"),
+            (
+                "hosts = 1\nranks_per_host = 9223372036854775807\n",
+                "ranks_per_host = 9223372036854775807 is more than",
+            ),
+            (
+                "hosts = 1\n[gpu]\ncount = 4294967296\n",
+                "[gpu] count = 4294967296",
+            ),
+            (
+                "hosts = 1024\n[gpu]\ncount = 2048\n",
+                "hosts x ranks per host = 2097152",
+            ),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        parse("hosts = 1024\n[gpu]\ncount = 1024\n").unwrap();
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! to a document or a measurement.
 
 use crate::error::CheckError;
+use collbench_core::bounds::{positive_at_most, MAX_GBPS, MAX_RANKS, MAX_TIME_US};
 use collbench_core::read_limit::{self, ReadLimitError};
 use collbench_core::{size::parse_size, Collective, DataType};
 use serde::{Deserialize, Serialize};
@@ -226,6 +227,12 @@ impl Baseline {
                 self.fail_fraction, self.warn_fraction
             )));
         }
+        if self.gpus_per_node == 0 || self.nodes == 0 || self.world_size() > MAX_RANKS {
+            return Err(entry(format!(
+                "gpus_per_node = {} and nodes = {} describe no machine: give each 1 or more, at most {MAX_RANKS} GPUs in all",
+                self.gpus_per_node, self.nodes
+            )));
+        }
         if self.expect.is_empty() {
             return Err(entry(
                 "no [[expect]] entries: add at least one op with size and busbw_gbps",
@@ -283,32 +290,23 @@ impl Expect {
             Some(d) => DataType::parse(d).map_err(|e| entry(e.to_string()))?,
             None => DataType::Float,
         };
-        // A size and a positive figure for it, or neither.
-        let pair = |size: &Option<String>, figure: Option<f64>, names: &str| match (size, figure) {
-            (Some(s), Some(v)) if v > 0.0 => match parse_size(s) {
-                Ok(bytes) => Ok(Some((bytes, v))),
-                Err(e) => Err(entry(format!("{}: {e}", self.op))),
-            },
-            (None, None) => Ok(None),
-            _ => Err(entry(format!(
-                "{}: give both {names} (a positive number), or neither",
-                self.op
-            ))),
-        };
-        let busbw = pair(&self.size, self.busbw_gbps, "size and busbw_gbps")?.map(
-            |(size_bytes, busbw_gbps)| BusbwExpect {
-                collective,
-                dtype,
-                size_bytes,
-                busbw_gbps,
-            },
-        );
-        let latency = pair(
-            &self.small_size,
-            self.max_time_us,
-            "small_size and max_time_us",
-        )?
-        .map(|(size_bytes, max_time_us)| LatencyExpect {
+        let busbw = self.pair(
+            (&self.size, "size"),
+            (self.busbw_gbps, "busbw_gbps"),
+            (MAX_GBPS, "GB/s", ""),
+        )?;
+        let latency = self.pair(
+            (&self.small_size, "small_size"),
+            (self.max_time_us, "max_time_us"),
+            (MAX_TIME_US, "microseconds", " (an hour)"),
+        )?;
+        let busbw = busbw.map(|(size_bytes, busbw_gbps)| BusbwExpect {
+            collective,
+            dtype,
+            size_bytes,
+            busbw_gbps,
+        });
+        let latency = latency.map(|(size_bytes, max_time_us)| LatencyExpect {
             collective,
             dtype,
             size_bytes,
@@ -321,6 +319,48 @@ impl Expect {
             )));
         }
         Ok((collective, busbw, latency))
+    }
+}
+
+impl Expect {
+    /// A size and its figure, both in range, or neither. The bounds are
+    /// [`collbench_core::bounds`]': `busbw_gbps = inf` (or `1e308`) failed
+    /// every machine, `max_time_us = inf` passed every one, and a size of
+    /// `'0'` measured nothing.
+    fn pair(
+        &self,
+        (size, size_name): (&Option<String>, &str),
+        (figure, figure_name): (Option<f64>, &str),
+        (max, unit, max_is): (f64, &str, &str),
+    ) -> Result<Option<(u64, f64)>, CheckError> {
+        let op = &self.op;
+        let (s, v) = match (size, figure) {
+            (Some(s), Some(v)) => (s, v),
+            (None, None) => return Ok(None),
+            _ => {
+                return Err(entry(format!(
+                    "{op}: give both {size_name} and {figure_name} (a positive number), or neither"
+                )))
+            }
+        };
+        if !positive_at_most(v, max) {
+            // 1e308 as written, not as 309 digits.
+            let shown = if v.abs() >= 1e9 {
+                format!("{v:e}")
+            } else {
+                v.to_string()
+            };
+            return Err(entry(format!(
+                "{op}: {figure_name} = {shown} is no figure a machine has: give {unit} above 0 and at most {max}{max_is}"
+            )));
+        }
+        match parse_size(s) {
+            Ok(0) => Err(entry(format!(
+                "{op}: {size_name} = '{s}' measures nothing: give a size of at least 1 byte, e.g. '64M'"
+            ))),
+            Ok(bytes) => Ok(Some((bytes, v))),
+            Err(e) => Err(entry(format!("{op}: {e}"))),
+        }
     }
 }
 
@@ -383,6 +423,41 @@ mod tests {
         let typo = ok.replace("busbw_gbps", "busbw");
         let e = Baseline::parse(&typo, "t").unwrap_err();
         assert!(format!("{e:#}").contains("busbw"), "{e:#}");
+    }
+
+    #[test]
+    fn figures_no_machine_has_are_refused_naming_the_field_and_the_range() {
+        let ok = "name='x'\ngpus_per_node=1\nnodes=1\nsource='me'\n[[expect]]\nop='all_reduce'\nsize='4M'\nbusbw_gbps=1.5\nsmall_size='8'\nmax_time_us=20\n";
+        Baseline::parse(ok, "t").unwrap();
+        for (from, to, says) in [
+            ("busbw_gbps=1.5", "busbw_gbps=inf", "busbw_gbps = inf"),
+            (
+                "busbw_gbps=1.5",
+                "busbw_gbps=1e308",
+                "busbw_gbps = 1e308 is no figure",
+            ),
+            ("busbw_gbps=1.5", "busbw_gbps=nan", "busbw_gbps = NaN"),
+            ("busbw_gbps=1.5", "busbw_gbps=-1", "above 0"),
+            ("max_time_us=20", "max_time_us=inf", "max_time_us = inf"),
+            ("max_time_us=20", "max_time_us=0", "above 0"),
+            ("size='4M'", "size='0'", "size = '0' measures nothing"),
+            (
+                "small_size='8'",
+                "small_size='0'",
+                "small_size = '0' measures nothing",
+            ),
+            ("nodes=1", "nodes=0", "describe no machine"),
+            (
+                "gpus_per_node=1",
+                "gpus_per_node=4294967295",
+                "describe no machine",
+            ),
+        ] {
+            let bad = ok.replace(from, to);
+            let e = format!("{:#}", Baseline::parse(&bad, "t").unwrap_err());
+            assert!(e.contains(says), "{to}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 
     #[test]

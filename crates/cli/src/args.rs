@@ -81,20 +81,12 @@ fn once<'a>(
     }
 }
 
-/// `-T` and `--watchdog`: whole seconds. "invalid digit found in string"
-/// was all `-T 1e9` said.
+/// `-T` and `--watchdog`: whole seconds from 0 (never) to a year
+/// ([`collbench_core::bounds::MAX_SECONDS`]). "invalid digit found in
+/// string" was all `-T 1e9` said.
 pub fn seconds_arg(s: &str) -> Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(n) if n <= MAX_SECONDS => Ok(n),
-        _ => Err(format!(
-            "give whole seconds from 0 (never) to {MAX_SECONDS} (a year), e.g. 300"
-        )),
-    }
+    collbench_core::bounds::seconds_from(s, 0)
 }
-
-/// The longest deadline `-T`/`--watchdog` take: longer is "never" in
-/// practice, and the sum with a start time must not overflow.
-const MAX_SECONDS: u64 = 365 * 24 * 3600;
 
 /// Flags of `collbench run` and of the `<op>_perf` aliases. A flag given
 /// twice takes its last value, as nccl-tests' getopt loop does, except
@@ -387,7 +379,7 @@ fn list<T: Copy>(
         if part.eq_ignore_ascii_case("all") {
             out.extend_from_slice(all);
         } else {
-            out.push(parse(part).map_err(|e| e.to_string())?);
+            out.push(parse(part).map_err(|e| e.or_all().to_string())?);
         }
     }
     if out.is_empty() {

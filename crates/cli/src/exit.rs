@@ -432,7 +432,12 @@ impl From<collbench_tune::job::TuneError> for Failure {
 
 impl From<collbench_launch::LaunchError> for Failure {
     fn from(e: collbench_launch::LaunchError) -> Failure {
-        Failure::new(Outcome::Launch, e.to_string())
+        let outcome = match e {
+            // A port variable or flag out of range is the user's input.
+            collbench_launch::LaunchError::Port(_) => Outcome::Usage,
+            _ => Outcome::Launch,
+        };
+        Failure::new(outcome, e.to_string())
     }
 }
 

@@ -67,6 +67,16 @@ pub enum Stop {
 }
 
 impl Stop {
+    /// What a failed write to stdout means: a reader that went away ends
+    /// the run as Ctrl-C does; any other refusal is exit 2.
+    pub fn from_write(e: &std::io::Error) -> Stop {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Stop::StdoutClosed
+        } else {
+            Stop::StdoutFailed(collbench_core::stdout::StdoutError::from(e).to_string())
+        }
+    }
+
     /// The first words of the line and of the record's `partial`.
     fn words(&self) -> &str {
         match self {
@@ -91,6 +101,9 @@ struct Shared {
     files: Vec<OutputFile>,
     /// `--format` of stdout, when it is not the streamed text.
     stdout: Option<Format>,
+    /// What of that document is on stdout already: its first line, once
+    /// the run has begun (`doc_stdout`).
+    stdout_written: std::sync::OnceLock<Vec<u8>>,
 }
 
 /// The rows measured so far, for the signal handler.
@@ -105,6 +118,7 @@ impl Keeper {
             state: Mutex::new(State::Waiting),
             files,
             stdout,
+            stdout_written: std::sync::OnceLock::new(),
         }));
         let handler = keeper.clone();
         if let Err(e) = ctrlc::set_handler(move || handler.stop(&Stop::Signal)) {
@@ -124,6 +138,39 @@ impl Keeper {
     /// This process is not rank 0 (set once the job is known).
     pub fn not_root(&self) {
         *self.lock() = State::NotRoot;
+    }
+
+    /// A non-text stdout (`--format json|csv|md`) gets its document's
+    /// first line as the run begins; the stop a refused write means, if
+    /// it was refused.
+    fn begin_stdout(&self, record: &Record) -> Option<Stop> {
+        let format = self.0.stdout?;
+        let head = crate::doc_stdout::first_line(format, record);
+        let written = {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(&head).and_then(|()| out.flush())
+        };
+        match written {
+            Ok(()) => {
+                let _ = self.0.stdout_written.set(head);
+                None
+            }
+            Err(e) => Some(Stop::from_write(&e)),
+        }
+    }
+
+    /// Whether a non-text stdout that has begun has lost its reader.
+    fn stdout_reader_gone(&self) -> bool {
+        self.0.stdout_written.get().is_some() && crate::doc_stdout::reader_gone()
+    }
+
+    /// What of `whole`, stdout's document, is still to be written.
+    pub fn stdout_rest<'a>(&self, whole: &'a [u8]) -> &'a [u8] {
+        match self.0.stdout_written.get() {
+            Some(head) => crate::doc_stdout::rest(whole, head),
+            None => whole,
+        }
     }
 
     /// The run ended by itself: the main thread writes the files now.
@@ -220,7 +267,8 @@ impl Keeper {
             }
         }
         if let (Some(format), Stop::Signal) = (self.0.stdout, stop) {
-            let text = String::from_utf8_lossy(&format.exporter().serialize(record)).into_owned();
+            let whole = format.exporter().serialize(record);
+            let text = String::from_utf8_lossy(self.stdout_rest(&whole)).into_owned();
             if let Err(e) = crate::stdout::print(&text) {
                 failed.push(e.to_string());
             }
@@ -256,15 +304,13 @@ impl Keeping<'_> {
     /// other failed write (`> /dev/full`) ends it there too, exit 2: the
     /// rows after it could not be printed either.
     fn stop_if_stdout_closed(&self) {
-        match &self.inner.write_error {
-            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                self.keeper.stop(&Stop::StdoutClosed)
-            }
-            Some(e) => {
-                let why = collbench_core::stdout::StdoutError::from(e).to_string();
-                self.keeper.stop(&Stop::StdoutFailed(why))
-            }
-            None => {}
+        if let Some(e) = &self.inner.write_error {
+            self.keeper.stop(&Stop::from_write(e));
+        }
+        // `--format json|csv|md`: nothing more is written until the end,
+        // so a reader that left is asked for.
+        if self.keeper.stdout_reader_gone() {
+            self.keeper.stop(&Stop::StdoutClosed);
         }
     }
 }
@@ -273,6 +319,9 @@ impl RunObserver for Keeping<'_> {
     fn begin(&mut self, record: &Record) {
         self.keeper.begin(record);
         self.inner.begin(record);
+        if let Some(stop) = self.keeper.begin_stdout(record) {
+            self.keeper.stop(&stop);
+        }
     }
 
     fn begin_collective(&mut self, coll: Collective, record: &Record) {

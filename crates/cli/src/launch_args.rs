@@ -27,16 +27,18 @@ pub struct LaunchArgs {
     /// Address rank 0 listens on (default 0.0.0.0, every interface).
     #[arg(long)]
     pub bind: Option<String>,
-    /// Seconds before a missing or silent peer is an error (at least 1).
+    /// Seconds before a missing or silent peer is an error (1 to 31536000,
+    /// a year).
     #[arg(long, default_value_t = 60, value_parser = seconds)]
     pub timeout_s: u64,
 }
 
+/// `--timeout-s`: 1 second to a year ([`collbench_core::bounds`]); 2^64-1
+/// panicked in `Instant + Duration` once the control plane started.
 fn seconds(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(0) => Err("must be at least 1 second".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("'{s}' is not a whole number of seconds")),
+        _ => collbench_core::bounds::seconds_from(s, 1),
     }
 }
 

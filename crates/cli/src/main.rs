@@ -10,6 +10,7 @@ mod aliases;
 mod args;
 mod backend_open;
 mod cmd;
+mod doc_stdout;
 mod exit;
 #[cfg(test)]
 mod help_readme;

@@ -220,22 +220,18 @@ fn claim_files(a: &RunArgs) -> Result<Vec<OutputFile>, Failure> {
     Ok(files)
 }
 
-/// The record on stdout (unless streamed as text) and in the files; the
-/// outcome from its wrong elements.
+/// The record in the files, then on stdout (unless streamed as text; the
+/// rest of it, after the first line written as the run began); the
+/// outcome from its wrong elements. The files come first and are written
+/// whatever `printed` (the text's own writes) says: a stdout that fails
+/// at the end (`| head -1`, `> /dev/full`) once left neither file.
 fn write_results(
     a: &RunArgs,
     stdout_format: Format,
     files: Vec<OutputFile>,
     record: &collbench_core::Record,
+    (keeper, printed): (&Keeper, Result<(), Failure>),
 ) -> Result<Outcome, Failure> {
-    if !a.quiet && stdout_format != Format::Text {
-        let bytes = stdout_format.exporter().serialize(record);
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        out.write_all(&bytes)
-            .and_then(|_| out.flush())
-            .map_err(stdout_failure)?;
-    }
     for f in files {
         let bytes = f.format.exporter().serialize(record);
         std::fs::write(&f.path, bytes).map_err(|e| {
@@ -247,6 +243,15 @@ fn write_results(
             ))
         })?;
     }
+    printed?;
+    if !a.quiet && stdout_format != Format::Text {
+        let bytes = stdout_format.exporter().serialize(record);
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        out.write_all(keeper.stdout_rest(&bytes))
+            .and_then(|_| out.flush())
+            .map_err(stdout_failure)?;
+    }
     let wrong = record.total_wrong();
     if wrong > 0 {
         crate::stdout::say(format!(
@@ -256,6 +261,28 @@ fn write_results(
         return Ok(Outcome::Wrong);
     }
     Ok(Outcome::Ok)
+}
+
+/// The text's last lines (summary, `--ceiling`): how its writes went,
+/// for [`write_results`] to say after the files are written.
+fn finish_text(
+    a: &RunArgs,
+    obs: &mut TextObserver,
+    record: &Record,
+    print_text: bool,
+) -> Result<(), Failure> {
+    obs.finish(record);
+    if let Some(e) = obs.write_error.take() {
+        return Err(stdout_failure(e));
+    }
+    if a.ceiling && print_text {
+        crate::stdout::print(&crate::run_ceiling::text_lines(record))?;
+    }
+    // After nccl-tests' own footer: the path NCCL took, where it is known.
+    if let (true, Some(line)) = (print_text, crate::transport_gate::text_line(record)) {
+        crate::stdout::print(&line)?;
+    }
+    Ok(())
 }
 
 /// Ceilings go in every record a file or stdout keeps (not -J's
@@ -342,20 +369,11 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         return Ok(Outcome::Ok);
     };
     add_ceilings(a, &files, stdout_format, &mut record);
-    obs.finish(&record);
-    if let Some(e) = obs.write_error.take() {
-        return Err(stdout_failure(e));
-    }
-    if a.ceiling && print_text {
-        crate::stdout::print(&crate::run_ceiling::text_lines(&record))?;
-    }
-    if let (true, Some(line)) = (print_text, crate::transport_gate::text_line(&record)) {
-        crate::stdout::print(&line)?;
-    }
+    let printed = finish_text(a, &mut obs, &record, print_text);
     if let Some((path, plugin)) = &tuner {
         crate::stdout::say(crate::tune::tuner_config_note(path, plugin));
     }
-    match write_results(a, stdout_format, files, &record)? {
+    match write_results(a, stdout_format, files, &record, (&keeper, printed))? {
         Outcome::Ok => crate::transport_gate::judge(&record, required).map(|()| Outcome::Ok),
         other => Ok(other),
     }

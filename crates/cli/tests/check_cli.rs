@@ -141,7 +141,7 @@ fn passes_against_a_cpu_baseline_and_writes_json_and_metrics() {
 #[test]
 fn a_baseline_set_too_high_fails_with_exit_2_naming_the_op() {
     let dir = tempfile::tempdir().unwrap();
-    let b = baseline(dir.path(), 1.0e6);
+    let b = baseline(dir.path(), 1.0e5);
     let prom = dir.path().join("check.prom");
     let (code, stdout, stderr) = run(&CPU4, &[&b, Path::new("--prometheus"), &prom]);
     assert_eq!(code, 2, "{stdout}\n{stderr}");
@@ -213,7 +213,7 @@ fn a_short_result_triggers_localisation_with_a_baseline() {
     // A short result (all_gather stated impossibly high) makes check go on
     // to the pairwise tests by itself, and they find the slowed rank.
     let dir = tempfile::tempdir().unwrap();
-    let b = baseline(dir.path(), 1.0e6);
+    let b = baseline(dir.path(), 1.0e5);
     let (code, stdout, stderr) = slowed("3", "0", &["--baseline"], &[&b]);
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert!(stdout.contains("pairwise sendrecv busbw"), "{stdout}");

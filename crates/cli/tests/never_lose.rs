@@ -105,6 +105,117 @@ fn run_stops_at_once_when_stdout_is_full() {
     assert!(dir.path().join("j.json").exists());
 }
 
+/// `--format json|csv|md > /dev/full` stops at the first refused write,
+/// the document's first line, as the text does: one line, exit 2, both
+/// files written and marked partial, long before the sweep would end.
+#[test]
+fn every_stdout_format_stops_at_once_when_stdout_is_full() {
+    for format in ["json", "csv", "md"] {
+        let dir = tempfile::tempdir().unwrap();
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let started = std::time::Instant::now();
+        let out = Command::new(BIN)
+            .args(["run", "all", "--backend", "cpu", "--ranks", "2", "-b", "8"])
+            .args(["-e", "256M", "--format", format])
+            .args(["--output", "r.json", "-J", "j.json"])
+            .current_dir(dir.path())
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{format}: {err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{format}: {err}"
+        );
+        assert_eq!(
+            err.trim_end(),
+            "collbench: cannot write the results to standard output: No space left on device: \
+             stopped before the first row: wrote --output r.json and -J j.json, marked partial (exit 2)",
+            "{format}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            json["partial"],
+            "stopped: standard output refused a write before the first row"
+        );
+        assert!(dir.path().join("j.json").exists());
+    }
+}
+
+/// `--format json|csv|md | head -1`: the reader takes the document's
+/// first line and leaves; the run stops at the next row as the text's
+/// does (exit 130, files marked partial) instead of measuring the whole
+/// sweep for nobody and then writing neither file.
+#[test]
+fn every_stdout_format_stops_once_its_reader_has_gone() {
+    for (format, first) in [
+        ("json", "{"),
+        ("csv", "op,dtype,"),
+        ("md", "# collbench results"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let started = std::time::Instant::now();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{{ '{BIN}' run all --backend cpu --ranks 2 -e 128M --format {format} --output r.csv -J j.json; echo $? > rc; }} | head -1"
+            ))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let rc = std::fs::read_to_string(dir.path().join("rc")).unwrap();
+        assert_eq!(rc.trim(), "130", "{format}: {err}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with(first),
+            "{format}"
+        );
+        assert!(
+            err.starts_with("collbench: standard output closed after"),
+            "{format}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{format}: {err}");
+        let csv = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
+        assert!(
+            csv.lines()
+                .last()
+                .unwrap()
+                .starts_with("# partial: stopped: standard output was closed"),
+            "{format}: {csv}"
+        );
+        assert!(dir.path().join("j.json").exists());
+        // The whole sweep (all ops to 128M) takes far longer than this.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{format}"
+        );
+    }
+}
+
+/// A complete run whose stdout fails only at its end still writes its
+/// files (complete, not partial), then says the one line, exit 2.
+#[test]
+fn a_stdout_that_fails_at_the_end_still_gets_the_files_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // The pipe's reader leaves before the end: the last write fails.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{{ '{BIN}' run all_reduce --backend cpu --ranks 2 -b 8 -e 8 -n 1 --format json --output r.json; echo $? > rc; }} | true"
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let rc = std::fs::read_to_string(dir.path().join("rc")).unwrap();
+    assert!(["2", "130"].contains(&rc.trim()), "{rc} {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(dir.path().join("r.json").exists(), "{err}");
+}
+
 #[test]
 fn compare_format_json_is_one_json_document() {
     let dir = tempfile::tempdir().unwrap();

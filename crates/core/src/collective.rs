@@ -288,12 +288,27 @@ impl Collective {
 
     /// Parses a collective's name in any spelling [`Collective::from_tool_name`]
     /// reads: `all_reduce`, `allreduce`, `all-reduce`, `all_reduce_perf`, ...
+    /// The error names the collectives only: a baseline's `op` takes one
+    /// (`all` is a command line's word, see [`Collective::parse_or_all`]).
     pub fn parse(s: &str) -> Result<Collective, ParseError> {
         Collective::from_tool_name(s).ok_or_else(|| ParseError::Unknown {
             what: "collective",
             value: s.to_string(),
-            expected: "all, ".to_string() + &Collective::ALL.map(|c| c.name()).join(", "),
+            expected: Collective::ALL.map(|c| c.name()).join(", "),
         })
+    }
+
+    /// One op of a command line, where `all` means `all` (what the command
+    /// runs for it: `run` every collective, `expect` the main ones, `tune`
+    /// those NCCL's tuner covers). Its error lists `all` as well, since
+    /// it is taken: `expect all` was refused while the line listed it.
+    pub fn parse_or_all(s: &str, all: &[Collective]) -> Result<Vec<Collective>, ParseError> {
+        if s.trim().eq_ignore_ascii_case("all") {
+            return Ok(all.to_vec());
+        }
+        Collective::parse(s)
+            .map(|c| vec![c])
+            .map_err(ParseError::or_all)
     }
 
     /// The collective a benchmark binary or log names, in any tool's

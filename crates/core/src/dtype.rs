@@ -121,7 +121,7 @@ impl DataType {
                 return Err(ParseError::Unknown {
                     what: "data type",
                     value: s.to_string(),
-                    expected: "all, ".to_string() + &DataType::ALL.map(|t| t.name()).join(", "),
+                    expected: DataType::ALL.map(|t| t.name()).join(", "),
                 })
             }
         };

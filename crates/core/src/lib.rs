@@ -12,7 +12,9 @@
 //! names the ranks holding a collective up ([`stuck`]); writing results
 //! to a given writer as a fallible step ([`stdout`]); reading a small input
 //! file with a bound on its size ([`read_limit`]); lines for people
-//! sent to the console the binary installs ([`diag`]); and
+//! sent to the console the binary installs ([`diag`]); the bounds of
+//! every number a user hands in ([`bounds`]) and the one TCP port type
+//! ([`ports::Port`]); and
 //! [`Bootstrap`], the seam through
 //! which the runner, checks and backends talk to the job's other processes
 //! (implemented by collbench-launch).
@@ -25,6 +27,7 @@ pub mod adaptive;
 pub mod alltoallv;
 pub mod auto_iters;
 pub mod bootstrap;
+pub mod bounds;
 pub mod ceiling;
 pub mod clock;
 pub mod collective;
@@ -75,4 +78,25 @@ pub enum ParseError {
     },
     #[error("invalid size '{0}': expected a number with an optional K, M or G suffix (binary, e.g. 8, 64K, 1M, 8G)")]
     Size(String),
+}
+
+impl ParseError {
+    /// The error of a list that also takes `all` (a command line's `-d`,
+    /// `-o`, ops): the expected names then begin with `all`. A file's
+    /// single name (a baseline's `op`, `dtype`) does not take it, and its
+    /// error does not offer it.
+    pub fn or_all(self) -> ParseError {
+        match self {
+            ParseError::Unknown {
+                what,
+                value,
+                expected,
+            } => ParseError::Unknown {
+                what,
+                value,
+                expected: format!("all, {expected}"),
+            },
+            other => other,
+        }
+    }
 }

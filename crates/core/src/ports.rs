@@ -75,6 +75,107 @@ pub fn free_ports(bind: &str, n: usize) -> std::io::Result<Vec<u16>> {
         .collect()
 }
 
+/// A TCP port a rendezvous can be told about: 1 to 65535. Port 0 asks the
+/// OS for any free port, which no other rank can know: a job given it
+/// waited out its timeout. Every reader of a port (`COLLBENCH_PORT`,
+/// `MASTER_PORT`, `--rendezvous`, `--port`) makes one of these, and an
+/// offset from one is checked, never wrapped (65535 + 1 was port 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Port(std::num::NonZeroU16);
+
+/// Why a text is no [`Port`], for its one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortError {
+    /// Not a whole number from 1 to 65535 (0, 99999, `x`, `-1`).
+    #[error("{name}={value:?} is not a TCP port: give a port from 1 to 65535, or unset it")]
+    Invalid {
+        /// The variable or flag that held it.
+        name: String,
+        /// What it held.
+        value: String,
+    },
+    /// The port plus an offset collbench adds passes 65535.
+    #[error("{name}={port}: {why} listens on {name} + {offset}, past 65535: set {name} to {} or less", u16::MAX - offset)]
+    NoRoom {
+        /// The variable or flag that held it.
+        name: String,
+        /// Its port.
+        port: u16,
+        /// What is added.
+        offset: u16,
+        /// Who listens there and why, in words ("with X, rank 0").
+        why: String,
+    },
+}
+
+impl Port {
+    /// The port `n`, when it is one (1 to 65535).
+    pub fn new(n: u16) -> Option<Port> {
+        std::num::NonZeroU16::new(n).map(Port)
+    }
+
+    /// Reads `value`, the text of `name` (a variable or flag).
+    pub fn parse(name: &str, value: &str) -> Result<Port, PortError> {
+        value
+            .trim()
+            .parse::<u16>()
+            .ok()
+            .and_then(Port::new)
+            .ok_or_else(|| PortError::Invalid {
+                name: name.to_string(),
+                value: value.to_string(),
+            })
+    }
+
+    /// The port as a number (never 0).
+    pub fn get(self) -> u16 {
+        self.0.get()
+    }
+
+    /// `self + offset`, or `None` past 65535.
+    pub fn checked_add(self, offset: u16) -> Option<Port> {
+        self.get().checked_add(offset).and_then(Port::new)
+    }
+}
+
+impl std::fmt::Display for Port {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod port_tests {
+    use super::*;
+
+    #[test]
+    fn zero_past_65535_and_words_are_no_port() {
+        for bad in ["0", "65536", "99999", "-1", "x", "", "18446744073709551615"] {
+            let e = Port::parse("COLLBENCH_PORT", bad).unwrap_err().to_string();
+            assert!(e.contains("from 1 to 65535"), "{bad}: {e}");
+        }
+        assert_eq!(Port::parse("P", " 29500 ").unwrap().get(), 29500);
+        assert_eq!(Port::parse("P", "65535").unwrap().get(), 65535);
+    }
+
+    #[test]
+    fn an_offset_past_65535_is_none_not_port_0() {
+        let top = Port::new(65535).unwrap();
+        assert_eq!(top.checked_add(1), None);
+        assert_eq!(Port::new(65534).unwrap().checked_add(1), Port::new(65535));
+        let e = PortError::NoRoom {
+            name: "MASTER_PORT".into(),
+            port: 65535,
+            offset: 1,
+            why: "rank 0".into(),
+        };
+        assert!(
+            e.to_string().contains("set MASTER_PORT to 65534 or less"),
+            "{e}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

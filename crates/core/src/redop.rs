@@ -57,7 +57,7 @@ impl ReduceOp {
                 return Err(ParseError::Unknown {
                     what: "reduction operator",
                     value: s.to_string(),
-                    expected: "all, sum, prod, max, min, avg, mulsum".into(),
+                    expected: "sum, prod, max, min, avg, mulsum".into(),
                 })
             }
         })

@@ -101,10 +101,10 @@ pub fn shm_check() -> Check {
 pub fn rendezvous_port(env: &dyn Fn(&str) -> Option<String>) -> Result<u16, String> {
     match env("COLLBENCH_PORT") {
         None => Ok(collbench_launch::world::DEFAULT_PORT),
-        Some(v) => v
-            .trim()
-            .parse()
-            .map_err(|_| format!("COLLBENCH_PORT={v} is not a port number (1-65535)")),
+        // The one port reader: 0 (any port) is no rendezvous port.
+        Some(v) => collbench_core::ports::Port::parse("COLLBENCH_PORT", &v)
+            .map(collbench_core::ports::Port::get)
+            .map_err(|e| e.to_string()),
     }
 }
 
@@ -182,6 +182,7 @@ Max address space         unlimited            unlimited            bytes     \n
         assert_eq!(rendezvous_port(&|_| None), Ok(29517));
         assert_eq!(rendezvous_port(&|_| Some("2000".into())), Ok(2000));
         assert!(rendezvous_port(&|_| Some("x".into())).is_err());
+        assert!(rendezvous_port(&|_| Some("0".into())).is_err());
         let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = held.local_addr().unwrap().port().to_string();
         let c = port_check(&|_| Some(port.clone()));

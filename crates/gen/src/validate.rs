@@ -70,7 +70,44 @@ pub fn slurm_time(flag: &str, value: &str) -> Result<()> {
             "invalid {flag} {value:?}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (e.g. 00:30:00)"
         )));
     }
+    let max = collbench_core::bounds::MAX_SECONDS;
+    if slurm_seconds(value).is_none_or(|s| s > max) {
+        return Err(Error::Invalid(format!(
+            "invalid {flag} {value}: more than a year ({} days), which sbatch refuses at submission: give a shorter limit, or UNLIMITED",
+            max / 86_400
+        )));
+    }
     Ok(())
+}
+
+/// The seconds of a time limit of sbatch's forms (checked by
+/// [`slurm_time`]); `Some(0)` for UNLIMITED, `None` past u64.
+fn slurm_seconds(value: &str) -> Option<u64> {
+    if value.eq_ignore_ascii_case("unlimited") || value.eq_ignore_ascii_case("infinite") {
+        return Some(0);
+    }
+    let (days, rest) = match value.split_once('-') {
+        Some((d, r)) => (Some(d.parse::<u64>().ok()?), r),
+        None => (None, value),
+    };
+    let parts: Vec<u64> = rest
+        .split(':')
+        .map(|p| p.parse::<u64>().ok())
+        .collect::<Option<_>>()?;
+    // Without days: M, M:S, H:M:S; with days: D-H, D-H:M, D-H:M:S.
+    let scales: &[u64] = match (days.is_some(), parts.len()) {
+        (false, 1) => &[60],
+        (false, 2) => &[60, 1],
+        (false, _) => &[3600, 60, 1],
+        (true, 1) => &[3600],
+        (true, 2) => &[3600, 60],
+        (true, _) => &[3600, 60, 1],
+    };
+    let mut total = days.unwrap_or(0).checked_mul(86_400)?;
+    for (n, scale) in parts.iter().zip(scales) {
+        total = total.checked_add(n.checked_mul(*scale)?)?;
+    }
+    Some(total)
 }
 
 /// Whether `name` is a C identifier, the only portable environment name.
@@ -334,6 +371,19 @@ mod tests {
         }
         for bad in ["soon", "", "1:2:3:4", "-1", "1-", "a-00"] {
             assert!(slurm_time("--time", bad).is_err(), "{bad}");
+        }
+        // More than a year (or past u64) is one line, not a script sbatch refuses.
+        assert_eq!(slurm_seconds("1-02:03:04"), Some(93_784));
+        assert_eq!(slurm_seconds("90"), Some(5_400));
+        slurm_time("--time", "365-00").unwrap();
+        for big in [
+            "366-00",
+            "99999999999999999999",
+            "525601",
+            "18446744073709551615-00",
+        ] {
+            let e = slurm_time("--time", big).unwrap_err().to_string();
+            assert!(e.contains("more than a year"), "{big}: {e}");
         }
         assert!(port("--port", 0).is_err());
         port("--port", 1).unwrap();

@@ -19,6 +19,7 @@
 
 use crate::hostlist;
 use crate::LaunchError;
+use collbench_core::ports::{Port, PortError};
 use serde::Serialize;
 
 /// An environment lookup: `Some(value)` when the variable is set.
@@ -75,7 +76,7 @@ pub struct LauncherEnv {
     /// Where rank 0 runs, when the launcher tells.
     pub rendezvous_host: Option<String>,
     /// Control-plane port, when the launcher names one.
-    pub rendezvous_port: Option<u16>,
+    pub rendezvous_port: Option<Port>,
     /// The launcher's id of this job (token and default port derive from it).
     pub job_id: Option<String>,
 }
@@ -151,6 +152,17 @@ pub fn number<T: Unsigned>(env: &impl Env, name: &str) -> Result<Option<T>, Laun
                 T::MAX
             ))
         }),
+    }
+}
+
+/// Reads `name` as a TCP port (1 to 65535); a set but bad value (0 asks
+/// the OS for any port, which no other rank can know) is an error naming
+/// it.
+pub fn port(env: &impl Env, name: &str) -> Result<Option<Port>, LaunchError> {
+    match env(name) {
+        None => Ok(None),
+        Some(v) if v.trim().is_empty() => Ok(None),
+        Some(v) => Ok(Some(Port::parse(name, &v)?)),
     }
 }
 
@@ -279,8 +291,16 @@ pub fn torchrun(env: &impl Env) -> Result<Option<LauncherEnv>, LaunchError> {
     out.rendezvous_host = first_set(env, &["MASTER_ADDR"]);
     let agent_store =
         env("TORCHELASTIC_USE_AGENT_STORE").is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    out.rendezvous_port =
-        number::<u16>(env, "MASTER_PORT")?.map(|p| if agent_store { p.wrapping_add(1) } else { p });
+    out.rendezvous_port = match port(env, "MASTER_PORT")? {
+        // 65535 + 1 wrapped to port 0: any port, which no rank can know.
+        Some(p) if agent_store => Some(p.checked_add(1).ok_or_else(|| PortError::NoRoom {
+            name: "MASTER_PORT".into(),
+            port: p.get(),
+            offset: 1,
+            why: "with TORCHELASTIC_USE_AGENT_STORE=True (torchrun's agent holds MASTER_PORT), collbench's rank 0".into(),
+        })?),
+        p => p,
+    };
     out.job_id = first_set(env, &["TORCHELASTIC_RUN_ID"]).filter(|id| id != "none");
     Ok(Some(out))
 }
@@ -455,7 +475,7 @@ mod tests {
         assert_eq!(got.launcher, Launcher::Torchrun);
         assert_eq!(place(&got), [Some(1), Some(4), Some(1), Some(2)]);
         assert_eq!(got.rendezvous_host.as_deref(), Some("node0"));
-        assert_eq!(got.rendezvous_port, Some(29500));
+        assert_eq!(got.rendezvous_port, Port::new(29500));
     }
 
     #[test]
@@ -468,8 +488,26 @@ mod tests {
             ("TORCHELASTIC_RUN_ID", "job7"),
         ]);
         let got = torchrun(&env).unwrap().unwrap();
-        assert_eq!(got.rendezvous_port, Some(29501));
+        assert_eq!(got.rendezvous_port, Port::new(29501));
         assert_eq!(got.job_id.as_deref(), Some("job7"));
+    }
+
+    #[test]
+    fn master_port_0_and_65535_under_the_agent_store_are_refused() {
+        let torch = |port: &str, agent: bool| {
+            let mut vars = vec![("RANK", "0"), ("WORLD_SIZE", "2"), ("MASTER_PORT", port)];
+            if agent {
+                vars.push(("TORCHELASTIC_USE_AGENT_STORE", "True"));
+            }
+            torchrun(&env_of(&vars)).map(|t| t.unwrap().rendezvous_port)
+        };
+        let e = torch("0", false).unwrap_err();
+        assert!(matches!(e, LaunchError::Port(_)), "{e}");
+        assert!(e.to_string().contains("from 1 to 65535"), "{e}");
+        let e = torch("65535", true).unwrap_err().to_string();
+        assert!(e.contains("set MASTER_PORT to 65534 or less"), "{e}");
+        assert_eq!(torch("65535", false).unwrap(), Port::new(65535));
+        assert_eq!(torch("65534", true).unwrap(), Port::new(65535));
     }
 
     #[test]

@@ -45,6 +45,10 @@ pub enum LaunchError {
     /// The environment and flags do not describe a usable world.
     #[error("{0}")]
     Discovery(String),
+    /// A port variable or flag that is no port (0, past 65535, or a port
+    /// whose offset passes 65535): the user's input, nothing ran.
+    #[error(transparent)]
+    Port(#[from] collbench_core::ports::PortError),
     /// The control plane failed (cannot listen, cannot reach rank 0, refused,
     /// a peer died or went silent, a deadline passed).
     #[error("{0}")]

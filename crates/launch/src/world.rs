@@ -15,6 +15,7 @@ pub use crate::env::Launcher;
 use crate::env::{self, Env, LauncherEnv};
 use crate::LaunchError;
 use crate::LaunchOptions;
+use collbench_core::ports::Port;
 
 /// Control-plane port when neither flags, variables nor a job id give one.
 pub const DEFAULT_PORT: u16 = 29517;
@@ -25,7 +26,7 @@ pub const DEFAULT_TOKEN: &str = "collbench";
 /// The most ranks a job may have. Rank 0 keeps a few words per rank, so
 /// a mistyped `--world-size 99999999999` asked for 800 GB before any
 /// check; a million ranks is ten times today's largest jobs.
-pub const MAX_WORLD_SIZE: usize = 1 << 20;
+pub const MAX_WORLD_SIZE: usize = collbench_core::bounds::MAX_RANKS as usize;
 
 /// This process's place in the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,10 +231,10 @@ fn rendezvous<E: Env>(
         Some(text) => parse_rendezvous(&text)?,
         None => (None, None),
     };
-    let env_port: Option<u16> = env::number(env, "COLLBENCH_PORT")?;
+    let env_port = env::port(env, "COLLBENCH_PORT")?.map(Port::get);
     let rendezvous_port = rv_port
         .or(env_port)
-        .or(launched.rendezvous_port)
+        .or(launched.rendezvous_port.map(Port::get))
         .or(launched.job_id.as_deref().map(port_for_job))
         .unwrap_or(DEFAULT_PORT);
     // A launcher that says every rank runs on this host (OpenMPI's
@@ -429,6 +430,24 @@ mod tests {
         );
         assert_eq!(w.token, "flag-token");
         assert_eq!(w.launcher, Launcher::Torchrun);
+    }
+
+    #[test]
+    fn collbench_port_0_is_refused_as_no_port_rather_than_waited_on() {
+        for port in ["0", "65536"] {
+            let e = discover(
+                &LaunchOptions::default(),
+                &[
+                    ("COLLBENCH_RANK", "1"),
+                    ("COLLBENCH_WORLD_SIZE", "2"),
+                    ("COLLBENCH_RENDEZVOUS", "10.0.0.1"),
+                    ("COLLBENCH_PORT", port),
+                ],
+            )
+            .unwrap_err();
+            assert!(matches!(e, LaunchError::Port(_)), "{port}: {e}");
+            assert!(e.to_string().contains("COLLBENCH_PORT"), "{e}");
+        }
     }
 
     #[test]

@@ -77,11 +77,8 @@ fn choose_rendezvous_from(
         return Ok(given);
     }
     let port = match env("COLLBENCH_PORT") {
-        Some(p) => p.parse::<u16>().map_err(|_| {
-            LaunchError::Discovery(format!(
-                "COLLBENCH_PORT={p:?} is not a port number (1-65535)"
-            ))
-        })?,
+        // 0 would be any port, which the other ranks cannot know.
+        Some(p) => collbench_core::ports::Port::parse("COLLBENCH_PORT", &p)?.get(),
         None => free_port()?,
     };
     Ok(format!("{host}:{port}"))

@@ -13,6 +13,7 @@
 
 mod auto_iters;
 pub mod backend;
+pub mod case_names;
 mod combine;
 pub mod cpu;
 mod error;

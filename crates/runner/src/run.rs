@@ -7,6 +7,7 @@
 
 use crate::auto_iters;
 use crate::backend::{Backend, BackendError, CaseSpec, MemoryUsage, Timing};
+use crate::case_names::CaseNames;
 use crate::combine::{combine, Combine, RankReport};
 use crate::plan::Plan;
 use crate::watch::{Stop, Watch};
@@ -56,9 +57,9 @@ pub struct Runner<'a> {
     watchdog: Watchdog,
     /// Where this process's ranks are (made by [`Runner::run`]).
     watch: Arc<Watch>,
-    /// Every case's name so far, in the plan's order (the watchdog's
-    /// line names cases by them).
-    names: Arc<Mutex<Vec<String>>>,
+    /// The last cases' names, by number in the plan's order (the
+    /// watchdog's line names cases by them).
+    names: Arc<Mutex<CaseNames>>,
 }
 
 impl<'a> Runner<'a> {
@@ -364,14 +365,13 @@ impl<'a> Runner<'a> {
     ) -> Result<Option<Placement>, RunError> {
         let index = {
             let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
-            names.push(case_name(case));
-            names.len() as u32 - 1
+            names.push(case_name(case))
         };
         self.watch.begin_case(index);
         self.watch.entering();
         let (report, iters, precision) = self.measure(case, timing)?;
         // Done with its collectives: exchanging results, then the next.
-        self.watch.begin_case(index + 1);
+        self.watch.begin_case(index.saturating_add(1));
         let Some(reports) = gather_json(self.control, "measurement", &report)? else {
             return Ok(None);
         };

@@ -179,8 +179,8 @@ pub(crate) struct Watched<'a> {
     pub control: &'a dyn Bootstrap,
     pub watch: &'a Watch,
     pub config: &'a Watchdog,
-    /// Case names in the plan's order, as far as this process has got.
-    pub names: &'a Mutex<Vec<String>>,
+    /// The last cases' names by number, as far as this process has got.
+    pub names: &'a Mutex<crate::case_names::CaseNames>,
     /// This process's host (for the table of a world of one).
     pub host: &'a str,
     pub done: &'a Done,
@@ -220,7 +220,7 @@ pub(crate) fn watch_over(w: Watched<'_>) {
         // Looked up only while a line is written, not every tick.
         let name = |c: u32| {
             let names = w.names.lock().unwrap_or_else(|e| e.into_inner());
-            names.get(c as usize).cloned()
+            names.get(c)
         };
         let line = if w.control.rank() != 0 {
             // Rank 0 names everyone, unless rank 0 is what is stopped:

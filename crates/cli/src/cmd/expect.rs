@@ -2,6 +2,7 @@
 //! [`collbench_ceiling::expect::ExpectOptions`].
 
 use collbench_ceiling::expect::{ExpectFormat as Format, ExpectOptions};
+use collbench_core::bounds::MAX_RANKS;
 use collbench_core::size::{parse_size, sweep, Step};
 use collbench_core::Collective;
 
@@ -63,16 +64,26 @@ value_enum! {
 impl ExpectArgs {
     /// The options, or the one line that says what is wrong.
     pub fn options(&self) -> Result<ExpectOptions, String> {
-        let ops = if self.ops.is_empty() {
-            Collective::MAIN.to_vec()
-        } else {
-            self.ops
-                .iter()
-                .map(|o| Collective::parse(o).map_err(|e| e.to_string()))
-                .collect::<Result<_, _>>()?
-        };
-        if self.hosts == Some(0) {
-            return Err("--hosts 0 describes no machine: give 1 or more".into());
+        // `all` is what no op means here: the main collectives.
+        let mut ops = Vec::new();
+        for o in &self.ops {
+            for c in Collective::parse_or_all(o, &Collective::MAIN).map_err(|e| e.to_string())? {
+                if !ops.contains(&c) {
+                    ops.push(c);
+                }
+            }
+        }
+        if ops.is_empty() {
+            ops = Collective::MAIN.to_vec();
+        }
+        match self.hosts {
+            Some(0) => return Err("--hosts 0 describes no machine: give 1 or more".into()),
+            Some(h) if h > MAX_RANKS => {
+                return Err(format!(
+                    "--hosts {h} is more than collbench's limit of {MAX_RANKS} ranks in a job: give the job's real host count"
+                ))
+            }
+            _ => {}
         }
         let sizes = sweep(self.minbytes, self.maxbytes, Step::Factor(self.stepfactor))
             .map_err(|e| e.to_string())?;

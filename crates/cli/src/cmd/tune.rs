@@ -129,8 +129,9 @@ pub struct TuneArgs {
     /// processes), so a test can kill one mid-search.
     #[arg(long, hide = true)]
     pub test_repeat_ms: Option<u64>,
-    /// Test hook: seconds a child process may take per answer.
-    #[arg(long, hide = true)]
+    /// Test hook: seconds a child process may take per answer (1 to a
+    /// year, as every timeout).
+    #[arg(long, hide = true, value_parser = |s: &str| collbench_core::bounds::seconds_from(s, 1))]
     pub test_child_timeout_s: Option<u64>,
 }
 
@@ -156,20 +157,26 @@ pub fn tune_ops(names: &[String]) -> Result<Vec<Collective>, String> {
             Collective::ReduceScatter,
         ]);
     }
+    // `all`: every collective NCCL's tuner covers.
+    let tunable: Vec<Collective> = Collective::ALL
+        .into_iter()
+        .filter(|&c| tuner_coll_name(c).is_some())
+        .collect();
     let mut out = Vec::new();
     for part in names
         .iter()
         .flat_map(|n| n.split([',', ' ']))
         .filter(|p| !p.is_empty())
     {
-        let op = Collective::parse(part).map_err(|e| e.to_string())?;
-        if tuner_coll_name(op).is_none() {
-            return Err(format!(
+        for op in Collective::parse_or_all(part, &tunable).map_err(|e| e.to_string())? {
+            if tuner_coll_name(op).is_none() {
+                return Err(format!(
                 "collbench tune tunes all_reduce, all_gather, reduce_scatter, broadcast and reduce (what NCCL's tuner interface covers): drop {op}"
             ));
-        }
-        if !out.contains(&op) {
-            out.push(op);
+            }
+            if !out.contains(&op) {
+                out.push(op);
+            }
         }
     }
     Ok(out)

@@ -4,8 +4,8 @@
 
 use super::report::Report;
 use super::{Outcome, PreflightFormat, RankInfo};
+use crate::exit::Failure;
 use crate::stdout::print;
-use collbench_core::stdout::StdoutError;
 use collbench_launch::{Control, LaunchError, LaunchOptions, World};
 
 /// Test-only: the rank named here exits abruptly right after joining, to
@@ -30,15 +30,17 @@ fn die_after_connect_if_asked(rank: usize) {
 
 /// Runs the preflight check on this rank. Launch and peer failures are
 /// reported here (one line on stderr, or rank 0's report) and are a
-/// [`Outcome::Fail`] rather than an error; the error is stdout that did not
-/// take the report (after rank 0 has told everyone the verdict).
+/// [`Outcome::Fail`] rather than an error; the errors are a port that is
+/// none (the user's input, exit 2, before any rank waits) and stdout that
+/// did not take the report (after rank 0 has told everyone the verdict).
 pub fn run(
     launch: &LaunchOptions,
     format: PreflightFormat,
     mut info: RankInfo,
-) -> Result<Outcome, StdoutError> {
+) -> Result<Outcome, Failure> {
     let world = match World::discover(launch) {
         Ok(world) => world,
+        Err(e @ LaunchError::Port(_)) => return Err(e.into()),
         Err(e) => {
             crate::stdout::say(format!("collbench preflight: {e}"));
             return Ok(Outcome::Fail);

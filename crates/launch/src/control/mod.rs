@@ -131,7 +131,10 @@ impl Control {
                 world.rank, world.world_size
             )));
         }
-        let timeout = Duration::from_secs(args.timeout_s.max(1));
+        // The CLI refuses more than a year; a library caller's larger value
+        // is a year too, as `now + timeout` must not overflow.
+        let timeout =
+            Duration::from_secs(args.timeout_s.clamp(1, collbench_core::bounds::MAX_SECONDS));
         let own = PeerHello {
             rank: world.rank,
             local_rank: world.local_rank,
