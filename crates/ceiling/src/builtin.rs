@@ -2,12 +2,23 @@
 //! `collbench expect --topology gke-a3-mega` works wherever collbench was
 //! installed (the wheel and the images carry no `topologies/` folder).
 
+use crate::fabric::HostFabric;
 use crate::file::{self, FileError};
 use collbench_core::Topology;
 use std::path::Path;
 
 /// (name, TOML text) of every file in `topologies/`.
 pub const BUILTIN: &[(&str, &str)] = &[
+    ("aws-p4d", include_str!("../../../topologies/aws-p4d.toml")),
+    (
+        "aws-p4de",
+        include_str!("../../../topologies/aws-p4de.toml"),
+    ),
+    ("aws-p5", include_str!("../../../topologies/aws-p5.toml")),
+    (
+        "dgx-a100",
+        include_str!("../../../topologies/dgx-a100.toml"),
+    ),
     (
         "gke-a3-high",
         include_str!("../../../topologies/gke-a3-high.toml"),
@@ -23,6 +34,34 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("gke-a4", include_str!("../../../topologies/gke-a4.toml")),
     ("gke-a4x", include_str!("../../../topologies/gke-a4x.toml")),
     ("h200x2", include_str!("../../../topologies/h200x2.toml")),
+    (
+        "oci-bm-gpu-h100-8",
+        include_str!("../../../topologies/oci-bm-gpu-h100-8.toml"),
+    ),
+    (
+        "oci-bm-gpu4-8",
+        include_str!("../../../topologies/oci-bm-gpu4-8.toml"),
+    ),
+    (
+        "rtx-pro-6000x8-3switch",
+        include_str!("../../../topologies/rtx-pro-6000x8-3switch.toml"),
+    ),
+    (
+        "rtx-pro-6000x8-4switch",
+        include_str!("../../../topologies/rtx-pro-6000x8-4switch.toml"),
+    ),
+    (
+        "rtx-pro-6000x8-turin",
+        include_str!("../../../topologies/rtx-pro-6000x8-turin.toml"),
+    ),
+    (
+        "rtx4090x4-p2p",
+        include_str!("../../../topologies/rtx4090x4-p2p.toml"),
+    ),
+    (
+        "rtx5090x8-xeon8480",
+        include_str!("../../../topologies/rtx5090x8-xeon8480.toml"),
+    ),
     (
         "volcengine-ebmhpcpni2",
         include_str!("../../../topologies/volcengine-ebmhpcpni2.toml"),
@@ -54,18 +93,23 @@ pub fn names() -> String {
 /// that name (a bare word, no `/`), else the file's read error, which
 /// lists the built-ins when `arg` could have been one.
 pub fn load(arg: &Path) -> Result<Topology, FileError> {
+    load_machine(arg).map(|(t, _)| t)
+}
+
+/// [`load`] with the description's `[pcie]` table ([`HostFabric`]).
+pub fn load_machine(arg: &Path) -> Result<(Topology, HostFabric), FileError> {
     if arg.exists() {
-        return file::load(arg);
+        return file::load_machine(arg);
     }
     let name = arg.to_str().filter(|s| !s.contains('/'));
     let name = name.map(|s| s.strip_suffix(".toml").unwrap_or(s));
     match name.and_then(|n| BUILTIN.iter().find(|(b, _)| *b == n)) {
-        Some((n, text)) => file::parse_named(text, n),
+        Some((n, text)) => file::parse_machine_named(text, n),
         None if name.is_some() => Err(FileError::Unknown {
             name: arg.display().to_string(),
             builtins: names(),
         }),
-        None => file::load(arg),
+        None => file::load_machine(arg),
     }
 }
 
