@@ -9,16 +9,6 @@ use std::path::Path;
 
 /// (name, TOML text) of every file in `topologies/`.
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("aws-p4d", include_str!("../../../topologies/aws-p4d.toml")),
-    (
-        "aws-p4de",
-        include_str!("../../../topologies/aws-p4de.toml"),
-    ),
-    ("aws-p5", include_str!("../../../topologies/aws-p5.toml")),
-    (
-        "dgx-a100",
-        include_str!("../../../topologies/dgx-a100.toml"),
-    ),
     (
         "gke-a3-high",
         include_str!("../../../topologies/gke-a3-high.toml"),
@@ -34,34 +24,6 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("gke-a4", include_str!("../../../topologies/gke-a4.toml")),
     ("gke-a4x", include_str!("../../../topologies/gke-a4x.toml")),
     ("h200x2", include_str!("../../../topologies/h200x2.toml")),
-    (
-        "oci-bm-gpu-h100-8",
-        include_str!("../../../topologies/oci-bm-gpu-h100-8.toml"),
-    ),
-    (
-        "oci-bm-gpu4-8",
-        include_str!("../../../topologies/oci-bm-gpu4-8.toml"),
-    ),
-    (
-        "rtx-pro-6000x8-3switch",
-        include_str!("../../../topologies/rtx-pro-6000x8-3switch.toml"),
-    ),
-    (
-        "rtx-pro-6000x8-4switch",
-        include_str!("../../../topologies/rtx-pro-6000x8-4switch.toml"),
-    ),
-    (
-        "rtx-pro-6000x8-turin",
-        include_str!("../../../topologies/rtx-pro-6000x8-turin.toml"),
-    ),
-    (
-        "rtx4090x4-p2p",
-        include_str!("../../../topologies/rtx4090x4-p2p.toml"),
-    ),
-    (
-        "rtx5090x8-xeon8480",
-        include_str!("../../../topologies/rtx5090x8-xeon8480.toml"),
-    ),
     (
         "volcengine-ebmhpcpni2",
         include_str!("../../../topologies/volcengine-ebmhpcpni2.toml"),
