@@ -2,6 +2,7 @@
 //! `collbench expect --topology gke-a3-mega` works wherever collbench was
 //! installed (the wheel and the images carry no `topologies/` folder).
 
+use crate::fabric::HostFabric;
 use crate::file::{self, FileError};
 use collbench_core::Topology;
 use std::path::Path;
@@ -54,18 +55,23 @@ pub fn names() -> String {
 /// that name (a bare word, no `/`), else the file's read error, which
 /// lists the built-ins when `arg` could have been one.
 pub fn load(arg: &Path) -> Result<Topology, FileError> {
+    load_machine(arg).map(|(t, _)| t)
+}
+
+/// [`load`] with the description's `[pcie]` table ([`HostFabric`]).
+pub fn load_machine(arg: &Path) -> Result<(Topology, HostFabric), FileError> {
     if arg.exists() {
-        return file::load(arg);
+        return file::load_machine(arg);
     }
     let name = arg.to_str().filter(|s| !s.contains('/'));
     let name = name.map(|s| s.strip_suffix(".toml").unwrap_or(s));
     match name.and_then(|n| BUILTIN.iter().find(|(b, _)| *b == n)) {
-        Some((n, text)) => file::parse_named(text, n),
+        Some((n, text)) => file::parse_machine_named(text, n),
         None if name.is_some() => Err(FileError::Unknown {
             name: arg.display().to_string(),
             builtins: names(),
         }),
-        None => file::load(arg),
+        None => file::load_machine(arg),
     }
 }
 

@@ -2,7 +2,7 @@
 //! for a list of ops and sizes, as text or JSON, for planning and for
 //! reading published figures.
 
-use crate::{builtin, ceiling, file, split, Query};
+use crate::{builtin, ceiling_in, file, split, Query};
 use collbench_core::size::format_size;
 use collbench_core::{Ceiling, Collective, Topology};
 use serde::Serialize;
@@ -64,7 +64,7 @@ pub enum ExpectError {
 
 /// Reads the topology file and computes every (op, size) row.
 pub fn expectation(opts: &ExpectOptions) -> Result<Expectation, ExpectError> {
-    let mut topology = builtin::load(&opts.topology)?;
+    let (mut topology, fabric) = builtin::load_machine(&opts.topology)?;
     if let Some(h) = opts.hosts {
         topology.hosts = h;
         // The file's ranks per host times these hosts must still be a job.
@@ -85,7 +85,7 @@ pub fn expectation(opts: &ExpectOptions) -> Result<Expectation, ExpectError> {
                 in_place: false,
                 algorithm: None,
             };
-            let (ceiling, unknown) = match ceiling(&topology, &q) {
+            let (ceiling, unknown) = match ceiling_in(&topology, &fabric, &q, &[]) {
                 Ok(c) => (Some(c), None),
                 Err(m) => (None, Some(m.0.to_string())),
             };

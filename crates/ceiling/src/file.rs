@@ -2,6 +2,7 @@
 //! same fields as a record's `topology`). Read with a size bound and
 //! checked, so a mistake is one line naming the problem and the fix.
 
+use crate::fabric::{self, HostFabric};
 use collbench_core::bounds::{positive_at_most, MAX_GBPS, MAX_RANKS};
 use collbench_core::Topology;
 use std::io::Read;
@@ -31,6 +32,11 @@ pub enum FileError {
 
 /// Reads and checks the topology file at `path`.
 pub fn load(path: &Path) -> Result<Topology, FileError> {
+    load_machine(path).map(|(t, _)| t)
+}
+
+/// [`load`] with the file's `[pcie]` table ([`HostFabric`]).
+pub fn load_machine(path: &Path) -> Result<(Topology, HostFabric), FileError> {
     let shown = path.display().to_string();
     let read_err = |source| FileError::Read {
         path: shown.clone(),
@@ -44,12 +50,17 @@ pub fn load(path: &Path) -> Result<Topology, FileError> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(FileError::TooBig { path: shown });
     }
-    parse_named(&text, &shown)
+    parse_machine_named(&text, &shown)
 }
 
 /// [`parse`], its errors naming `name` (a file's path, a built-in's name).
 pub fn parse_named(text: &str, name: &str) -> Result<Topology, FileError> {
-    parse(text).map_err(|e| match e {
+    parse_machine_named(text, name).map(|(t, _)| t)
+}
+
+/// [`parse_named`] with the text's `[pcie]` table ([`HostFabric`]).
+pub fn parse_machine_named(text: &str, name: &str) -> Result<(Topology, HostFabric), FileError> {
+    parse_machine(text).map_err(|e| match e {
         FileError::Parse { message, .. } => FileError::Parse {
             path: name.to_string(),
             message,
@@ -64,23 +75,58 @@ pub fn parse_named(text: &str, name: &str) -> Result<Topology, FileError> {
 
 /// Parses and checks topology TOML text.
 pub fn parse(text: &str) -> Result<Topology, FileError> {
-    let topo: Topology = toml::from_str(text).map_err(|e| {
-        // toml's own rendering spans lines (a caret drawing): keep one line
-        // that names the line.
-        let line = e
-            .span()
-            .map(|s| format!("line {}: ", text[..s.start].lines().count().max(1)))
-            .unwrap_or_default();
-        FileError::Parse {
-            path: String::new(),
-            message: format!("{line}{}", e.message().replace('\n', " ")),
+    parse_machine(text).map(|(t, _)| t)
+}
+
+/// One line naming the line of `text` (shifted by `offset` lines) where
+/// toml found the mistake.
+fn parse_error(e: toml::de::Error, text: &str, offset: usize) -> FileError {
+    // toml's own rendering spans lines (a caret drawing): keep one line
+    // that names the line.
+    let line = e
+        .span()
+        .map(|s| {
+            format!(
+                "line {}: ",
+                text[..s.start].matches('\n').count() + 1 + offset
+            )
+        })
+        .unwrap_or_default();
+    FileError::Parse {
+        path: String::new(),
+        message: format!("{line}{}", e.message().replace('\n', " ")),
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PcieTable {
+    pcie: HostFabric,
+}
+
+/// Parses and checks topology TOML text and its `[pcie]` table, if any.
+pub fn parse_machine(text: &str) -> Result<(Topology, HostFabric), FileError> {
+    let split = fabric::split(text);
+    let topo: Topology =
+        toml::from_str(&split.topology).map_err(|e| parse_error(e, &split.topology, 0))?;
+    let fabric = match &split.pcie {
+        Some((t, at)) => {
+            let f = toml::from_str::<PcieTable>(t)
+                .map_err(|e| parse_error(e, t, *at))?
+                .pcie;
+            f.check().map_err(|problem| FileError::Invalid {
+                path: String::new(),
+                problem,
+            })?;
+            f
         }
-    })?;
+        None => HostFabric::default(),
+    };
     check(&topo).map_err(|problem| FileError::Invalid {
         path: String::new(),
         problem,
     })?;
-    Ok(topo)
+    Ok((topo, fabric))
 }
 
 /// The values no machine has: zero hosts, zero GPUs, counts past a
@@ -177,8 +223,26 @@ mod tests {
     #[test]
     fn a_misspelt_field_is_named() {
         let e = parse("hosts = 1\nhostz = 2\n").unwrap_err().to_string();
-        assert!(e.contains("hostz"), "{e}");
+        assert!(e.contains("hostz") && e.contains("line 2"), "{e}");
         assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn a_pcie_table_is_read_apart_and_its_mistakes_name_their_line() {
+        let text = "hosts = 1\n[gpu]\ncount = 8\n[pcie]\np2p = false\nsockets = 2\n";
+        let (t, f) = parse_machine(text).unwrap();
+        assert_eq!(t.gpu.map(|g| g.count), Some(8));
+        assert_eq!((f.p2p, f.sockets), (Some(false), Some(2)));
+        // The topology alone reads the same file.
+        assert!(parse(text).is_ok());
+        let e = parse_machine("hosts = 1\n[pcie]\np2p = false\nsokets = 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sokets") && e.contains("line 4"), "{e}");
+        let e = parse_machine("hosts = 1\n[pcie]\nsockets = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("1 or more"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! formulas and their sources.
 //!
 //! Modules: [`links`] (the bandwidths a topology offers), `model` (GPU
-//! formulas per algorithm), `cpu` (the CPU backend's memory traffic),
+//! formulas per algorithm), `choice` (the algorithms NCCL may pick),
+//! `pcie` and [`fabric`] (hosts without NVLink), `cpu` (the CPU backend's
+//! memory traffic), `bound` and `layout` (what the formulas share),
 //! [`mod@file`] (topology TOML), [`builtin`] (topologies/ built in),
 //! [`probe`] (memory and loopback probes),
 //! [`split`] (nccl-tests' split communicators), [`published`] (vendors'
@@ -18,12 +20,17 @@
 #![forbid(unsafe_code)]
 
 pub mod annotate;
+mod bound;
 pub mod builtin;
+mod choice;
 mod cpu;
 pub mod expect;
+pub mod fabric;
 pub mod file;
+mod layout;
 pub mod links;
 mod model;
+mod pcie;
 pub mod probe;
 pub mod published;
 pub mod split;
@@ -31,6 +38,7 @@ pub mod split;
 use collbench_core::{Algorithm, Ceiling, Collective, Topology};
 
 pub use annotate::{annotate, annotate_described, annotate_with};
+pub use fabric::HostFabric;
 pub use file::{load, FileError};
 pub use probe::CopyLevel;
 
@@ -61,6 +69,20 @@ pub fn ceiling(topo: &Topology, q: &Query) -> Result<Ceiling, Missing> {
 /// ([`probe::cache_copy_levels`]): a CPU row whose buffers fit one is
 /// bounded by its rate, not host memory's.
 pub fn ceiling_with(topo: &Topology, q: &Query, levels: &[CopyLevel]) -> Result<Ceiling, Missing> {
+    ceiling_in(topo, &HostFabric::default(), q, levels)
+}
+
+/// [`ceiling_with`] on a machine whose PCIe fabric is described
+/// ([`HostFabric`], a topology file's `[pcie]` table): a host without
+/// NVLink is then also bounded by what its GPUs share (switch uplinks,
+/// the link between sockets, host memory where they cannot do
+/// peer-to-peer).
+pub fn ceiling_in(
+    topo: &Topology,
+    fabric: &HostFabric,
+    q: &Query,
+    levels: &[CopyLevel],
+) -> Result<Ceiling, Missing> {
     if topo.gpu.is_none() && topo.cpu.is_some() {
         let ranks = topo.hosts.max(1) * topo.ranks_per_host().unwrap_or(1);
         if topo.hosts > 1 {
@@ -68,5 +90,6 @@ pub fn ceiling_with(topo: &Topology, q: &Query, levels: &[CopyLevel]) -> Result<
         }
         return cpu::cpu_ceiling(topo, q, ranks, levels);
     }
-    model::gpu_ceiling(topo, q.op, q.bytes, q.algorithm)
+    let m = layout::Machine { topo, fabric };
+    model::gpu_ceiling(m, q.op, q.bytes, q.algorithm)
 }

@@ -30,6 +30,19 @@ pub fn pcie_lane_gbps(generation: u32) -> Option<f64> {
 /// it gives 18 NVLink 4 links.
 pub const NVLINK_SM_PAYLOAD_SHARE: f64 = 128.0 / 144.0;
 
+/// The share of a PCIe link's line rate that an SM's writes can fill with
+/// payload: NCCL's kernels store 128 B at a time (the maintainer's "SMs
+/// are limited to 128B payload size", nccl-tests#149, said of NVLink; a
+/// GPU's PCIe writes are cut the same way), and each PCIe transaction
+/// layer packet carries 24 B besides its payload (a 4-byte framing token
+/// with the sequence number, a 16-byte header for a 64-bit address, a
+/// 4-byte LCRC; PCIe 3.0 and later). 128 / 152 = 0.84: a gen5 x16 link
+/// (63 GB/s) carries at most 53 GB/s of NCCL's data a direction. Copy
+/// engines write 256 B packets and reach 0.86 (54 GB/s measured
+/// peer-to-peer on RTX PRO 6000 hosts), which NCCL's SM-driven
+/// transfers do not use.
+pub const PCIE_SM_PAYLOAD_SHARE: f64 = 128.0 / 152.0;
+
 /// What one GPU can send to its peers on the host, and through what.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IntraLink {
@@ -42,7 +55,7 @@ pub struct IntraLink {
 
 /// The fastest path from a GPU to its peers on the host: NVLink where it
 /// has active links (links x rate per link x the SM payload share), else
-/// its PCIe link.
+/// its PCIe link (lanes x rate per lane x the SM payload share).
 pub fn intra_link(topo: &Topology) -> Option<IntraLink> {
     let gpu = topo.gpu.as_ref()?;
     if let (Some(links), Some(rate)) = (gpu.nvlink_links, gpu.nvlink_link_gbps) {
@@ -60,10 +73,19 @@ pub fn intra_link(topo: &Topology) -> Option<IntraLink> {
     let lane = pcie_lane_gbps(generation)?;
     let width = gpu.pcie_width?;
     Some(IntraLink {
-        gbps: lane * width as f64,
+        gbps: pcie_payload_gbps(generation, width)?,
         via: Bottleneck::Pcie,
-        how: format!("gen{generation} x{width}"),
+        how: format!(
+            "gen{generation} x{width}, {:.1} GB/s of line rate x 128/152: an SM's PCIe packet carries 128 B behind 24 B of framing, header and CRC",
+            lane * width as f64
+        ),
     })
+}
+
+/// The payload an SM can put on a PCIe link of `generation` and `width`
+/// lanes, GB/s per direction ([`PCIE_SM_PAYLOAD_SHARE`] of line rate).
+pub fn pcie_payload_gbps(generation: u32, width: u32) -> Option<f64> {
+    Some(pcie_lane_gbps(generation)? * width as f64 * PCIE_SM_PAYLOAD_SHARE)
 }
 
 /// NVLink data rate of one link per direction, GB/s, by generation
@@ -138,7 +160,7 @@ mod tests {
     }
 
     #[test]
-    fn pcie_gen4_x16_is_about_31_5_gbps() {
+    fn pcie_gen4_x16_carries_about_26_5_gbps_of_payload() {
         let t = gpu(GpuTopology {
             count: 2,
             nvlink_links: Some(0),
@@ -148,7 +170,9 @@ mod tests {
         });
         let l = intra_link(&t).unwrap();
         assert_eq!(l.via, Bottleneck::Pcie);
-        assert!((l.gbps - 31.5).abs() < 0.1, "{}", l.gbps);
+        // 31.5 GB/s of line rate, 128 of every 152 bytes payload.
+        assert!((l.gbps - 26.53).abs() < 0.01, "{}", l.gbps);
+        assert!(l.how.contains("31.5 GB/s of line rate"), "{}", l.how);
     }
 
     #[test]

@@ -8,79 +8,36 @@
 //! bounds: below about 1 MiB latency and the LL/LL128 protocols set the
 //! pace, and the ceiling says so rather than modelling it.
 
-use crate::links::{has_nvls, intra_link, nvls_efficiency, nvls_possible, IntraLink};
+use crate::bound::{gb, min, Bound};
+use crate::choice::candidates;
+use crate::layout::{Layout, Machine};
+use crate::links::{intra_link, nvls_efficiency, IntraLink};
+use crate::pcie::{self, Pattern};
 use crate::Missing;
-use collbench_core::{Algorithm, Bottleneck, Ceiling, Collective, Topology};
+use collbench_core::{Algorithm, Bottleneck, Ceiling, Collective};
 
 /// Sizes below this are latency-bound; their ceiling is only a bound.
 const LARGE_BYTES: u64 = 1 << 20;
 
-/// The shape of the job on the topology.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Layout {
-    /// Hosts outside one NVLink domain (1 when NVLink spans the job).
-    pub hosts: u64,
-    /// Ranks per host (per NVLink domain when it spans hosts).
-    pub per_host: u64,
-}
-
-impl Layout {
-    pub(crate) fn of(topo: &Topology) -> Result<Layout, Missing> {
-        let g = topo
-            .ranks_per_host()
-            .ok_or(Missing("ranks per host unknown"))?;
-        let h = topo.hosts.max(1);
-        // One NVLink fabric over the hosts (GB200 NVL72) makes them one.
-        if topo.nvlink_domain_hosts.unwrap_or(1) >= h && h > 1 {
-            return Ok(Layout {
-                hosts: 1,
-                per_host: g * h,
-            });
-        }
-        Ok(Layout {
-            hosts: h,
-            per_host: g,
-        })
-    }
-
-    fn ranks(self) -> f64 {
-        (self.hosts * self.per_host) as f64
-    }
-}
-
-/// A bound before it becomes a [`Ceiling`].
-struct Bound {
-    gbps: f64,
-    by: Bottleneck,
-    why: String,
-}
-
-fn min(a: Bound, b: Bound) -> Bound {
-    if b.gbps < a.gbps {
-        b
-    } else {
-        a
-    }
-}
-
-/// The ceiling of `op` on a GPU topology with `algorithm` (the one NCCL
-/// reported) or, when `None`, the algorithm NCCL runs at large sizes.
+/// The ceiling of `op` on a GPU machine with `algorithm` (the one NCCL
+/// reported) or, when `None`, the highest over the algorithms NCCL may
+/// pick at large sizes ([`candidates`]).
 pub(crate) fn gpu_ceiling(
-    topo: &Topology,
+    m: Machine,
     op: Collective,
     bytes: u64,
     algorithm: Option<Algorithm>,
 ) -> Result<Ceiling, Missing> {
-    let layout = Layout::of(topo)?;
+    let layout = Layout::of(m.topo)?;
     if layout.ranks() < 2.0 {
         return Err(Missing("one rank moves no data"));
     }
     let (algorithm, bound) = match algorithm {
-        Some(a) => (a, bound_for(topo, op, layout, a)?),
-        None => best_candidate(topo, op, layout)?,
+        Some(a) => (a, bound_for(m, op, layout, a)?),
+        None => highest_candidate(m, op, layout)?,
     };
     let mut why = bound.why;
-    let comms = topo.concurrent_comms.unwrap_or(1);
+    let comms = m.topo.concurrent_comms.unwrap_or(1);
     if comms > 1 && bound.by == Bottleneck::Network {
         why += &format!(
             "; {comms} communicators run at once on each host, so the NIC figure is 1/{comms} of the host's"
@@ -100,101 +57,93 @@ pub(crate) fn gpu_ceiling(
 
 /// The bound of one algorithm.
 fn bound_for(
-    topo: &Topology,
+    m: Machine,
     op: Collective,
     layout: Layout,
     algorithm: Algorithm,
 ) -> Result<Bound, Missing> {
     match algorithm {
-        Algorithm::Nvls if layout.hosts == 1 => nvls(topo, layout),
-        Algorithm::Nvls | Algorithm::NvlsTree => nvls_tree(topo, layout),
-        Algorithm::Tree => tree(topo, layout),
-        Algorithm::CollnetDirect | Algorithm::CollnetChain => collnet(topo, layout),
-        _ => by_op(topo, op, layout),
+        Algorithm::Nvls if layout.hosts == 1 => nvls(m, layout),
+        Algorithm::Nvls | Algorithm::NvlsTree => nvls_tree(m, layout),
+        Algorithm::Tree => tree(m, layout),
+        Algorithm::CollnetDirect | Algorithm::CollnetChain => collnet(m, layout),
+        _ => by_op(m, op, layout),
     }
 }
 
-/// The algorithm and bound when NCCL reported none: NCCL's large-size
-/// choice, or where the topology cannot say whether the switches reduce
-/// (NVSwitches, NVLink 4 or newer, `nvls` unknown) the higher of ring's
-/// and NVLS's bounds for all_reduce, so that a run NCCL gave NVLS is not
-/// put above its ceiling.
-fn best_candidate(
-    topo: &Topology,
+/// The algorithm and bound when NCCL reported none: the highest bound
+/// over the algorithms NCCL may pick, so that a healthy figure is never
+/// above it whichever NCCL ran. Its `why` names the others' bounds where
+/// there were several, and says so where NVLS was unknown.
+fn highest_candidate(
+    m: Machine,
     op: Collective,
     layout: Layout,
 ) -> Result<(Algorithm, Bound), Missing> {
-    let algorithm = default_algorithm(topo, op, layout);
-    let bound = bound_for(topo, op, layout, algorithm)?;
-    if op != Collective::AllReduce || !nvls_possible(topo) || layout.per_host <= 2 {
+    let mut all = Vec::new();
+    for a in candidates(m, op, layout) {
+        all.push((a, bound_for(m, op, layout, a)?));
+    }
+    let best = all.iter().enumerate().fold(
+        0,
+        |i, (j, (_, b))| if b.gbps > all[i].1.gbps { j } else { i },
+    );
+    let (algorithm, bound) = all.swap_remove(best);
+    if all.is_empty() {
         return Ok((algorithm, bound));
     }
-    let alt = if layout.hosts == 1 {
-        Algorithm::Nvls
+    let others: Vec<String> = all
+        .iter()
+        .map(|(a, b)| format!("{} {}", a.label(), gb((b.gbps * 10.0).round() / 10.0)))
+        .collect();
+    let unknown = m.topo.gpu.as_ref().is_some_and(|g| g.nvls.is_none())
+        && matches!(algorithm, Algorithm::Nvls | Algorithm::NvlsTree);
+    let lead = if unknown {
+        "NVLS unknown here (the switches may reduce), so the highest of the algorithms NCCL may pick"
     } else {
-        Algorithm::NvlsTree
+        "NCCL's algorithm not reported, so the highest of those it may pick"
     };
-    let b = bound_for(topo, op, layout, alt)?;
-    if b.gbps <= bound.gbps {
-        return Ok((algorithm, bound));
-    }
     Ok((
-        alt,
+        algorithm,
         Bound {
             why: format!(
-                "NVLS unknown here (the switches may reduce), so the higher of ring's and NVLS's bounds: {}",
-                b.why
+                "{lead} ({} here, against {} GB/s): {}",
+                algorithm.label(),
+                others.join(", "),
+                bound.why
             ),
-            ..b
+            ..bound
         },
     ))
 }
 
-/// What NCCL runs for large messages when nothing reported it: NVLS (one
-/// NVLink domain) or NVLS tree (several hosts) for all_reduce where the
-/// switches reduce, ring for the other collectives and all_reduce
-/// elsewhere (NCCL's tuner scales tree by 0.92 and caps it per channel,
-/// so ring wins at large sizes), point-to-point for alltoall and
-/// sendrecv.
-pub(crate) fn default_algorithm(topo: &Topology, op: Collective, layout: Layout) -> Algorithm {
-    match op {
-        Collective::AllReduce if has_nvls(topo) && layout.per_host > 2 => {
-            if layout.hosts == 1 {
-                Algorithm::Nvls
-            } else {
-                Algorithm::NvlsTree
-            }
-        }
-        Collective::AllToAll
-        | Collective::AllToAllV
-        | Collective::SendRecv
-        | Collective::HyperCube => Algorithm::P2p,
-        _ => Algorithm::Ring,
-    }
-}
-
-/// A rate for a `why`: whole GB/s where it is whole, else one decimal
-/// (a 200G NIC shared 8 ways is 3.1, not 3).
-fn gb(x: f64) -> String {
-    if x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    }
-}
-
-fn intra(topo: &Topology) -> Result<IntraLink, Missing> {
-    intra_link(topo).ok_or(Missing("GPU links unknown (no NVLink or PCIe figures)"))
+fn intra(m: Machine) -> Result<IntraLink, Missing> {
+    intra_link(m.topo).ok_or(Missing("GPU links unknown (no NVLink or PCIe figures)"))
 }
 
 /// The NICs' rate one communicator has on a host (a share of them where
 /// several run at once).
-fn net(topo: &Topology) -> Result<f64, Missing> {
-    topo.comm_net_gbps().ok_or(Missing("NIC rate unknown"))
+fn net(m: Machine) -> Result<f64, Missing> {
+    m.topo.comm_net_gbps().ok_or(Missing("NIC rate unknown"))
 }
 
-fn intra_bound(l: IntraLink, what: &str) -> Bound {
-    Bound {
+/// The bound inside one host (one NVLink domain): the GPU's NVLink, or on
+/// a host without NVLink its PCIe link and what the GPUs share behind it
+/// (`pcie.rs`).
+fn host_bound(m: Machine, op: Collective, layout: Layout, what: &str) -> Result<Bound, Missing> {
+    let l = intra(m)?;
+    if l.via == Bottleneck::Pcie {
+        let pattern = match op {
+            Collective::AllToAll | Collective::AllToAllV | Collective::HyperCube => Pattern::Spread,
+            _ => Pattern::Ring,
+        };
+        let b = pcie::host_bound(m.topo, m.fabric, &l, pattern, layout.per_host);
+        return Ok(Bound {
+            why: format!("{what}: {}", b.why),
+            ..b
+        });
+    }
+    Ok(Bound {
         gbps: l.gbps,
         by: l.via,
         why: format!(
@@ -203,21 +152,26 @@ fn intra_bound(l: IntraLink, what: &str) -> Bound {
             l.gbps,
             l.how
         ),
-    }
+    })
 }
 
 /// Ring-shaped traffic and point-to-point, by op.
-fn by_op(topo: &Topology, op: Collective, layout: Layout) -> Result<Bound, Missing> {
+fn by_op(m: Machine, op: Collective, layout: Layout) -> Result<Bound, Missing> {
     let n = layout.ranks();
     let g = layout.per_host as f64;
     if layout.hosts == 1 {
-        return Ok(intra_bound(intra(topo)?, "one NVLink domain"));
+        let what = if intra(m)?.via == Bottleneck::Pcie {
+            "one host"
+        } else {
+            "one NVLink domain"
+        };
+        return host_bound(m, op, layout, what);
     }
-    let net = net(topo)?;
+    let net = net(m)?;
     let net_gb = gb(net);
     let link = |b: Bound| -> Result<Bound, Missing> {
         if layout.per_host > 1 {
-            Ok(min(b, intra_bound(intra(topo)?, "within a host")))
+            Ok(min(b, host_bound(m, op, layout, "within a host")?))
         } else {
             Ok(b)
         }
@@ -233,7 +187,7 @@ fn by_op(topo: &Topology, op: Collective, layout: Layout) -> Result<Bound, Missi
         },
         Collective::SendRecv => {
             // One NIC, or less where concurrent communicators share them.
-            let nic = topo.nic_gbps().ok_or(Missing("NIC rate unknown"))?.min(net);
+            let nic = m.topo.nic_gbps().ok_or(Missing("NIC rate unknown"))?.min(net);
             Bound {
                 gbps: nic,
                 by: Bottleneck::Network,
@@ -265,9 +219,9 @@ fn by_op(topo: &Topology, op: Collective, layout: Layout) -> Result<Bound, Missi
 /// multicasts (multimem.st), so each GPU sends S(1+1/n) and receives as
 /// much, where a ring moves 2S(n-1)/n: busbw <= 2(n-1)/(n+1) x link x
 /// NCCL's NVLS efficiency.
-fn nvls(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
-    let l = intra(topo)?;
-    let eff = nvls_efficiency(topo);
+fn nvls(m: Machine, layout: Layout) -> Result<Bound, Missing> {
+    let l = intra(m)?;
+    let eff = nvls_efficiency(m.topo);
     let n = layout.ranks();
     Ok(Bound {
         gbps: 2.0 * (n - 1.0) / (n + 1.0) * l.gbps * eff,
@@ -284,9 +238,9 @@ fn nvls(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
 /// data, not each GPU's, so with 2 hosts each sends S and receives S
 /// (busbw <= 2(n-1)/n x NICs), with more an interior tree node moves 2S
 /// ((n-1)/n x NICs).
-fn nvls_tree(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
-    let l = intra(topo)?;
-    let eff = nvls_efficiency(topo);
+fn nvls_tree(m: Machine, layout: Layout) -> Result<Bound, Missing> {
+    let l = intra(m)?;
+    let eff = nvls_efficiency(m.topo);
     let (n, g) = (layout.ranks(), layout.per_host as f64);
     let inside = Bound {
         gbps: 2.0 * (n - 1.0) / n * g / (g + 1.0) * l.gbps * eff,
@@ -296,7 +250,7 @@ fn nvls_tree(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
             l.gbps, l.how
         ),
     };
-    Ok(min(inside, inter_tree(net(topo)?, layout, "NVLS tree")))
+    Ok(min(inside, inter_tree(net(m)?, layout, "NVLS tree")))
 }
 
 /// The tree between hosts, data reduced within each host first.
@@ -327,33 +281,30 @@ fn inter_tree(net: f64, layout: Layout, what: &str) -> Bound {
 
 /// NCCL's tree: a chain inside each host (each GPU sends S up and S down:
 /// busbw <= (n-1)/n x link), a double binary tree between hosts.
-fn tree(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
-    let l = intra(topo)?;
+fn tree(m: Machine, layout: Layout) -> Result<Bound, Missing> {
     let n = layout.ranks();
+    let link = host_bound(m, Collective::AllReduce, layout, "the chain")?;
     let chain = Bound {
-        gbps: (n - 1.0) / n * l.gbps,
-        by: l.via,
+        gbps: (n - 1.0) / n * link.gbps,
+        by: link.by,
         why: format!(
-            "tree: each GPU of the chain in a host sends S up and S down: busbw <= (n-1)/n x {} {:.0} GB/s ({})",
-            l.via.label(),
-            l.gbps,
-            l.how
+            "tree: each GPU of the chain in a host sends S up and S down: busbw <= (n-1)/n x {:.1} GB/s with n={n} ({})",
+            link.gbps, link.why
         ),
     };
     if layout.hosts == 1 {
         return Ok(chain);
     }
-    Ok(min(chain, inter_tree(net(topo)?, layout, "tree")))
+    Ok(min(chain, inter_tree(net(m)?, layout, "tree")))
 }
 
 /// CollNet (SHARP): the network switches reduce, so a host sends its data
 /// once and receives the result once.
-fn collnet(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
-    let l = intra(topo)?;
+fn collnet(m: Machine, layout: Layout) -> Result<Bound, Missing> {
     let n = layout.ranks();
-    let net = net(topo)?;
+    let net = net(m)?;
     let net_gb = gb(net);
-    let inside = intra_bound(l, "CollNet within a host");
+    let inside = host_bound(m, Collective::AllReduce, layout, "CollNet within a host")?;
     Ok(min(
         inside,
         Bound {
@@ -369,7 +320,8 @@ fn collnet(topo: &Topology, layout: Layout) -> Result<Bound, Missing> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use collbench_core::GpuTopology;
+    use crate::fabric::HostFabric;
+    use collbench_core::{GpuTopology, NicGroup, Topology};
 
     /// One HGX H100 host: 8 GPUs, 18 NVLink 4 links each, NVSwitches.
     fn hgx(nvls: Option<bool>) -> Topology {
@@ -389,7 +341,49 @@ mod tests {
     }
 
     fn large(topo: &Topology, op: Collective) -> Ceiling {
-        gpu_ceiling(topo, op, 1 << 30, None).unwrap()
+        let fabric = HostFabric::default();
+        let m = Machine {
+            topo,
+            fabric: &fabric,
+        };
+        gpu_ceiling(m, op, 1 << 30, None).unwrap()
+    }
+
+    /// Two AWS p4de: 8 A100 (12 NVLink 3 links) and 4 x 100G EFA each.
+    fn p4de_pair() -> Topology {
+        let mut t = hgx(Some(false));
+        t.hosts = 2;
+        if let Some(g) = t.gpu.as_mut() {
+            g.nvlink_generation = Some(3);
+            g.nvlink_links = Some(12);
+        }
+        t.nics = vec![NicGroup {
+            rate_gbit: 100.0,
+            count: 4,
+            ..NicGroup::default()
+        }];
+        t
+    }
+
+    #[test]
+    fn two_hosts_with_slow_nics_are_bounded_by_tree_not_ring() {
+        // Tree: each host sends its reduced data once: 2 x 15/16 x 50 GB/s,
+        // where ring stops at the 50 GB/s of NICs.
+        let c = large(&p4de_pair(), Collective::AllReduce);
+        assert_eq!(c.algorithm, Algorithm::Tree);
+        assert!((c.busbw_gbps - 93.75).abs() < 1e-9, "{}", c.busbw_gbps);
+        assert!(c.why.contains("against ring 50 GB/s"), "{}", c.why);
+        // Told it ran ring, the ceiling is ring's.
+        let fabric = HostFabric::default();
+        let m = Machine {
+            topo: &p4de_pair(),
+            fabric: &fabric,
+        };
+        let ring = gpu_ceiling(m, Collective::AllReduce, 1 << 30, Some(Algorithm::Ring)).unwrap();
+        assert!((ring.busbw_gbps - 50.0).abs() < 1e-9, "{}", ring.busbw_gbps);
+        // Other ops have no tree: ring's NIC bound.
+        let rs = large(&p4de_pair(), Collective::ReduceScatter);
+        assert!((rs.busbw_gbps - 50.0).abs() < 1e-9, "{}", rs.busbw_gbps);
     }
 
     #[test]

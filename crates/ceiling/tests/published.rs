@@ -22,6 +22,7 @@ const BELOW_0_7: &[(&str, u64, &str, f64, &str)] = &[
     ("volcengine-ebmhpcpni2l", 4, "sendrecv", 11.62, "as above"),
     ("volcengine-hpcpni3ln", 2, "sendrecv", 34.31, "0.69 of one 400G NIC: p2p channels per peer"),
     ("volcengine-hpcpni3ln", 4, "sendrecv", 34.58, "as above"),
+    ("published/aws-p4d", 2, "all_reduce", 43.81, "NCCL 2.9.9: the same 4x 100G EFA network carries 78.33 on p4de (tree, 0.84); NCCL's tuner ranks tree first on both"),
 ];
 
 fn topologies() -> PathBuf {
