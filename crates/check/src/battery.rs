@@ -2,6 +2,7 @@
 //! backend (and the multi-process launch) is driven exactly as `collbench
 //! run` drives it, with result checking on.
 
+use collbench_core::arrival::Arrival;
 use collbench_core::Bootstrap;
 use collbench_core::{Collective, DataType, Explanation, ReduceOp};
 use collbench_runner::{Average, Backend, Plan, RootSel, RunError, RunObserver, Runner, Watchdog};
@@ -46,6 +47,10 @@ pub struct Measured {
     /// `None` where the backend cannot say (CPU, MPI) or it was not asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<Explanation>,
+    /// Out-of-place arrival figures (who entered last, by how much): every
+    /// battery case takes them; `None` where the backend takes none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<Box<Arrival>>,
 }
 
 impl Measured {
@@ -98,6 +103,8 @@ pub fn run_case(
         check: 1,
         explain: iters.explain,
         average: Average::Mean,
+        // Who arrives last: the battery names a straggler on its own.
+        arrival: true,
         ..Plan::default()
     };
     let mut notes = Notes::default();
@@ -127,6 +134,7 @@ pub fn run_case(
         time_us: oop.time_us,
         wrong: row.total_wrong(),
         explain,
+        arrival: oop.arrival.map(Box::new),
     })))
 }
 

@@ -166,6 +166,7 @@ mod tests {
             time_us: 3.0,
             wrong: 0,
             explain: None,
+            arrival: None,
         };
         let f = Fractions {
             warn: 0.9,

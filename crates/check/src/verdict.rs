@@ -286,6 +286,7 @@ mod tests {
             time_us,
             wrong,
             explain: None,
+            arrival: None,
         }
     }
 

@@ -4,6 +4,7 @@
 use crate::cmd::output::Format;
 use clap::Args;
 use collbench_core::{size::parse_size, Collective, DataType, ReduceOp};
+use collbench_runner::arrival::LateEntry;
 use collbench_runner::{Fault, FaultKind, Watchdog};
 use std::time::Duration;
 
@@ -238,6 +239,13 @@ pub struct RunArgs {
     /// After each row, name the slowest ranks and their host (stragglers).
     #[arg(long)]
     pub per_rank: bool,
+    /// Take every rank's entry into each timed iteration on aligned
+    /// clocks and say who arrives last: a `#` line under each row (skew,
+    /// last rank, time inside, device-time busbw, the straggler and its
+    /// host, late rank or slow link) and `arrival` in JSON. Off, the table
+    /// is nccl-tests' byte for byte. See docs/arrival.md.
+    #[arg(long)]
+    pub arrival: bool,
     /// Show which algorithm, protocol and channel count NCCL used for each
     /// row (extra columns after nccl-tests' own), as NCCL reports them
     /// through its profiler interface in a separate, untimed pass. JSON and
@@ -302,6 +310,10 @@ pub struct BackendArgs {
     /// Test hook: make this CPU rank slow.
     #[arg(long, hide = true)]
     pub test_slow_rank: Option<usize>,
+    /// Test hook: `RANK:MICROSECONDS` enters every timed iteration that
+    /// late (cpu: this process's rank thread; mpi: the job's rank).
+    #[arg(long, hide = true, value_parser = LateEntry::parse)]
+    pub test_late_entry: Option<LateEntry>,
 }
 
 /// The stuck-collective watchdog's flags (shared by `run` and `check`).

@@ -265,6 +265,7 @@ fn open_backend(
         Ok(Box::new(
             CpuBackend::new(ranks, &world.hostname)
                 .with_slow_rank(a.test_slow_rank)
+                .with_late_entry(a.test_late_entry)
                 .with_process_barrier(across),
         ))
     };
@@ -281,7 +282,7 @@ fn open_backend(
         BackendName::Mpi => {
             say_ignored(&tuning, collbench_mpi::MpiBackend::IGNORES, "mpi")?;
             collbench_mpi::MpiBackend::new(control.as_ref(), &world.hostname)
-                .map(|b| Box::new(b) as Box<dyn Backend>)
+                .map(|b| Box::new(b.with_late_entry(a.test_late_entry)) as Box<dyn Backend>)
                 .map_err(|e| Failure::new(Outcome::Backend, e.to_string()))
         }
         #[cfg(not(feature = "mpi"))]

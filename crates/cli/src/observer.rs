@@ -130,6 +130,11 @@ impl RunObserver for TextObserver {
         if self.per_rank {
             self.out(&text::per_rank(row, &self.devices, 3));
         }
+        // Rows carry arrival figures only under --arrival.
+        let arrival = text::arrival::lines(row);
+        if !arrival.is_empty() {
+            self.out(&arrival);
+        }
         match &mut self.progress {
             Progress::Bar(pb, tracker) => {
                 tracker.row();

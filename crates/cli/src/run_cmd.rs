@@ -114,6 +114,7 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         per_iter_timing,
         per_iter_skip,
         memory_report: a.memory != 0,
+        arrival: a.arrival,
         ..Plan::default()
     })
 }

@@ -249,6 +249,8 @@ fn check_names_no_host_in_a_quiet_job_of_4_mpi_hosts() {
     assert!(named_hosts(&done.stdout).is_empty(), "{}", done.stdout);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Nor does the battery's arrival skew name a straggler (issue #53).
+    assert!(v.get("straggler").is_none(), "{v}");
     let hosts = &v["hosts"];
     assert_eq!(hosts["hosts"].as_array().unwrap().len(), 4, "{hosts}");
     assert_eq!(hosts["failures"].as_array().unwrap().len(), 0, "{hosts}");
@@ -294,4 +296,51 @@ fn check_names_a_starved_mpi_host_confirmed() {
         done.stdout
     );
     assert_eq!(done.code, Some(2), "{done:?}");
+}
+
+/// Issue #53: rank 2 enters every timed iteration 3 ms late (a starved
+/// host, made exact by the hook): the battery's arrival skew names it,
+/// with its host, before any pair round, and the host pairs confirm it.
+#[test]
+fn check_names_a_late_mpi_rank_from_the_battery_and_the_pairs_confirm_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("check.json");
+    let args = [
+        "check",
+        "--backend",
+        "mpi",
+        "--size",
+        "1M",
+        "--quick",
+        "-n",
+        "20",
+        "--test-late-entry",
+        "2:3000",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let done = mpirun_as_hosts(None, &args, Duration::from_secs(240));
+    let named = done
+        .stderr
+        .find("straggler from the battery's arrival skew: rank 2 (host emu2), late rank")
+        .unwrap_or_else(|| panic!("{done:?}"));
+    let pairs = done
+        .stderr
+        .find("collbench check: host pairs")
+        .expect("host pairs ran");
+    assert!(named < pairs, "{}", done.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &v["straggler"];
+    assert_eq!(
+        (s["rank"].as_u64(), s["host"].as_str()),
+        (Some(2), Some("emu2")),
+        "{v}"
+    );
+    assert_eq!(s["kind"], "late_rank", "{v}");
+    assert!(
+        s["pairs"] == "confirmed" || s["pairs"] == "slowest_unjudged",
+        "{v}"
+    );
+    assert!(s["lateness_us"].as_f64().unwrap() > 2000.0, "{s}");
 }

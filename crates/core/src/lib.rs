@@ -4,7 +4,7 @@
 //! data types ([`DataType`]), reduction operators ([`ReduceOp`]), size sweeps
 //! ([`size`]), the exact verification patterns ([`verify`]), time statistics
 //! ([`stats`]), what the library reported it ran ([`explain`]), the result
-//! model ([`record::Record`]) that printers, checkers and report writers
+//! model ([`record::Record`]) and its arrival figures ([`arrival`]) that printers, checkers and report writers
 //! consume, NCCL's version code as text and back ([`nccl_version`]), the
 //! pairwise bandwidth matrix ([`pairs::PairMatrix`]) that `check` writes
 //! and `report` reads; the hardware under a run ([`topology`]) and a
@@ -25,6 +25,7 @@
 
 pub mod adaptive;
 pub mod alltoallv;
+pub mod arrival;
 pub mod auto_iters;
 pub mod bootstrap;
 pub mod bounds;

@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 /// 3: placements timed with `-n auto` carry `auto` (the precision their
 /// repeats reached); a reader of version 2 refuses that field.
 /// 4: placements carry `ceiling` and records `topology` (issue #40).
-pub const SCHEMA_VERSION: u32 = 4;
+/// 5: placements carry `arrival` (who arrived last, issue #53).
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// One benchmark run: metadata plus one [`CaseResult`] per measured case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -257,6 +258,10 @@ pub struct Placement {
     /// it (`collbench-ceiling`); absent where the topology was unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<Ceiling>,
+    /// Who entered the collective last and by how much, the time inside
+    /// and the device-time busbw (`run --arrival`, `check`'s battery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<crate::arrival::Arrival>,
 }
 
 /// How precise a `-n auto` placement's time is: what its series of

@@ -8,6 +8,7 @@ use collbench_core::alltoallv::Traffic;
 use collbench_core::collective::RedopUse;
 use collbench_core::element::Element;
 use collbench_core::{verify::Pattern, with_element, Bootstrap, Collective, DeviceInfo};
+use collbench_runner::arrival::{ArrivalSamples, LateEntry, RankSamples};
 use collbench_runner::host_buffers::HostBuffers;
 use collbench_runner::watch::Watch;
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
@@ -15,7 +16,7 @@ use mpi::ffi;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::{AsRaw, Communicator};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// This process's rank of an MPI job as a collbench backend.
 pub struct MpiBackend {
@@ -34,6 +35,9 @@ pub struct MpiBackend {
     /// Where the timed loop publishes its iterations (and learns of a
     /// stop), so a rank inside an MPI call reads as inside it.
     watch: Option<Arc<Watch>>,
+    /// Test hook: this process enters every timed iteration late by this
+    /// much (a starved host); its group backends keep it.
+    late_entry: Option<Duration>,
 }
 
 /// Send, receive and scratch buffers (8-byte aligned), grown on demand.
@@ -78,6 +82,13 @@ impl MpiBackend {
         MpiBackend::over(comm, host, library)
     }
 
+    /// Test hook (`--test-late-entry RANK:MICROSECONDS`, RANK the job's
+    /// global rank): that process enters every timed iteration late.
+    pub fn with_late_entry(mut self, hook: Option<LateEntry>) -> MpiBackend {
+        self.late_entry = hook.filter(|h| h.rank == self.rank).map(|h| h.delay);
+        self
+    }
+
     /// A backend on `comm` (this process's own communicator, which it
     /// keeps and frees), with errors returned instead of aborting the job.
     fn over(
@@ -100,6 +111,7 @@ impl MpiBackend {
             buffers: HostBuffers::default(),
             traffic: Traffic::default(),
             watch: None,
+            late_entry: None,
         })
     }
 
@@ -123,6 +135,7 @@ impl MpiBackend {
             (Some(_), _, Some(sub)) => {
                 let mut b = MpiBackend::over(sub, &self.host, self.library.clone())?;
                 b.traffic = self.traffic.clone();
+                b.late_entry = self.late_entry;
                 Ok(Some(b))
             }
             (Some(g), Some(Err(_)), None) => Err(BackendError::Unsupported(format!(
@@ -187,6 +200,7 @@ impl MpiBackend {
         let per_iter = timing.agg_iters.max(1) as u64;
         let total_ops = (timing.iters as u64 * per_iter).max(1);
         let watch = self.watch.clone();
+        let late = self.late_entry.map(|delay| LateEntry { rank: 0, delay });
         // Progress as the other backends count it: warm-up iterations
         // first, then the timed ones; one relaxed store each, outside the
         // iteration's clock for `at`. A blocking MPI call cannot be
@@ -217,6 +231,9 @@ impl MpiBackend {
         mark(warmup, true)?;
         // SAFETY: a valid communicator.
         ops::check(unsafe { ffi::MPI_Barrier(ctx.comm) }, "MPI_Barrier")?;
+        let mut samples = timing
+            .arrival
+            .then(|| RankSamples::with_capacity(timing.iters as u64));
         let start = Instant::now();
         let mut iter_times_us = Vec::with_capacity(timing.iters as usize);
         for it in 0..timing.iters as u64 {
@@ -224,19 +241,28 @@ impl MpiBackend {
             if it > 0 {
                 mark(k, true)?;
             }
+            LateEntry::hold(late, 0);
             let t0 = Instant::now();
+            if let Some(s) = &mut samples {
+                s.enter();
+            }
             for a in 0..per_iter {
                 run(it * per_iter + a)?;
+            }
+            if let Some(s) = &mut samples {
+                s.leave();
             }
             iter_times_us.push(t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
             mark(k + 1, false)?;
         }
         let time_s = start.elapsed().as_secs_f64() / total_ops as f64;
+        let arrival = samples.map(|s| ArrivalSamples { ranks: vec![s] });
         Ok(Measurement {
             rank_time_s: vec![time_s],
             rank_cputime_s: vec![time_s],
             iter_times_us,
             iter_stats: None,
+            arrival,
         })
     }
 

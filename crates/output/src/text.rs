@@ -6,6 +6,7 @@
 //! [`row`] per size, [`footer`] after the last, and [`summary`] once at the
 //! end of a multi-collective run.
 
+pub mod arrival;
 mod explain;
 pub mod memory;
 pub mod per_iter;

@@ -96,6 +96,12 @@ impl Sum {
         weigh(&mut self.rank_cputime_s, &m.rank_cputime_s);
         self.iters += u64::from(iters);
         self.m.iter_times_us.extend(m.iter_times_us);
+        if let Some(a) = m.arrival {
+            self.m
+                .arrival
+                .get_or_insert_with(Default::default)
+                .append(a);
+        }
         if let Some(s) = &m.iter_stats {
             self.m
                 .iter_stats
@@ -151,6 +157,7 @@ mod tests {
             keep_iter_times: false,
             iteration_pass: false,
             first_op: 0,
+            arrival: false,
         };
         (case, timing)
     }

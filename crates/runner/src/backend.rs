@@ -125,6 +125,9 @@ pub struct Timing {
     /// N would (repeats all starting at 0 would reuse one warm slot and
     /// flatter sizes that fit in a cache).
     pub first_op: u64,
+    /// Take each rank's entry and end of every timed iteration
+    /// ([`crate::arrival`]; `--arrival`, `check`'s battery).
+    pub arrival: bool,
 }
 
 /// What a backend measured for one case on this process's ranks.
@@ -142,6 +145,9 @@ pub struct Measurement {
     /// The same per-iteration times summarised in fixed memory, where the
     /// backend does so (the CPU backend).
     pub iter_stats: Option<StreamingStats>,
+    /// Each local rank's entries and ends of the timed iterations, where
+    /// [`Timing::arrival`] asked for them and the backend takes them.
+    pub arrival: Option<crate::arrival::ArrivalSamples>,
 }
 
 /// GPU memory a run took (`-M 1`), in bytes, as nccl-tests reports it:

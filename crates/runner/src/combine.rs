@@ -1,6 +1,8 @@
 //! Rank 0's combination of every process's report of one placement into
 //! the row's [`Placement`]: pure, so unit tests call it directly.
 
+use crate::arrival::timelines::{row_arrival, ProcessArrivals};
+use crate::arrival::ArrivalSamples;
 use crate::backend::CaseSpec;
 use crate::plan::Average;
 use collbench_core::stats::StreamingStats;
@@ -24,6 +26,13 @@ pub(crate) struct RankReport {
     /// What the library ran on this process's ranks (`--explain`).
     #[serde(default)]
     pub explain: Option<Explanation>,
+    /// What the backend took of arrivals, on this process's clock (never
+    /// sent: the runner turns it into `arrival` first).
+    #[serde(skip)]
+    pub arrival_samples: Option<ArrivalSamples>,
+    /// This process's ranks' timelines on rank 0's clock (`--arrival`).
+    #[serde(default)]
+    pub arrival: Option<ProcessArrivals>,
 }
 
 /// How the reports combine: the plan's settings that shape a row.
@@ -39,6 +48,8 @@ pub(crate) struct Combine {
     pub per_iter_skip: u32,
     /// Operations timed: iterations x aggregation.
     pub iterations: u64,
+    /// Operations per timed iteration (`-m`).
+    pub agg_iters: u64,
 }
 
 /// The row's placement from every process's report, in process order:
@@ -52,7 +63,9 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
     let mut summarised: Option<StreamingStats> = None;
     let mut total_wrong: Option<u64> = None;
     let mut explains = Vec::new();
+    let mut arrivals = Vec::new();
     for r in reports {
+        arrivals.extend(r.arrival);
         times.extend(r.rank_time_s);
         cputimes.extend(r.rank_cputime_s);
         // Per iteration, the slowest process decides.
@@ -107,6 +120,10 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
         auto: None,
         // Set by the CLI from the run's topology, after the rows.
         ceiling: None,
+        arrival: match arrivals.is_empty() {
+            true => None,
+            false => row_arrival(arrivals, case, how.agg_iters),
+        },
     }
 }
 
@@ -142,6 +159,7 @@ mod tests {
             per_iter_timing: true,
             per_iter_skip: 0,
             iterations: 20,
+            agg_iters: 1,
         }
     }
 

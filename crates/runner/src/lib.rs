@@ -11,6 +11,7 @@
 //! when the job has failed or, on rank 0, when a collective has made no
 //! progress for the deadline (naming the ranks behind in one line).
 
+pub mod arrival;
 mod auto_iters;
 pub mod backend;
 pub mod case_names;

@@ -114,6 +114,9 @@ pub struct Plan {
     pub per_iter_skip: u32,
     /// Report GPU memory usage after each collective (`-M 1`).
     pub memory_report: bool,
+    /// Take every rank's entry and end of each timed iteration and report
+    /// who arrived last (`--arrival`, issue #53; `check`'s battery).
+    pub arrival: bool,
 }
 
 impl Default for Plan {
@@ -145,6 +148,7 @@ impl Default for Plan {
             per_iter_timing: false,
             per_iter_skip: 0,
             memory_report: false,
+            arrival: false,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! job's [`Bootstrap`] (the control plane), and only rank 0 assembles rows
 //! and tells observers.
 
+use crate::arrival::timelines::host_name;
 use crate::auto_iters;
 use crate::backend::{Backend, BackendError, CaseSpec, MemoryUsage, Timing};
 use crate::case_names::CaseNames;
@@ -209,6 +210,7 @@ impl<'a> Runner<'a> {
             keep_iter_times: self.plan.per_iter_timing,
             iteration_pass: self.plan.auto_iters.is_none() || self.plan.per_iter_timing,
             first_op: 0,
+            arrival: self.plan.arrival,
         }
     }
 
@@ -368,8 +370,21 @@ impl<'a> Runner<'a> {
             names.push(case_name(case))
         };
         self.watch.begin_case(index);
+        // Clocks aligned afresh before every placement (they drift).
+        let clock = match self.plan.arrival {
+            true => Some(crate::arrival::clock::sync(self.control)?),
+            false => None,
+        };
         self.watch.entering();
-        let (report, iters, precision) = self.measure(case, timing)?;
+        let (mut report, iters, precision) = self.measure(case, timing)?;
+        if let (Some(clock), Some(samples)) = (clock, report.arrival_samples.take()) {
+            let info = self.backend.info();
+            let host = host_name(info.devices.first().map(|d| d.host.as_str()));
+            let first = self.watch.first_rank();
+            report.arrival = Some(crate::arrival::timelines::aligned(
+                &samples, clock, first, &host,
+            ));
+        }
         // Done with its collectives: exchanging results, then the next.
         self.watch.begin_case(index.saturating_add(1));
         let Some(reports) = gather_json(self.control, "measurement", &report)? else {
@@ -381,6 +396,7 @@ impl<'a> Runner<'a> {
             per_iter_timing: self.plan.per_iter_timing,
             per_iter_skip: self.plan.per_iter_skip,
             iterations: iters * timing.agg_iters as u64,
+            agg_iters: timing.agg_iters as u64,
         };
         let mut placement = combine(reports, case, &how);
         placement.auto = precision;
@@ -415,6 +431,8 @@ impl<'a> Runner<'a> {
             iter_stats: m.iter_stats,
             wrong,
             explain,
+            arrival_samples: m.arrival,
+            arrival: None,
         };
         Ok((report, iters, precision))
     }
@@ -496,99 +514,5 @@ fn case_seed(case: &CaseSpec, pass: u32) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cpu::CpuBackend;
-    use collbench_core::PeerFailure;
-    use collbench_core::SingleProcess;
-
-    /// Rank 0 of a job whose other process died before the first gather.
-    struct PeerDied;
-
-    impl Bootstrap for PeerDied {
-        fn rank(&self) -> usize {
-            0
-        }
-        fn world_size(&self) -> usize {
-            2
-        }
-        fn broadcast(&self, _: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
-            Err(PeerFailure::new("rank 1 on host h1 disconnected"))
-        }
-        fn gather(&self, _: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
-            Err(PeerFailure::new("rank 1 on host h1 disconnected"))
-        }
-        fn all_gather(&self, _: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
-            Err(PeerFailure::new("rank 1 on host h1 disconnected"))
-        }
-    }
-
-    fn small_plan() -> Plan {
-        Plan {
-            collectives: vec![Collective::AllReduce],
-            min_bytes: 1024,
-            max_bytes: 1024,
-            warmup_iters: 0,
-            iters: 1,
-            ..Plan::default()
-        }
-    }
-
-    #[test]
-    fn collectives_are_skipped_for_a_refused_traffic_or_a_world_not_a_power_of_two() {
-        let refused = BackendError::Unsupported("no alltoallv here".into());
-        assert_eq!(
-            skip_reason(Collective::AllToAllV, 4, Some(&refused)).as_deref(),
-            Some("skipping alltoallv: no alltoallv here")
-        );
-        assert_eq!(skip_reason(Collective::AllToAllV, 4, None), None);
-        assert_eq!(
-            skip_reason(Collective::HyperCube, 6, None).as_deref(),
-            Some("hypercube: nRanks 6 is not a power of 2, skipping")
-        );
-        assert_eq!(skip_reason(Collective::HyperCube, 8, None), None);
-        assert_eq!(skip_reason(Collective::AllReduce, 6, Some(&refused)), None);
-    }
-
-    #[test]
-    fn a_failure_becomes_an_error_by_its_kind_never_by_its_words() {
-        // The watchdog's stop without the usual prefix, and a peer's
-        // message that happens to start with it.
-        let stuck = RunError::from(PeerFailure::stuck("rank 3 (host n2) never entered"));
-        assert!(matches!(stuck, RunError::Stuck(_)), "{stuck:?}");
-        let peer = RunError::from(PeerFailure::new("stuck collective: said a peer"));
-        assert!(matches!(peer, RunError::Control(_)), "{peer:?}");
-        assert_eq!(
-            Stop::from_failure(PeerFailure::stuck("no prefix")),
-            Stop::Stuck("no prefix".into())
-        );
-        assert_eq!(
-            Stop::from_failure(PeerFailure::new("stuck collective: words")),
-            Stop::Failed("stuck collective: words".into())
-        );
-    }
-
-    #[test]
-    fn a_world_of_one_gives_rank_0_the_record() {
-        let mut backend = CpuBackend::new(2, "h");
-        let record = Runner::new(&mut backend, &SingleProcess, small_plan())
-            .run(Record::new("collbench"), &mut NoObserver)
-            .unwrap()
-            .expect("rank 0 gets the record");
-        assert_eq!(record.results.len(), 1);
-        assert_eq!(record.settings.processes, 1);
-        assert_eq!(record.devices.len(), 2);
-    }
-
-    #[test]
-    fn a_peer_failure_stops_the_run_as_a_control_error_naming_the_peer() {
-        let mut backend = CpuBackend::new(1, "h");
-        let e = Runner::new(&mut backend, &PeerDied, small_plan())
-            .run(Record::new("collbench"), &mut NoObserver)
-            .unwrap_err();
-        assert!(
-            matches!(&e, RunError::Control(m) if m.contains("rank 1 on host h1")),
-            "{e:?}"
-        );
-    }
-}
+#[path = "run_tests.rs"]
+mod tests;

@@ -3,10 +3,11 @@
 //! one run and judged into its line.
 
 use crate::baseline::{self, Baseline};
-use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
+use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations, Measured};
 use crate::error::CheckError;
 use crate::verdict::{self, Fractions, Line, Metric};
 use crate::CheckOptions;
+use collbench_core::arrival::Straggler;
 use collbench_core::{diag, Bootstrap};
 use collbench_core::{size::format_size, Collective, DataType};
 use collbench_runner::{Backend, Watchdog};
@@ -37,6 +38,9 @@ pub(super) struct Job<'a> {
     pub watchdog: &'a Watchdog,
     /// Whether this process is rank 0, the one that prints.
     pub root: bool,
+    /// Every battery case's straggler (or none), of those measured with
+    /// arrival figures, for the battery's verdict.
+    pub seen: Vec<Option<Straggler>>,
 }
 
 /// Case to run and its expected figure.
@@ -181,6 +185,12 @@ pub(super) fn run_battery(
             ));
         }
         let outcome = run_case(&mut *job.backend, job.control, p.req, it, job.watchdog)?;
+        if let Some(CaseOutcome::Measured(Measured {
+            arrival: Some(a), ..
+        })) = &outcome
+        {
+            job.seen.push(a.straggler.clone());
+        }
         let line = match outcome {
             None => continue,
             Some(CaseOutcome::Measured(m)) => match p.metric {

@@ -3,11 +3,14 @@
 //!
 //! Files, each importing only those before it: `cases` (the battery:
 //! which cases, their iterations, each run and judged), `pairs` (the pair
-//! tests after it), `summary` (what stdout shows). This file runs the
+//! tests after it), `straggler` (who the battery's arrival skew names,
+//! and the pair tests' word on it, issue #53), `summary` (what stdout
+//! shows). This file runs the
 //! steps in order, writes the files and shares rank 0's verdict.
 
 mod cases;
 mod pairs;
+mod straggler;
 mod summary;
 
 use crate::baseline::{self, Baseline};
@@ -44,6 +47,10 @@ pub struct CheckReport {
     /// Host-pair tests of a job of several processes, when they ran
     /// (`verdict.matrix` is the host-pair matrix).
     pub hosts: Option<HostReport>,
+    /// The straggler the battery's arrival skew named, and the pair
+    /// tests' word on it (issue #53).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub straggler: Option<straggler::BatteryStraggler>,
     pub notes: Vec<String>,
 }
 
@@ -77,9 +84,12 @@ pub fn check_main(
         control,
         watchdog,
         root,
+        seen: Default::default(),
     };
     let mut lines = cases::run_battery(&mut job, args, baseline.as_ref(), is_cpu, fractions)?;
+    let straggler = straggler::said(straggler::suspect(&job.seen), root);
     let pairs = pairs::pair_tests(&mut job, args, baseline.is_none(), &lines, fractions)?;
+    let straggler = straggler::judged(straggler, &pairs, &mut notes);
     lines.extend(pairs.line);
     notes.extend(pairs.note);
 
@@ -113,6 +123,7 @@ pub fn check_main(
             lines,
             localization: pairs.localization,
             hosts: pairs.hosts,
+            straggler,
             notes,
         };
         write_files(args, &report, fractions)?;

@@ -157,6 +157,7 @@ mod tests {
             ranks: None,
             nccl_lib: None,
             test_slow_rank: None,
+            test_late_entry: None,
         };
         let line = not_nccl("tune tunes NCCL", &b).unwrap();
         assert_eq!(

@@ -39,6 +39,9 @@ fn per_operation(total: f64, cpu: f64, ops: u64, n: usize, iter_times_us: Vec<f6
         rank_cputime_s: vec![cpu / per; n],
         iter_times_us,
         iter_stats: None,
+        // The NCCL backend takes no arrival samples yet (issue #53's GPU
+        // part: host entries and kernel starts into RankSamples).
+        arrival: None,
     }
 }
 

@@ -75,6 +75,9 @@ pub fn render(records: &[Record], matrices: &[Matrix]) -> String {
                 &charts::line_chart_svg(&format!("{op}: time"), "time (µs)", &time, true),
             );
         }
+        for svg in super::arrival::heatmaps(&runs, &op) {
+            figure(&mut out, &svg);
+        }
     }
     if !matrices.is_empty() {
         out.push_str("<h2>Bandwidth matrix</h2>\n");

@@ -2,6 +2,7 @@
 //! Both read the same [`Run`] views built here, so they show the same
 //! rows, labels and notes.
 
+pub mod arrival;
 pub mod charts;
 pub mod compare_html;
 pub mod html;

@@ -13,6 +13,7 @@ mod check;
 pub mod fit;
 pub mod ranks;
 
+use crate::arrival::{ArrivalSamples, LateEntry, RankSamples};
 use crate::backend::{
     Backend, BackendError, BackendInfo, BackendSettings, CaseSpec, Measurement, Timing,
 };
@@ -26,7 +27,7 @@ use collbench_core::stats::StreamingStats;
 use collbench_core::{verify::Pattern, with_element, Collective, DeviceInfo};
 use ranks::run_ranks;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Ranks as threads of this process.
@@ -37,6 +38,10 @@ pub struct CpuBackend {
     /// Test hook: this rank moves data at about 0.25 GB/s, to prove that
     /// slow-rank localisation finds it.
     slow_rank: Option<usize>,
+    /// Test hook: this rank enters every timed iteration late; how long
+    /// each hold lasted, in microseconds (see [`CpuBackend::take_held_us`]).
+    late_entry: Option<LateEntry>,
+    held_us: Arc<Mutex<Vec<f64>>>,
     /// `-u`, alltoallv's traffic and the watch where rank threads publish
     /// progress and learn of a stop, as the runner set them.
     settings: BackendSettings,
@@ -69,6 +74,8 @@ impl CpuBackend {
             host: host.to_string(),
             buffers: (0..ranks.max(1)).map(|_| HostBuffers::default()).collect(),
             slow_rank: None,
+            late_entry: None,
+            held_us: Arc::default(),
             settings: BackendSettings::default(),
             process_barrier: None,
         }
@@ -99,6 +106,20 @@ impl CpuBackend {
     pub fn with_slow_rank(mut self, rank: Option<usize>) -> CpuBackend {
         self.slow_rank = rank;
         self
+    }
+
+    /// Test hook: one rank enters every timed iteration late by the
+    /// hook's delay (see [`LateEntry`]).
+    pub fn with_late_entry(mut self, hook: Option<LateEntry>) -> CpuBackend {
+        self.late_entry = hook;
+        self
+    }
+
+    /// How long the late-entry hook held its rank, each timed iteration
+    /// since the last call (microseconds): tests compare the time the
+    /// figures say was lost with the time that was.
+    pub fn take_held_us(&self) -> Vec<f64> {
+        std::mem::take(&mut *self.held_us.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn ensure(&mut self, case: &CaseSpec, max_bytes: u64) -> Result<(), BackendError> {
@@ -160,6 +181,8 @@ impl CpuBackend {
             peers: peers.as_ref(),
             slowest: SlowestPerIteration::default(),
             slow_rank: self.slow_rank,
+            late_entry: self.late_entry,
+            held_us: &self.held_us,
             watch,
             across: self.process_barrier.as_ref(),
         };
@@ -182,13 +205,16 @@ struct TimedLoop<'a, T> {
     peers: Option<&'a PeerCounts>,
     slowest: SlowestPerIteration,
     slow_rank: Option<usize>,
+    late_entry: Option<LateEntry>,
+    held_us: &'a Mutex<Vec<f64>>,
     watch: Option<&'a Watch>,
     across: Option<&'a ProcessBarrier>,
 }
 
 /// One rank's result of a timed loop: seconds per operation, its
-/// iteration times summarised (rank 0 only), and kept (`-I 1`).
-type RankTimes = (f64, StreamingStats, Vec<f64>);
+/// iteration times summarised (rank 0 only), and kept (`-I 1`), and its
+/// arrival samples where asked for.
+type RankTimes = (f64, StreamingStats, Vec<f64>, Option<RankSamples>);
 
 impl<T: Element> TimedLoop<'_, T> {
     /// After each iteration's calls return: one relaxed store (and the
@@ -260,11 +286,22 @@ impl<T: Element> TimedLoop<'_, T> {
                 kept.reserve(iters as usize);
             }
         }
+        let mut samples = timing.arrival.then(|| RankSamples::with_capacity(iters));
         let start = Instant::now();
         for it in 0..iters {
+            if let Some(held) = LateEntry::hold(self.late_entry, r) {
+                let mut log = self.held_us.lock().unwrap_or_else(|e| e.into_inner());
+                log.push(held.as_secs_f64() * 1e6);
+            }
             let t0 = Instant::now();
+            if let Some(s) = &mut samples {
+                s.enter();
+            }
             for a in 0..per_iter {
                 self.op(r, timing.first_op + it * per_iter + a, warmup as u64 + it)?;
+            }
+            if let Some(s) = &mut samples {
+                s.leave();
             }
             self.slowest
                 .record(it, t0.elapsed().as_secs_f64() * 1e6 / per_iter as f64);
@@ -278,7 +315,7 @@ impl<T: Element> TimedLoop<'_, T> {
             self.at(r, warmup as u64 + it + 1)?;
         }
         let total = start.elapsed().as_secs_f64();
-        Ok((total / total_ops as f64, stats, kept))
+        Ok((total / total_ops as f64, stats, kept, samples))
     }
 
     /// The ranks' results as one measurement, with the last iteration's
@@ -287,7 +324,7 @@ impl<T: Element> TimedLoop<'_, T> {
         let iters = self.timing.iters as u64;
         let mut iter_stats = StreamingStats::new();
         let mut iter_times_us = Vec::new();
-        for (_, s, kept) in results.iter() {
+        for (_, s, kept, _) in results.iter() {
             iter_stats.merge(s);
             iter_times_us.extend_from_slice(kept);
         }
@@ -299,11 +336,13 @@ impl<T: Element> TimedLoop<'_, T> {
             }
         }
         let rank_time_s: Vec<f64> = results.iter().map(|r| r.0).collect();
+        let ranks: Option<Vec<RankSamples>> = results.into_iter().map(|r| r.3).collect();
         Measurement {
             rank_cputime_s: rank_time_s.clone(),
             rank_time_s,
             iter_times_us,
             iter_stats: Some(iter_stats),
+            arrival: ranks.map(|ranks| ArrivalSamples { ranks }),
         }
     }
 }
@@ -398,7 +437,9 @@ impl Backend for CpuBackend {
         group: Option<u32>,
     ) -> Result<Option<Box<dyn Backend>>, BackendError> {
         Ok(group.map(|_| {
-            let mut b = CpuBackend::new(self.world_size, &self.host).with_slow_rank(self.slow_rank);
+            let mut b = CpuBackend::new(self.world_size, &self.host)
+                .with_slow_rank(self.slow_rank)
+                .with_late_entry(self.late_entry);
             b.settings.traffic = self.settings.traffic.clone();
             Box::new(b) as Box<dyn Backend>
         }))
@@ -414,7 +455,13 @@ impl Backend for CpuBackend {
         let slow = self
             .slow_rank
             .and_then(|s| ranks.iter().position(|&r| r == s));
-        let mut sub = CpuBackend::new(ranks.len(), &self.host).with_slow_rank(slow);
+        let late = self.late_entry.and_then(|h| {
+            let rank = ranks.iter().position(|&r| r == h.rank)?;
+            Some(LateEntry { rank, ..h })
+        });
+        let mut sub = CpuBackend::new(ranks.len(), &self.host)
+            .with_slow_rank(slow)
+            .with_late_entry(late);
         sub.settings.traffic = self.settings.traffic.clone();
         Ok(Box::new(sub))
     }
@@ -460,6 +507,7 @@ mod tests {
             keep_iter_times: false,
             iteration_pass: true,
             first_op: 0,
+            arrival: false,
         }
     }
 

@@ -1,0 +1,174 @@
+use super::*;
+
+/// A deterministic jitter in [0, 1).
+fn jitter(seed: u64) -> f64 {
+    let x = crate::verify::mix(seed);
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// `n` ranks, `iters` iterations of an operation of `op_us` that ends on
+/// every rank together; each rank enters `jitter_us` at most after the
+/// previous end, rank `late` `late_us` more (before entering) and rank
+/// `slow` spends `slow_us` more inside (after the others have left).
+struct Job {
+    n: usize,
+    iters: usize,
+    op_us: f64,
+    jitter_us: f64,
+    late: Option<(usize, f64)>,
+    slow: Option<(usize, f64)>,
+}
+
+impl Job {
+    fn timelines(&self) -> Vec<RankTimeline> {
+        let mut t: Vec<RankTimeline> = (0..self.n)
+            .map(|r| RankTimeline {
+                rank: r as u64,
+                host: format!("h{r}"),
+                ..RankTimeline::default()
+            })
+            .collect();
+        let mut left = vec![0.0; self.n];
+        for i in 0..self.iters {
+            let mut entries = Vec::new();
+            for (r, l) in left.iter().enumerate() {
+                let mut e = l + self.jitter_us * jitter((i * 1000 + r) as u64);
+                if let Some((_, d)) = self.late.filter(|l| l.0 == r) {
+                    e += d;
+                }
+                entries.push(e);
+            }
+            let all_in = entries.iter().copied().fold(0.0, f64::max);
+            for r in 0..self.n {
+                let mut end = all_in + self.op_us;
+                if let Some((_, d)) = self.slow.filter(|s| s.0 == r) {
+                    end += d;
+                }
+                t[r].entry_us.push(entries[r]);
+                t[r].start_us.push(entries[r]);
+                t[r].end_us.push(end);
+                left[r] = end;
+            }
+        }
+        t
+    }
+}
+
+fn scale() -> Scale {
+    Scale {
+        clock_error_us: 0.0,
+        agg_iters: 1,
+        busbw_gbps_at_1us: 1000.0,
+    }
+}
+
+#[test]
+fn a_late_rank_is_named_with_its_lateness_and_host() {
+    let job = Job {
+        n: 4,
+        iters: 20,
+        op_us: 300.0,
+        jitter_us: 2.0,
+        late: Some((2, 1000.0)),
+        slow: None,
+    };
+    let a = analyze(&job.timelines(), scale()).unwrap();
+    assert!((a.skew_us - 1000.0).abs() < 3.0, "{a:?}");
+    assert_eq!((a.last_rank, a.last_rank_iterations), (2, 20));
+    let s = a.straggler.clone().expect("rank 2 is named");
+    assert_eq!(
+        (s.rank, s.host.as_str(), s.kind),
+        (2, "h2", StragglerKind::LateRank)
+    );
+    assert_eq!((s.late_iterations, s.iterations), (19, 20));
+    assert!((s.lateness_us - 1000.0).abs() < 3.0);
+    assert!(
+        (s.before_us - 1000.0).abs() < 3.0 && s.inside_us.abs() < 1e-9,
+        "{s:?}"
+    );
+    assert!(a.lateness_us[2] > 990.0 && a.lateness_us[0] < 3.0, "{a:?}");
+    // The late rank waits for nobody: the shortest time inside is the
+    // operation's own, and the device busbw is that of 300 us.
+    assert!((a.device_time_us - 300.0).abs() < 3.0, "{a:?}");
+    assert!((a.device_busbw_gbps - 1000.0 / a.device_time_us).abs() < 1e-9);
+    assert!(a.inside_max_us > 1200.0 && a.inside_min_us < 305.0, "{a:?}");
+}
+
+#[test]
+fn a_rank_slow_inside_is_told_apart_from_a_late_one() {
+    let job = Job {
+        n: 3,
+        iters: 30,
+        op_us: 100.0,
+        jitter_us: 1.0,
+        late: None,
+        slow: Some((1, 500.0)),
+    };
+    let s = analyze(&job.timelines(), scale())
+        .unwrap()
+        .straggler
+        .unwrap();
+    assert_eq!((s.rank, s.kind), (1, StragglerKind::SlowLink));
+    assert!(
+        (s.inside_us - 500.0).abs() < 1e-9 && s.before_us.abs() < 1.0,
+        "{s:?}"
+    );
+}
+
+#[test]
+fn quiet_jobs_name_nobody_even_with_noisy_entries() {
+    for (n, jitter_us) in [(2, 1.0), (2, 200.0), (4, 3.0), (8, 500.0)] {
+        let job = Job {
+            n,
+            iters: 50,
+            op_us: 100.0,
+            jitter_us,
+            late: None,
+            slow: None,
+        };
+        let a = analyze(&job.timelines(), scale()).unwrap();
+        assert_eq!(a.straggler, None, "{n} ranks, jitter {jitter_us}: {a:?}");
+    }
+}
+
+#[test]
+fn lateness_within_the_clock_error_or_the_noise_names_nobody() {
+    let job = Job {
+        n: 4,
+        iters: 20,
+        op_us: 100.0,
+        jitter_us: 1.0,
+        late: Some((3, 50.0)),
+        slow: None,
+    };
+    let t = job.timelines();
+    assert!(analyze(&t, scale()).unwrap().straggler.is_some());
+    let loose = Scale {
+        clock_error_us: 80.0,
+        ..scale()
+    };
+    let a = analyze(&t, loose).unwrap();
+    assert_eq!((a.straggler, a.noise_us), (None, 80.0));
+    // Too few iterations to say.
+    let short = Job { iters: 4, ..job };
+    assert_eq!(
+        analyze(&short.timelines(), scale()).unwrap().straggler,
+        None
+    );
+}
+
+#[test]
+fn nothing_to_analyse_is_none() {
+    assert_eq!(analyze(&[], scale()), None);
+    assert_eq!(analyze(&[RankTimeline::default()], scale()), None);
+    let one = Job {
+        n: 1,
+        iters: 10,
+        op_us: 1.0,
+        jitter_us: 0.0,
+        late: None,
+        slow: None,
+    };
+    let a = analyze(&one.timelines(), scale()).unwrap();
+    assert_eq!((a.skew_us, a.straggler), (0.0, None));
+}
