@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 /// 3: placements timed with `-n auto` carry `auto` (the precision their
 /// repeats reached); a reader of version 2 refuses that field.
 /// 4: placements carry `ceiling` and records `topology` (issue #40).
-/// 5: placements carry `arrival` (who arrived last, issue #53).
+/// 5: placements carry `arrival` (who arrived last, issue #53) and records
+/// `nccl_path` (the path NCCL took, issue #50).
 pub const SCHEMA_VERSION: u32 = 5;
 
 /// One benchmark run: metadata plus one [`CaseResult`] per measured case.
