@@ -128,9 +128,15 @@ pub fn is_crash_line(line: &str) -> bool {
     CRASH_MARKERS.iter().any(|m| line.contains(m))
 }
 
+/// Where the first crash marker starts in `line`, if any: a crash message
+/// glued to the end of a row starts there.
+pub fn crash_marker_at(line: &str) -> Option<usize> {
+    CRASH_MARKERS.iter().filter_map(|m| line.find(m)).min()
+}
+
 /// The crash and error lines of `text` (not JSON: its values are data).
 pub fn crashes(text: &str, origin: &str) -> Vec<Fault> {
-    if text.trim_start().starts_with(['{', '[']) {
+    if crate::parse::detect::looks_like_json(text) {
         return Vec::new();
     }
     text.lines()

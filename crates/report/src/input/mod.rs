@@ -11,10 +11,10 @@ pub mod walk;
 
 pub use clean::{clean, Cleaned, Stream};
 pub use fault::Fault;
-pub use parsed::{Parsed, Warning};
+pub use parsed::{Parsed, Skipped, Warning};
 pub use walk::{FileId, InputFile, InputSet};
 
-use crate::parse::{read_file, FileError, Format};
+use crate::parse::{read_file_with, FileError, Format, Strictness};
 use collbench_core::Record;
 use std::path::PathBuf;
 
@@ -43,6 +43,10 @@ impl Inputs {
             "file(s) skipped",
         );
         out.extend(capped(
+            self.parsed.skipped.iter().map(|s| s.to_string()),
+            "file(s) with lines skipped",
+        ));
+        out.extend(capped(
             self.parsed.warnings.iter().map(|w| format!("warning: {w}")),
             "warning(s)",
         ));
@@ -62,6 +66,7 @@ impl Inputs {
     pub fn quality_markdown(&self) -> String {
         let mut lines: Vec<String> = Vec::new();
         lines.extend(self.skipped.iter().map(|s| format!("- skipped {s}")));
+        lines.extend(self.parsed.skipped.iter().map(|s| format!("- {s}")));
         lines.extend(self.parsed.warnings.iter().map(|w| format!("- {w}")));
         for (r, u) in self.parsed.records.iter().zip(&self.parsed.units) {
             if u.is_default() {
@@ -84,7 +89,8 @@ impl Inputs {
 /// every regular file under it, each file is read once). A file of a
 /// folder that cannot be read or parsed is listed in [`Inputs::skipped`]
 /// and left out, or with `strict` ends the read with its error. A file
-/// named directly must parse.
+/// named directly must parse. Lines a reader cannot place are skipped and
+/// counted ([`Parsed::skipped`]), or with `strict` refuse their file.
 pub fn read_paths(
     paths: &[PathBuf],
     format: Option<Format>,
@@ -96,8 +102,13 @@ pub fn read_paths(
         repeated: set.repeated,
         ..Inputs::default()
     };
+    let strictness = if strict {
+        Strictness::Refuse
+    } else {
+        Strictness::Skip
+    };
     for file in &set.files {
-        match read_file(&file.path, format) {
+        match read_file_with(&file.path, format, strictness) {
             Ok(p) => out.parsed.append(p),
             Err(e) if strict || !file.in_folder => return Err(e),
             Err(e) => out.skipped.push(e.to_string()),

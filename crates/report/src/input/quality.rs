@@ -78,15 +78,16 @@ fn figures(c: &CaseResult) -> String {
 
 /// Warns about rows that repeat an earlier case.
 fn duplicates(r: &Record, w: &mut Vec<String>) {
-    let mut seen: Vec<(Key, usize)> = Vec::new();
+    // A map, not a list: a 65,536-row log once took 15 s here.
+    let mut seen: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     let (mut conflicting, mut identical) = (Vec::new(), 0usize);
     for (i, c) in r.results.iter().enumerate() {
         let k = key(c);
         if c.size_bytes == 0 {
             continue;
         }
-        match seen.iter().find(|(s, _)| *s == k) {
-            Some((_, first)) => {
+        match seen.get(&k) {
+            Some(first) => {
                 let f = &r.results[*first];
                 if same(&f.out_of_place, &c.out_of_place) && same(&f.in_place, &c.in_place) {
                     identical += 1;
@@ -99,7 +100,9 @@ fn duplicates(r: &Record, w: &mut Vec<String>) {
                     ));
                 }
             }
-            None => seen.push((k, i)),
+            None => {
+                seen.insert(k, i);
+            }
         }
     }
     if !conflicting.is_empty() {
@@ -146,7 +149,7 @@ fn order(r: &Record, w: &mut Vec<String>) {
     if !bad.is_empty() {
         w.push(format!(
             "rows out of size order ({}); figures are kept as printed",
-            bad.join(", ")
+            capped_list(&bad)
         ));
     }
 }
@@ -188,6 +191,22 @@ fn unchecked(r: &Record, w: &mut Vec<String>) {
     if any && !checked && !r.settings.check {
         w.push("results were not checked: #wrong is N/A, not 0".to_string());
     }
+}
+
+/// The first few of `items` joined, and how many more: a long log's
+/// warning stays one readable line.
+fn capped_list(items: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut out = items
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        out.push_str(&format!(", and {} more", items.len() - SHOWN));
+    }
+    out
 }
 
 #[cfg(test)]
