@@ -271,3 +271,44 @@ fn per_iteration_and_bitwise_columns_are_read() {
     let p = ok(&text);
     assert_eq!(p.records[0].results, plain().results);
 }
+
+/// `compare` skips what it cannot place (named in its JSON's
+/// `skipped_lines`), and refuses the input with `--strict`.
+#[test]
+fn compare_skips_lines_and_strict_refuses() {
+    use collbench_report::{compare_main, CompareFormat, CompareOptions, CompareOutcome};
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.txt");
+    let new = dir.path().join("new.txt");
+    std::fs::write(&base, anchor()).unwrap();
+    let bad = rows_mapped(|k, l| match k {
+        3 => format!("{}\n", l.replacen("float", "float  x", 1)),
+        _ => format!("{l}\n"),
+    });
+    std::fs::write(&new, bad).unwrap();
+    let mut args = CompareOptions {
+        base,
+        new,
+        base_runs: Vec::new(),
+        new_runs: Vec::new(),
+        threshold: 5.0,
+        format: CompareFormat::Json,
+        input_format: None,
+        trust_base: false,
+        subset: true,
+        html: None,
+        topology: None,
+        strict: false,
+    };
+    let (outcome, json) = compare_main(&args).unwrap();
+    assert_ne!(outcome, CompareOutcome::Unusable, "{json}");
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let skipped = doc["skipped_lines"][0].as_str().unwrap();
+    assert!(
+        skipped.starts_with("NEW ") && skipped.contains("1 line skipped; first: line 15"),
+        "{skipped}"
+    );
+    args.strict = true;
+    let (outcome, _) = compare_main(&args).unwrap();
+    assert_eq!(outcome, CompareOutcome::Unusable);
+}

@@ -201,9 +201,10 @@ fn split_ray(line: &str) -> (Option<String>, &str) {
 
 /// Removes CSI (`ESC [ ... letter`), OSC (`ESC ] ... BEL` or `ESC \`) and
 /// two-byte escape sequences: colour codes from terminals and `less -R`.
-pub fn strip_ansi(text: &str) -> String {
+pub fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
+    // Most logs have none: no copy of a large text then.
     if !text.contains('\u{1b}') {
-        return text.to_string();
+        return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
@@ -231,7 +232,7 @@ pub fn strip_ansi(text: &str) -> String {
             _ => {}
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 /// Splits on `\r\n`, `\n` and a lone `\r` (old Mac line ends); no empty

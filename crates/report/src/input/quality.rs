@@ -40,16 +40,10 @@ pub fn check(parsed: &mut Parsed, origin: &str) {
     }
 }
 
-type Key = (String, String, String, i64, u64);
+type Key<'a> = (&'a str, &'a str, &'a str, i64, u64);
 
-fn key(c: &CaseResult) -> Key {
-    (
-        c.op.clone(),
-        c.dtype.clone(),
-        c.redop.clone(),
-        c.root,
-        c.size_bytes,
-    )
+fn key(c: &CaseResult) -> Key<'_> {
+    (&c.op, &c.dtype, &c.redop, c.root, c.size_bytes)
 }
 
 fn same(a: &Option<Placement>, b: &Option<Placement>) -> bool {

@@ -15,10 +15,15 @@
 //! such text starts; the parsers rejoin the row's halves (see
 //! `nccl_tests.rs`) or skip what does not rejoin.
 
+use super::text::Needles;
 use crate::input::fault::crash_marker_at;
 
 /// NCCL's debug levels as printed after its `host:pid:tid [dev]` tag.
 const NCCL_MARKERS: [&str; 4] = ["NCCL INFO", "NCCL WARN", "NCCL TRACE", "NCCL ABORT"];
+
+static NCCL: Needles = Needles::new(&NCCL_MARKERS);
+static LIBFABRIC: Needles = Needles::new(&["libfabric:"]);
+static UCX: Needles = Needles::new(&["UCX "]);
 
 /// UCX's log levels as printed after its `[time] [host:pid:tid] file:line`.
 const UCX_LEVELS: [&str; 7] = ["INFO", "WARN", "ERROR", "DEBUG", "DIAG", "TRACE", "PRINT"];
@@ -31,12 +36,10 @@ const UCX_LEVELS: [&str; 7] = ["INFO", "WARN", "ERROR", "DEBUG", "DIAG", "TRACE"
 pub fn foreign_at(line: &str) -> Option<usize> {
     let mut found: Option<usize> = None;
     let mut keep = |at: usize| found = Some(found.map_or(at, |f: usize| f.min(at)));
-    for m in NCCL_MARKERS {
-        if let Some(at) = line.find(m) {
-            keep(nccl_tag_start(line, at));
-        }
+    if let Some(at) = NCCL.find(line) {
+        keep(nccl_tag_start(line, at));
     }
-    if let Some(at) = line.find("libfabric:") {
+    if let Some(at) = LIBFABRIC.find(line) {
         keep(at);
     }
     if let Some(at) = ucx_start(line) {
@@ -113,7 +116,7 @@ fn glued_figure_len(token: &str) -> usize {
 /// Where UCX's `[1700000000.123456] [host:pid:tid]` starts on a line that
 /// holds `UCX  LEVEL`.
 fn ucx_start(line: &str) -> Option<usize> {
-    let at = line.find("UCX ")?;
+    let at = UCX.find(line)?;
     let level = line[at + 4..].trim_start();
     if !UCX_LEVELS.iter().any(|l| level.starts_with(l)) {
         return None;

@@ -24,7 +24,7 @@ pub mod nvshmem;
 pub mod osu;
 pub mod rccl;
 pub mod read;
-mod text;
+pub(crate) mod text;
 pub mod unit;
 
 pub use crate::input::fault::Fault;

@@ -26,8 +26,11 @@ use super::nccl_table::{implied_header, unflatten, Table};
 use super::text::{after, float, is_figure, is_uint, nccl_version_line, num, numbered_lines};
 use super::{Notes, ParseError};
 
+mod lines;
 mod rows;
-use collbench_core::{nccl_version, CaseResult, DeviceInfo, Record};
+
+use collbench_core::{nccl_version, CaseResult, Record};
+use lines::{device, glued_header, interleaved, nccl_matrix_row, sweep_rows};
 
 /// Parses nccl-tests text; `origin` (a file name) helps name the op.
 /// Data-quality findings (a log cut mid-row, FAILED out-of-bounds lines,
@@ -507,6 +510,10 @@ impl Parser<'_> {
         }
         s.check = get("validation:", "the validation flag")?.unwrap_or(0) > 0;
         s.graph = get("graph:", "the graph count")?.unwrap_or(0);
+        // Room for the sweep's rows at once: a 65,536-row table grown by
+        // doubling once held 1.5 times its rows in memory.
+        let rows = sweep_rows(s.min_bytes, s.max_bytes, s.step_factor, s.step_bytes);
+        self.cur.results.reserve(rows);
         Ok(())
     }
 
@@ -515,75 +522,4 @@ impl Parser<'_> {
             self.mention = Some(op);
         }
     }
-}
-
-/// A row of NCCL's `Func/Proto/Algo Matrix` (`    AllReduce |  1  2  1 | ...`).
-fn nccl_matrix_row(line: &str) -> bool {
-    let mut cells = line.split('|');
-    let first = cells.next().unwrap_or("");
-    cells.count() >= 2 && first.split_whitespace().count() == 1
-}
-
-/// Where a comment line of nccl-tests starts after other text on its line:
-/// text printed without a line end before it (rccl-tests' `On gfx942
-/// architecture, using FNUZ FP8 types`), or a patched build's
-/// `run(), common.cu:1084, ` in front of every line it prints. `None` for
-/// a row with a note (`... 0  # here`) and for other lines.
-fn glued_header(raw: &str) -> Option<usize> {
-    const STARTS: [&str; 11] = [
-        "nccl-tests version",
-        "Collective test starting",
-        "nThread ",
-        "Rank ",
-        "size ",
-        "bytes ",
-        "(B)",
-        "Avg bus bandwidth",
-        "Out of bounds",
-        "Using devices",
-        "out-of-place",
-    ];
-    let at = raw.find('#')?;
-    let before = raw[..at].trim();
-    if before.is_empty() || before.split_whitespace().next().is_some_and(is_figure) {
-        return None;
-    }
-    let body = raw[at + 1..].trim_start();
-    STARTS.iter().any(|s| body.starts_with(s)).then_some(at)
-}
-
-/// The error for output of several processes mixed line by line.
-fn interleaved(first: usize, second: usize, what: &str) -> ParseError {
-    ParseError::at(
-        second,
-        format!(
-            "lines {first} and {second}: {what}: the output of several processes is interleaved; \
-             rerun with srun --label or mpirun --tag-output (or one output file per rank)"
-        ),
-    )
-}
-
-/// `#  Rank  0 Group  0 Pid   1378 on  vm device  0 [0000:00:06] NVIDIA H200`
-/// (older builds have no `Group`).
-fn device(tokens: &[&str]) -> Option<DeviceInfo> {
-    let num = |key: &str| after(tokens, key).and_then(|v| v.parse::<u64>().ok());
-    let dev_at = tokens.iter().position(|t| *t == "device")?;
-    let mut rest = tokens.get(dev_at + 2..).unwrap_or(&[]).iter();
-    let mut bus_id = None;
-    let mut name = Vec::new();
-    for t in rest.by_ref() {
-        match t.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-            Some(b) if bus_id.is_none() && name.is_empty() => bus_id = Some(b.to_string()),
-            _ => name.push(*t),
-        }
-    }
-    Some(DeviceInfo {
-        rank: num("Rank")?,
-        group: num("Group").unwrap_or(0),
-        pid: num("Pid").unwrap_or(0),
-        host: after(tokens, "on").unwrap_or("").to_string(),
-        device: num("device").unwrap_or(0),
-        bus_id,
-        name: name.join(" "),
-    })
 }

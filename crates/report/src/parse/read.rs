@@ -176,7 +176,8 @@ pub fn is_log_line(line: &[u8]) -> bool {
         "nvshmem",
         "collbench",
     ];
-    if WORDS.iter().any(|w| text.contains(w)) || crate::input::fault::is_crash_line(text) {
+    static LOG_WORDS: super::text::Needles = super::text::Needles::new(&WORDS);
+    if LOG_WORDS.find(text).is_some() || crate::input::fault::is_crash_line(text) {
         return true;
     }
     let numbers = text
