@@ -13,7 +13,7 @@ cmd=${1:-target/release/collbench report}
 work=${2:-/tmp/parse-linear}
 here=$(dirname "$0")
 python3 "$here/parse_linear_logs.py" "$work" > /dev/null
-for log in rows65k.txt big60m.txt; do
+for log in rows65k.txt big60m.txt plain60m.txt; do
   printf '%s (%s bytes): ' "$log" "$(wc -c < "$work/$log")"
   # shellcheck disable=SC2086 # the command is words on purpose
   /usr/bin/time -v $cmd "$work/$log" > "$work/$log.md" 2> "$work/$log.time" || true

@@ -8,6 +8,8 @@
                 200th row cut in two by NCCL INFO lines of other processes
                 (NCCL_DEBUG=INFO on a multi-rank job), INFO lines between
                 and after
+  plain60m.txt  the same without the cut rows (the reader before issue #49
+                refused big60m.txt at its first cut row)
 
 Usage: parse_linear_logs.py OUT_DIR
 """
@@ -54,15 +56,15 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "rows65k.txt"), "w") as f:
         table(f)
-    path = os.path.join(out_dir, "big60m.txt")
-    with open(path, "w") as f:
-        while f.tell() < 60_000_000 - 10_000_000:
-            f.write(INFO * 2000)
-            table(f, cut_every=200)
-        # INFO lines of the job's teardown up to 60 MB.
-        while f.tell() < 60_000_000:
-            f.write(INFO)
-    print(out_dir, os.path.getsize(os.path.join(out_dir, "rows65k.txt")), os.path.getsize(path))
+    for name, cut_every in (("big60m.txt", 200), ("plain60m.txt", 0)):
+        with open(os.path.join(out_dir, name), "w") as f:
+            while f.tell() < 60_000_000 - 10_000_000:
+                f.write(INFO * 2000)
+                table(f, cut_every=cut_every)
+            # INFO lines of the job's teardown up to 60 MB.
+            while f.tell() < 60_000_000:
+                f.write(INFO)
+    print(out_dir)
 
 
 if __name__ == "__main__":

@@ -312,3 +312,35 @@ fn compare_skips_lines_and_strict_refuses() {
     let (outcome, _) = compare_main(&args).unwrap();
     assert_eq!(outcome, CompareOutcome::Unusable);
 }
+
+#[test]
+fn rows_behind_a_forks_tag_are_read() {
+    let text = rows_mapped(|_, l| format!("[STAT]:{}\n", l.trim_start()));
+    assert_eq!(ok(&text).records[0].results, plain().results);
+}
+
+#[test]
+fn rows_with_only_their_out_of_place_half_are_read_and_said() {
+    let text = rows_mapped(|_, l| format!("{}\n", halves(l).0));
+    let p = ok(&text);
+    let rows = &p.records[0].results;
+    assert_eq!(rows.len(), plain().results.len());
+    assert!(rows.iter().all(|r| r.in_place.is_none()));
+    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.starts_with("31 row(s) have no in-place half")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn an_osu_barrier_without_sizes_is_read() {
+    let text = "# OSU MPI Barrier Latency Test v7.3\n# Avg Latency(us)\n           401.42\n";
+    let p = ok(text);
+    assert_eq!(p.records[0].ops(), ["osu_barrier"]);
+    let r = &p.records[0].results[0];
+    assert_eq!(r.out_of_place.as_ref().unwrap().time_us, 401.42);
+}

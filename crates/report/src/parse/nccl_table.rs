@@ -320,6 +320,32 @@ pub(super) fn with_empty_redop<'a>(t: &Table, raw: &'a str) -> Option<Vec<&'a st
     Some(out)
 }
 
+/// How many columns the out-of-place half of `t`'s rows has (`None`: the
+/// table has no in-place half).
+pub(super) fn half_width(t: &Table) -> Option<usize> {
+    t.cols.iter().position(|c| *c == Col::Time(1))
+}
+
+/// `tokens` as a row that has only the out-of-place half of the table's
+/// columns (a build that printed no in-place half): `None` unless they
+/// are exactly that half and read as it.
+pub(super) fn out_of_place_row(
+    t: &Table,
+    tokens: &[&str],
+    line_no: usize,
+) -> Option<(CaseResult, Option<f64>)> {
+    let half = half_width(t)?;
+    if tokens.len() != half {
+        return None;
+    }
+    let head = Table {
+        cols: t.cols[..half].to_vec(),
+        ends: t.ends.iter().take(half).copied().collect(),
+        ..t.clone()
+    };
+    row(&head, tokens, line_no).ok()
+}
+
 /// How a line's tokens fit the table.
 pub(super) enum Fit {
     /// A whole row (and its largest old-format error value, when any);

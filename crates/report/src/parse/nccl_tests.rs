@@ -75,6 +75,7 @@ pub(crate) fn parse_as(
         fragment: None,
         implied: false,
         implied_warned: false,
+        half_rows: None,
     };
     for (line_no, raw) in numbered_lines(text) {
         match unflatten(raw) {
@@ -137,6 +138,8 @@ struct Parser<'n> {
     fragment: Option<rows::Fragment>,
     /// The table's columns come from its rows' layout (no header line).
     implied: bool,
+    /// The first line and number of rows with only an out-of-place half.
+    half_rows: Option<(usize, usize)>,
     implied_warned: bool,
 }
 
@@ -176,19 +179,26 @@ impl Parser<'_> {
             return Ok(());
         }
         if let Some(body) = trimmed.strip_prefix('#') {
-            self.drop_fragment()?;
+            self.end_fragment()?;
             self.raw = raw.to_string();
             return self.comment(body.trim(), line_no);
         }
         // Very old builds printed the footer without '#'.
         if trimmed.starts_with("Avg bus bandwidth") || trimmed.starts_with("Out of bounds") {
-            self.drop_fragment()?;
+            self.end_fragment()?;
             return self.comment(trimmed, line_no);
         }
-        let tokens: Vec<&str> = trimmed.split_whitespace().collect();
+        let mut tokens: Vec<&str> = trimmed.split_whitespace().collect();
+        // A fork's tag in front of each row (`[STAT]:   96   24  float ...`,
+        // `[STAT]:402653184 ...` once the size fills its column).
+        let mut raw = raw;
+        if let Some(rest) = self.untagged(raw, &tokens) {
+            raw = rest;
+            tokens = raw.split_whitespace().collect();
+        }
         // A header (or its units line) that lost its '#' when pasted.
         if self.header_without_hash(&tokens) {
-            self.drop_fragment()?;
+            self.end_fragment()?;
             self.raw = raw.to_string();
             return self.comment(trimmed, line_no);
         }
@@ -235,6 +245,19 @@ impl Parser<'_> {
                 ),
             );
         }
+    }
+
+    /// `raw` after a tag in front of a row (`[STAT]:`), when it has one:
+    /// a first token ending in `:`, glued to the size or before it.
+    fn untagged<'r>(&self, raw: &'r str, tokens: &[&str]) -> Option<&'r str> {
+        let (tag, size) = tokens.first()?.rsplit_once(':')?;
+        let row_follows =
+            is_uint(size) || size.is_empty() && tokens.get(1).is_some_and(|t| is_uint(t));
+        if self.cols.is_none() || tag.is_empty() || is_figure(tag) || !row_follows {
+            return None;
+        }
+        let at = raw.find(tokens[0])? + tag.len() + 1;
+        raw.get(at..)
     }
 
     /// A line that is not part of a table: NCCL's version, the tool's own
@@ -383,6 +406,15 @@ impl Parser<'_> {
             {
                 self.notes.units.insert(self.records.len(), u);
             }
+            if let Some((line, n)) = self.half_rows {
+                self.notes.warn(
+                    line,
+                    format!(
+                        "{n} row(s) have no in-place half (printed without it, or its line was lost): \
+                         only their out-of-place figures are read"
+                    ),
+                );
+            }
             if let Some((e, line)) = self.max_error {
                 self.notes.warn(
                     line,
@@ -407,6 +439,7 @@ impl Parser<'_> {
             );
         }
         self.max_error = None;
+        self.half_rows = None;
         self.last_row = None;
         self.back_to_back.clear();
         self.cols = None;

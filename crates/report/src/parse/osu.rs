@@ -27,7 +27,8 @@
 
 use super::foreign::own_part;
 use super::text::{
-    expect_values, float, is_note_start, is_uint, last_line, num, numbered_lines, partial_row,
+    expect_values, float, is_figure, is_note_start, is_uint, last_line, num, numbered_lines,
+    partial_row,
 };
 use super::unit::{self, SourceUnits};
 use super::{Notes, ParseError};
@@ -75,7 +76,8 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
                 cols = None;
             } else if let Some(t) = body.strip_prefix("Datatype:") {
                 dtype = datatype(t);
-            } else if body.starts_with("Size") {
+            } else if body.starts_with("Size") || body.starts_with("Avg Latency") {
+                // osu_barrier has no size: one figure per run.
                 units = SourceUnits::default();
                 cols = Some(header(body, line_no, &mut units)?);
             }
@@ -85,7 +87,8 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         let (Some((c, names)), Some(first)) = (&cols, tokens.first()) else {
             continue;
         };
-        if !is_uint(first) {
+        let sized = c.first() == Some(&Col::Size);
+        if !(is_uint(first) || !sized && is_figure(first)) {
             continue;
         }
         let rec = cur.get_or_insert_with(|| Record::new("osu"));

@@ -5,7 +5,9 @@
 //!
 //! [`Notes::skip`]: crate::parse::Notes::skip
 
-use super::super::nccl_table::{fit, row, with_empty_redop, Col, Fit, Table};
+use super::super::nccl_table::{
+    fit, half_width, out_of_place_row, row, with_empty_redop, Col, Fit, Table,
+};
 use super::super::ParseError;
 use super::Parser;
 use collbench_core::CaseResult;
@@ -33,7 +35,16 @@ impl Parser<'_> {
         line_no: usize,
     ) -> Result<(), ParseError> {
         // A pending piece that the next row did not complete.
-        self.drop_fragment()?;
+        let next_is_half = self
+            .cols
+            .as_ref()
+            .and_then(half_width)
+            .is_some_and(|w| w == tokens.len());
+        if next_is_half {
+            self.end_fragment()?;
+        } else {
+            self.drop_fragment()?;
+        }
         // The writer stopped inside this row: even a row that reads as
         // numbers may hold a cut one ("338.8" of "338.82").
         // A file saved without a final line end is common, though: a row
@@ -78,8 +89,7 @@ impl Parser<'_> {
     }
 
     /// Tries `tokens` as the next piece of the pending fragment: true when
-    /// they were taken (a whole row now, or a longer fragment). When they
-    /// do not fit, the fragment is skipped and the line read on its own.
+    /// they were taken (a whole row now, or a longer fragment).
     pub(super) fn rejoin(&mut self, tokens: &[&str], line_no: usize) -> Result<bool, ParseError> {
         let (Some(frag), Some(table)) = (self.fragment.take(), &self.cols) else {
             return Ok(false);
@@ -99,8 +109,10 @@ impl Parser<'_> {
                 });
                 Ok(true)
             }
+            // Not its rest: the line is read on its own, and the fragment
+            // waits for what ends it (a row, a comment).
             _ => {
-                self.skip_fragment(frag)?;
+                self.fragment = Some(frag);
                 Ok(false)
             }
         }
@@ -120,6 +132,29 @@ impl Parser<'_> {
     pub(super) fn fragment_at_end(&mut self) {
         if let Some(frag) = self.fragment.take() {
             self.cut_mid_row(frag.line);
+        }
+    }
+
+    /// A pending fragment where its table ends (a comment line), or before
+    /// a row that is itself an out-of-place half: one that is exactly the
+    /// out-of-place half of a row is that row (builds that time one
+    /// placement print no in-place half; counted in one warning per table);
+    /// any other is skipped. A half row among whole ones stays skipped.
+    pub(super) fn end_fragment(&mut self) -> Result<(), ParseError> {
+        let Some(frag) = self.fragment.take() else {
+            return Ok(());
+        };
+        let tokens: Vec<&str> = frag.tokens.iter().map(String::as_str).collect();
+        let half = self
+            .cols
+            .as_ref()
+            .and_then(|t| out_of_place_row(t, &tokens, frag.line));
+        match half {
+            Some((row, max_error)) => {
+                self.half_rows.get_or_insert((frag.line, 0)).1 += 1;
+                self.accept(row, max_error, frag.line)
+            }
+            None => self.skip_fragment(frag),
         }
     }
 
