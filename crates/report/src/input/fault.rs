@@ -119,7 +119,7 @@ const CRASH_MARKERS: [&str; 16] = [
 ];
 
 /// [`CRASH_MARKERS`], found in one pass over a line.
-static CRASH: crate::parse::text::Needles = crate::parse::text::Needles::new(&CRASH_MARKERS);
+static CRASH: super::scan::Needles = super::scan::Needles::new(&CRASH_MARKERS);
 
 /// At most this many [`Fault::Crashed`] per text: every rank of a large
 /// job may print the same failure, and one line is enough to fail a gate.
@@ -139,7 +139,7 @@ pub fn crash_marker_at(line: &str) -> Option<usize> {
 
 /// The crash and error lines of `text` (not JSON: its values are data).
 pub fn crashes(text: &str, origin: &str) -> Vec<Fault> {
-    if crate::parse::detect::looks_like_json(text) {
+    if super::scan::looks_like_json(text) {
         return Vec::new();
     }
     text.lines()

@@ -7,6 +7,7 @@ pub mod clean;
 pub mod fault;
 pub mod parsed;
 pub mod quality;
+pub mod scan;
 pub mod walk;
 
 pub use clean::{clean, Cleaned, Stream};

@@ -1,6 +1,7 @@
 //! Guesses a log's format from markers each tool always prints.
 
 use super::Format;
+pub use crate::input::scan::looks_like_json;
 
 /// The format of `text`, or `None` when no known marker is present.
 /// JSON is told apart by its keys; text by its headers. Order matters where
@@ -63,23 +64,6 @@ fn osu_title_without_hash(text: &str) -> bool {
         let l = l.trim_start();
         l.starts_with("OSU ") && l.contains(" Test")
     })
-}
-
-/// Whether `text` is JSON by how it starts: `{`, or `[` followed by `{`
-/// or `]` (collbench's array of records). A `[` that opens a shell prompt
-/// (`[user@host ~]$`), an MPI tag (`[1,0]<stdout>:`) or a host tag
-/// (`[node1:1234]`) starts a text log: taking those for JSON once refused
-/// whole logs ("expected a collbench record").
-pub fn looks_like_json(text: &str) -> bool {
-    let head = text.trim_start();
-    let next = || head[1..].trim_start().as_bytes().first().copied();
-    match head.as_bytes().first() {
-        // A Python dict (`{'CUDA_HOME': ...}`) printed by a job script is
-        // not JSON: JSON's keys are in double quotes.
-        Some(b'{') => matches!(next(), Some(b'"' | b'}') | None),
-        Some(b'[') => matches!(next(), Some(b'{' | b']') | None),
-        _ => false,
-    }
 }
 
 #[cfg(test)]

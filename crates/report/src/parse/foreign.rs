@@ -15,8 +15,8 @@
 //! such text starts; the parsers rejoin the row's halves (see
 //! `nccl_tests.rs`) or skip what does not rejoin.
 
-use super::text::Needles;
 use crate::input::fault::crash_marker_at;
+use crate::input::scan::Needles;
 
 /// NCCL's debug levels as printed after its `host:pid:tid [dev]` tag.
 const NCCL_MARKERS: [&str; 4] = ["NCCL INFO", "NCCL WARN", "NCCL TRACE", "NCCL ABORT"];

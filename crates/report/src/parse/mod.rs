@@ -383,7 +383,7 @@ pub fn parse_text_with(
 /// the original text and everything named `name`.
 fn gather(
     out: &mut Parsed,
-    stream: &crate::input::Stream,
+    stream: &crate::input::clean::Stream,
     records: Vec<Record>,
     notes: Notes,
     name: &str,

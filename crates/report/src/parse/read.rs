@@ -59,7 +59,7 @@ pub fn read_log(path: &Path, format: Option<Format>) -> Result<Vec<u8>, FileErro
     if is_binary(&head) {
         return Err(FileError::NotText { path: name() });
     }
-    let json = detect::looks_like_json(&String::from_utf8_lossy(&head));
+    let json = crate::input::scan::looks_like_json(&String::from_utf8_lossy(&head));
     if json {
         let limit = read_limit::JSON_BYTES;
         file.take(limit + 1 - head.len() as u64)
@@ -176,7 +176,7 @@ pub fn is_log_line(line: &[u8]) -> bool {
         "nvshmem",
         "collbench",
     ];
-    static LOG_WORDS: super::text::Needles = super::text::Needles::new(&WORDS);
+    static LOG_WORDS: crate::input::scan::Needles = crate::input::scan::Needles::new(&WORDS);
     if LOG_WORDS.find(text).is_some() || crate::input::fault::is_crash_line(text) {
         return true;
     }

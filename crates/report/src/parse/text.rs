@@ -53,42 +53,6 @@ pub(crate) fn is_uint(tok: &str) -> bool {
     !tok.is_empty() && tok.len() <= 20 && tok.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Words to find in every line of a log, in one pass over it: each
-/// position's two bytes are looked up in a table of the words' first two,
-/// and only there are the words compared. `str::find` per word builds a
-/// searcher on every call; with 16 crash markers per line that once took a
-/// third of reading a 60 MB log.
-pub(crate) struct Needles {
-    /// A bit per pair of bytes that starts a word.
-    pairs: [u64; 1024],
-    words: &'static [&'static str],
-}
-
-impl Needles {
-    /// The table of `words` (each at least two bytes long).
-    pub(crate) const fn new(words: &'static [&'static str]) -> Needles {
-        let mut pairs = [0u64; 1024];
-        let mut i = 0;
-        while i < words.len() {
-            let b = words[i].as_bytes();
-            let k = ((b[0] as usize) << 8) | b[1] as usize;
-            pairs[k / 64] |= 1 << (k % 64);
-            i += 1;
-        }
-        Needles { pairs, words }
-    }
-
-    /// Where the first of the words starts in `hay`.
-    pub(crate) fn find(&self, hay: &str) -> Option<usize> {
-        let b = hay.as_bytes();
-        (0..b.len().saturating_sub(1)).find(|&i| {
-            let k = ((b[i] as usize) << 8) | b[i + 1] as usize;
-            (self.pairs[k / 64] >> (k % 64)) & 1 == 1
-                && self.words.iter().any(|w| b[i..].starts_with(w.as_bytes()))
-        })
-    }
-}
-
 /// Whether `tok` reads as a figure of a row (a number, `N/A`, or
 /// rccl-tests' `12*`).
 pub(crate) fn is_figure(tok: &str) -> bool {
