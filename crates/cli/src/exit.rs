@@ -54,7 +54,7 @@ pub enum Outcome {
     /// `report`: the report was written from every input.
     ReportComplete,
     /// `report`: an input named directly cannot be read, or `--strict` and
-    /// a file in a folder cannot.
+    /// a file in a folder cannot or a log has a line no reader can place.
     ReportUnusable,
     /// `report`: the report was written, but files in a folder were
     /// skipped (each listed on stderr).
@@ -189,7 +189,7 @@ impl Outcome {
             Outcome::CompareUnusable => "an input cannot be read, the two share no case, or BASE has wrong results or was cut short (`--trust-base` compares anyway)",
             Outcome::CompareCannotTell => "cannot tell: no case regressed, but an op drops beyond the threshold within its noise",
             Outcome::ReportComplete => "report written, every input read",
-            Outcome::ReportUnusable => "an input named directly cannot be read, or `--strict` and a file in a folder cannot",
+            Outcome::ReportUnusable => "an input named directly cannot be read, or `--strict` and a file in a folder cannot or a log has a line no reader can place",
             Outcome::ReportSkipped => "report written, but files in a folder were skipped (listed on stderr)",
             Outcome::PreflightPass => "every rank checked in, versions match",
             Outcome::PreflightFail => "ranks are missing or versions differ",

@@ -119,6 +119,10 @@ struct Document<'a> {
     hidden: Vec<String>,
     /// Rank counts or GPU models that differ between the sides.
     warnings: Vec<String>,
+    /// Lines of the inputs that their readers could not place and
+    /// skipped, one line per file (`BASE path: 3 lines skipped; first:
+    /// ...`); empty when none were.
+    skipped_lines: &'a [String],
     only_base: &'a [String],
     only_new: &'a [String],
     cases: Vec<Case<'a>>,
@@ -195,6 +199,16 @@ fn case(r: &Row) -> Case<'_> {
 
 /// The JSON document, pretty-printed, with a final line end.
 pub fn json(sides: &Sides, cmp: &Comparison, failures: &[Failure]) -> String {
+    json_noted(sides, cmp, failures, &[])
+}
+
+/// [`json`], with the inputs' skipped-lines notes (`skipped_lines`).
+pub fn json_noted(
+    sides: &Sides,
+    cmp: &Comparison,
+    failures: &[Failure],
+    skipped_lines: &[String],
+) -> String {
     let regressions = cmp.regressions().count();
     let (verdict, exit_code) = match cmp.overall() {
         _ if !failures.is_empty() => ("failed", 1),
@@ -218,6 +232,7 @@ pub fn json(sides: &Sides, cmp: &Comparison, failures: &[Failure]) -> String {
         cannot_tell: cmp.unsure().count(),
         hidden: cmp.hidden_lines(),
         warnings: compare_sides::warnings(sides.base, sides.new),
+        skipped_lines,
         only_base: &cmp.only_base,
         only_new: &cmp.only_new,
         cases: cmp.rows.iter().map(case).collect(),

@@ -53,8 +53,9 @@ pub struct ReportOptions {
     /// `collbench check --json` outputs whose pairwise matrices the HTML
     /// report draws as heatmaps.
     pub matrix: Vec<PathBuf>,
-    /// Fail when a file in a folder cannot be read as a log, instead of
-    /// listing it and going on.
+    /// Fail when a file in a folder cannot be read as a log, or a log has
+    /// a line its reader cannot place, instead of listing the file or
+    /// skipping the line (counted in one line) and going on.
     pub strict: bool,
     /// The machine the logs ran on (`--topology`): records without a
     /// topology of their own get its ceilings, so the report shows "% of

@@ -5,7 +5,7 @@
 
 use collbench_core::{CaseResult, Record};
 use collbench_report::input::read_paths;
-use collbench_report::parse::{parse_text, Format, Parsed};
+use collbench_report::parse::{parse_text, parse_text_with, Format, Parsed, Strictness};
 use std::path::Path;
 
 fn fixture(rel: &str) -> String {
@@ -373,8 +373,20 @@ fn a_short_row_in_the_middle_is_an_error() {
         .take(9)
         .collect::<Vec<_>>()
         .join("  ");
-    let e = err(&a.replace(row, &short));
+    let text = a.replace(row, &short);
+    // --strict refuses it; without, the row is skipped and counted
+    // (issue #49: one line must not cost the whole file).
+    let e = parse_text_with(&text, None, "log.txt", Strictness::Refuse)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("expected a row of 13 columns"), "{e}");
+    let p = ok(&text);
+    assert_eq!(
+        p.records[0].results.len(),
+        ok(&a).records[0].results.len() - 1
+    );
+    assert_eq!(p.skipped[0].count, 1);
+    assert!(p.skipped[0].reason.contains("expected a row of 13 columns"));
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! `fixtures/foreign/INDEX.md` and the anchors give.
 
 use collbench_core::{CaseResult, Record};
-use collbench_report::parse::{detect::detect, parse_file, parse_str, read_file, Format};
+use collbench_report::parse::{
+    detect::detect, parse_file, parse_str, read_file, read_file_with, Format, Strictness,
+};
 use std::path::{Path, PathBuf};
 
 fn fixture(rel: &str) -> PathBuf {
@@ -496,20 +498,41 @@ fn format_can_be_forced() {
 
 #[test]
 fn malformed_input_names_file_line_and_expectation() {
-    let err = parse_file(&fixture("bad/short_row.txt"), None)
-        .unwrap_err()
-        .to_string();
+    // --strict refuses the file at the line it cannot place.
+    let strict = |rel: &str| {
+        read_file_with(&fixture(rel), None, Strictness::Refuse)
+            .unwrap_err()
+            .to_string()
+    };
+    let err = strict("bad/short_row.txt");
     assert!(err.contains("short_row.txt:5:"), "{err}");
     assert!(err.contains("expected a row of 13 columns"), "{err}");
 
-    let err = parse_file(&fixture("bad/bad_number.txt"), None)
-        .unwrap_err()
-        .to_string();
+    let err = strict("bad/bad_number.txt");
     assert!(err.contains("bad_number.txt:4:"), "{err}");
     assert!(
         err.contains("expected a latency in us (a number), found '2x.29'"),
         "{err}"
     );
+
+    // Without it (issue #49) the other rows are read, and one line names
+    // the line skipped and why.
+    let p = read_file(&fixture("bad/short_row.txt"), None).unwrap();
+    assert_eq!(p.records[0].results.len(), 2);
+    let line = p.skipped[0].to_string();
+    assert!(
+        line.contains("short_row.txt: 1 line skipped; first: line 5 '16"),
+        "{line}"
+    );
+    assert!(line.contains("expected a row of 13 columns"), "{line}");
+    let p = read_file(&fixture("bad/bad_number.txt"), None).unwrap();
+    assert_eq!(p.records[0].results.len(), 1);
+    let line = p.skipped[0].to_string();
+    assert!(
+        line.contains("bad_number.txt: 1 line skipped; first: line 4 '2"),
+        "{line}"
+    );
+    assert!(line.contains("found '2x.29'"), "{line}");
 
     let err = parse_str("{\"version\":3,\"results\":[{\"size\":8}]}", None, "j").unwrap_err();
     assert!(

@@ -29,8 +29,11 @@ pub struct ReportArgs {
     /// HTML report draws as a heatmap (repeatable).
     #[arg(long, value_name = "CHECK_JSON")]
     pub matrix: Vec<PathBuf>,
-    /// Fail (exit 2) when a file in a folder cannot be read as a log,
-    /// instead of listing it and going on.
+    /// Fail (exit 2) when a file in a folder cannot be read as a log, or a
+    /// log holds a line its reader cannot place (a row of the wrong shape,
+    /// a figure that is not a number), naming the file and line. Without
+    /// it such files are listed and such lines skipped, counted in one
+    /// line on stderr and in the report's "Data quality" section.
     #[arg(long)]
     pub strict: bool,
     /// The machine the logs ran on: a topology file or a built-in's name
@@ -122,6 +125,13 @@ pub struct CompareArgs {
     /// get its ceilings: NEW's "% of ceiling" beside each case.
     #[arg(long, value_name = "FILE|NAME")]
     pub topology: Option<PathBuf>,
+    /// Fail (exit 2) when an input holds a line its reader cannot place
+    /// (a row of the wrong shape, a figure that is not a number), or a
+    /// file of a folder cannot be read, naming the file and line. Without
+    /// it such lines are skipped and counted in one line on stderr (and
+    /// in the JSON's `skipped_lines`).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 impl CompareArgs {
@@ -139,6 +149,7 @@ impl CompareArgs {
             subset: self.subset,
             html: self.html.clone(),
             topology: described(self.topology.as_deref())?,
+            strict: self.strict,
         })
     }
 }

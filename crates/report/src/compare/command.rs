@@ -7,8 +7,7 @@ use crate::compare_out::{self, CompareFormat};
 use crate::compare_sides;
 use crate::error::Error;
 use crate::input::{identity, total, InputSet, Inputs};
-use crate::parse::read_file;
-use crate::parse::Format;
+use crate::parse::{read_file_with, Format, Strictness};
 use collbench_core::{diag, Record};
 use std::path::PathBuf;
 
@@ -44,6 +43,9 @@ pub struct CompareOptions {
     /// topology of their own get its ceilings, so NEW's rows show "% of
     /// ceiling" for other tools' logs too.
     pub topology: Option<collbench_core::Topology>,
+    /// Refuse an input with a line its reader cannot place, or a file of a
+    /// folder that cannot be read (`--strict`), instead of skipping it.
+    pub strict: bool,
 }
 
 /// What `collbench compare` found (the CLI turns it into the exit code).
@@ -99,8 +101,13 @@ fn read_side(
             ..Inputs::default()
         },
     };
+    let strictness = if args.strict {
+        Strictness::Refuse
+    } else {
+        Strictness::Skip
+    };
     for file in &set.files {
-        match read_file(&file.path, args.input_format) {
+        match read_file_with(&file.path, args.input_format, strictness) {
             Ok(one) if !one.records.is_empty() => {
                 rows.add(&file.path, &one.records, FIX)?;
                 let start = side.inputs.parsed.records.len();
@@ -109,8 +116,15 @@ fn read_side(
                 side.inputs.parsed.append(one);
             }
             Ok(one) => side.inputs.parsed.append(one),
-            Err(e) if file.in_folder => side.inputs.skipped.push(e.to_string()),
+            Err(e) if file.in_folder && !args.strict => side.inputs.skipped.push(e.to_string()),
             Err(e) => return Err(e),
+        }
+    }
+    if args.strict {
+        if let Some(first) = side.inputs.skipped.first() {
+            return Err(crate::FileError::LeftOut {
+                line: first.clone(),
+            });
         }
     }
     count_once(&mut side, role);
@@ -332,6 +346,16 @@ fn render(
     }
     Ok(match args.format {
         CompareFormat::Text => compare_out::text(&sides, cmp, failures),
-        CompareFormat::Json => compare_out::json(&sides, cmp, failures),
+        CompareFormat::Json => {
+            let skipped: Vec<String> = base
+                .inputs
+                .parsed
+                .skipped
+                .iter()
+                .map(|s| format!("BASE {s}"))
+                .chain(new.inputs.parsed.skipped.iter().map(|s| format!("NEW {s}")))
+                .collect();
+            compare_out::json_noted(&sides, cmp, failures, &skipped)
+        }
     })
 }

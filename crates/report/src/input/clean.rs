@@ -97,7 +97,10 @@ pub fn clean(text: &str) -> Cleaned {
     let Some((kind, _)) = best else {
         let mut text = String::with_capacity(plain.len());
         for l in &lines {
-            text.push_str(l);
+            // OpenMPI's tag on some lines only (rows tagged, a wrapper's
+            // lines not): unmistakable, so it goes wherever it is.
+            let l = Kind::OpenMpi.split(l).map_or(*l, |(_, rest)| rest);
+            text.push_str(&without_inner_tags(l));
             text.push('\n');
         }
         return Cleaned {
@@ -123,7 +126,8 @@ pub fn clean(text: &str) -> Cleaned {
 
 /// Separates `lines` into streams by the key `split` finds on each line
 /// (given its index), with the line left after the prefix; lines without
-/// one are counted in [`Cleaned::unprefixed`].
+/// one belong to the only stream when there is one, else are counted in
+/// [`Cleaned::unprefixed`].
 fn by_prefix<'a>(
     lines: &[&'a str],
     split: impl Fn(usize, &'a str) -> Option<(String, &'a str)>,
@@ -133,8 +137,17 @@ fn by_prefix<'a>(
 ) -> Cleaned {
     let mut streams: Vec<Stream> = Vec::new();
     let mut unprefixed = Vec::new();
-    for (i, l) in lines.iter().enumerate() {
-        let Some((key, rest)) = split(i, l) else {
+    let split: Vec<Option<(String, &str)>> =
+        lines.iter().enumerate().map(|(i, l)| split(i, l)).collect();
+    // One stream only (rank 0's rows tagged, a wrapper's header not): its
+    // untagged lines are its own, in order.
+    let mut keys = split.iter().flatten().map(|(k, _)| k);
+    let only = keys
+        .next()
+        .filter(|first| keys.all(|k| k == *first))
+        .cloned();
+    for (i, (l, tagged)) in lines.iter().zip(split).enumerate() {
+        let Some((key, rest)) = tagged.or_else(|| only.clone().map(|k| (k, *l))) else {
             if !l.trim().is_empty() {
                 unprefixed.push(i + 1);
             }
@@ -152,7 +165,7 @@ fn by_prefix<'a>(
                 streams.last_mut().expect("just pushed")
             }
         };
-        s.text.push_str(strip_timestamp(rest));
+        s.text.push_str(&without_inner_tags(strip_timestamp(rest)));
         s.text.push('\n');
         s.line_map.push(i + 1);
     }
@@ -188,9 +201,10 @@ fn split_ray(line: &str) -> (Option<String>, &str) {
 
 /// Removes CSI (`ESC [ ... letter`), OSC (`ESC ] ... BEL` or `ESC \`) and
 /// two-byte escape sequences: colour codes from terminals and `less -R`.
-pub fn strip_ansi(text: &str) -> String {
+pub fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
+    // Most logs have none: no copy of a large text then.
     if !text.contains('\u{1b}') {
-        return text.to_string();
+        return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
@@ -218,7 +232,7 @@ pub fn strip_ansi(text: &str) -> String {
             _ => {}
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 /// Splits on `\r\n`, `\n` and a lone `\r` (old Mac line ends); no empty
@@ -276,7 +290,8 @@ impl Kind {
     fn split(self, line: &str) -> Option<(String, &str)> {
         match self {
             Kind::OpenMpi => {
-                let rest = line.strip_prefix('[')?;
+                // Pasted logs may be indented.
+                let rest = line.trim_start().strip_prefix('[')?;
                 let (ids, rest) = rest.split_once(']')?;
                 let (job, rank) = ids.split_once(',')?;
                 if !(is_digits(job) && is_digits(rank)) {
@@ -329,6 +344,34 @@ impl Kind {
 
 fn is_digits(s: &str) -> bool {
     !s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `line` without the OpenMPI tags (`[1,0]<stdout>:`) inside it: OpenMPI
+/// tags every write, and nccl-tests writes a row in three (`   8  2 float
+/// sum  -1[1,0]<stdout>:   85.14 ...`). Each becomes a space, so the
+/// cells on either side stay apart.
+fn without_inner_tags(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains("]<std") {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(open) = rest.find('[') {
+        let tagged = Kind::OpenMpi.split(&rest[open..]);
+        match tagged {
+            Some((_, after)) => {
+                out.push_str(&rest[..open]);
+                out.push(' ');
+                rest = after;
+            }
+            None => {
+                out.push_str(&rest[..=open]);
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 /// Removes a leading timestamp as OpenMPI's `--timestamp-output` writes it:
@@ -406,6 +449,9 @@ mod tests {
         assert_eq!(c.launcher, Some("OpenMPI --tag-output"));
         assert_eq!(c.streams[0].text, " # a\n");
         assert_eq!(c.streams[1].text, "x\n");
+
+        let c = clean("[1,0]<stdout>:   8   2  -1[1,0]<stdout>:   85.14[1,0]<stdout>:  62.8\n");
+        assert_eq!(c.streams[0].text, "   8   2  -1    85.14   62.8\n");
 
         let c = clean("Mon Dec  1 03:02:34 2026[1,0]<stdout>:# a\n");
         assert_eq!(c.streams[0].text, "# a\n");

@@ -118,6 +118,9 @@ const CRASH_MARKERS: [&str; 16] = [
     "collbench: error:",
 ];
 
+/// [`CRASH_MARKERS`], found in one pass over a line.
+static CRASH: super::scan::Needles = super::scan::Needles::new(&CRASH_MARKERS);
+
 /// At most this many [`Fault::Crashed`] per text: every rank of a large
 /// job may print the same failure, and one line is enough to fail a gate.
 const MAX_CRASH_LINES: usize = 16;
@@ -125,12 +128,18 @@ const MAX_CRASH_LINES: usize = 16;
 /// Whether `line` says the run failed or crashed (one of the markers
 /// above: `Test NCCL failure`, `Segmentation fault`, ...).
 pub fn is_crash_line(line: &str) -> bool {
-    CRASH_MARKERS.iter().any(|m| line.contains(m))
+    crash_marker_at(line).is_some()
+}
+
+/// Where the first crash marker starts in `line`, if any: a crash message
+/// glued to the end of a row starts there.
+pub fn crash_marker_at(line: &str) -> Option<usize> {
+    CRASH.find(line)
 }
 
 /// The crash and error lines of `text` (not JSON: its values are data).
 pub fn crashes(text: &str, origin: &str) -> Vec<Fault> {
-    if text.trim_start().starts_with(['{', '[']) {
+    if super::scan::looks_like_json(text) {
         return Vec::new();
     }
     text.lines()

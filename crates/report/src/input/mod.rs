@@ -8,15 +8,16 @@ pub mod fault;
 pub mod identity;
 pub mod parsed;
 pub mod quality;
+pub mod scan;
 pub mod total;
 pub mod walk;
 
 pub use clean::{clean, Cleaned, Stream};
 pub use fault::Fault;
-pub use parsed::{Parsed, Warning};
+pub use parsed::{Parsed, Skipped, Warning};
 pub use walk::{FileId, InputFile, InputSet};
 
-use crate::parse::{read_file, FileError, Format};
+use crate::parse::{read_file_with, FileError, Format, Strictness};
 use collbench_core::Record;
 use std::path::PathBuf;
 
@@ -45,6 +46,10 @@ impl Inputs {
             "file(s) skipped",
         );
         out.extend(capped(
+            self.parsed.skipped.iter().map(|s| s.to_string()),
+            "file(s) with lines skipped",
+        ));
+        out.extend(capped(
             self.parsed.warnings.iter().map(|w| format!("warning: {w}")),
             "warning(s)",
         ));
@@ -64,6 +69,7 @@ impl Inputs {
     pub fn quality_markdown(&self) -> String {
         let mut lines: Vec<String> = Vec::new();
         lines.extend(self.skipped.iter().map(|s| format!("- skipped {s}")));
+        lines.extend(self.parsed.skipped.iter().map(|s| format!("- {s}")));
         lines.extend(self.parsed.warnings.iter().map(|w| format!("- {w}")));
         for (r, u) in self.parsed.records.iter().zip(&self.parsed.units) {
             if u.is_default() {
@@ -89,7 +95,8 @@ const REPORT_FIX: &str = "report on fewer files at a time, or split the folder";
 /// every regular file under it, each file is read once). A file of a
 /// folder that cannot be read or parsed is listed in [`Inputs::skipped`]
 /// and left out, or with `strict` ends the read with its error. A file
-/// named directly must parse.
+/// named directly must parse. Lines a reader cannot place are skipped and
+/// counted ([`Parsed::skipped`]), or with `strict` refuse their file.
 pub fn read_paths(
     paths: &[PathBuf],
     format: Option<Format>,
@@ -102,9 +109,14 @@ pub fn read_paths(
         repeated: set.repeated,
         ..Inputs::default()
     };
+    let strictness = if strict {
+        Strictness::Refuse
+    } else {
+        Strictness::Skip
+    };
     let mut rows = total::Rows::default();
     for file in &set.files {
-        match read_file(&file.path, format) {
+        match read_file_with(&file.path, format, strictness) {
             Ok(p) => {
                 rows.add(&file.path, &p.records, REPORT_FIX)?;
                 out.parsed.append(p)

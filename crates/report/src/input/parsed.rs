@@ -38,6 +38,54 @@ impl std::fmt::Display for Warning {
     }
 }
 
+/// Lines of one text (or rank stream) that its reader could not place
+/// and skipped: how many, and the first, said in one line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    /// The file (and rank stream) they are in.
+    pub origin: String,
+    /// How many lines were skipped.
+    pub count: usize,
+    /// The first one's 1-based line number.
+    pub line: usize,
+    /// The first one's text, shortened.
+    pub text: String,
+    /// Why it could not be placed.
+    pub reason: String,
+}
+
+/// The most characters of a skipped line quoted.
+const QUOTE_CHARS: usize = 60;
+
+impl Skipped {
+    /// `count` lines skipped in `origin`, the first at `line` (`text`).
+    pub fn new(origin: &str, count: usize, line: usize, text: &str, reason: &str) -> Skipped {
+        let text = text.trim();
+        let text = match text.char_indices().nth(QUOTE_CHARS) {
+            Some((at, _)) => format!("{}...", &text[..at]),
+            None => text.to_string(),
+        };
+        Skipped {
+            origin: origin.to_string(),
+            count,
+            line,
+            text,
+            reason: reason.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let lines = if self.count == 1 { "line" } else { "lines" };
+        write!(
+            f,
+            "{}: {} {lines} skipped; first: line {} '{}' ({})",
+            self.origin, self.count, self.line, self.text, self.reason
+        )
+    }
+}
+
 /// Records read from one text or many, with what was noticed on the way.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Parsed {
@@ -48,6 +96,9 @@ pub struct Parsed {
     /// Failure signals (wrong results, crashes, a cut log), typed for a
     /// correctness gate; the warnings say the same for people.
     pub faults: Vec<Fault>,
+    /// Lines the readers could not place and skipped, one entry per text
+    /// (or rank stream) that had any.
+    pub skipped: Vec<Skipped>,
 }
 
 impl Parsed {
@@ -57,6 +108,7 @@ impl Parsed {
         self.units.append(&mut other.units);
         self.warnings.append(&mut other.warnings);
         self.faults.append(&mut other.faults);
+        self.skipped.append(&mut other.skipped);
     }
 
     /// Whether any warning says the log was cut ("partial").

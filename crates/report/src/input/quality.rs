@@ -41,16 +41,10 @@ pub fn check(parsed: &mut Parsed, origin: &str) {
     }
 }
 
-type Key = (String, String, String, i64, u64);
+type Key<'a> = (&'a str, &'a str, &'a str, i64, u64);
 
-fn key(c: &CaseResult) -> Key {
-    (
-        c.op.clone(),
-        c.dtype.clone(),
-        c.redop.clone(),
-        c.root,
-        c.size_bytes,
-    )
+fn key(c: &CaseResult) -> Key<'_> {
+    (&c.op, &c.dtype, &c.redop, c.root, c.size_bytes)
 }
 
 fn same(a: &Option<Placement>, b: &Option<Placement>) -> bool {
@@ -152,7 +146,7 @@ fn order(r: &Record, w: &mut Vec<String>) {
     if !bad.is_empty() {
         w.push(format!(
             "rows out of size order ({}); figures are kept as printed",
-            bad.join(", ")
+            capped_list(&bad)
         ));
     }
 }
@@ -194,6 +188,22 @@ fn unchecked(r: &Record, w: &mut Vec<String>) {
     if any && !checked && !r.settings.check {
         w.push("results were not checked: #wrong is N/A, not 0".to_string());
     }
+}
+
+/// The first few of `items` joined, and how many more: a long log's
+/// warning stays one readable line.
+fn capped_list(items: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut out = items
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        out.push_str(&format!(", and {} more", items.len() - SHOWN));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
     for (k, (offset, chunk)) in parts.into_iter().enumerate() {
         let mut part = Notes {
             cut_last_line: notes.cut_last_line && k == last,
-            ..Notes::default()
+            ..Notes::new(notes.strictness)
         };
         let shift = |mut e: ParseError| {
             if e.line > 0 {
@@ -31,8 +31,9 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
             }
             e
         };
-        let records = nccl_tests::parse_as(chunk, origin, "collbench", &|_, _| false, &mut part)
-            .map_err(shift)?;
+        let records = nccl_tests::parse_as(chunk, origin, "collbench", &|_, _| false, &mut part);
+        notes.absorb_skipped(&mut part, offset);
+        let records = records.map_err(shift)?;
         notes.warnings.extend(part.warnings.into_iter().map(shift));
         notes.faults.append(&mut part.faults);
         if let Some(units) = part.units.values().next() {

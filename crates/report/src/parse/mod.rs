@@ -13,8 +13,10 @@
 pub mod collbench_json;
 pub mod collbench_text;
 pub mod detect;
+pub mod foreign;
 pub mod inspector;
 pub mod nccl_json;
+mod nccl_ops;
 mod nccl_table;
 pub mod nccl_tests;
 pub mod nccom;
@@ -22,11 +24,11 @@ pub mod nvshmem;
 pub mod osu;
 pub mod rccl;
 pub mod read;
-mod text;
+pub(crate) mod text;
 pub mod unit;
 
 pub use crate::input::fault::Fault;
-pub use crate::input::parsed::{Parsed, Warning};
+pub use crate::input::parsed::{Parsed, Skipped, Warning};
 use collbench_core::Record;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -44,9 +46,56 @@ pub struct Notes {
     /// Failure signals the parser saw (out-of-bounds footers, a cut log);
     /// their `origin` is empty here and filled by [`parse_text`].
     pub faults: Vec<Fault>,
+    /// Given to the parser: what to do with a line it cannot place.
+    pub strictness: Strictness,
+    /// Lines the parser could not place and skipped.
+    pub skipped: usize,
+    /// The first of them, and why.
+    pub first_skipped: Option<ParseError>,
+}
+
+/// What a reader does with a line it cannot place (a row of the wrong
+/// shape, a figure that is not a number, a fragment that does not rejoin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strictness {
+    /// Skip it and count it; the report says so in one line. A text with
+    /// no readable table is still refused, naming the first such line.
+    #[default]
+    Skip,
+    /// Refuse the whole text at that line (`--strict`).
+    Refuse,
 }
 
 impl Notes {
+    /// Notes for a parser that treats unplaceable lines as `strictness` says.
+    pub fn new(strictness: Strictness) -> Notes {
+        Notes {
+            strictness,
+            ..Notes::default()
+        }
+    }
+
+    /// A line that cannot be placed (`e` names it and why): its error
+    /// with [`Strictness::Refuse`], else counted and skipped.
+    pub fn skip(&mut self, e: ParseError) -> Result<(), ParseError> {
+        if self.strictness == Strictness::Refuse {
+            return Err(e);
+        }
+        self.skipped += 1;
+        self.first_skipped.get_or_insert(e);
+        Ok(())
+    }
+
+    /// Takes the skipped lines of `part` (a parser run on a part of the
+    /// text whose line `1` is this text's line `offset + 1`).
+    pub fn absorb_skipped(&mut self, part: &mut Notes, offset: usize) {
+        self.skipped += part.skipped;
+        if let Some(mut e) = part.first_skipped.take() {
+            e.line += offset;
+            self.first_skipped.get_or_insert(e);
+        }
+    }
+
     /// A warning about `line` (0: the text as a whole).
     pub fn warn(&mut self, line: usize, message: impl Into<String>) {
         self.warnings.push(ParseError::at(line, message));
@@ -281,13 +330,26 @@ pub fn parse_str(
     parse_text(text, format, origin).map(|p| p.records)
 }
 
+/// [`parse_text_with`], skipping lines it cannot place
+/// ([`Strictness::Skip`]).
+pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Parsed, ParseError> {
+    parse_text_with(text, format, origin, Strictness::Skip)
+}
+
 /// Cleans `text` ([`crate::input::clean()`]), then parses each stream it
 /// holds (one per rank when a launcher prefixed the lines). Streams of a
 /// prefixed log in which no format is found (ranks that printed only NCCL
 /// INFO lines) are left out; when several streams hold results, their
 /// records are labelled `origin [rank N]`. Line numbers in errors and
-/// warnings are those of the original text.
-pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Parsed, ParseError> {
+/// warnings are those of the original text. Lines a parser cannot place
+/// are skipped and counted in [`Parsed::skipped`], or refuse the text, as
+/// `strictness` says.
+pub fn parse_text_with(
+    text: &str,
+    format: Option<Format>,
+    origin: &str,
+    strictness: Strictness,
+) -> Result<Parsed, ParseError> {
     let cleaned = crate::input::clean::clean(text);
     let several = cleaned.streams.len() > 1;
     let mut out = Parsed::default();
@@ -299,7 +361,7 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
             continue;
         }
         let cut = cleaned.cut_last_line && stream.line_map.last() == Some(&cleaned.last_line);
-        match parse_one(&stream.text, fmt, origin, cut) {
+        match parse_one(&stream.text, fmt, origin, cut, strictness) {
             Ok((records, notes)) => parts.push((stream, records, notes)),
             Err(e) => {
                 let e = ParseError::at(stream.original_line(e.line), e.message);
@@ -307,11 +369,15 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
             }
         }
     }
+    // A log with no table but NCCL's lines is read for its path, unless
+    // --strict asks for a table or a refusal.
+    let lenient = strictness == Strictness::Skip;
     if let Some(e) = first_err {
-        return path_only(text, origin).ok_or_else(|| crashed_or(e, text));
+        let path = lenient.then(|| path_only(text, origin)).flatten();
+        return path.ok_or_else(|| crashed_or(e, text));
     }
     if parts.is_empty() {
-        if let Some(p) = path_only(text, origin) {
+        if let Some(p) = lenient.then(|| path_only(text, origin)).flatten() {
             return Ok(p);
         }
         return Err(crashed_or(ParseError::whole(
@@ -338,22 +404,7 @@ pub fn parse_text(text: &str, format: Option<Format>, origin: &str) -> Result<Pa
             (Some(l), true) => format!("{origin} [{l}]"),
             _ => origin.to_string(),
         };
-        for w in notes.warnings {
-            out.warnings
-                .push(Warning::new(&name, stream.original_line(w.line), w.message));
-        }
-        for mut f in notes.faults {
-            f.set_origin(&name);
-            out.faults.push(f);
-        }
-        for (k, mut r) in records.into_iter().enumerate() {
-            if r.origin.is_none() || label_streams {
-                r.origin = Some(name.clone());
-            }
-            out.units
-                .push(notes.units.get(&k).copied().unwrap_or_default());
-            out.records.push(r);
-        }
+        gather(&mut out, stream, records, notes, &name, label_streams);
     }
     crate::input::quality::check(&mut out, origin);
     out.faults
@@ -399,11 +450,52 @@ fn attach_nccl_path(out: &mut Parsed, text: &str) {
     }
 }
 
+/// Adds what the parser of one stream read to `out`, lines numbered as in
+/// the original text and everything named `name`.
+fn gather(
+    out: &mut Parsed,
+    stream: &crate::input::clean::Stream,
+    records: Vec<Record>,
+    notes: Notes,
+    name: &str,
+    label_streams: bool,
+) {
+    if let Some(first) = &notes.first_skipped {
+        out.skipped.push(Skipped::new(
+            name,
+            notes.skipped,
+            stream.original_line(first.line),
+            stream
+                .text
+                .lines()
+                .nth(first.line.saturating_sub(1))
+                .unwrap_or(""),
+            &first.message,
+        ));
+    }
+    for w in notes.warnings {
+        out.warnings
+            .push(Warning::new(name, stream.original_line(w.line), w.message));
+    }
+    for mut f in notes.faults {
+        f.set_origin(name);
+        out.faults.push(f);
+    }
+    for (k, mut r) in records.into_iter().enumerate() {
+        if r.origin.is_none() || label_streams {
+            r.origin = Some(name.to_string());
+        }
+        out.units
+            .push(notes.units.get(&k).copied().unwrap_or_default());
+        out.records.push(r);
+    }
+}
+
 /// A text without results that holds a crash line (`Test NCCL failure
 /// common.cu:...`) failed before its first row: that line is the error,
 /// not "no result rows found". Errors at a line (a bad row) stay.
 fn crashed_or(e: ParseError, text: &str) -> ParseError {
-    if e.line != 0 || text.trim_start().starts_with(['{', '[']) {
+    if e.line != 0 || detect::looks_like_json(text) {
         return e;
     }
     let crash = text
@@ -422,12 +514,15 @@ fn crashed_or(e: ParseError, text: &str) -> ParseError {
     }
 }
 
-/// Parses one cleaned stream.
+/// Parses one cleaned stream. A text with no readable table whose
+/// parser skipped lines is refused naming the first of them (why no row
+/// was read), not "no rows found".
 fn parse_one(
     text: &str,
     format: Option<Format>,
     origin: &str,
     cut_last_line: bool,
+    strictness: Strictness,
 ) -> Result<(Vec<Record>, Notes), ParseError> {
     let format = match format {
         Some(f) => f,
@@ -440,20 +535,24 @@ fn parse_one(
     };
     let mut notes = Notes {
         cut_last_line,
-        ..Notes::default()
+        ..Notes::new(strictness)
     };
-    let records = match format {
-        Format::NcclTests => nccl_tests::parse(text, origin, &mut notes)?,
-        Format::NcclJson => nccl_json::parse(text, &mut notes)?,
-        Format::Rccl => rccl::parse(text, origin, &mut notes)?,
-        Format::Nccom => nccom::parse(text, &mut notes)?,
-        Format::Osu => osu::parse(text, &mut notes)?,
-        Format::Nvshmem => nvshmem::parse(text, &mut notes)?,
-        Format::CollbenchJson => collbench_json::parse(text, &mut notes)?,
-        Format::Collbench => collbench_text::parse(text, origin, &mut notes)?,
-        Format::Inspector => inspector::parse(text, &mut notes)?,
+    let parsed = match format {
+        Format::NcclTests => nccl_tests::parse(text, origin, &mut notes),
+        Format::NcclJson => nccl_json::parse(text, &mut notes),
+        Format::Rccl => rccl::parse(text, origin, &mut notes),
+        Format::Nccom => nccom::parse(text, origin, &mut notes),
+        Format::Osu => osu::parse(text, &mut notes),
+        Format::Nvshmem => nvshmem::parse(text, &mut notes),
+        Format::CollbenchJson => collbench_json::parse(text, &mut notes),
+        Format::Collbench => collbench_text::parse(text, origin, &mut notes),
+        Format::Inspector => inspector::parse(text, &mut notes),
     };
-    Ok((records, notes))
+    match parsed {
+        Ok(records) => Ok((records, notes)),
+        Err(e) if e.line == 0 => Err(notes.first_skipped.take().unwrap_or(e)),
+        Err(e) => Err(e),
+    }
 }
 
 /// Reads and parses one file; warnings are dropped (see [`read_file`]).
@@ -461,8 +560,19 @@ pub fn parse_file(path: &Path, format: Option<Format>) -> Result<Vec<Record>, Fi
     read_file(path, format).map(|p| p.records)
 }
 
-/// Reads and parses one file, with its warnings.
+/// Reads and parses one file, with its warnings; lines that cannot be
+/// placed are skipped ([`Strictness::Skip`]).
 pub fn read_file(path: &Path, format: Option<Format>) -> Result<Parsed, FileError> {
+    read_file_with(path, format, Strictness::Skip)
+}
+
+/// Reads and parses one file, with its warnings, treating lines that
+/// cannot be placed as `strictness` says.
+pub fn read_file_with(
+    path: &Path,
+    format: Option<Format>,
+    strictness: Strictness,
+) -> Result<Parsed, FileError> {
     let name = path.display().to_string();
     let bytes = read::read_log(path, format)?;
     if let Some(parsed) = collbench_json::read_whole(&bytes, format, &name) {
@@ -471,5 +581,5 @@ pub fn read_file(path: &Path, format: Option<Format>) -> Result<Parsed, FileErro
     // Logs copied from terminals sometimes carry stray non-UTF-8 bytes;
     // they never sit inside the numbers we read.
     let text = String::from_utf8_lossy(&bytes);
-    parse_text(&text, format, &name).map_err(|e| FileError::from_parse(&name, e))
+    parse_text_with(&text, format, &name, strictness).map_err(|e| FileError::from_parse(&name, e))
 }

@@ -2,7 +2,7 @@
 //! the header line, units from the line under it, one row per case, and the
 //! flattened one-line form some web pages leave.
 
-use super::text::{float, is_uint, num};
+use super::text::{float, is_note_start, is_uint, num};
 use super::unit::{self, SourceUnits};
 use super::ParseError;
 use collbench_core::{CaseResult, Placement};
@@ -256,6 +256,131 @@ pub(super) fn row(
     r.out_of_place = oop;
     r.in_place = ip;
     Ok((r, max_error))
+}
+
+/// The header of nccl-tests' row layout that `tokens` (a row printed
+/// without any header line) have: 13 cells (size, count, type, redop,
+/// root, then time, algbw, busbw and #wrong twice), the old 12 (no root,
+/// and `error`, the largest error, for #wrong) or the old alltoall's 11
+/// (no redop either). `None` for other lines.
+pub(super) fn implied_header(tokens: &[&str]) -> Option<&'static str> {
+    const REDOPS: [&str; 8] = [
+        "sum",
+        "prod",
+        "max",
+        "min",
+        "avg",
+        "mulsum",
+        "premulsum",
+        "none",
+    ];
+    let shape = tokens.len() >= 11
+        && is_uint(tokens[0])
+        && is_uint(tokens[1])
+        && collbench_core::DataType::parse(tokens[2]).is_ok();
+    let redop = tokens.get(3).is_some_and(|t| REDOPS.contains(t));
+    let figures_from = 3 + usize::from(redop);
+    if !shape
+        || !tokens[figures_from..]
+            .iter()
+            .all(|t| super::text::is_figure(t))
+    {
+        return None;
+    }
+    match (tokens.len(), redop) {
+        (13, true) if tokens[4].parse::<i64>().is_ok() => {
+            Some("size count type redop root time algbw busbw #wrong time algbw busbw #wrong")
+        }
+        (12, true) => Some("size count type redop time algbw busbw error time algbw busbw error"),
+        // Old alltoall: an empty redop cell.
+        (11, false) => Some("size count type time algbw busbw error time algbw busbw error"),
+        _ => None,
+    }
+}
+
+/// `tokens` of a row whose empty `redop` cell (alltoall in old layouts
+/// prints none) left one token fewer than the header: placed by where each
+/// ends under the header's right-aligned names, with an empty redop.
+/// `None` unless every token sits exactly under its column.
+pub(super) fn with_empty_redop<'a>(t: &Table, raw: &'a str) -> Option<Vec<&'a str>> {
+    let r = t.cols.iter().position(|c| *c == Col::Redop)?;
+    let toks = token_ends(raw);
+    if toks.len() + 1 != t.cols.len() || t.ends.len() != t.cols.len() {
+        return None;
+    }
+    let aligned = toks
+        .iter()
+        .enumerate()
+        .all(|(i, (end, _))| *end == t.ends[if i < r { i } else { i + 1 }]);
+    if !aligned {
+        return None;
+    }
+    let mut out: Vec<&str> = toks.iter().map(|(_, tok)| *tok).collect();
+    out.insert(r, "");
+    Some(out)
+}
+
+/// How many columns the out-of-place half of `t`'s rows has (`None`: the
+/// table has no in-place half).
+pub(super) fn half_width(t: &Table) -> Option<usize> {
+    t.cols.iter().position(|c| *c == Col::Time(1))
+}
+
+/// `tokens` as a row that has only the out-of-place half of the table's
+/// columns (a build that printed no in-place half): `None` unless they
+/// are exactly that half and read as it.
+pub(super) fn out_of_place_row(
+    t: &Table,
+    tokens: &[&str],
+    line_no: usize,
+) -> Option<(CaseResult, Option<f64>)> {
+    let half = half_width(t)?;
+    if tokens.len() != half {
+        return None;
+    }
+    let head = Table {
+        cols: t.cols[..half].to_vec(),
+        ends: t.ends.iter().take(half).copied().collect(),
+        ..t.clone()
+    };
+    row(&head, tokens, line_no).ok()
+}
+
+/// How a line's tokens fit the table.
+pub(super) enum Fit {
+    /// A whole row (and its largest old-format error value, when any);
+    /// boxed, as a row is large and the other answers small.
+    Row(Box<CaseResult>, Option<f64>),
+    /// Fewer tokens than the table has columns: the first piece of a row
+    /// that other lines cut, or a short row.
+    Short,
+    /// Not a row of this table.
+    Bad(ParseError),
+}
+
+/// How `tokens` (of `line_no`) fit `t`: a row, the piece of one, or not
+/// a row. A note after a whole row (`<- protocol switch`, `# here`) is
+/// left out of it: the row is read. Anything else after the row's
+/// columns (a word, a figure: pieces of two rows) is not a row.
+pub(super) fn fit(t: &Table, tokens: &[&str], line_no: usize) -> Fit {
+    let width = t.cols.len();
+    if tokens.len() < width {
+        return Fit::Short;
+    }
+    let e = match row(t, tokens, line_no) {
+        Ok((r, e)) => return Fit::Row(Box::new(r), e),
+        Err(e) => e,
+    };
+    // `-S` rows take a token more (the timestamp's time).
+    let stamped = usize::from(t.cols.contains(&Col::Timestamp));
+    for w in [width, width + stamped] {
+        if tokens.get(w).is_some_and(|t| is_note_start(t)) {
+            if let Ok((r, e)) = row(t, &tokens[..w], line_no) {
+                return Fit::Row(Box::new(r), e);
+            }
+        }
+    }
+    Fit::Bad(e)
 }
 
 /// `#wrong`: `N/A` when unchecked; rccl-tests marks counts over its

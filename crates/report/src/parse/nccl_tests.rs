@@ -19,10 +19,18 @@
 //! file name, then a guess from the first row (size/count ratio, redop and
 //! root), else `unknown`.
 
-use super::nccl_table::{row, unflatten, Table};
-use super::text::{after, float, is_uint, nccl_version_line, num, numbered_lines};
+use super::foreign::foreign_at;
+pub(crate) use super::nccl_ops::op_name;
+use super::nccl_ops::{guess_op, op_in_file_name, op_mentioned};
+use super::nccl_table::{implied_header, unflatten, Table};
+use super::text::{after, float, is_figure, is_uint, nccl_version_line, num, numbered_lines};
 use super::{Notes, ParseError};
-use collbench_core::{nccl_version, CaseResult, Collective, DataType, DeviceInfo, Record};
+
+mod lines;
+mod rows;
+
+use collbench_core::{nccl_version, CaseResult, Record};
+use lines::{device, glued_header, interleaved, nccl_matrix_row, sweep_rows};
 
 /// Parses nccl-tests text; `origin` (a file name) helps name the op.
 /// Data-quality findings (a log cut mid-row, FAILED out-of-bounds lines,
@@ -64,6 +72,10 @@ pub(crate) fn parse_as(
         mention: None,
         file_op: op_in_file_name(origin),
         avg_seen: false,
+        fragment: None,
+        implied: false,
+        implied_warned: false,
+        half_rows: None,
     };
     for (line_no, raw) in numbered_lines(text) {
         match unflatten(raw) {
@@ -77,6 +89,7 @@ pub(crate) fn parse_as(
             None => p.line(raw, line_no, extra)?,
         }
     }
+    p.fragment_at_end();
     if !p.cur.results.is_empty() && !p.avg_seen {
         let n = p.cur.results.len();
         p.notes.cut_short(
@@ -120,74 +133,163 @@ struct Parser<'n> {
     mention: Option<String>,
     file_op: Option<String>,
     avg_seen: bool,
+    /// The first pieces of a row that other processes' lines cut, waiting
+    /// for the rest.
+    fragment: Option<rows::Fragment>,
+    /// The table's columns come from its rows' layout (no header line).
+    implied: bool,
+    /// The first line and number of rows with only an out-of-place half.
+    half_rows: Option<(usize, usize)>,
+    implied_warned: bool,
 }
 
 impl Parser<'_> {
+    /// One line: the table's part of it, then any text another process
+    /// printed into it ([`foreign_at`]) as a line of its own.
     fn line(
         &mut self,
         raw: &str,
         line_no: usize,
         extra: &dyn Fn(&str, &mut Record) -> bool,
     ) -> Result<(), ParseError> {
+        if let Some(at) = glued_header(raw) {
+            self.text_line(raw[..at].trim(), extra, false);
+            return self.own_line(&raw[at..], line_no, extra);
+        }
+        let at = match foreign_at(raw) {
+            Some(at) if !raw.trim_start().starts_with('#') => at,
+            _ => return self.own_line(raw, line_no, extra),
+        };
+        let (own, theirs) = raw.split_at(at);
+        if !own.trim().is_empty() {
+            self.own_line(own, line_no, extra)?;
+        }
+        self.text_line(theirs.trim(), extra, true);
+        Ok(())
+    }
+
+    fn own_line(
+        &mut self,
+        raw: &str,
+        line_no: usize,
+        extra: &dyn Fn(&str, &mut Record) -> bool,
+    ) -> Result<(), ParseError> {
         let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            return Ok(());
+        }
         if let Some(body) = trimmed.strip_prefix('#') {
+            self.end_fragment()?;
             self.raw = raw.to_string();
             return self.comment(body.trim(), line_no);
         }
         // Very old builds printed the footer without '#'.
         if trimmed.starts_with("Avg bus bandwidth") || trimmed.starts_with("Out of bounds") {
+            self.end_fragment()?;
             return self.comment(trimmed, line_no);
         }
-        let tokens: Vec<&str> = trimmed.split_whitespace().collect();
-        if let (Some(table), Some(first)) = (&self.cols, tokens.first()) {
-            if is_uint(first) {
-                // The writer stopped inside this row: even a row that reads
-                // as numbers may hold a cut one ("338.8" of "338.82").
-                let cut = line_no == self.last_line && self.notes.cut_last_line && !self.flattened;
-                let parsed = if cut {
-                    Err(ParseError::whole("cut"))
-                } else {
-                    row(table, &tokens, line_no)
-                };
-                let (row, max_error) = match parsed {
-                    Ok(r) => r,
-                    Err(_)
-                        if line_no == self.last_line
-                            && (tokens.len() < table.cols.len() || self.notes.cut_last_line) =>
-                    {
-                        let n = self.cur.results.len();
-                        self.notes.cut_short(
-                            line_no,
-                            format!(
-                                "partial: the log ends mid-row at line {line_no}; \
-                                 the {n} complete row(s) before it are kept"
-                            ),
-                        );
-                        self.avg_seen = true;
-                        return Ok(());
-                    }
-                    Err(e) => return Err(e),
-                };
-                if let Some(e) = max_error {
-                    if self.max_error.is_none_or(|(m, _)| e > m) {
-                        self.max_error = Some((e, line_no));
-                    }
-                }
-                self.interleave_rows(row.size_bytes, line_no)?;
-                self.push_row(row);
+        let mut tokens: Vec<&str> = trimmed.split_whitespace().collect();
+        // A fork's tag in front of each row (`[STAT]:   96   24  float ...`,
+        // `[STAT]:402653184 ...` once the size fills its column).
+        let mut raw = raw;
+        if let Some(rest) = self.untagged(raw, &tokens) {
+            raw = rest;
+            tokens = raw.split_whitespace().collect();
+        }
+        // A header (or its units line) that lost its '#' when pasted.
+        if self.header_without_hash(&tokens) {
+            self.end_fragment()?;
+            self.raw = raw.to_string();
+            return self.comment(trimmed, line_no);
+        }
+        if self.cols.is_none() {
+            self.imply_header(&tokens, line_no);
+        }
+        if self.cols.is_some() {
+            if self.fragment.is_some() && is_figure(tokens[0]) && self.rejoin(&tokens, line_no)? {
                 return Ok(());
             }
+            if is_uint(tokens[0]) {
+                return self.row_line(raw, &tokens, line_no);
+            }
         }
+        // Rows without a header are told apart only by the text between.
+        if self.implied && !self.cur.results.is_empty() {
+            self.drop_fragment()?;
+            self.finish();
+        }
+        self.text_line(trimmed, extra, false);
+        Ok(())
+    }
+
+    /// A row with no header line before it (rows grepped out of a log):
+    /// its layout is nccl-tests' for its number of cells, said in a
+    /// warning once.
+    fn imply_header(&mut self, tokens: &[&str], line_no: usize) {
+        let Some(names) = implied_header(tokens) else {
+            return;
+        };
+        let mut table = Table::new(&format!("# {names}"));
+        table.units_seen = true;
+        self.cols = Some(table);
+        self.implied = true;
+        // No footer to wait for: the table is whole as far as it goes.
+        self.avg_seen = true;
+        if !self.implied_warned {
+            self.implied_warned = true;
+            self.notes.warn(
+                line_no,
+                format!(
+                    "rows without a header line: read as nccl-tests' {}-column layout ({names}), in us and GB/s",
+                    tokens.len()
+                ),
+            );
+        }
+    }
+
+    /// `raw` after a tag in front of a row (`[STAT]:`), when it has one:
+    /// a first token ending in `:`, glued to the size or before it.
+    fn untagged<'r>(&self, raw: &'r str, tokens: &[&str]) -> Option<&'r str> {
+        let (tag, size) = tokens.first()?.rsplit_once(':')?;
+        let row_follows =
+            is_uint(size) || size.is_empty() && tokens.get(1).is_some_and(|t| is_uint(t));
+        if self.cols.is_none() || tag.is_empty() || is_figure(tag) || !row_follows {
+            return None;
+        }
+        let at = raw.find(tokens[0])? + tag.len() + 1;
+        raw.get(at..)
+    }
+
+    /// A line that is not part of a table: NCCL's version, the tool's own
+    /// lines (`extra`), or prose that may name the op. What NCCL printed
+    /// (`nccl`: its INFO lines, its Func/Proto/Algo matrix) names the
+    /// collectives NCCL knows, not the test that ran: no op is taken there.
+    fn text_line(&mut self, trimmed: &str, extra: &dyn Fn(&str, &mut Record) -> bool, nccl: bool) {
         // Older nccl-tests print no library version of their own: NCCL's
         // start-up line says it (a newer header's `nccl-library=` wins).
         if let Some(v) = nccl_version_line(trimmed) {
             self.cur.library.get_or_insert_with(|| format!("NCCL {v}"));
-            return Ok(());
+            return;
+        }
+        if nccl || nccl_matrix_row(trimmed) {
+            return;
         }
         if !extra(trimmed, &mut self.cur) {
             self.note_mention(trimmed);
         }
-        Ok(())
+    }
+
+    /// Whether `tokens` are the column header (`size count type ...
+    /// busbw`) or, under one, the units line, printed without '#'.
+    fn header_without_hash(&self, tokens: &[&str]) -> bool {
+        let header = matches!(tokens.first(), Some(&"size" | &"bytes"))
+            && tokens.len() >= 4
+            && tokens.iter().any(|t| *t == "busbw" || *t == "algbw");
+        let units = self.cols.as_ref().is_some_and(|t| !t.units_seen)
+            && tokens
+                .iter()
+                .all(|t| t.starts_with('(') && t.ends_with(')'));
+        header || units
     }
 
     fn comment(&mut self, body: &str, line_no: usize) -> Result<(), ParseError> {
@@ -210,39 +312,32 @@ impl Parser<'_> {
                 // A header with no rows yet starts the run afresh.
                 self.cur.devices.clear();
                 self.rank_lines.clear();
-                self.settings(&tokens, line_no)?;
-            }
-            ["Rank", ..] => {
-                if let Some(d) = device(&tokens) {
-                    if let Some((_, first)) = self.rank_lines.iter().find(|(r, _)| *r == d.rank) {
-                        return Err(interleaved(
-                            *first,
-                            line_no,
-                            &format!("rank {} is listed twice", d.rank),
-                        ));
-                    }
-                    self.rank_lines.push((d.rank, line_no));
-                    self.cur.devices.push(d);
-                    let pids: std::collections::BTreeSet<u64> =
-                        self.cur.devices.iter().map(|d| d.pid).collect();
-                    self.cur.settings.world_size = self.cur.devices.len() as u64;
-                    self.cur.settings.processes = pids.len() as u64;
+                if let Err(e) = self.settings(&tokens, line_no) {
+                    self.notes.skip(e)?;
                 }
             }
+            ["Rank", ..] => self.rank_line(&tokens, line_no)?,
             ["Avg", "bus", "bandwidth", ..] if body.contains(':') => {
                 let value = body.rsplit(':').next().unwrap_or("").trim();
                 let value = value.split_whitespace().next().unwrap_or("");
-                self.cur.avg_busbw_gbps = Some(float(value, line_no, "the average bus bandwidth")?);
+                match float(value, line_no, "the average bus bandwidth") {
+                    Ok(v) => self.cur.avg_busbw_gbps = Some(v),
+                    Err(e) => self.notes.skip(e)?,
+                }
                 self.avg_seen = true;
                 self.finish();
             }
             [first, ..] if (*first == "size" || *first == "bytes") && tokens.len() >= 4 => {
                 self.cols = Some(Table::new(&self.raw));
+                self.implied = false;
             }
             // GPU memory lowered the sweep's end: the table ends there
             // complete, not cut short.
             ["Reducing", "maxBytes", "to", n, ..] => {
-                self.cur.settings.max_bytes = num(n, line_no, "the reduced maxBytes")?;
+                match num(n, line_no, "the reduced maxBytes") {
+                    Ok(v) => self.cur.settings.max_bytes = v,
+                    Err(e) => self.notes.skip(e)?,
+                }
             }
             ["Out", "of", "bounds", "values", ":", n, verdict, ..] => {
                 if *verdict != "OK" || *n != "0" {
@@ -271,6 +366,29 @@ impl Parser<'_> {
         Ok(())
     }
 
+    /// `#  Rank  0 Group  0 Pid 1378 on vm device  0 [...] NVIDIA H200`: a
+    /// device of the run. A rank listed twice means two processes' output
+    /// mixed line by line.
+    fn rank_line(&mut self, tokens: &[&str], line_no: usize) -> Result<(), ParseError> {
+        let Some(d) = device(tokens) else {
+            return Ok(());
+        };
+        if let Some((_, first)) = self.rank_lines.iter().find(|(r, _)| *r == d.rank) {
+            return Err(interleaved(
+                *first,
+                line_no,
+                &format!("rank {} is listed twice", d.rank),
+            ));
+        }
+        self.rank_lines.push((d.rank, line_no));
+        self.cur.devices.push(d);
+        let pids: std::collections::BTreeSet<u64> =
+            self.cur.devices.iter().map(|d| d.pid).collect();
+        self.cur.settings.world_size = self.cur.devices.len() as u64;
+        self.cur.settings.processes = pids.len() as u64;
+        Ok(())
+    }
+
     /// A new run header closes the previous run if it produced rows.
     fn start_run(&mut self) {
         if !self.cur.results.is_empty() || self.avg_seen {
@@ -288,6 +406,15 @@ impl Parser<'_> {
             {
                 self.notes.units.insert(self.records.len(), u);
             }
+            if let Some((line, n)) = self.half_rows {
+                self.notes.warn(
+                    line,
+                    format!(
+                        "{n} row(s) have no in-place half (printed without it, or its line was lost): \
+                         only their out-of-place figures are read"
+                    ),
+                );
+            }
             if let Some((e, line)) = self.max_error {
                 self.notes.warn(
                     line,
@@ -298,10 +425,25 @@ impl Parser<'_> {
                 );
             }
         }
+        if self.cur.results.is_empty() && self.cols.is_some() && !self.avg_seen {
+            // A table cut before its first row: said, as a record cannot
+            // hold a table without rows.
+            let op = self
+                .test_op
+                .clone()
+                .or_else(|| self.mention.clone())
+                .unwrap_or_else(|| "last".to_string());
+            self.notes.cut_short(
+                self.last_line,
+                format!("partial: the {op} table ends after its header, before its first row"),
+            );
+        }
         self.max_error = None;
+        self.half_rows = None;
         self.last_row = None;
         self.back_to_back.clear();
         self.cols = None;
+        self.implied = false;
         self.avg_seen = false;
         let mut rec = std::mem::replace(&mut self.cur, Record::new(&self.source));
         self.test_op = None;
@@ -401,6 +543,10 @@ impl Parser<'_> {
         }
         s.check = get("validation:", "the validation flag")?.unwrap_or(0) > 0;
         s.graph = get("graph:", "the graph count")?.unwrap_or(0);
+        // Room for the sweep's rows at once: a 65,536-row table grown by
+        // doubling once held 1.5 times its rows in memory.
+        let rows = sweep_rows(s.min_bytes, s.max_bytes, s.step_factor, s.step_bytes);
+        self.cur.results.reserve(rows);
         Ok(())
     }
 
@@ -408,143 +554,5 @@ impl Parser<'_> {
         if let Some(op) = op_mentioned(text) {
             self.mention = Some(op);
         }
-    }
-}
-
-/// The error for output of several processes mixed line by line.
-fn interleaved(first: usize, second: usize, what: &str) -> ParseError {
-    ParseError::at(
-        second,
-        format!(
-            "lines {first} and {second}: {what}: the output of several processes is interleaved; \
-             rerun with srun --label or mpirun --tag-output (or one output file per rank)"
-        ),
-    )
-}
-
-/// `#  Rank  0 Group  0 Pid   1378 on  vm device  0 [0000:00:06] NVIDIA H200`
-/// (older builds have no `Group`).
-fn device(tokens: &[&str]) -> Option<DeviceInfo> {
-    let num = |key: &str| after(tokens, key).and_then(|v| v.parse::<u64>().ok());
-    let dev_at = tokens.iter().position(|t| *t == "device")?;
-    let mut rest = tokens.get(dev_at + 2..).unwrap_or(&[]).iter();
-    let mut bus_id = None;
-    let mut name = Vec::new();
-    for t in rest.by_ref() {
-        match t.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-            Some(b) if bus_id.is_none() && name.is_empty() => bus_id = Some(b.to_string()),
-            _ => name.push(*t),
-        }
-    }
-    Some(DeviceInfo {
-        rank: num("Rank")?,
-        group: num("Group").unwrap_or(0),
-        pid: num("Pid").unwrap_or(0),
-        host: after(tokens, "on").unwrap_or("").to_string(),
-        device: num("device").unwrap_or(0),
-        bus_id,
-        name: name.join(" "),
-    })
-}
-
-/// `all_reduce_perf` (possibly with a path or a packager's suffix such as
-/// `_mpi`) -> `all_reduce`; see [`Collective::from_tool_name`]. A name it
-/// does not know is kept, less its `_perf`.
-pub(crate) fn op_name(perf: &str) -> String {
-    let base = perf.rsplit('/').next().unwrap_or(perf);
-    Collective::from_tool_name(base).map_or_else(
-        || base.trim_end_matches("_perf").to_string(),
-        |c| c.name().to_string(),
-    )
-}
-
-/// The last collective named in free text: `*_perf` binaries, or the
-/// unambiguous spellings (`all-gather`, `allreduce`, `reduce_scatter`, ...).
-/// Plain words such as "reduce" or "broadcast" are too common in prose.
-fn op_mentioned(text: &str) -> Option<String> {
-    let mut found = None;
-    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
-        let lower = word.to_ascii_lowercase();
-        if let Some(c) = Collective::from_perf_name(&lower) {
-            found = Some(c.name().to_string());
-            continue;
-        }
-        let norm: String = lower.chars().filter(|c| *c != '_' && *c != '-').collect();
-        if [
-            "allreduce",
-            "allgather",
-            "reducescatter",
-            "alltoall",
-            "sendrecv",
-        ]
-        .contains(&norm.as_str())
-        {
-            found = Collective::parse(&norm).ok().map(|c| c.name().to_string());
-        }
-    }
-    found
-}
-
-/// A collective named inside a file name (`mpi2_all_reduce_graph.txt`).
-fn op_in_file_name(origin: &str) -> Option<String> {
-    let base = origin
-        .rsplit(['/', '\\'])
-        .next()
-        .unwrap_or(origin)
-        .to_ascii_lowercase();
-    let compact: String = base.chars().filter(|c| *c != '_' && *c != '-').collect();
-    // Longer names first so "reducescatter" wins over "reduce" and "scatter".
-    let mut names: Vec<Collective> = Collective::ALL.to_vec();
-    names.sort_by_key(|c| std::cmp::Reverse(c.name().len()));
-    names
-        .into_iter()
-        .find(|c| compact.contains(&c.name().replace('_', "")))
-        .map(|c| c.name().to_string())
-}
-
-/// Guesses the collective from a row when the log never names it: the
-/// size/count ratio tells per-rank-split collectives from whole-buffer ones,
-/// redop and root narrow it further. all_reduce and sendrecv look alike;
-/// all_reduce is by far the common case.
-fn guess_op(r: &CaseResult, world: u64) -> Option<&'static str> {
-    let ws = DataType::parse(&r.dtype).ok()?.size_bytes() as u64;
-    let whole = r.count.checked_mul(ws)? == r.size_bytes;
-    let reduces = !(r.redop.is_empty() || r.redop == "none");
-    let split = !whole && (world == 0 || r.count.checked_mul(ws * world)? == r.size_bytes);
-    Some(match (reduces, r.root >= 0, whole, split) {
-        (true, false, true, _) => "all_reduce",
-        (true, false, false, true) => "reduce_scatter",
-        (true, true, true, _) => "reduce",
-        (false, true, true, _) => "broadcast",
-        (false, false, false, true) => "all_gather",
-        _ => return None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ops_are_found_in_names_and_prose() {
-        assert_eq!(op_name("./build/alltoall_perf"), "alltoall");
-        assert_eq!(op_name("all_reduce_perf_mpi"), "all_reduce");
-        assert_eq!(
-            op_mentioned("srun ./all_gather_perf_nccl -b 8").as_deref(),
-            Some("all_gather")
-        );
-        assert_eq!(
-            op_mentioned("kubectl exec -- /configs/allgather.sh h1 h2").as_deref(),
-            Some("all_gather")
-        );
-        assert_eq!(op_mentioned("we reduce costs"), None);
-        assert_eq!(
-            op_in_file_name("dir/mpi2_reduce_scatter.txt").as_deref(),
-            Some("reduce_scatter")
-        );
-        assert_eq!(
-            op_in_file_name("x/all_reduce.txt").as_deref(),
-            Some("all_reduce")
-        );
     }
 }

@@ -18,6 +18,8 @@
 //! * There is no in-place half and no redop/root column; the rows fill
 //!   `out_of_place`, redop is empty and root -1.
 
+use super::foreign::own_part;
+use super::nccl_ops::op_in_file_name;
 use super::text::{float, is_uint, last_line, num, numbered_lines, partial_row};
 use super::unit;
 use super::{Notes, ParseError};
@@ -27,14 +29,18 @@ use collbench_core::{CaseResult, Collective, Placement, Record};
 pub const P50: &str = "p50";
 
 /// Parses nccom-test output: one record per table.
-pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
+/// Without a command line, the op comes from `origin` (a file name such as
+/// `allreduce.txt`), else is `unknown`.
+pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let last = last_line(text);
     let mut factors = (1.0, 1.0);
     let mut records = Vec::new();
     let mut cur = new_record();
     let mut in_table = false;
-    let mut op = String::from("unknown");
+    let mut op = op_in_file_name(origin).unwrap_or_else(|| String::from("unknown"));
     for (line_no, raw) in numbered_lines(text) {
+        // Text other processes printed into a row (NCCL, UCX, a crash).
+        let raw = own_part(raw);
         let tokens: Vec<&str> = raw.split_whitespace().collect();
         if let Some(at) = tokens.iter().position(|t| t.ends_with("nccom-test")) {
             if !cur.results.is_empty() {
@@ -88,7 +94,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
                 Err(_) if line_no == last && (tokens.len() < 6 || notes.cut_last_line) => {
                     notes.cut_short(line_no, partial_row(line_no, cur.results.len()));
                 }
-                Err(e) => return Err(e),
+                Err(e) => notes.skip(e)?,
             }
         }
     }

@@ -15,6 +15,7 @@
 //! Every PE prints the preamble, sometimes after the tables; the `mype`
 //! lines become the device list (no host names there).
 
+use super::foreign::own_part;
 use super::text::{
     after, expect_values, float, is_uint, last_line, num, numbered_lines, partial_row,
 };
@@ -45,6 +46,8 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let mut test = String::from("nvshmem");
     let mut cols: Option<(Vec<Col>, String)> = None;
     for (line_no, raw) in numbered_lines(text) {
+        // Text other processes printed into a row (NCCL, UCX, a crash).
+        let raw = own_part(raw);
         let line = raw.trim();
         let tokens: Vec<&str> = line.split_whitespace().collect();
         if let Some(name) = line
@@ -54,6 +57,10 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             test = name.to_string();
             cols = None;
         } else if tokens.first() == Some(&"size(B)") {
+            // `BW (GB/sec)`, `latency (us)`: a unit after a space is its
+            // cell's.
+            let tokens = join_units(&tokens);
+            let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
             let c = tokens
                 .iter()
                 .map(|t| column(t, line_no))
@@ -63,6 +70,8 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         } else if tokens.first() == Some(&"mype:") {
             device(&tokens, &mut rec);
         } else if let (Some((c, names)), Some(first)) = (&cols, tokens.first()) {
+            // Other PEs' preambles come between rows: only a new title or
+            // header ends a table.
             if is_uint(first) {
                 // A row cut by the writer may still read as numbers.
                 let parsed = if line_no == last && notes.cut_last_line {
@@ -77,17 +86,13 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
                     {
                         notes.cut_short(line_no, partial_row(line_no, rec.results.len()));
                     }
-                    Err(e) => return Err(e),
+                    Err(e) => notes.skip(e)?,
                 }
-            } else {
-                cols = None;
+            } else if line.starts_with('$') || line.contains("perftest") {
+                rec.command_line = command(line);
             }
         } else if line.starts_with('$') || line.contains("perftest") {
-            rec.command_line = line
-                .trim_start_matches('$')
-                .split_whitespace()
-                .map(str::to_string)
-                .collect();
+            rec.command_line = command(line);
         }
     }
     if rec.results.is_empty() {
@@ -98,6 +103,26 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     rec.devices.sort_by_key(|d| d.rank);
     rec.settings.world_size = rec.devices.len() as u64;
     Ok(vec![rec])
+}
+
+/// The command line a `$ ...` or `... perftest ...` line shows.
+fn command(line: &str) -> Vec<String> {
+    line.trim_start_matches('$')
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Header tokens with a `(unit)` token joined to the cell before it.
+fn join_units(tokens: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in tokens {
+        match out.last_mut() {
+            Some(prev) if t.starts_with('(') && !prev.contains('(') => prev.push_str(t),
+            _ => out.push(t.to_string()),
+        }
+    }
+    out
 }
 
 /// Keeps the header's units (when not us and GB/s) for the one record.
@@ -174,7 +199,9 @@ fn row(
             Col::Size => r.size_bytes = num(tok, line_no, "the size in bytes")?,
             Col::Count => r.count = num(tok, line_no, "the element count")?,
             Col::Type => r.dtype = tok.to_string(),
-            Col::Scope => r.op = format!("{test}/{tok}"),
+            // Point-to-point tests print `None`: no scope to name.
+            Col::Scope if *tok != "None" => r.op = format!("{test}/{tok}"),
+            Col::Scope => {}
             Col::Redop => r.redop = tok.to_string(),
             Col::Latency(f) => p.time_us = float(tok, line_no, "a latency")? * f,
             Col::Algbw(f) => p.algbw_gbps = float(tok, line_no, "algbw")? * f,

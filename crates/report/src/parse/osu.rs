@@ -25,7 +25,11 @@
 //! * A `Validation` column (`Pass`/`Fail`) becomes `wrong` 0/1; without one
 //!   `wrong` is `None` (N/A), never 0.
 
-use super::text::{expect_values, float, is_uint, last_line, num, numbered_lines, partial_row};
+use super::foreign::own_part;
+use super::text::{
+    expect_values, float, is_figure, is_note_start, is_uint, last_line, num, numbered_lines,
+    partial_row,
+};
 use super::unit::{self, SourceUnits};
 use super::{Notes, ParseError};
 use crate::metrics;
@@ -55,9 +59,16 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let mut dtype = String::from("char");
     let mut cols: Option<(Vec<Col>, String)> = None;
     for (line_no, raw) in numbered_lines(text) {
+        // Text other processes printed into a row (NCCL, UCX, a crash).
+        let raw = own_part(raw);
         let line = raw.trim();
-        if let Some(body) = line.strip_prefix('#') {
-            let body = body.trim();
+        // A title or header pasted without its '#' is read as one.
+        let body = line.strip_prefix('#').map(str::trim).or_else(|| {
+            let bare = line.starts_with("OSU ") && line.contains("Test")
+                || line.starts_with("Size ") && line.contains("  ");
+            bare.then_some(line)
+        });
+        if let Some(body) = body {
             if body.starts_with("OSU ") {
                 keep(&mut records, cur.take(), units, notes);
                 op = op_from_title(body);
@@ -65,7 +76,8 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
                 cols = None;
             } else if let Some(t) = body.strip_prefix("Datatype:") {
                 dtype = datatype(t);
-            } else if body.starts_with("Size") {
+            } else if body.starts_with("Size") || body.starts_with("Avg Latency") {
+                // osu_barrier has no size: one figure per run.
                 units = SourceUnits::default();
                 cols = Some(header(body, line_no, &mut units)?);
             }
@@ -75,7 +87,8 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         let (Some((c, names)), Some(first)) = (&cols, tokens.first()) else {
             continue;
         };
-        if !is_uint(first) {
+        let sized = c.first() == Some(&Col::Size);
+        if !(is_uint(first) || !sized && is_figure(first)) {
             continue;
         }
         let rec = cur.get_or_insert_with(|| Record::new("osu"));
@@ -84,14 +97,22 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         let parsed = if line_no == last && notes.cut_last_line {
             Err(ParseError::whole("cut"))
         } else {
-            row(c, names, &tokens, &op, &dtype, line_no, units)
+            row(c, names, &tokens, &op, &dtype, line_no, units).or_else(|e| {
+                // A note after the row's figures (`<- here`) is left out.
+                match tokens.get(c.len()) {
+                    Some(t) if is_note_start(t) => {
+                        row(c, names, &tokens[..c.len()], &op, &dtype, line_no, units)
+                    }
+                    _ => Err(e),
+                }
+            })
         };
         match parsed {
             Ok(r) => rec.results.push(r),
             Err(_) if line_no == last && (tokens.len() < c.len() || notes.cut_last_line) => {
                 notes.cut_short(line_no, partial_row(line_no, rec.results.len()));
             }
-            Err(e) => return Err(e),
+            Err(e) => notes.skip(e)?,
         }
     }
     keep(&mut records, cur, units, notes);
@@ -273,6 +294,15 @@ fn row(
 /// `# OSU MPI Allreduce Latency Test v7.4` -> `osu_allreduce`.
 fn op_from_title(title: &str) -> String {
     let words: Vec<&str> = title.split_whitespace().collect();
+    let library = words.get(1).copied().unwrap_or("");
+    // One-sided tests name the MPI call: `OSU MPI_Get_accumulate latency
+    // Test` is `osu_get_acc_latency`.
+    if let Some(call) = library.strip_prefix("MPI_") {
+        return one_sided(call, &words);
+    }
+    // OSU 7's xCCL tests (`OSU NCCL-CUDA Allreduce Latency Test`) are
+    // `osu_xccl_allreduce`.
+    let xccl = library.contains("CCL");
     let end = words
         .iter()
         .position(|w| *w == "Test")
@@ -302,7 +332,31 @@ fn op_from_title(title: &str) -> String {
         (Some(w), _) => w.replace('-', ""),
         (None, other) => other.to_string(),
     };
+    if xccl {
+        return format!("osu_xccl_{name}");
+    }
     format!("osu_{name}")
+}
+
+/// The name of a one-sided test from its MPI call (`Get_accumulate`) and
+/// the title's kind (`latency`, `Bandwidth`, `Bi-Directional Bandwidth`).
+fn one_sided(call: &str, words: &[&str]) -> String {
+    let call = match call.to_ascii_lowercase().as_str() {
+        "get_accumulate" => "get_acc".to_string(),
+        "accumulate" => "acc".to_string(),
+        "fetch_and_op" => "fop".to_string(),
+        "compare_and_swap" => "cas".to_string(),
+        other => other.to_string(),
+    };
+    let rest = words.get(2..).unwrap_or(&[]).join(" ").to_ascii_lowercase();
+    let kind = if rest.contains("bi-directional") {
+        "bibw"
+    } else if rest.contains("bandwidth") {
+        "bw"
+    } else {
+        "latency"
+    };
+    format!("osu_{call}_{kind}")
 }
 
 /// `MPI_CHAR.` -> `char`.
@@ -323,6 +377,29 @@ fn elem_size(dtype: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_sided_and_xccl_titles_become_their_binaries() {
+        for (title, op) in [
+            (
+                "OSU MPI_Get_accumulate latency Test v5.8",
+                "osu_get_acc_latency",
+            ),
+            ("OSU MPI_Fetch_and_op latency Test v5.8", "osu_fop_latency"),
+            ("OSU MPI_Put Latency Test v5.8", "osu_put_latency"),
+            ("OSU MPI_Put Bandwidth Test v5.8", "osu_put_bw"),
+            (
+                "OSU MPI_Put Bi-directional Bandwidth Test v5.8",
+                "osu_put_bibw",
+            ),
+            (
+                "OSU NCCL-CUDA Allreduce Latency Test v7.5",
+                "osu_xccl_allreduce",
+            ),
+        ] {
+            assert_eq!(op_from_title(title), op, "{title}");
+        }
+    }
 
     #[test]
     fn titles_become_op_names() {

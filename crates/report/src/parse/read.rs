@@ -59,10 +59,7 @@ pub fn read_log(path: &Path, format: Option<Format>) -> Result<Vec<u8>, FileErro
     if is_binary(&head) {
         return Err(FileError::NotText { path: name() });
     }
-    let json = head
-        .iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|b| matches!(b, b'{' | b'['));
+    let json = crate::input::scan::looks_like_json(&String::from_utf8_lossy(&head));
     if json {
         let limit = read_limit::JSON_BYTES;
         file.take(limit + 1 - head.len() as u64)
@@ -179,7 +176,8 @@ pub fn is_log_line(line: &[u8]) -> bool {
         "nvshmem",
         "collbench",
     ];
-    if WORDS.iter().any(|w| text.contains(w)) || crate::input::fault::is_crash_line(text) {
+    static LOG_WORDS: crate::input::scan::Needles = crate::input::scan::Needles::new(&WORDS);
+    if LOG_WORDS.find(text).is_some() || crate::input::fault::is_crash_line(text) {
         return true;
     }
     let numbers = text

@@ -53,6 +53,20 @@ pub(crate) fn is_uint(tok: &str) -> bool {
     !tok.is_empty() && tok.len() <= 20 && tok.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// Whether `tok` reads as a figure of a row (a number, `N/A`, or
+/// rccl-tests' `12*`).
+pub(crate) fn is_figure(tok: &str) -> bool {
+    tok == "N/A" || tok.trim_end_matches('*').parse::<f64>().is_ok()
+}
+
+/// Whether `tok` starts a note someone put after a row's figures (`<-
+/// protocol switch`, `# here`, `(slow)`): punctuation that no cell of a
+/// table starts with. A word or a figure there is never taken for one:
+/// it may be the piece of another row.
+pub(crate) fn is_note_start(tok: &str) -> bool {
+    !is_figure(tok) && tok.starts_with(|c: char| !c.is_alphanumeric())
+}
+
 /// The value after `key` among `tokens` (`nGpus 2` -> `2`).
 pub(crate) fn after<'a>(tokens: &[&'a str], key: &str) -> Option<&'a str> {
     tokens

@@ -2,6 +2,7 @@
 //! then one table per run and op (numbers right-aligned).
 
 use super::{cases_notes, cases_table, notes, overview, runs};
+use collbench_core::CaseResult;
 // Re-exported: the compare table prints through the same writer.
 pub use collbench_output::markdown::table;
 use std::fmt::Write;
@@ -22,7 +23,7 @@ pub fn render(records: &[Record]) -> String {
         for op in run.record.ops() {
             let _ = writeln!(out, "\n## {} — {}\n", run.label, op);
             let cases = run.record.op_results(&op).collect::<Vec<_>>();
-            out.push_str(&table(&cases_table(&cases)));
+            cases_markdown(&mut out, &cases);
             // What the explanation columns' marks mean, under the table.
             let notes = cases_notes(&cases);
             if !notes.is_empty() {
@@ -41,4 +42,37 @@ pub fn render(records: &[Record]) -> String {
         }
     }
     out
+}
+
+/// `table(&cases_table(cases))`, built a block of rows at a time: a
+/// 65,536-row sweep once held all its cells as strings at once (37 MB) to
+/// print them. Blocks whose columns differ (a figure only some rows have)
+/// fall back to the whole table, so the output is the same.
+fn cases_markdown(out: &mut String, cases: &[&CaseResult]) {
+    const BLOCK: usize = 1024;
+    if cases.len() <= BLOCK {
+        out.push_str(&table(&cases_table(cases)));
+        return;
+    }
+    let mut text = String::new();
+    let mut first: Option<(Vec<&'static str>, Vec<bool>)> = None;
+    for rows in cases.chunks(BLOCK) {
+        let t = cases_table(rows);
+        let block = table(&t);
+        match &first {
+            None => {
+                text.push_str(&block);
+                first = Some((t.header, t.numeric));
+            }
+            Some((h, n)) if *h == t.header && *n == t.numeric => {
+                // Header and alignment lines once, before the first block.
+                text.push_str(block.splitn(3, '\n').nth(2).unwrap_or(""));
+            }
+            Some(_) => {
+                out.push_str(&table(&cases_table(cases)));
+                return;
+            }
+        }
+    }
+    out.push_str(&text);
 }
