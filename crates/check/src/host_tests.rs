@@ -20,6 +20,7 @@ use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
 use crate::error::{self, CheckError};
 use crate::hosts::{self, HostInfo, HostVerdict, JudgeConfig, PairResult, Round};
 use crate::verdict::Fractions;
+use crate::TestHooks;
 use collbench_core::{Bootstrap, Collective, DataType, PeerFailure, Progress, RankProgress};
 use collbench_runner::{Backend, Watchdog};
 use failure::{PairOutcome, Tally};
@@ -51,6 +52,20 @@ pub struct HostReport {
     /// Pair tests that failed: listed, never judged (no figure of theirs
     /// reaches the verdict).
     pub failures: Vec<FailedPair>,
+}
+
+impl HostReport {
+    /// Hosts that no pair test measured (every test of theirs failed):
+    /// not judged, so the check is INCOMPLETE.
+    pub fn unjudged_hosts(&self) -> Vec<usize> {
+        self.verdict
+            .matrix
+            .hosts
+            .iter()
+            .filter(|s| s.score.is_none() && s.host < self.hosts.len())
+            .map(|s| s.host)
+            .collect()
+    }
 }
 
 /// One process's part of a round.
@@ -202,6 +217,17 @@ impl Bootstrap for ThisProcess<'_> {
     }
 }
 
+/// What the host tests run and how they judge (the same on every
+/// process).
+#[derive(Debug, Clone)]
+pub struct HostTestPlan {
+    /// Size of each pair test, bytes.
+    pub size_bytes: u64,
+    pub iters: Iterations,
+    pub fractions: Fractions,
+    pub hooks: TestHooks,
+}
+
 /// What one process does in a round: joins its pair's group, measures
 /// sendrecv and all_reduce there, and says how it went.
 struct PairTest<'a> {
@@ -212,6 +238,8 @@ struct PairTest<'a> {
     host: usize,
     size_bytes: u64,
     iters: Iterations,
+    /// The host whose pair tests fail (test hook), and its process.
+    broken: Option<(usize, usize)>,
 }
 
 impl PairTest<'_> {
@@ -228,7 +256,22 @@ impl PairTest<'_> {
         // Joining is collective over the whole job: its failure is the
         // job's (the control plane), or this process's NCCL, which the
         // pair reports.
+        // The test hook's broken host: both processes of its pair skip the
+        // test (every process knows which host it is), so neither waits.
+        let broken = pair
+            .map(|p| round.pairs[p])
+            .zip(self.broken)
+            .filter(|((a, b), (host, _))| a == host || b == host);
         match self.backend.group(self.control, pair.map(|p| p as u32)) {
+            Ok(Some(_)) if broken.is_some() => {
+                let process = broken.map_or(0, |(_, (_, process))| process);
+                mine.error = Some(PairFailure::Test {
+                    reason: format!(
+                        "process {}: the pair tests of process {process}'s host are off (COLLBENCH_TEST_FAIL_PAIRS)",
+                        self.control.rank()
+                    ),
+                });
+            }
             Ok(Some(mut sub)) => {
                 if let Err(failure) = self.measure(sub.as_mut(), &mut mine) {
                     mine.error = Some(failure);
@@ -304,11 +347,15 @@ pub fn run_host_tests(
     backend: &mut dyn Backend,
     control: &dyn Bootstrap,
     watchdog: &Watchdog,
-    size_bytes: u64,
-    iters: Iterations,
-    fractions: Fractions,
+    plan: &HostTestPlan,
     progress: &mut dyn FnMut(&str),
 ) -> Result<HostReport, CheckError> {
+    let HostTestPlan {
+        size_bytes,
+        iters,
+        fractions,
+        ..
+    } = *plan;
     let hostname = backend
         .info()
         .devices
@@ -344,6 +391,10 @@ pub fn run_host_tests(
         host: host_of[control.rank()],
         size_bytes,
         iters,
+        broken: plan
+            .hooks
+            .fail_pairs_of_process
+            .and_then(|p| Some((*host_of.get(p)?, p))),
     };
     let mut tally = Tally::default();
     let name = |h: usize| host_list[h].name.as_str();
@@ -527,15 +578,18 @@ mod tests {
             &mut NoGroups,
             &FourHosts,
             &Watchdog::default(),
-            1 << 20,
-            Iterations {
-                warmup: 1,
-                timed: 1,
-                explain: false,
-            },
-            Fractions {
-                warn: 0.9,
-                fail: 0.75,
+            &HostTestPlan {
+                size_bytes: 1 << 20,
+                iters: Iterations {
+                    warmup: 1,
+                    timed: 1,
+                    explain: false,
+                },
+                fractions: Fractions {
+                    warn: 0.9,
+                    fail: 0.75,
+                },
+                hooks: TestHooks::default(),
             },
             &mut |line| rounds.push(line.to_string()),
         )

@@ -18,6 +18,16 @@ use std::time::{Duration, Instant};
 /// Four processes, process r on host `hosts[r]`, each with two CPU rank
 /// threads; `slow` is slowed by the hook. Rank 0 writes `json`.
 fn job(hosts: [&str; 4], slow: Option<usize>, json: &Path) -> Vec<Finished> {
+    job_with(hosts, slow, json, &[])
+}
+
+/// [`job`] with `env` set on every process.
+fn job_with(
+    hosts: [&str; 4],
+    slow: Option<usize>,
+    json: &Path,
+    env: &[(&str, &str)],
+) -> Vec<Finished> {
     let port = free_port();
     let deadline = Instant::now() + Duration::from_secs(240);
     let children: Vec<_> = (0..4)
@@ -29,7 +39,8 @@ fn job(hosts: [&str; 4], slow: Option<usize>, json: &Path) -> Vec<Finished> {
                 .arg("--prometheus")
                 .arg(json.with_extension("prom"))
                 .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-                .env("NCCL_HOSTID", hosts[r]);
+                .env("NCCL_HOSTID", hosts[r])
+                .envs(env.iter().copied());
             if slow == Some(r) {
                 cmd.args(["--test-slow-rank", "0"]);
             }
@@ -187,4 +198,43 @@ fn processes_on_one_host_skip_the_host_tests_with_a_note() {
         done[0]
     );
     assert!(report(&json)["hosts"].is_null());
+}
+
+/// Issue 51 item 2: a host whose pair tests cannot run (the test hook
+/// turns off every pair test of process 3's host, as a dead NIC would)
+/// leaves it unjudged: the check is INCOMPLETE (exit 6) on every process,
+/// never a PASS, in the text, the JSON and the metrics.
+#[test]
+fn a_host_whose_pair_tests_cannot_run_ends_incomplete_on_every_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("check.json");
+    let hook = [("COLLBENCH_TEST_FAIL_PAIRS", "3")];
+    let done = job_with(["n0", "n1", "n2", "n3"], None, &json, &hook);
+    for (r, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(6), "rank {r}: {f:?}");
+    }
+    let out = &done[0].stdout;
+    assert!(out.contains("collbench check: INCOMPLETE"), "{out}");
+    assert!(
+        out.contains("host(s) n3 not judged: no pair test of theirs ran"),
+        "{out}"
+    );
+    assert!(out.contains("# failed pair test n0 <-> n3"), "{out}");
+    let v = report(&json);
+    assert_eq!(v["status"], "INCOMPLETE");
+    assert_eq!(v["exit_code"], 6);
+    // Three of n3's pairs ran and failed; the other hosts' three pairs ran.
+    let failures = v["hosts"]["failures"].as_array().unwrap();
+    assert!(failures.len() >= 3, "{failures:?}");
+    assert!(
+        failures.iter().all(|f| f["a"] == 3 || f["b"] == 3),
+        "{failures:?}"
+    );
+    let prom = std::fs::read_to_string(json.with_extension("prom")).unwrap();
+    assert!(prom.contains("collbench_check_status 6\n"), "{prom}");
+    assert!(prom.contains("collbench_check_incomplete 1\n"), "{prom}");
+    assert!(
+        prom.contains("collbench_host_verdict{host=\"n3\",ranks=\"6-7\"} 6\n"),
+        "{prom}"
+    );
 }

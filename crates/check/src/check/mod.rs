@@ -3,10 +3,12 @@
 //!
 //! Files, each importing only those before it: `cases` (the battery:
 //! which cases, their iterations, each run and judged), `pairs` (the pair
-//! tests after it), `summary` (what stdout shows). This file runs the
+//! tests after it), `summary` (what stdout shows), `nodes` (each node's
+//! verdict and what Slurm does with it). This file runs the
 //! steps in order, writes the files and shares rank 0's verdict.
 
 mod cases;
+mod nodes;
 mod pairs;
 mod summary;
 
@@ -45,6 +47,10 @@ pub struct CheckReport {
     /// (`verdict.matrix` is the host-pair matrix).
     pub hosts: Option<HostReport>,
     pub notes: Vec<String>,
+    /// Each node's verdict and the cluster's actions, when asked
+    /// (`--slurm`, `--events`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<nodes::NodeReport>,
 }
 
 /// Runs the battery and writes the verdict table to `out` (the CLI's
@@ -84,22 +90,42 @@ pub fn check_main(
     notes.extend(pairs.note);
 
     let status = verdict::overall(&lines);
+    // Every process says where it runs, before rank 0 alone goes on.
+    let placements = if args.node_state.wanted() {
+        let hostname = info.devices.first().map(|d| d.host.clone());
+        nodes::placements(control, &hostname.unwrap_or_default())?
+    } else {
+        None
+    };
     // A failed write to stdout ends the check with its error, but only
     // after the files monitoring reads are written and every rank has the
     // verdict (so no rank waits for it).
     let mut printed = Ok(());
     if root {
-        printed = collbench_core::stdout::write(
-            out,
-            &summary::summary(
-                &lines,
-                pairs.localization.as_ref(),
-                pairs.hosts.as_ref(),
-                &notes,
-                baseline.as_ref(),
-                status,
-            ),
+        let mut text = summary::summary(
+            &lines,
+            pairs.localization.as_ref(),
+            pairs.hosts.as_ref(),
+            &notes,
+            baseline.as_ref(),
+            status,
         );
+        let node_report = match &placements {
+            Some(placed) => {
+                let v = nodes::Verdict {
+                    status,
+                    lines: &lines,
+                    hosts: pairs.hosts.as_ref(),
+                    fractions,
+                };
+                let scontrol = crate::node_state::slurm::SystemScontrol;
+                let (report, said) = nodes::node_step(&args.node_state, &v, placed, &scontrol)?;
+                text += &said;
+                Some(report)
+            }
+            None => None,
+        };
+        printed = collbench_core::stdout::write(out, &text);
         let report = CheckReport {
             schema: "collbench-check/1",
             status,
@@ -114,6 +140,7 @@ pub fn check_main(
             localization: pairs.localization,
             hosts: pairs.hosts,
             notes,
+            nodes: node_report,
         };
         write_files(args, &report, fractions)?;
     }

@@ -126,6 +126,16 @@ impl Finding {
             _ => None,
         }
     }
+
+    /// Every host this finding names: a slow or suspect host, or the two
+    /// ends of a link.
+    pub fn hosts(&self) -> Vec<usize> {
+        match self {
+            Finding::SlowHost(e) | Finding::SuspectHost(e) => vec![e.host],
+            Finding::SlowLink { a, b, .. } | Finding::SuspectLink { a, b, .. } => vec![*a, *b],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Everything the verdict found.

@@ -24,7 +24,8 @@ fn check_iters_arg(s: &str) -> Result<u32, String> {
 
 /// `collbench check` flags (backend and launch flags are added by the CLI).
 ///
-/// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails).
+/// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails), 6
+/// incomplete.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CheckArgs {
     /// Baseline to judge against: a built-in name (`collbench baselines
@@ -57,6 +58,40 @@ pub struct CheckArgs {
     /// Write node_exporter textfile metrics to FILE (atomically).
     #[arg(long, value_name = "FILE")]
     pub prometheus: Option<PathBuf>,
+    /// Slurm, dry run: print the `scontrol update` lines that would drain
+    /// the nodes found bad (the reason names the finding) and resume the
+    /// nodes collbench drained that pass; change nothing.
+    #[arg(long)]
+    pub slurm: bool,
+    /// Slurm: drain and resume as `--slurm` prints (needs Slurm's
+    /// operator rights: HealthCheckProgram, prolog, epilog, or root). A
+    /// node not tested, or drained by someone else, is never touched.
+    #[arg(long)]
+    pub slurm_apply: bool,
+    /// Write one JSON event per finding (a bad or held node, a slow link),
+    /// with what was done about it, to FILE, one per line (`-`: stdout,
+    /// after the verdict).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+}
+
+impl CheckArgs {
+    /// What to do with each node's verdict.
+    fn node_state(&self) -> collbench_check::node_state::NodeStateOptions {
+        use collbench_check::node_state::Act;
+        let act = |apply: bool, dry: bool| {
+            if apply {
+                Some(Act::Apply)
+            } else {
+                dry.then_some(Act::DryRun)
+            }
+        };
+        collbench_check::node_state::NodeStateOptions {
+            slurm: act(self.slurm_apply, self.slurm),
+            k8s: None,
+            events: self.events.clone(),
+        }
+    }
 }
 
 impl From<&CheckArgs> for CheckOptions {
@@ -72,7 +107,17 @@ impl From<&CheckArgs> for CheckOptions {
             prometheus: a.prometheus.clone(),
             // Found after the backend opens (`main`), GPU backends only.
             topology: None,
+            node_state: a.node_state(),
+            hooks: test_hooks(|k| std::env::var(k).ok()),
         }
+    }
+}
+
+/// The test hooks from their `COLLBENCH_TEST_*` variables (CI only; an
+/// unreadable value is no hook).
+fn test_hooks(env: impl Fn(&str) -> Option<String>) -> collbench_check::TestHooks {
+    collbench_check::TestHooks {
+        fail_pairs_of_process: env("COLLBENCH_TEST_FAIL_PAIRS").and_then(|v| v.parse().ok()),
     }
 }
 
