@@ -201,6 +201,11 @@ pub fn confirmation_rounds(
         .into_iter()
         .filter(|g| !in_link.contains(g))
         .collect();
+    let same_group = |a: usize, b: usize| {
+        cfg.group_of
+            .as_ref()
+            .is_none_or(|g| g.get(a).is_some() && g.get(a) == g.get(b))
+    };
     let mut met: std::collections::HashSet<(usize, usize)> = Default::default();
     let mut rounds = Vec::new();
     while rounds.len() < MAX_CONFIRMATION_ROUNDS {
@@ -219,7 +224,17 @@ pub fn confirmation_rounds(
         for (a, b, left) in todo.iter_mut().filter(|t| t.2 > 0) {
             let partner = match *b {
                 Some(b) => Some(b),
-                None => pick_partner(*a, &good, &busy, &met, verdict),
+                // Within its group first: a slow link between groups
+                // must not confirm a host.
+                None => {
+                    let near: Vec<usize> = good
+                        .iter()
+                        .copied()
+                        .filter(|&g| same_group(*a, g))
+                        .collect();
+                    pick_partner(*a, &near, &busy, &met, verdict)
+                        .or_else(|| pick_partner(*a, &good, &busy, &met, verdict))
+                }
             };
             let Some(p) = partner.filter(|&p| !busy[*a] && !busy[p]) else {
                 continue;
