@@ -7,7 +7,7 @@ use crate::error::CheckError;
 use crate::host_tests::{self, HostReport};
 use crate::node_state::events::{self, Action};
 use crate::node_state::slurm::{self, Scontrol, SlurmAction};
-use crate::node_state::{self, NodeJudgement, NodeStateOptions, Outcome, Placement};
+use crate::node_state::{self, NodeJudgement, NodeStateOptions, NodeVerdict, Outcome, Placement};
 use crate::verdict::{Fractions, Line, Status};
 use collbench_core::Bootstrap;
 use serde::Serialize;
@@ -74,6 +74,14 @@ pub(super) fn node_step(
     };
     let nodes = node_state::judge_nodes(&outcome, placements);
     let mut text = String::new();
+    for j in &nodes {
+        let verdict = match j.verdict {
+            NodeVerdict::Bad => "BAD",
+            NodeVerdict::Passed => "passed",
+            NodeVerdict::Held => "held (neither bad nor cleared)",
+        };
+        text += &format!("# node {}: {verdict}: {}\n", j.node, j.why);
+    }
     let mut taken = Vec::new();
     let mut event_actions: Vec<(String, Action)> = Vec::new();
     if let Some(act) = opts.slurm {

@@ -195,6 +195,17 @@ fn judge_by_hosts(
         let why = crate::hosts::finding_line(f, &h.hosts);
         return held(node, test, format!("not cleared: {why}"));
     }
+    // A job too noisy to judge, or judged against a baseline it misses,
+    // clears nobody (a host drained at half speed may hide in the noise);
+    // a lone pair without a baseline cannot say which host is slow.
+    if let Some(f) = h.verdict.findings.iter().find(|f| {
+        f.hosts().is_empty()
+            && (f.status(outcome.fractions) >= Status::Warn
+                || matches!(f, Finding::TooFewHosts { .. }))
+    }) {
+        let why = crate::hosts::finding_line(f, &h.hosts);
+        return held(node, test, format!("not cleared: {why}"));
+    }
     let unjudged = h.unjudged_hosts();
     if let Some(&x) = mine.iter().find(|x| unjudged.contains(x)) {
         let why = format!(
