@@ -18,7 +18,8 @@ pub use failure::{FailedPair, PairFailure};
 
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
 use crate::error::{self, CheckError};
-use crate::hosts::{self, HostInfo, HostVerdict, JudgeConfig, PairResult, Round};
+use crate::fabric::{self, GroupSource};
+use crate::hosts::{self, HostGroups, HostInfo, HostVerdict, JudgeConfig, PairResult, Round};
 use crate::verdict::Fractions;
 use crate::TestHooks;
 use collbench_core::{Bootstrap, Collective, DataType, PeerFailure, Progress, RankProgress};
@@ -52,9 +53,24 @@ pub struct HostReport {
     /// Pair tests that failed: listed, never judged (no figure of theirs
     /// reaches the verdict).
     pub failures: Vec<FailedPair>,
+    /// The hosts' fabric groups, when the tests followed them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<HostGroups>,
+    /// Why `--groups` gave no groups (the tests ran without them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_note: Option<String>,
 }
 
 impl HostReport {
+    /// The verdict's cut (a ratio to the job median), when it has one.
+    pub fn slow_cut(&self) -> Option<f64> {
+        use crate::hosts::noise::Threshold;
+        match self.verdict.threshold {
+            Some(Threshold::Judgeable { cut, .. } | Threshold::TooNoisy { cut, .. }) => Some(cut),
+            None => None,
+        }
+    }
+
     /// Hosts that no pair test measured (every test of theirs failed):
     /// not judged, so the check is INCOMPLETE.
     pub fn unjudged_hosts(&self) -> Vec<usize> {
@@ -225,6 +241,8 @@ pub struct HostTestPlan {
     pub size_bytes: u64,
     pub iters: Iterations,
     pub fractions: Fractions,
+    /// Where the hosts' fabric groups come from (`--groups`), if anywhere.
+    pub groups: Option<GroupSource>,
     pub hooks: TestHooks,
 }
 
@@ -240,6 +258,10 @@ struct PairTest<'a> {
     iters: Iterations,
     /// The host whose pair tests fail (test hook), and its process.
     broken: Option<(usize, usize)>,
+    /// Each host's fabric group, when grouped.
+    group_of: Option<Vec<usize>>,
+    /// Test hook: tests between groups read this fraction of their figures.
+    link_factor: Option<f64>,
 }
 
 impl PairTest<'_> {
@@ -275,6 +297,13 @@ impl PairTest<'_> {
             Ok(Some(mut sub)) => {
                 if let Err(failure) = self.measure(sub.as_mut(), &mut mine) {
                     mine.error = Some(failure);
+                }
+                let (a, b) = pair.map_or((0, 0), |p| round.pairs[p]);
+                if let (Some(f), Some(g)) = (self.link_factor, &self.group_of) {
+                    if g.get(a) != g.get(b) {
+                        mine.sendrecv_gbps *= f;
+                        mine.all_reduce_gbps *= f;
+                    }
                 }
             }
             Ok(None) => {}
@@ -339,23 +368,12 @@ impl PairTest<'_> {
     }
 }
 
-/// Runs the host tests of a job of several processes and judges them.
-/// `progress` hears one line per round (rank 0 passes a printer, the
-/// others nothing). Errors are the job's (a lost peer), or
-/// [`HostTestsSkipped`]: pair tests that fail are listed, never judged.
-pub fn run_host_tests(
-    backend: &mut dyn Backend,
+/// Every process's host: the hosts in the order of their first process,
+/// and each process's host. A job on one host has nothing to test.
+fn discover_hosts(
+    backend: &dyn Backend,
     control: &dyn Bootstrap,
-    watchdog: &Watchdog,
-    plan: &HostTestPlan,
-    progress: &mut dyn FnMut(&str),
-) -> Result<HostReport, CheckError> {
-    let HostTestPlan {
-        size_bytes,
-        iters,
-        fractions,
-        ..
-    } = *plan;
+) -> Result<(Vec<HostInfo>, Vec<usize>), CheckError> {
     let hostname = backend
         .info()
         .devices
@@ -380,8 +398,51 @@ pub fn run_host_tests(
         }
         .into());
     }
+    Ok((host_list, host_of))
+}
+
+/// The hosts' fabric groups, rank 0's word on every process: `None`
+/// without `--groups`, else the groups or why there are none (the host
+/// tests then run without them, and say so).
+fn agree_on_groups(
+    control: &dyn Bootstrap,
+    source: Option<&GroupSource>,
+    hosts: &[HostInfo],
+) -> Result<Option<Result<HostGroups, String>>, CheckError> {
+    let Some(source) = source else {
+        return Ok(None);
+    };
+    let mine = (control.rank() == 0).then(|| {
+        let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+        let groups = fabric::resolve(source, &names).map_err(|e| e.to_string());
+        serde_json::to_vec(&groups)
+    });
+    let word = control.broadcast(mine.transpose()?)?;
+    let groups: Result<Vec<String>, String> = serde_json::from_slice(&word)?;
+    Ok(Some(groups.map(|g| HostGroups::from_names(&g))))
+}
+
+/// Runs the host tests of a job of several processes and judges them:
+/// within and then across fabric groups when `plan.groups` gives them.
+/// `progress` hears one line per round (rank 0 passes a printer, the
+/// others nothing). Errors are the job's (a lost peer), or
+/// [`HostTestsSkipped`]: pair tests that fail are listed, never judged.
+pub fn run_host_tests(
+    backend: &mut dyn Backend,
+    control: &dyn Bootstrap,
+    watchdog: &Watchdog,
+    plan: &HostTestPlan,
+    progress: &mut dyn FnMut(&str),
+) -> Result<HostReport, CheckError> {
+    let (host_list, host_of) = discover_hosts(backend, control)?;
+    let groups = agree_on_groups(control, plan.groups.as_ref(), &host_list)?;
+    let (groups, group_note) = match groups {
+        Some(Ok(g)) => (Some(g), None),
+        Some(Err(why)) => (None, Some(format!("hosts tested without groups: {why}"))),
+        None => (None, None),
+    };
     let cfg = JudgeConfig {
-        fractions,
+        fractions: plan.fractions,
         ..JudgeConfig::new(host_list.len())
     };
     let mut test = PairTest {
@@ -389,16 +450,18 @@ pub fn run_host_tests(
         control,
         watchdog,
         host: host_of[control.rank()],
-        size_bytes,
-        iters,
+        size_bytes: plan.size_bytes,
+        iters: plan.iters,
         broken: plan
             .hooks
             .fail_pairs_of_process
             .and_then(|p| Some((*host_of.get(p)?, p))),
+        group_of: groups.as_ref().map(|g| g.of_host.clone()),
+        link_factor: plan.hooks.group_link_factor,
     };
     let mut tally = Tally::default();
     let name = |h: usize| host_list[h].name.as_str();
-    let (verdict, rounds) = hosts::run(&cfg, SEED, |round: &Round| -> Result<_, CheckError> {
+    let measure = |round: &Round| -> Result<_, CheckError> {
         let outcomes: Vec<PairOutcome> = test
             .round(round)?
             .iter()
@@ -414,199 +477,24 @@ pub fn run_host_tests(
         }
         progress(&format!("{line} (sendrecv/all_reduce)"));
         Ok(judged)
-    })?;
+    };
+    let (verdict, rounds) = match &groups {
+        Some(g) => hosts::run_grouped(&cfg, g, SEED, measure)?,
+        None => hosts::run(&cfg, SEED, measure)?,
+    };
     Ok(HostReport {
         hosts: host_list,
-        size_bytes,
+        size_bytes: plan.size_bytes,
         judged_op: JUDGED.name(),
         rounds,
         verdict,
         sendrecv: tally.sendrecv,
         all_reduce: tally.all_reduce,
         failures: tally.failures,
+        groups,
+        group_note,
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use collbench_runner::BackendError;
-
-    #[test]
-    fn nccl_hostid_names_the_host_before_the_hostname() {
-        let env = |k: &str| (k == "NCCL_HOSTID").then(|| "emu1-2".to_string());
-        assert_eq!(host_key(env, "node7"), "emu1-2");
-        assert_eq!(host_key(|_| None, "node7"), "node7");
-        assert_eq!(host_key(|_| Some(String::new()), "node7"), "node7");
-    }
-
-    #[test]
-    fn processes_on_one_host_share_it_and_its_ranks() {
-        let keys: Vec<String> = ["a", "a", "b", "b", "a"].map(String::from).to_vec();
-        let (hosts, of) = group_hosts(&keys, &[2, 2, 2, 2, 2]);
-        assert_eq!(of, [0, 0, 1, 1, 0]);
-        assert_eq!(hosts[0].name, "a");
-        // Ranks 0-3 and 8-9: the label spans them.
-        assert_eq!(hosts[0].ranks, 0..10);
-        assert_eq!(hosts[1].ranks, 4..8);
-        assert_eq!(hosts[1].label(), "b (ranks 4-7)");
-    }
-
-    #[test]
-    fn a_pair_is_as_fast_as_its_slowest_process_and_fails_with_any() {
-        let part = |pair: Option<usize>, s: f64, error: Option<&str>| ProcessFigures {
-            pair,
-            size_bytes: 1 << 20,
-            sendrecv_gbps: s,
-            all_reduce_gbps: 2.0 * s,
-            error: error.map(|reason| PairFailure::Join {
-                reason: reason.into(),
-            }),
-        };
-        let parts = [
-            part(Some(0), 2.0, None),
-            part(Some(0), 1.5, None),
-            part(Some(1), 2.0, None),
-            part(Some(1), 2.1, Some("ncclCommInitRank: remote error")),
-            part(None, 0.0, None),
-        ];
-        let f = combine(3, &parts);
-        assert_eq!(f[0].sendrecv_gbps, 1.5);
-        assert_eq!(f[0].all_reduce_gbps, 3.0);
-        assert_eq!(f[0].error, None);
-        assert_eq!(
-            f[1].outcome(),
-            Err(PairFailure::Join {
-                reason: "ncclCommInitRank: remote error".into()
-            })
-        );
-        // A pair nobody reported (cannot happen in a healthy job).
-        assert_eq!(f[2].outcome(), Err(PairFailure::Unreported));
-    }
-
-    #[test]
-    fn a_process_at_another_size_fails_its_pair() {
-        let at = |pair: usize, size_bytes: u64| ProcessFigures {
-            pair: Some(pair),
-            size_bytes,
-            sendrecv_gbps: 1.0,
-            all_reduce_gbps: 1.0,
-            error: None,
-        };
-        let f = combine(
-            2,
-            &[
-                at(0, 4 << 20),
-                at(1, 4 << 20),
-                at(0, 64 << 20),
-                at(1, 4 << 20),
-            ],
-        );
-        assert_eq!(
-            f[0].outcome(),
-            Err(PairFailure::SizeMismatch {
-                size_bytes: 64 << 20,
-                rank0_bytes: 4 << 20
-            })
-        );
-        assert_eq!(f[1].error, None);
-    }
-
-    /// Rank 0 of four processes on hosts h0..h3, the others played by the
-    /// test: each gives what rank 0 gives, on a host of its own.
-    struct FourHosts;
-
-    impl Bootstrap for FourHosts {
-        fn rank(&self) -> usize {
-            0
-        }
-        fn world_size(&self) -> usize {
-            4
-        }
-        fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
-            Ok(data.unwrap_or_default())
-        }
-        fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
-            Ok(Some(vec![data; 4]))
-        }
-        /// Only the exchange of host names uses it.
-        fn all_gather(&self, _data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
-            Ok((0..4)
-                .map(|h| serde_json::to_vec(&(format!("h{h}"), 1)).unwrap())
-                .collect())
-        }
-    }
-
-    /// A backend with the trait's `group`: it cannot test pairs. Nothing
-    /// else of it may run.
-    struct NoGroups;
-
-    impl Backend for NoGroups {
-        fn info(&self) -> collbench_runner::BackendInfo {
-            Default::default()
-        }
-        fn local_ranks(&self) -> usize {
-            1
-        }
-        fn world_size(&self) -> usize {
-            4
-        }
-        fn supports(&self, _: &collbench_runner::CaseSpec) -> Result<(), BackendError> {
-            Ok(())
-        }
-        fn time(
-            &mut self,
-            _: &collbench_runner::CaseSpec,
-            _: &collbench_runner::Timing,
-        ) -> Result<collbench_runner::Measurement, BackendError> {
-            unreachable!("a pair test ran without a group")
-        }
-        fn check(
-            &mut self,
-            _: &collbench_runner::CaseSpec,
-            _: u64,
-            _: bool,
-        ) -> Result<u64, BackendError> {
-            unreachable!("a pair test ran without a group")
-        }
-    }
-
-    #[test]
-    fn a_backend_that_cannot_test_pairs_skips_them_in_one_line_naming_no_host() {
-        let mut rounds = Vec::new();
-        let e = run_host_tests(
-            &mut NoGroups,
-            &FourHosts,
-            &Watchdog::default(),
-            &HostTestPlan {
-                size_bytes: 1 << 20,
-                iters: Iterations {
-                    warmup: 1,
-                    timed: 1,
-                    explain: false,
-                },
-                fractions: Fractions {
-                    warn: 0.9,
-                    fail: 0.75,
-                },
-                hooks: TestHooks::default(),
-            },
-            &mut |line| rounds.push(line.to_string()),
-        )
-        .unwrap_err();
-        let skipped = match &e {
-            CheckError::HostTestsSkipped(s) => Some(s),
-            _ => None,
-        };
-        assert_eq!(
-            skipped,
-            Some(&HostTestsSkipped::GroupsUnsupported(
-                "this backend cannot run tests on a group of the job's processes".into()
-            ))
-        );
-        // `check`'s note is this one line, and no round was reported.
-        let note = format!("host tests skipped: {e:#}");
-        assert!(!note.contains('\n') && !note.contains("h0"), "{note}");
-        assert!(rounds.is_empty(), "{rounds:?}");
-    }
-}
+mod tests;

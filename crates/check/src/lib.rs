@@ -9,7 +9,7 @@
 //! [`localize`] (pairwise tests, culprits, heatmap), [`hosts`] (host
 //! pairs in rounds and the verdict that names a slow host, docs/hosts.md),
 //! [`prometheus`]
-//! (textfile metrics), [`node_state`] (each node's verdict, and Slurm's
+//! (textfile metrics), [`fabric`] (where the hosts' groups come from), [`node_state`] (each node's verdict, and Slurm's
 //! drain and resume, events), `check` (the command), [`error`] (how it fails:
 //! [`CheckError`]). Local checks of drivers,
 //! GPUs and network (`collbench doctor`) live in collbench-doctor.
@@ -19,6 +19,7 @@ pub mod battery;
 mod ceiling_warn;
 mod check;
 pub mod error;
+pub mod fabric;
 pub mod host_tests;
 pub mod hosts;
 pub mod localize;
@@ -58,6 +59,9 @@ pub struct CheckOptions {
     /// The hardware, where known: without a baseline, a large-size busbw
     /// far below its ceiling warns (docs/ceiling.md).
     pub topology: Option<collbench_core::Topology>,
+    /// Where the hosts' fabric groups come from (`--groups`): the host
+    /// tests then test within groups first, then across them.
+    pub groups: Option<fabric::GroupSource>,
     /// What to do with each node's verdict: Slurm, Kubernetes, events
     /// (all off by default; actions are dry runs unless asked).
     pub node_state: node_state::NodeStateOptions,
@@ -74,6 +78,10 @@ pub struct TestHooks {
     /// were down (`COLLBENCH_TEST_FAIL_PAIRS=<process>`): both processes
     /// of each such pair skip the test, so no partner waits on it.
     pub fail_pairs_of_process: Option<usize>,
+    /// Host-pair tests between hosts of different fabric groups read this
+    /// fraction of their figures, as if the link between the groups were
+    /// slow (`COLLBENCH_TEST_GROUP_LINK=<fraction>`).
+    pub group_link_factor: Option<f64>,
 }
 
 /// What `collbench baselines` does.

@@ -53,6 +53,7 @@ fn args(json: &std::path::Path) -> CheckOptions {
         json: Some(json.to_path_buf()),
         prometheus: None,
         topology: None,
+        groups: None,
         node_state: Default::default(),
         hooks: Default::default(),
     }

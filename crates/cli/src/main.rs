@@ -254,10 +254,12 @@ fn check_cmd(
     force: bool,
 ) -> Result<Outcome, Failure> {
     check_args(check, force)?;
+    let groups = cmd::check::groups(check).map_err(Failure::usage)?;
     let watchdog = watch.watchdog(0);
     let mut opened =
         backend_open::open(backend, launch, Tuning::default(), Mode::Native, &watchdog)?;
     let mut options: collbench_check::CheckOptions = check.into();
+    options.groups = groups;
     options.topology = run_ceiling::check_topology(opened.backend.as_ref());
     collbench_check::check_main(
         &options,

@@ -238,3 +238,65 @@ fn a_host_whose_pair_tests_cannot_run_ends_incomplete_on_every_process() {
         "{prom}"
     );
 }
+
+/// Issue 51 item 3: four processes as four hosts in two fabric groups
+/// (`--groups FILE`), every test between the groups slowed to 0.2x by the
+/// test hook (each group fast within itself): the link between the groups
+/// is named, no host, and the check fails on every process.
+#[test]
+fn a_slow_link_between_two_groups_is_named_and_no_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("check.json");
+    let groups = dir.path().join("groups.txt");
+    std::fs::write(&groups, "n0 leaf0\nn1 leaf0\nn2 leaf1\nn3 leaf1\n").unwrap();
+    let port = free_port();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let children: Vec<_> = (0..4)
+        .map(|r| {
+            torchrun_rank(r, 4, port)
+                .args(["check", "--backend", "cpu", "--ranks", "2"])
+                .args(["--size", "8M", "-n", "20", "--quick", "--json"])
+                .arg(&json)
+                .arg("--groups")
+                .arg(&groups)
+                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
+                .env("COLLBENCH_TEST_GROUP_LINK", "0.2")
+                .env("NCCL_HOSTID", format!("n{r}"))
+                .spawn()
+                .expect("start collbench")
+        })
+        .collect();
+    let done: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    for (r, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(2), "rank {r}: {f:?}");
+    }
+    let out = &done[0].stdout;
+    assert!(out.contains("# fabric groups: leaf0, leaf1"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("# link between groups leaf0 <-> leaf1: 0.")),
+        "{out}"
+    );
+    assert!(!out.contains("# host n"), "a host named: {out}");
+    // The per-pair table marks the pairs across as SLOW, the ones within not.
+    let slow: Vec<&str> = out.lines().filter(|l| l.ends_with("SLOW")).collect();
+    assert!(!slow.is_empty(), "{out}");
+    for l in &slow {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let group = |h: &str| h == "n0" || h == "n1";
+        assert_ne!(
+            group(w[1]),
+            group(w[2]),
+            "a pair within a group is SLOW: {l}"
+        );
+    }
+    let v = report(&json);
+    let findings = v["hosts"]["verdict"]["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["kind"] == "slow_group_link" && f["a"] == "leaf0" && f["b"] == "leaf1"),
+        "{findings:?}"
+    );
+    assert_eq!(v["hosts"]["groups"]["names"][1], "leaf1");
+}

@@ -344,3 +344,34 @@ fn check_ends_incomplete_when_one_mpi_hosts_pair_tests_cannot_run() {
         "{failures:?}"
     );
 }
+
+/// Issue 51 item 3 under MPI: four processes as four hosts in two fabric
+/// groups (`--groups FILE`), every test between the groups slowed to 0.2x
+/// by the test hook: the link between the groups is named, no host.
+#[test]
+fn check_names_the_slow_link_between_two_mpi_groups_not_a_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let groups = dir.path().join("groups.txt");
+    std::fs::write(&groups, "emu0 leaf0\nemu1 leaf0\nemu2 leaf1\nemu3 leaf1\n").unwrap();
+    let args = [
+        "check",
+        "--backend",
+        "mpi",
+        "--size",
+        "1M",
+        "--quick",
+        "--groups",
+        groups.to_str().unwrap(),
+    ];
+    let hook = [("COLLBENCH_TEST_GROUP_LINK", "0.2")];
+    let done = mpirun_as_hosts_with(None, &args, Duration::from_secs(240), &hook);
+    assert_eq!(done.code, Some(2), "{done:?}");
+    assert!(
+        done.stdout
+            .lines()
+            .any(|l| l.starts_with("# link between groups leaf0 <-> leaf1: 0.")),
+        "{}",
+        done.stdout
+    );
+    assert!(named_hosts(&done.stdout).is_empty(), "{}", done.stdout);
+}

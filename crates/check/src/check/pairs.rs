@@ -10,7 +10,7 @@ use crate::host_tests::{self, HostReport, HostTestPlan, HostTestsSkipped};
 use crate::hosts;
 use crate::localize::{self, Localization};
 use crate::verdict::{self, Fractions, Line, Metric, Status};
-use crate::{CheckOptions, TestHooks};
+use crate::CheckOptions;
 use collbench_core::size::format_size;
 use collbench_core::{diag, Bootstrap};
 
@@ -68,7 +68,7 @@ pub(super) fn pair_tests(
         ..iterations(args, Metric::BusbwGbps)
     };
     if processes > 1 {
-        host_pairs(job, size, it, fractions, &args.hooks)
+        host_pairs(job, size, it, fractions, args)
     } else {
         rank_pairs(job, size, it, args.pair_fraction)
     }
@@ -82,7 +82,7 @@ fn host_pairs(
     size: u64,
     it: Iterations,
     fractions: Fractions,
-    hooks: &TestHooks,
+    args: &CheckOptions,
 ) -> Result<PairTests, CheckError> {
     let root = job.root;
     if root {
@@ -111,7 +111,8 @@ fn host_pairs(
         size_bytes: size,
         iters: host_it,
         fractions,
-        hooks: hooks.clone(),
+        groups: args.groups.clone(),
+        hooks: args.hooks.clone(),
     };
     match host_tests::run_host_tests(
         &mut *job.backend,

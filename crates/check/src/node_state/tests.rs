@@ -42,6 +42,8 @@ fn four_hosts(slow: Option<usize>) -> HostReport {
         sendrecv: results,
         all_reduce: Vec::new(),
         failures: Vec::new(),
+        groups: None,
+        group_note: None,
     }
 }
 

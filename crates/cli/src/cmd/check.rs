@@ -68,6 +68,12 @@ pub struct CheckArgs {
     /// node not tested, or drained by someone else, is never touched.
     #[arg(long)]
     pub slurm_apply: bool,
+    /// Test host pairs within fabric groups first, then across them, and
+    /// name a slow link between two groups (not a host): `slurm` (Slurm's
+    /// topology: each leaf switch or block a group) or a file of `HOST
+    /// GROUP` lines.
+    #[arg(long, value_name = "FILE|slurm")]
+    pub groups: Option<PathBuf>,
     /// Write one JSON event per finding (a bad or held node, a slow link),
     /// with what was done about it, to FILE, one per line (`-`: stdout,
     /// after the verdict).
@@ -107,6 +113,8 @@ impl From<&CheckArgs> for CheckOptions {
             prometheus: a.prometheus.clone(),
             // Found after the backend opens (`main`), GPU backends only.
             topology: None,
+            // Read and checked by `main` before any work (`groups`).
+            groups: None,
             node_state: a.node_state(),
             hooks: test_hooks(|k| std::env::var(k).ok()),
         }
@@ -118,6 +126,7 @@ impl From<&CheckArgs> for CheckOptions {
 fn test_hooks(env: impl Fn(&str) -> Option<String>) -> collbench_check::TestHooks {
     collbench_check::TestHooks {
         fail_pairs_of_process: env("COLLBENCH_TEST_FAIL_PAIRS").and_then(|v| v.parse().ok()),
+        group_link_factor: env("COLLBENCH_TEST_GROUP_LINK").and_then(|v| v.parse().ok()),
     }
 }
 
@@ -147,4 +156,22 @@ impl From<&BaselinesArgs> for Action {
             Some(BaselinesAction::Show { name }) => Action::Show { name: name.clone() },
         }
     }
+}
+
+/// `--groups`: Slurm's topology, or a `HOST GROUP` file read now (a
+/// usage error, one line, before any work).
+pub fn groups(a: &CheckArgs) -> Result<Option<collbench_check::fabric::GroupSource>, String> {
+    use collbench_check::fabric::{parse_group_file, GroupSource};
+    use collbench_core::read_limit;
+    let Some(path) = &a.groups else {
+        return Ok(None);
+    };
+    if path.as_os_str() == "slurm" {
+        return Ok(Some(GroupSource::Slurm));
+    }
+    let text = read_limit::read_to_string(path, read_limit::SETTINGS_BYTES, "a groups file")
+        .map_err(|e| format!("--groups: {}", crate::one_line(&e.into())))?;
+    parse_group_file(&text)
+        .map(|m| Some(GroupSource::Map(m)))
+        .map_err(|e| format!("--groups {}: {e}", path.display()))
 }

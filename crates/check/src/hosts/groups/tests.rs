@@ -164,7 +164,6 @@ fn h232_in_8_groups_names_every_bad_host_and_link_and_nothing_else_in_1000_seeds
     for r in &rounds {
         *hist.entry(r).or_insert(0) += 1;
     }
-    eprintln!("rounds over 1000 seeds: {hist:?}");
     assert!(max <= 22, "{max} rounds: {hist:?}");
 }
 
