@@ -91,12 +91,8 @@ pub fn check_main(
 
     let status = verdict::overall(&lines);
     // Every process says where it runs, before rank 0 alone goes on.
-    let placements = if args.node_state.wanted() {
-        let hostname = info.devices.first().map(|d| d.host.clone());
-        nodes::placements(control, &hostname.unwrap_or_default())?
-    } else {
-        None
-    };
+    let hostname = info.devices.first().map_or("", |d| d.host.as_str());
+    let placements = nodes::placements(&args.node_state, control, hostname)?;
     // A failed write to stdout ends the check with its error, but only
     // after the files monitoring reads are written and every rank has the
     // verdict (so no rank waits for it).
@@ -110,21 +106,14 @@ pub fn check_main(
             baseline.as_ref(),
             status,
         );
-        let node_report = match &placements {
-            Some(placed) => {
-                let v = nodes::Verdict {
-                    status,
-                    lines: &lines,
-                    hosts: pairs.hosts.as_ref(),
-                    fractions,
-                };
-                let scontrol = crate::node_state::slurm::SystemScontrol;
-                let (report, said) = nodes::node_step(&args.node_state, &v, placed, &scontrol)?;
-                text += &said;
-                Some(report)
-            }
-            None => None,
+        let v = nodes::Verdict {
+            status,
+            lines: &lines,
+            hosts: pairs.hosts.as_ref(),
+            fractions,
         };
+        let (node_report, said) = nodes::if_asked(&args.node_state, &v, placements.as_deref())?;
+        text += &said;
         printed = collbench_core::stdout::write(out, &text);
         let report = CheckReport {
             schema: "collbench-check/1",
@@ -144,11 +133,20 @@ pub fn check_main(
         };
         write_files(args, &report, fractions)?;
     }
-    // Every process exits with rank 0's verdict, so a launcher that looks
-    // at any rank's exit code sees the same answer. The verdict travels as
-    // its exit code's byte.
-    let code = control.broadcast(root.then(|| vec![status.exit_code() as u8]))?;
+    let status = share_verdict(control, root, status)?;
     printed?;
+    Ok(status)
+}
+
+/// Rank 0's verdict on every process, so a launcher that looks at any
+/// rank's exit code sees the same answer. It travels as its exit code's
+/// byte.
+fn share_verdict(
+    control: &dyn Bootstrap,
+    root: bool,
+    status: Status,
+) -> Result<Status, CheckError> {
+    let code = control.broadcast(root.then(|| vec![status.exit_code() as u8]))?;
     Ok(Status::from_exit_code(
         code.first().copied().unwrap_or(2) as i32
     ))

@@ -6,6 +6,7 @@
 use crate::error::CheckError;
 use crate::host_tests::{self, HostReport};
 use crate::node_state::events::{self, Action};
+use crate::node_state::k8s::{self, ApiServer, InCluster, Patch};
 use crate::node_state::slurm::{self, Scontrol, SlurmAction};
 use crate::node_state::{self, NodeJudgement, NodeStateOptions, NodeVerdict, Outcome, Placement};
 use crate::verdict::{Fractions, Line, Status};
@@ -18,15 +19,22 @@ pub struct NodeReport {
     pub nodes: Vec<NodeJudgement>,
     /// Slurm's actions (`--slurm`): planned in a dry run, else taken.
     pub slurm: Vec<SlurmAction>,
+    /// Kubernetes' patches (`--k8s`): printed in a dry run, else sent.
+    pub k8s: Vec<Patch>,
     /// Whether the actions were taken (false: a dry run).
     pub applied: bool,
 }
 
-/// Every process's host and node, on rank 0 (`None` elsewhere).
+/// Every process's host and node, on rank 0 (`None` elsewhere, and
+/// when no node step is asked: then nothing is exchanged).
 pub(super) fn placements(
+    opts: &NodeStateOptions,
     control: &dyn Bootstrap,
     hostname: &str,
 ) -> Result<Option<Vec<Placement>>, CheckError> {
+    if !opts.wanted() {
+        return Ok(None);
+    }
     let env = |k: &str| std::env::var(k).ok();
     let mine = (
         host_tests::host_key(env, hostname),
@@ -55,6 +63,21 @@ pub(super) struct Verdict<'a> {
     pub lines: &'a [Line],
     pub hosts: Option<&'a HostReport>,
     pub fractions: Fractions,
+}
+
+/// Rank 0's node step when asked (`placements` gathered): its report and
+/// its lines for stdout; nothing otherwise.
+pub(super) fn if_asked(
+    opts: &NodeStateOptions,
+    verdict: &Verdict,
+    placements: Option<&[Placement]>,
+) -> Result<(Option<NodeReport>, String), CheckError> {
+    let Some(placed) = placements else {
+        return Ok((None, String::new()));
+    };
+    let scontrol = slurm::SystemScontrol;
+    let (report, said) = node_step(opts, verdict, placed, &scontrol)?;
+    Ok((Some(report), said))
 }
 
 /// Rank 0's node step: judgements, Slurm's actions (planned or taken),
@@ -107,6 +130,10 @@ pub(super) fn node_step(
             taken.push(a);
         }
     }
+    let mut patches = Vec::new();
+    if let Some(act) = opts.k8s {
+        text += &kubernetes(act, &nodes, now, &mut event_actions, &mut patches);
+    }
     if let Some(path) = &opts.events {
         let list = events::events(
             &nodes,
@@ -129,7 +156,53 @@ pub(super) fn node_step(
     let report = NodeReport {
         nodes,
         slurm: taken,
-        applied: opts.slurm == Some(node_state::Act::Apply),
+        k8s: patches,
+        applied: opts.slurm == Some(node_state::Act::Apply)
+            || opts.k8s == Some(node_state::Act::Apply),
     };
     Ok((report, text))
+}
+
+/// Kubernetes' patches for the judged nodes: printed (a dry run) or sent
+/// with the pod's service account; one `# k8s:` line and the patch's
+/// Node document (one JSON line) each.
+fn kubernetes(
+    act: node_state::Act,
+    nodes: &[NodeJudgement],
+    now: u64,
+    event_actions: &mut Vec<(String, Action)>,
+    taken: &mut Vec<Patch>,
+) -> String {
+    let mut text = String::new();
+    let api = match act {
+        node_state::Act::DryRun => None,
+        node_state::Act::Apply => match InCluster::from_env(|k| std::env::var(k).ok()) {
+            Ok(api) => Some(api),
+            Err(e) => return format!("# k8s: FAILED: {e}\n"),
+        },
+    };
+    let api_ref = api.as_ref().map(|a| a as &dyn ApiServer);
+    for (patch, sent) in k8s::carry_out(nodes, api_ref, now) {
+        let what = format!("PATCH {} ({})", patch.path, patch.content_type);
+        let line = match &sent {
+            Ok(false) => format!("k8s: would send {what}"),
+            Ok(true) => format!("k8s: sent {what}"),
+            Err(e) => format!("k8s: FAILED: {e}"),
+        };
+        text += &format!("# {line}\n{}\n", patch.body);
+        let bad = nodes
+            .iter()
+            .any(|j| j.node == patch.node && j.verdict == NodeVerdict::Bad);
+        event_actions.push((
+            patch.node.clone(),
+            Action {
+                system: "kubernetes",
+                action: if bad { "taint" } else { "untaint" },
+                done: matches!(sent, Ok(true)),
+                detail: line,
+            },
+        ));
+        taken.push(patch);
+    }
+    text
 }

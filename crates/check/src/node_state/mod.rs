@@ -12,6 +12,7 @@
 //! else drained, is never touched.
 
 pub mod events;
+pub mod k8s;
 pub mod slurm;
 
 use crate::host_tests::HostReport;

@@ -346,3 +346,24 @@ fn events_are_one_json_line_per_node_finding_with_the_actions() {
     assert_eq!(e["actions"][0]["done"], true);
     assert!(e["time"].as_str().unwrap().starts_with("2026-12-07T"));
 }
+
+#[test]
+fn kubernetes_patches_touch_only_collbenchs_condition_and_taint() {
+    use super::k8s::{patches, CONDITION, TAINT_KEY};
+    let other = serde_json::json!({"key": "maint", "effect": "NoExecute"});
+    let bad = patches(
+        &judged("n2", NodeVerdict::Bad),
+        Some(std::slice::from_ref(&other)),
+        0,
+    );
+    assert_eq!(bad.len(), 2);
+    assert_eq!(bad[0].path, "/api/v1/nodes/n2/status");
+    assert_eq!(bad[0].body["status"]["conditions"][0]["type"], CONDITION);
+    assert_eq!(bad[1].body["spec"]["taints"][0], other);
+    assert_eq!(bad[1].body["spec"]["taints"][1]["key"], TAINT_KEY);
+    // A passed node without collbench's taint: the condition alone.
+    let passed = patches(&judged("n1", NodeVerdict::Passed), Some(&[other]), 0);
+    assert_eq!(passed.len(), 1);
+    assert_eq!(passed[0].body["status"]["conditions"][0]["status"], "False");
+    assert!(patches(&judged("n5", NodeVerdict::Held), None, 0).is_empty());
+}

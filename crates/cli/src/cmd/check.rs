@@ -68,6 +68,17 @@ pub struct CheckArgs {
     /// node not tested, or drained by someone else, is never touched.
     #[arg(long)]
     pub slurm_apply: bool,
+    /// Kubernetes, dry run: print the patches (Node documents) that would
+    /// set the node condition CollbenchUnhealthy and the taint
+    /// collbench.dev/unhealthy on each node found bad (NODE_NAME names a
+    /// pod's node), and clear them on each node that passes.
+    #[arg(long)]
+    pub k8s: bool,
+    /// Kubernetes: send those patches to the API server with the pod's
+    /// service account (it needs get and patch on nodes and nodes/status);
+    /// the node's other taints are kept.
+    #[arg(long)]
+    pub k8s_apply: bool,
     /// Test host pairs within fabric groups first, then across them, and
     /// name a slow link between two groups (not a host): `slurm` (Slurm's
     /// topology: each leaf switch or block a group) or a file of `HOST
@@ -94,7 +105,7 @@ impl CheckArgs {
         };
         collbench_check::node_state::NodeStateOptions {
             slurm: act(self.slurm_apply, self.slurm),
-            k8s: None,
+            k8s: act(self.k8s_apply, self.k8s),
             events: self.events.clone(),
         }
     }
