@@ -1,6 +1,7 @@
 //! Where the hosts' fabric groups come from (`check --groups`): a file of
-//! `HOST GROUP` lines, or Slurm's topology (`scontrol show topology`: each
-//! leaf switch, or each block of topology/block, is a group). The host
+//! `HOST GROUP` lines, Slurm's topology (`scontrol show topology`: each
+//! leaf switch, or each block of topology/block, is a group), or
+//! Kubernetes node labels (`label`, `label:KEY`). The host
 //! tests then test within groups first and across them after
 //! ([`crate::hosts::groups`]).
 
@@ -13,7 +14,21 @@ pub enum GroupSource {
     Map(Vec<(String, String)>),
     /// Slurm's topology, read by rank 0 when the host tests start.
     Slurm,
+    /// Kubernetes node labels, read from the API server by rank 0: this
+    /// label, or (None) the finest of the known topology labels that every
+    /// node has ([`KNOWN_LABELS`], then `network.topology.nvidia.com/*`).
+    Labels(Option<String>),
 }
+
+/// Topology labels tried by `--groups label`, in this order of preference
+/// among those that split the nodes equally finely.
+pub const KNOWN_LABELS: [&str; 2] = [
+    "cloud.google.com/gce-topology-block",
+    "nvidia.com/gpu.clique",
+];
+
+/// The prefix of NVIDIA's network topology labels.
+pub const NVIDIA_TOPOLOGY: &str = "network.topology.nvidia.com/";
 
 /// Why the groups could not be known (the host tests then run without
 /// them, with a note).
@@ -22,6 +37,9 @@ pub enum FabricError {
     /// `scontrol show topology` could not run or said nothing usable.
     #[error("Slurm's topology: {0}")]
     Slurm(String),
+    /// The nodes' labels could not be read, or none groups them.
+    #[error("node labels: {0}")]
+    Labels(String),
     /// Fewer than two groups among the job's hosts: nothing to test across.
     #[error("the job's hosts are in {0} group(s): grouping needs two or more")]
     OneGroup(usize),
@@ -120,8 +138,16 @@ pub fn parse_slurm_topology(text: &str) -> Vec<(String, String)> {
 
 /// Each of `hosts`' group by `source` (a host the source does not know is
 /// in a group of its own, `(ungrouped)`).
-pub fn resolve(source: &GroupSource, hosts: &[String]) -> Result<Vec<String>, FabricError> {
+pub fn resolve(
+    source: &GroupSource,
+    hosts: &[String],
+    nodes: &[String],
+) -> Result<Vec<String>, FabricError> {
     let map = match source {
+        GroupSource::Labels(key) => {
+            let groups = groups_from_labels(&node_labels(nodes)?, key.as_deref())?;
+            hosts.iter().cloned().zip(groups).collect()
+        }
         GroupSource::Map(m) => m.clone(),
         GroupSource::Slurm => {
             let out = Command::new("scontrol")
@@ -152,9 +178,104 @@ pub fn resolve(source: &GroupSource, hosts: &[String]) -> Result<Vec<String>, Fa
     Ok(groups)
 }
 
+/// Each node's labels, from the API server (the pod's service account).
+fn node_labels(nodes: &[String]) -> Result<Vec<serde_json::Value>, FabricError> {
+    use crate::kube_api::{ApiServer, InCluster};
+    let api = InCluster::from_env(|k| std::env::var(k).ok())
+        .map_err(|e| FabricError::Labels(e.to_string()))?;
+    nodes
+        .iter()
+        .map(|n| {
+            api.get_node(n)
+                .map(|node| node["metadata"]["labels"].clone())
+                .map_err(|e| FabricError::Labels(e.to_string()))
+        })
+        .collect()
+}
+
+/// Each node's group from its labels (`labels[i]`: node i's label map):
+/// `key`'s value, or the label every node has that splits them most
+/// finely without giving each node a group of its own.
+pub fn groups_from_labels(
+    labels: &[serde_json::Value],
+    key: Option<&str>,
+) -> Result<Vec<String>, FabricError> {
+    let value = |l: &serde_json::Value, k: &str| l[k].as_str().map(str::to_string);
+    let key = match key {
+        Some(k) => k.to_string(),
+        None => {
+            let mut keys: Vec<String> = KNOWN_LABELS.iter().map(|k| k.to_string()).collect();
+            let mut nvidia: Vec<String> = labels
+                .iter()
+                .filter_map(|l| l.as_object())
+                .flat_map(|m| m.keys().filter(|k| k.starts_with(NVIDIA_TOPOLOGY)).cloned())
+                .collect();
+            nvidia.sort();
+            nvidia.dedup();
+            keys.extend(nvidia);
+            let split = |k: &String| {
+                let mut v: Vec<String> = labels.iter().filter_map(|l| value(l, k)).collect();
+                let everyone = v.len() == labels.len();
+                v.sort();
+                v.dedup();
+                (everyone && v.len() >= 2 && v.len() < labels.len()).then_some(v.len())
+            };
+            let best = keys
+                .iter()
+                .filter_map(|k| Some((split(k)?, k)))
+                .max_by_key(|(n, _)| *n);
+            match best {
+                Some((_, k)) => k.clone(),
+                None => {
+                    return Err(FabricError::Labels(format!(
+                        "no topology label groups the nodes ({}, {NVIDIA_TOPOLOGY}*); name one with --groups label:KEY",
+                        KNOWN_LABELS.join(", ")
+                    )))
+                }
+            }
+        }
+    };
+    Ok(labels
+        .iter()
+        .map(|l| value(l, &key).unwrap_or_else(|| "(unlabelled)".into()))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_labels_group_by_the_finest_known_label_or_the_one_named() {
+        let node = |block: &str, clique: &str| serde_json::json!({"cloud.google.com/gce-topology-block": block, "nvidia.com/gpu.clique": clique, "x": "y"});
+        let labels = [
+            node("b1", "c1"),
+            node("b1", "c2"),
+            node("b2", "c3"),
+            node("b2", "c3"),
+        ];
+        // The clique splits the four nodes in three, the block in two.
+        assert_eq!(
+            groups_from_labels(&labels, None).unwrap(),
+            ["c1", "c2", "c3", "c3"]
+        );
+        assert_eq!(
+            groups_from_labels(&labels, Some("cloud.google.com/gce-topology-block")).unwrap(),
+            ["b1", "b1", "b2", "b2"]
+        );
+        assert_eq!(groups_from_labels(&labels, Some("x")).unwrap(), ["y"; 4]);
+        let plain = [serde_json::json!({"a": "b"}), serde_json::json!({})];
+        assert!(matches!(
+            groups_from_labels(&plain, None),
+            Err(FabricError::Labels(_))
+        ));
+        let nv = [
+            serde_json::json!({"network.topology.nvidia.com/leaf": "l1"}),
+            serde_json::json!({"network.topology.nvidia.com/leaf": "l1"}),
+            serde_json::json!({"network.topology.nvidia.com/leaf": "l2"}),
+        ];
+        assert_eq!(groups_from_labels(&nv, None).unwrap(), ["l1", "l1", "l2"]);
+    }
 
     #[test]
     fn a_group_file_is_host_and_group_per_line() {
@@ -196,8 +317,14 @@ mod tests {
     fn unknown_hosts_are_ungrouped_and_one_group_is_no_grouping() {
         let map = GroupSource::Map(vec![("a".into(), "g1".into()), ("b".into(), "g2".into())]);
         let hosts = ["a".to_string(), "b".to_string(), "c".to_string()];
-        assert_eq!(resolve(&map, &hosts).unwrap(), ["g1", "g2", "(ungrouped)"]);
+        assert_eq!(
+            resolve(&map, &hosts, &hosts).unwrap(),
+            ["g1", "g2", "(ungrouped)"]
+        );
         let one = GroupSource::Map(vec![("a".into(), "g1".into())]);
-        assert_eq!(resolve(&one, &hosts[..1]), Err(FabricError::OneGroup(1)));
+        assert_eq!(
+            resolve(&one, &hosts[..1], &hosts[..1]),
+            Err(FabricError::OneGroup(1))
+        );
     }
 }

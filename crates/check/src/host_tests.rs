@@ -125,6 +125,16 @@ pub fn host_key(env: impl Fn(&str) -> Option<String>, hostname: &str) -> String 
         .unwrap_or_else(|| hostname.to_string())
 }
 
+/// The name of this process's node: SLURMD_NODENAME (a Slurm node), else
+/// NODE_NAME (Kubernetes: set it from the downward API's `spec.nodeName`),
+/// else the host name.
+pub fn node_name(env: impl Fn(&str) -> Option<String>, hostname: &str) -> String {
+    ["SLURMD_NODENAME", "NODE_NAME"]
+        .iter()
+        .find_map(|k| env(k).filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| hostname.to_string())
+}
+
 /// Hosts from every process's host key and rank count (indexed by
 /// process): hosts in the order of their first process, each with the
 /// span of its global ranks, and each process's host.
@@ -368,29 +378,42 @@ impl PairTest<'_> {
     }
 }
 
+/// The hosts, each process's host, and each host's node.
+type Discovered = (Vec<HostInfo>, Vec<usize>, Vec<String>);
+
 /// Every process's host: the hosts in the order of their first process,
 /// and each process's host. A job on one host has nothing to test.
 fn discover_hosts(
     backend: &dyn Backend,
     control: &dyn Bootstrap,
-) -> Result<(Vec<HostInfo>, Vec<usize>), CheckError> {
+) -> Result<Discovered, CheckError> {
     let hostname = backend
         .info()
         .devices
         .first()
         .map(|d| d.host.clone())
         .unwrap_or_default();
-    let key = host_key(|k| std::env::var(k).ok(), &hostname);
-    let mine = serde_json::to_vec(&(key, backend.local_ranks()))?;
+    let env = |k: &str| std::env::var(k).ok();
+    let (key, node) = (host_key(env, &hostname), node_name(env, &hostname));
+    let mine = serde_json::to_vec(&(key, backend.local_ranks(), node))?;
     let parts = control.all_gather(mine)?;
-    let (keys, counts): (Vec<String>, Vec<usize>) = parts
+    let all = parts
         .iter()
-        .map(|p| serde_json::from_slice::<(String, usize)>(p))
+        .map(|p| serde_json::from_slice::<(String, usize, String)>(p))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CheckError::Malformed(format!("malformed host name from a process: {e}")))?
-        .into_iter()
-        .unzip();
+        .map_err(|e| CheckError::Malformed(format!("malformed host name from a process: {e}")))?;
+    let keys: Vec<String> = all.iter().map(|p| p.0.clone()).collect();
+    let counts: Vec<usize> = all.iter().map(|p| p.1).collect();
     let (host_list, host_of) = group_hosts(&keys, &counts);
+    // Each host's node: its first process's.
+    let nodes = (0..host_list.len())
+        .map(|h| {
+            host_of
+                .iter()
+                .position(|&x| x == h)
+                .map_or_else(String::new, |p| all[p].2.clone())
+        })
+        .collect();
     if host_list.len() < 2 {
         return Err(HostTestsSkipped::OneHost {
             processes: keys.len(),
@@ -398,7 +421,7 @@ fn discover_hosts(
         }
         .into());
     }
-    Ok((host_list, host_of))
+    Ok((host_list, host_of, nodes))
 }
 
 /// The hosts' fabric groups, rank 0's word on every process: `None`
@@ -408,13 +431,14 @@ fn agree_on_groups(
     control: &dyn Bootstrap,
     source: Option<&GroupSource>,
     hosts: &[HostInfo],
+    nodes: &[String],
 ) -> Result<Option<Result<HostGroups, String>>, CheckError> {
     let Some(source) = source else {
         return Ok(None);
     };
     let mine = (control.rank() == 0).then(|| {
         let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
-        let groups = fabric::resolve(source, &names).map_err(|e| e.to_string());
+        let groups = fabric::resolve(source, &names, nodes).map_err(|e| e.to_string());
         serde_json::to_vec(&groups)
     });
     let word = control.broadcast(mine.transpose()?)?;
@@ -434,8 +458,8 @@ pub fn run_host_tests(
     plan: &HostTestPlan,
     progress: &mut dyn FnMut(&str),
 ) -> Result<HostReport, CheckError> {
-    let (host_list, host_of) = discover_hosts(backend, control)?;
-    let groups = agree_on_groups(control, plan.groups.as_ref(), &host_list)?;
+    let (host_list, host_of, nodes) = discover_hosts(backend, control)?;
+    let groups = agree_on_groups(control, plan.groups.as_ref(), &host_list, &nodes)?;
     let (groups, group_note) = match groups {
         Some(Ok(g)) => (Some(g), None),
         Some(Err(why)) => (None, Some(format!("hosts tested without groups: {why}"))),

@@ -9,7 +9,9 @@
 //! [`localize`] (pairwise tests, culprits, heatmap), [`hosts`] (host
 //! pairs in rounds and the verdict that names a slow host, docs/hosts.md),
 //! [`prometheus`]
-//! (textfile metrics), [`fabric`] (where the hosts' groups come from), [`node_state`] (each node's verdict, and Slurm's
+//! (textfile metrics), [`fabric`] (where the hosts' groups come from),
+//! [`kube_api`] (the Kubernetes API server, through the pod's service
+//! account), [`node_state`] (each node's verdict, and Slurm's
 //! drain and resume, events), `check` (the command), [`error`] (how it fails:
 //! [`CheckError`]). Local checks of drivers,
 //! GPUs and network (`collbench doctor`) live in collbench-doctor.
@@ -22,6 +24,7 @@ pub mod error;
 pub mod fabric;
 pub mod host_tests;
 pub mod hosts;
+pub mod kube_api;
 pub mod localize;
 pub mod node_state;
 pub mod prometheus;

@@ -7,11 +7,12 @@
 
 mod common;
 
-use common::BIN;
+use common::{finish, free_port, torchrun_rank, Finished, BIN};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// A one-op baseline no CPU can meet: the check FAILs, the node is bad.
 const IMPOSSIBLE: &str =
@@ -30,6 +31,13 @@ struct Request {
 
 /// The recorded API: GET of a node returns `node`; PATCH returns `{}`.
 fn api(node: serde_json::Value) -> (String, Arc<Mutex<Vec<Request>>>) {
+    api_by_path(move |_| node.clone())
+}
+
+/// The recorded API: GET of PATH returns `node(PATH)`; PATCH returns `{}`.
+fn api_by_path(
+    node: impl Fn(&str) -> serde_json::Value + Send + 'static,
+) -> (String, Arc<Mutex<Vec<Request>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -61,10 +69,18 @@ fn api(node: serde_json::Value) -> (String, Arc<Mutex<Vec<Request>>>) {
             let mut body = vec![0; length];
             reader.read_exact(&mut body).unwrap();
             let answer = if method == "GET" {
-                node.to_string()
+                node(&path).to_string()
             } else {
                 "{}".into()
             };
+            // Recorded before the answer, so the test sees every request
+            // its client has had answered.
+            log.lock().unwrap().push(Request {
+                method: method.clone(),
+                path: path.clone(),
+                headers,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            });
             let mut out = stream;
             write!(
                 out,
@@ -72,12 +88,6 @@ fn api(node: serde_json::Value) -> (String, Arc<Mutex<Vec<Request>>>) {
                 answer.len()
             )
             .unwrap();
-            log.lock().unwrap().push(Request {
-                method,
-                path,
-                headers,
-                body: String::from_utf8_lossy(&body).into_owned(),
-            });
         }
     });
     (url, seen)
@@ -246,5 +256,69 @@ fn validate(dir: &std::path::Path, docs: &[String]) {
     assert!(
         out.status.success() && log.matches("passed").count() == docs.len(),
         "{log}"
+    );
+}
+
+/// Issue 51 item 3 on Kubernetes: four processes as four hosts on nodes
+/// k0..k3, grouped by their `nvidia.com/gpu.clique` labels as the recorded
+/// API gives them (`--groups label`), every test between the cliques
+/// slowed to 0.2x by the test hook: the link between the cliques is named,
+/// no host.
+#[test]
+fn node_labels_group_the_hosts_and_the_slow_join_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), "test-token\n").unwrap();
+    let (url, seen) = api_by_path(|path| {
+        let node = path.rsplit('/').next().unwrap_or("").to_string();
+        let clique = if node == "k0" || node == "k1" {
+            "c0"
+        } else {
+            "c1"
+        };
+        serde_json::json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node, "labels": {"nvidia.com/gpu.clique": clique}}})
+    });
+    let port = free_port();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let children: Vec<_> = (0..4)
+        .map(|r| {
+            torchrun_rank(r, 4, port)
+                .args(["check", "--backend", "cpu", "--ranks", "2"])
+                .args(["--size", "8M", "-n", "20", "--quick", "--groups", "label"])
+                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
+                .env("COLLBENCH_TEST_GROUP_LINK", "0.2")
+                .env("NCCL_HOSTID", format!("h{r}"))
+                .env("NODE_NAME", format!("k{r}"))
+                .env("COLLBENCH_K8S_API", &url)
+                .env("COLLBENCH_K8S_SERVICEACCOUNT", dir.path())
+                .spawn()
+                .expect("start collbench")
+        })
+        .collect();
+    let done: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    let out = &done[0].stdout;
+    assert_eq!(done[0].code, Some(2), "{:?}", done[0]);
+    assert!(out.contains("# fabric groups: c0, c1"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("# link between groups c0 <-> c1: 0.")),
+        "{out}"
+    );
+    assert!(!out.contains("# host h"), "a host named: {out}");
+    // Rank 0 read each node once.
+    let gets: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        gets,
+        [
+            "/api/v1/nodes/k0",
+            "/api/v1/nodes/k1",
+            "/api/v1/nodes/k2",
+            "/api/v1/nodes/k3"
+        ]
     );
 }

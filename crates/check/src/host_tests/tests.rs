@@ -101,7 +101,7 @@ impl Bootstrap for FourHosts {
     /// Only the exchange of host names uses it.
     fn all_gather(&self, _data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
         Ok((0..4)
-            .map(|h| serde_json::to_vec(&(format!("h{h}"), 1)).unwrap())
+            .map(|h| serde_json::to_vec(&(format!("h{h}"), 1, format!("h{h}"))).unwrap())
             .collect())
     }
 }

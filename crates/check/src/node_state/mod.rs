@@ -99,15 +99,7 @@ pub struct Placement {
     pub node: String,
 }
 
-/// The name of this process's node: SLURMD_NODENAME (a Slurm node), else
-/// NODE_NAME (Kubernetes: set it from the downward API's `spec.nodeName`),
-/// else the host name.
-pub fn node_name(env: impl Fn(&str) -> Option<String>, hostname: &str) -> String {
-    ["SLURMD_NODENAME", "NODE_NAME"]
-        .iter()
-        .find_map(|k| env(k).filter(|v| !v.is_empty()))
-        .unwrap_or_else(|| hostname.to_string())
-}
+pub use crate::host_tests::node_name;
 
 /// The check's outcome, as the node verdicts read it.
 pub struct Outcome<'a> {

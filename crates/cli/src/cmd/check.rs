@@ -81,9 +81,11 @@ pub struct CheckArgs {
     pub k8s_apply: bool,
     /// Test host pairs within fabric groups first, then across them, and
     /// name a slow link between two groups (not a host): `slurm` (Slurm's
-    /// topology: each leaf switch or block a group) or a file of `HOST
-    /// GROUP` lines.
-    #[arg(long, value_name = "FILE|slurm")]
+    /// topology: each leaf switch or block a group), `label` (Kubernetes
+    /// node labels: cloud.google.com/gce-topology-block,
+    /// nvidia.com/gpu.clique, network.topology.nvidia.com/*, the finest
+    /// that every node has), `label:KEY`, or a file of `HOST GROUP` lines.
+    #[arg(long, value_name = "FILE|slurm|label[:KEY]")]
     pub groups: Option<PathBuf>,
     /// Write one JSON event per finding (a bad or held node, a slow link),
     /// with what was done about it, to FILE, one per line (`-`: stdout,
@@ -179,6 +181,12 @@ pub fn groups(a: &CheckArgs) -> Result<Option<collbench_check::fabric::GroupSour
     };
     if path.as_os_str() == "slurm" {
         return Ok(Some(GroupSource::Slurm));
+    }
+    if path.as_os_str() == "label" {
+        return Ok(Some(GroupSource::Labels(None)));
+    }
+    if let Some(key) = path.to_str().and_then(|p| p.strip_prefix("label:")) {
+        return Ok(Some(GroupSource::Labels(Some(key.to_string()))));
     }
     let text = read_limit::read_to_string(path, read_limit::SETTINGS_BYTES, "a groups file")
         .map_err(|e| format!("--groups: {}", crate::one_line(&e.into())))?;
