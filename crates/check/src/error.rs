@@ -137,6 +137,14 @@ pub enum CheckError {
         /// What the system said.
         error: std::io::Error,
     },
+    /// `--events FILE` could not be written.
+    #[error("cannot write --events {}: {error}; choose a writable path (or - for stdout)", path.display())]
+    EventsUnwritable {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        error: std::io::Error,
+    },
     /// `--prometheus FILE` names something a rename must not replace.
     #[error(
         "--prometheus {} is not a regular file ({what}): it is replaced by a rename on every run; name a regular file (or a new one)",

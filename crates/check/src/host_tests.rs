@@ -18,8 +18,10 @@ pub use failure::{FailedPair, PairFailure};
 
 use crate::battery::{run_case, CaseOutcome, CaseRequest, Iterations};
 use crate::error::{self, CheckError};
-use crate::hosts::{self, HostInfo, HostVerdict, JudgeConfig, PairResult, Round};
+use crate::fabric::{self, GroupSource};
+use crate::hosts::{self, HostGroups, HostInfo, HostVerdict, JudgeConfig, PairResult, Round};
 use crate::verdict::Fractions;
+use crate::TestHooks;
 use collbench_core::{Bootstrap, Collective, DataType, PeerFailure, Progress, RankProgress};
 use collbench_runner::{Backend, Watchdog};
 use failure::{PairOutcome, Tally};
@@ -51,6 +53,35 @@ pub struct HostReport {
     /// Pair tests that failed: listed, never judged (no figure of theirs
     /// reaches the verdict).
     pub failures: Vec<FailedPair>,
+    /// The hosts' fabric groups, when the tests followed them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<HostGroups>,
+    /// Why `--groups` gave no groups (the tests ran without them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_note: Option<String>,
+}
+
+impl HostReport {
+    /// The verdict's cut (a ratio to the job median), when it has one.
+    pub fn slow_cut(&self) -> Option<f64> {
+        use crate::hosts::noise::Threshold;
+        match self.verdict.threshold {
+            Some(Threshold::Judgeable { cut, .. } | Threshold::TooNoisy { cut, .. }) => Some(cut),
+            None => None,
+        }
+    }
+
+    /// Hosts that no pair test measured (every test of theirs failed):
+    /// not judged, so the check is INCOMPLETE.
+    pub fn unjudged_hosts(&self) -> Vec<usize> {
+        self.verdict
+            .matrix
+            .hosts
+            .iter()
+            .filter(|s| s.score.is_none() && s.host < self.hosts.len())
+            .map(|s| s.host)
+            .collect()
+    }
 }
 
 /// One process's part of a round.
@@ -91,6 +122,16 @@ impl PairFigures {
 pub fn host_key(env: impl Fn(&str) -> Option<String>, hostname: &str) -> String {
     env("NCCL_HOSTID")
         .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| hostname.to_string())
+}
+
+/// The name of this process's node: SLURMD_NODENAME (a Slurm node), else
+/// NODE_NAME (Kubernetes: set it from the downward API's `spec.nodeName`),
+/// else the host name.
+pub fn node_name(env: impl Fn(&str) -> Option<String>, hostname: &str) -> String {
+    ["SLURMD_NODENAME", "NODE_NAME"]
+        .iter()
+        .find_map(|k| env(k).filter(|v| !v.is_empty()))
         .unwrap_or_else(|| hostname.to_string())
 }
 
@@ -202,6 +243,19 @@ impl Bootstrap for ThisProcess<'_> {
     }
 }
 
+/// What the host tests run and how they judge (the same on every
+/// process).
+#[derive(Debug, Clone)]
+pub struct HostTestPlan {
+    /// Size of each pair test, bytes.
+    pub size_bytes: u64,
+    pub iters: Iterations,
+    pub fractions: Fractions,
+    /// Where the hosts' fabric groups come from (`--groups`), if anywhere.
+    pub groups: Option<GroupSource>,
+    pub hooks: TestHooks,
+}
+
 /// What one process does in a round: joins its pair's group, measures
 /// sendrecv and all_reduce there, and says how it went.
 struct PairTest<'a> {
@@ -212,6 +266,12 @@ struct PairTest<'a> {
     host: usize,
     size_bytes: u64,
     iters: Iterations,
+    /// The host whose pair tests fail (test hook), and its process.
+    broken: Option<(usize, usize)>,
+    /// Each host's fabric group, when grouped.
+    group_of: Option<Vec<usize>>,
+    /// Test hook: tests between groups read this fraction of their figures.
+    link_factor: Option<f64>,
 }
 
 impl PairTest<'_> {
@@ -228,10 +288,32 @@ impl PairTest<'_> {
         // Joining is collective over the whole job: its failure is the
         // job's (the control plane), or this process's NCCL, which the
         // pair reports.
+        // The test hook's broken host: both processes of its pair skip the
+        // test (every process knows which host it is), so neither waits.
+        let broken = pair
+            .map(|p| round.pairs[p])
+            .zip(self.broken)
+            .filter(|((a, b), (host, _))| a == host || b == host);
         match self.backend.group(self.control, pair.map(|p| p as u32)) {
+            Ok(Some(_)) if broken.is_some() => {
+                let process = broken.map_or(0, |(_, (_, process))| process);
+                mine.error = Some(PairFailure::Test {
+                    reason: format!(
+                        "process {}: the pair tests of process {process}'s host are off (COLLBENCH_TEST_FAIL_PAIRS)",
+                        self.control.rank()
+                    ),
+                });
+            }
             Ok(Some(mut sub)) => {
                 if let Err(failure) = self.measure(sub.as_mut(), &mut mine) {
                     mine.error = Some(failure);
+                }
+                let (a, b) = pair.map_or((0, 0), |p| round.pairs[p]);
+                if let (Some(f), Some(g)) = (self.link_factor, &self.group_of) {
+                    if g.get(a) != g.get(b) {
+                        mine.sendrecv_gbps *= f;
+                        mine.all_reduce_gbps *= f;
+                    }
                 }
             }
             Ok(None) => {}
@@ -296,36 +378,42 @@ impl PairTest<'_> {
     }
 }
 
-/// Runs the host tests of a job of several processes and judges them.
-/// `progress` hears one line per round (rank 0 passes a printer, the
-/// others nothing). Errors are the job's (a lost peer), or
-/// [`HostTestsSkipped`]: pair tests that fail are listed, never judged.
-pub fn run_host_tests(
-    backend: &mut dyn Backend,
+/// The hosts, each process's host, and each host's node.
+type Discovered = (Vec<HostInfo>, Vec<usize>, Vec<String>);
+
+/// Every process's host: the hosts in the order of their first process,
+/// and each process's host. A job on one host has nothing to test.
+fn discover_hosts(
+    backend: &dyn Backend,
     control: &dyn Bootstrap,
-    watchdog: &Watchdog,
-    size_bytes: u64,
-    iters: Iterations,
-    fractions: Fractions,
-    progress: &mut dyn FnMut(&str),
-) -> Result<HostReport, CheckError> {
+) -> Result<Discovered, CheckError> {
     let hostname = backend
         .info()
         .devices
         .first()
         .map(|d| d.host.clone())
         .unwrap_or_default();
-    let key = host_key(|k| std::env::var(k).ok(), &hostname);
-    let mine = serde_json::to_vec(&(key, backend.local_ranks()))?;
+    let env = |k: &str| std::env::var(k).ok();
+    let (key, node) = (host_key(env, &hostname), node_name(env, &hostname));
+    let mine = serde_json::to_vec(&(key, backend.local_ranks(), node))?;
     let parts = control.all_gather(mine)?;
-    let (keys, counts): (Vec<String>, Vec<usize>) = parts
+    let all = parts
         .iter()
-        .map(|p| serde_json::from_slice::<(String, usize)>(p))
+        .map(|p| serde_json::from_slice::<(String, usize, String)>(p))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CheckError::Malformed(format!("malformed host name from a process: {e}")))?
-        .into_iter()
-        .unzip();
+        .map_err(|e| CheckError::Malformed(format!("malformed host name from a process: {e}")))?;
+    let keys: Vec<String> = all.iter().map(|p| p.0.clone()).collect();
+    let counts: Vec<usize> = all.iter().map(|p| p.1).collect();
     let (host_list, host_of) = group_hosts(&keys, &counts);
+    // Each host's node: its first process's.
+    let nodes = (0..host_list.len())
+        .map(|h| {
+            host_of
+                .iter()
+                .position(|&x| x == h)
+                .map_or_else(String::new, |p| all[p].2.clone())
+        })
+        .collect();
     if host_list.len() < 2 {
         return Err(HostTestsSkipped::OneHost {
             processes: keys.len(),
@@ -333,8 +421,52 @@ pub fn run_host_tests(
         }
         .into());
     }
+    Ok((host_list, host_of, nodes))
+}
+
+/// The hosts' fabric groups, rank 0's word on every process: `None`
+/// without `--groups`, else the groups or why there are none (the host
+/// tests then run without them, and say so).
+fn agree_on_groups(
+    control: &dyn Bootstrap,
+    source: Option<&GroupSource>,
+    hosts: &[HostInfo],
+    nodes: &[String],
+) -> Result<Option<Result<HostGroups, String>>, CheckError> {
+    let Some(source) = source else {
+        return Ok(None);
+    };
+    let mine = (control.rank() == 0).then(|| {
+        let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+        let groups = fabric::resolve(source, &names, nodes).map_err(|e| e.to_string());
+        serde_json::to_vec(&groups)
+    });
+    let word = control.broadcast(mine.transpose()?)?;
+    let groups: Result<Vec<String>, String> = serde_json::from_slice(&word)?;
+    Ok(Some(groups.map(|g| HostGroups::from_names(&g))))
+}
+
+/// Runs the host tests of a job of several processes and judges them:
+/// within and then across fabric groups when `plan.groups` gives them.
+/// `progress` hears one line per round (rank 0 passes a printer, the
+/// others nothing). Errors are the job's (a lost peer), or
+/// [`HostTestsSkipped`]: pair tests that fail are listed, never judged.
+pub fn run_host_tests(
+    backend: &mut dyn Backend,
+    control: &dyn Bootstrap,
+    watchdog: &Watchdog,
+    plan: &HostTestPlan,
+    progress: &mut dyn FnMut(&str),
+) -> Result<HostReport, CheckError> {
+    let (host_list, host_of, nodes) = discover_hosts(backend, control)?;
+    let groups = agree_on_groups(control, plan.groups.as_ref(), &host_list, &nodes)?;
+    let (groups, group_note) = match groups {
+        Some(Ok(g)) => (Some(g), None),
+        Some(Err(why)) => (None, Some(format!("hosts tested without groups: {why}"))),
+        None => (None, None),
+    };
     let cfg = JudgeConfig {
-        fractions,
+        fractions: plan.fractions,
         ..JudgeConfig::new(host_list.len())
     };
     let mut test = PairTest {
@@ -342,12 +474,18 @@ pub fn run_host_tests(
         control,
         watchdog,
         host: host_of[control.rank()],
-        size_bytes,
-        iters,
+        size_bytes: plan.size_bytes,
+        iters: plan.iters,
+        broken: plan
+            .hooks
+            .fail_pairs_of_process
+            .and_then(|p| Some((*host_of.get(p)?, p))),
+        group_of: groups.as_ref().map(|g| g.of_host.clone()),
+        link_factor: plan.hooks.group_link_factor,
     };
     let mut tally = Tally::default();
     let name = |h: usize| host_list[h].name.as_str();
-    let (verdict, rounds) = hosts::run(&cfg, SEED, |round: &Round| -> Result<_, CheckError> {
+    let measure = |round: &Round| -> Result<_, CheckError> {
         let outcomes: Vec<PairOutcome> = test
             .round(round)?
             .iter()
@@ -363,196 +501,24 @@ pub fn run_host_tests(
         }
         progress(&format!("{line} (sendrecv/all_reduce)"));
         Ok(judged)
-    })?;
+    };
+    let (verdict, rounds) = match &groups {
+        Some(g) => hosts::run_grouped(&cfg, g, SEED, measure)?,
+        None => hosts::run(&cfg, SEED, measure)?,
+    };
     Ok(HostReport {
         hosts: host_list,
-        size_bytes,
+        size_bytes: plan.size_bytes,
         judged_op: JUDGED.name(),
         rounds,
         verdict,
         sendrecv: tally.sendrecv,
         all_reduce: tally.all_reduce,
         failures: tally.failures,
+        groups,
+        group_note,
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use collbench_runner::BackendError;
-
-    #[test]
-    fn nccl_hostid_names_the_host_before_the_hostname() {
-        let env = |k: &str| (k == "NCCL_HOSTID").then(|| "emu1-2".to_string());
-        assert_eq!(host_key(env, "node7"), "emu1-2");
-        assert_eq!(host_key(|_| None, "node7"), "node7");
-        assert_eq!(host_key(|_| Some(String::new()), "node7"), "node7");
-    }
-
-    #[test]
-    fn processes_on_one_host_share_it_and_its_ranks() {
-        let keys: Vec<String> = ["a", "a", "b", "b", "a"].map(String::from).to_vec();
-        let (hosts, of) = group_hosts(&keys, &[2, 2, 2, 2, 2]);
-        assert_eq!(of, [0, 0, 1, 1, 0]);
-        assert_eq!(hosts[0].name, "a");
-        // Ranks 0-3 and 8-9: the label spans them.
-        assert_eq!(hosts[0].ranks, 0..10);
-        assert_eq!(hosts[1].ranks, 4..8);
-        assert_eq!(hosts[1].label(), "b (ranks 4-7)");
-    }
-
-    #[test]
-    fn a_pair_is_as_fast_as_its_slowest_process_and_fails_with_any() {
-        let part = |pair: Option<usize>, s: f64, error: Option<&str>| ProcessFigures {
-            pair,
-            size_bytes: 1 << 20,
-            sendrecv_gbps: s,
-            all_reduce_gbps: 2.0 * s,
-            error: error.map(|reason| PairFailure::Join {
-                reason: reason.into(),
-            }),
-        };
-        let parts = [
-            part(Some(0), 2.0, None),
-            part(Some(0), 1.5, None),
-            part(Some(1), 2.0, None),
-            part(Some(1), 2.1, Some("ncclCommInitRank: remote error")),
-            part(None, 0.0, None),
-        ];
-        let f = combine(3, &parts);
-        assert_eq!(f[0].sendrecv_gbps, 1.5);
-        assert_eq!(f[0].all_reduce_gbps, 3.0);
-        assert_eq!(f[0].error, None);
-        assert_eq!(
-            f[1].outcome(),
-            Err(PairFailure::Join {
-                reason: "ncclCommInitRank: remote error".into()
-            })
-        );
-        // A pair nobody reported (cannot happen in a healthy job).
-        assert_eq!(f[2].outcome(), Err(PairFailure::Unreported));
-    }
-
-    #[test]
-    fn a_process_at_another_size_fails_its_pair() {
-        let at = |pair: usize, size_bytes: u64| ProcessFigures {
-            pair: Some(pair),
-            size_bytes,
-            sendrecv_gbps: 1.0,
-            all_reduce_gbps: 1.0,
-            error: None,
-        };
-        let f = combine(
-            2,
-            &[
-                at(0, 4 << 20),
-                at(1, 4 << 20),
-                at(0, 64 << 20),
-                at(1, 4 << 20),
-            ],
-        );
-        assert_eq!(
-            f[0].outcome(),
-            Err(PairFailure::SizeMismatch {
-                size_bytes: 64 << 20,
-                rank0_bytes: 4 << 20
-            })
-        );
-        assert_eq!(f[1].error, None);
-    }
-
-    /// Rank 0 of four processes on hosts h0..h3, the others played by the
-    /// test: each gives what rank 0 gives, on a host of its own.
-    struct FourHosts;
-
-    impl Bootstrap for FourHosts {
-        fn rank(&self) -> usize {
-            0
-        }
-        fn world_size(&self) -> usize {
-            4
-        }
-        fn broadcast(&self, data: Option<Vec<u8>>) -> Result<Vec<u8>, PeerFailure> {
-            Ok(data.unwrap_or_default())
-        }
-        fn gather(&self, data: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, PeerFailure> {
-            Ok(Some(vec![data; 4]))
-        }
-        /// Only the exchange of host names uses it.
-        fn all_gather(&self, _data: Vec<u8>) -> Result<Vec<Vec<u8>>, PeerFailure> {
-            Ok((0..4)
-                .map(|h| serde_json::to_vec(&(format!("h{h}"), 1)).unwrap())
-                .collect())
-        }
-    }
-
-    /// A backend with the trait's `group`: it cannot test pairs. Nothing
-    /// else of it may run.
-    struct NoGroups;
-
-    impl Backend for NoGroups {
-        fn info(&self) -> collbench_runner::BackendInfo {
-            Default::default()
-        }
-        fn local_ranks(&self) -> usize {
-            1
-        }
-        fn world_size(&self) -> usize {
-            4
-        }
-        fn supports(&self, _: &collbench_runner::CaseSpec) -> Result<(), BackendError> {
-            Ok(())
-        }
-        fn time(
-            &mut self,
-            _: &collbench_runner::CaseSpec,
-            _: &collbench_runner::Timing,
-        ) -> Result<collbench_runner::Measurement, BackendError> {
-            unreachable!("a pair test ran without a group")
-        }
-        fn check(
-            &mut self,
-            _: &collbench_runner::CaseSpec,
-            _: u64,
-            _: bool,
-        ) -> Result<u64, BackendError> {
-            unreachable!("a pair test ran without a group")
-        }
-    }
-
-    #[test]
-    fn a_backend_that_cannot_test_pairs_skips_them_in_one_line_naming_no_host() {
-        let mut rounds = Vec::new();
-        let e = run_host_tests(
-            &mut NoGroups,
-            &FourHosts,
-            &Watchdog::default(),
-            1 << 20,
-            Iterations {
-                warmup: 1,
-                timed: 1,
-                explain: false,
-            },
-            Fractions {
-                warn: 0.9,
-                fail: 0.75,
-            },
-            &mut |line| rounds.push(line.to_string()),
-        )
-        .unwrap_err();
-        let skipped = match &e {
-            CheckError::HostTestsSkipped(s) => Some(s),
-            _ => None,
-        };
-        assert_eq!(
-            skipped,
-            Some(&HostTestsSkipped::GroupsUnsupported(
-                "this backend cannot run tests on a group of the job's processes".into()
-            ))
-        );
-        // `check`'s note is this one line, and no round was reported.
-        let note = format!("host tests skipped: {e:#}");
-        assert!(!note.contains('\n') && !note.contains("h0"), "{note}");
-        assert!(rounds.is_empty(), "{rounds:?}");
-    }
-}
+mod tests;

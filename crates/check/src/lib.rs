@@ -9,7 +9,10 @@
 //! [`localize`] (pairwise tests, culprits, heatmap), [`hosts`] (host
 //! pairs in rounds and the verdict that names a slow host, docs/hosts.md),
 //! [`prometheus`]
-//! (textfile metrics), `check` (the command), [`error`] (how it fails:
+//! (textfile metrics), [`fabric`] (where the hosts' groups come from),
+//! [`kube_api`] (the Kubernetes API server, through the pod's service
+//! account), [`node_state`] (each node's verdict, and Slurm's
+//! drain and resume, events), `check` (the command), [`error`] (how it fails:
 //! [`CheckError`]). Local checks of drivers,
 //! GPUs and network (`collbench doctor`) live in collbench-doctor.
 
@@ -18,9 +21,12 @@ pub mod battery;
 mod ceiling_warn;
 mod check;
 pub mod error;
+pub mod fabric;
 pub mod host_tests;
 pub mod hosts;
+pub mod kube_api;
 pub mod localize;
+pub mod node_state;
 pub mod prometheus;
 pub mod verdict;
 
@@ -32,7 +38,8 @@ use std::path::PathBuf;
 /// What `collbench check` does (the CLI fills it from its flags; backend
 /// and launch flags stay there).
 ///
-/// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails).
+/// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails), 6
+/// incomplete (part of the job not judged).
 #[derive(Debug, Clone)]
 pub struct CheckOptions {
     /// Baseline to judge against: a built-in name or a TOML file. Without
@@ -55,6 +62,29 @@ pub struct CheckOptions {
     /// The hardware, where known: without a baseline, a large-size busbw
     /// far below its ceiling warns (docs/ceiling.md).
     pub topology: Option<collbench_core::Topology>,
+    /// Where the hosts' fabric groups come from (`--groups`): the host
+    /// tests then test within groups first, then across them.
+    pub groups: Option<fabric::GroupSource>,
+    /// What to do with each node's verdict: Slurm, Kubernetes, events
+    /// (all off by default; actions are dry runs unless asked).
+    pub node_state: node_state::NodeStateOptions,
+    /// Test hooks for CI without GPUs or a fabric; all off in use.
+    pub hooks: TestHooks,
+}
+
+/// Test hooks: CI has neither broken NICs nor a fabric to slow, so these
+/// make the faults the host tests must report. The CLI fills them from
+/// `COLLBENCH_TEST_*` variables; all off by default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TestHooks {
+    /// Every host-pair test of this process's host fails, as if its NIC
+    /// were down (`COLLBENCH_TEST_FAIL_PAIRS=<process>`): both processes
+    /// of each such pair skip the test, so no partner waits on it.
+    pub fail_pairs_of_process: Option<usize>,
+    /// Host-pair tests between hosts of different fabric groups read this
+    /// fraction of their figures, as if the link between the groups were
+    /// slow (`COLLBENCH_TEST_GROUP_LINK=<fraction>`).
+    pub group_link_factor: Option<f64>,
 }
 
 /// What `collbench baselines` does.

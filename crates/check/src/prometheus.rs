@@ -33,8 +33,7 @@ pub fn render(lines: &[Line], overall: Status, timestamp_s: u64) -> String {
             }
         }
     }
-    out +=
-        "# HELP collbench_verdict Verdict per op: 0 pass, 1 warn, 2 fail (worst line of the op).\n";
+    out += "# HELP collbench_verdict Verdict per op: 0 pass, 1 warn, 2 fail, 6 incomplete (not judged) (worst line of the op).\n";
     out += "# TYPE collbench_verdict gauge\n";
     let mut ops: Vec<&str> = Vec::new();
     for l in lines {
@@ -51,9 +50,17 @@ pub fn render(lines: &[Line], overall: Status, timestamp_s: u64) -> String {
             .unwrap_or(Status::Pass);
         out += &format!("collbench_verdict{{op=\"{op}\"}} {}\n", worst.exit_code());
     }
-    out += "# HELP collbench_check_status Overall verdict of the last check: 0 pass, 1 warn, 2 fail.\n";
+    out += "# HELP collbench_check_status Overall verdict of the last check: 0 pass, 1 warn, 2 fail, 6 incomplete (part of the job not judged).\n";
     out += "# TYPE collbench_check_status gauge\n";
     out += &format!("collbench_check_status {}\n", overall.exit_code());
+    // Its own gauge too, so that an alert on partial evidence needs no
+    // knowledge of the codes.
+    out += "# HELP collbench_check_incomplete 1 when part of the last check's job could not be judged (its verdict is INCOMPLETE), else 0.\n";
+    out += "# TYPE collbench_check_incomplete gauge\n";
+    out += &format!(
+        "collbench_check_incomplete {}\n",
+        u8::from(overall == Status::Incomplete)
+    );
     out += "# HELP collbench_check_timestamp_seconds When the last check finished, Unix time.\n";
     out += "# TYPE collbench_check_timestamp_seconds gauge\n";
     out += &format!("collbench_check_timestamp_seconds {timestamp_s}\n");
@@ -81,15 +88,18 @@ pub fn render_hosts(h: &HostReport, f: Fractions) -> String {
             out += &format!("collbench_host_score{{{}}} {score}\n", label(s.host));
         }
     }
-    out += "# HELP collbench_host_verdict Host verdict of the host tests: 0 pass, 1 warn (suspect), 2 fail.\n";
+    out += "# HELP collbench_host_verdict Host verdict of the host tests: 0 pass, 1 warn (suspect), 2 fail, 6 not judged (no pair test of its ran).\n";
     out += "# TYPE collbench_host_verdict gauge\n";
+    let unjudged = h.unjudged_hosts();
     for host in 0..h.hosts.len() {
+        let not_judged = unjudged.contains(&host).then_some(Status::Incomplete);
         let worst = h
             .verdict
             .findings
             .iter()
             .filter(|x| x.host() == Some(host))
             .map(|x| x.status(f))
+            .chain(not_judged)
             .max()
             .unwrap_or(Status::Pass)
             .max(Status::Pass);
@@ -177,11 +187,19 @@ mod tests {
         assert!(text.contains("collbench_busbw_gbps{op=\"all_reduce\",size_bytes=\"4096\"} 12.5\n"));
         assert!(text.contains("collbench_verdict{op=\"all_reduce\"} 2\n"));
         assert!(text.contains("collbench_check_status 2\n"));
+        assert!(text.contains("collbench_check_incomplete 0\n"));
+        let partial = render(&lines, Status::Incomplete, 1_700_000_000);
+        assert!(partial.contains("collbench_check_status 6\n"), "{partial}");
+        assert!(
+            partial.contains("collbench_check_incomplete 1\n"),
+            "{partial}"
+        );
         assert!(text.contains("collbench_check_timestamp_seconds 1700000000\n"));
         for name in [
             "collbench_busbw_gbps",
             "collbench_verdict",
             "collbench_check_status",
+            "collbench_check_incomplete",
             "collbench_check_timestamp_seconds",
         ] {
             assert!(text.contains(&format!("# HELP {name} ")), "{name}");

@@ -7,7 +7,12 @@
 //! or above `fail_fraction`, FAIL below. Latency lines compare the time at
 //! a small size with `max_time_us`: PASS up to it, WARN up to
 //! `max_time_us / fail_fraction`, FAIL beyond (ratio = max / measured).
-//! Any wrong element is a FAIL whatever the speed.
+//! Any wrong element is a FAIL whatever the speed. A part of the job
+//! that could not be judged (a case the baseline expects that did not
+//! run, pair tests that could not run, a host no test measured) is
+//! INCOMPLETE: never a PASS on partial evidence, and worse than a WARN,
+//! since what was not judged may be broken; a FAIL still wins, since
+//! what failed is known to be broken.
 
 use crate::battery::Measured;
 use collbench_core::size::format_size;
@@ -22,11 +27,15 @@ pub enum Status {
     Info,
     Pass,
     Warn,
+    /// Part of the job could not be judged (see the module doc).
+    Incomplete,
     Fail,
 }
 
 impl Status {
-    /// The exit code the CLI gives this verdict (0 pass, 1 warn, 2 fail),
+    /// The exit code the CLI gives this verdict (0 pass, 1 warn, 2 fail,
+    /// 6 incomplete: 6 is `report`'s code for "written, but inputs were
+    /// skipped", the same meaning),
     /// for the check JSON's `exit_code` field and for telling other ranks
     /// the verdict; the CLI's `exit.rs` maps verdicts to exit codes and
     /// tests that it agrees with this.
@@ -35,6 +44,7 @@ impl Status {
             Status::Info | Status::Pass => 0,
             Status::Warn => 1,
             Status::Fail => 2,
+            Status::Incomplete => INCOMPLETE_CODE,
         }
     }
 
@@ -44,6 +54,7 @@ impl Status {
             Status::Info => "INFO",
             Status::Pass => "PASS",
             Status::Warn => "WARN",
+            Status::Incomplete => "INCOMPLETE",
             Status::Fail => "FAIL",
         }
     }
@@ -53,10 +64,14 @@ impl Status {
         match code {
             0 => Status::Pass,
             1 => Status::Warn,
+            INCOMPLETE_CODE => Status::Incomplete,
             _ => Status::Fail,
         }
     }
 }
+
+/// The exit code of [`Status::Incomplete`].
+pub const INCOMPLETE_CODE: i32 = 6;
 
 /// What a line measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -190,8 +205,9 @@ pub fn judge_latency(m: &Measured, max_time_us: Option<f64>, f: Fractions) -> Li
     )
 }
 
-/// A line for a case that did not run: WARN when the baseline expected a
-/// figure (a missing op is not a healthy op), INFO otherwise.
+/// A line for a case that did not run: INCOMPLETE when the baseline
+/// expected a figure (a missing op is not judged, so not healthy), INFO
+/// otherwise.
 pub fn not_measured(
     op: &str,
     dtype: &str,
@@ -210,7 +226,7 @@ pub fn not_measured(
         ratio: None,
         wrong: 0,
         status: if expected.is_some() {
-            Status::Warn
+            Status::Incomplete
         } else {
             Status::Info
         },
@@ -328,9 +344,22 @@ mod tests {
         let i = judge_busbw(&m(80.0, 1.0, 0), None, F);
         assert_eq!(overall(std::slice::from_ref(&i)), Status::Pass);
         assert_eq!(overall(&[p.clone(), i]).exit_code(), 0);
-        assert_eq!(overall(&[p, w]).exit_code(), 1);
+        assert_eq!(overall(&[p, w.clone()]).exit_code(), 1);
         let missing = not_measured("alltoall", "float", 8, Metric::BusbwGbps, Some(1.0), "x");
-        assert_eq!(missing.status, Status::Warn);
+        assert_eq!(missing.status, Status::Incomplete);
+        // A FAIL outranks a part not judged; a part not judged outranks
+        // a WARN (what was not judged may be broken).
+        assert_eq!(overall(&[w.clone(), missing.clone()]).exit_code(), 6);
+        let f = judge_busbw(&m(10.0, 1.0, 0), Some(100.0), F);
+        assert_eq!(overall(&[missing, f]), Status::Fail);
+    }
+
+    #[test]
+    fn every_status_comes_back_from_its_exit_code() {
+        for s in [Status::Pass, Status::Warn, Status::Incomplete, Status::Fail] {
+            assert_eq!(Status::from_exit_code(s.exit_code()), s, "{s:?}");
+        }
+        assert_eq!(Status::Incomplete.label(), "INCOMPLETE");
     }
 
     #[test]

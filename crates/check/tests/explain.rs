@@ -53,6 +53,9 @@ fn args(json: &std::path::Path) -> CheckOptions {
         json: Some(json.to_path_buf()),
         prometheus: None,
         topology: None,
+        groups: None,
+        node_state: Default::default(),
+        hooks: Default::default(),
     }
 }
 
@@ -95,7 +98,16 @@ fn an_explaining_backend_puts_what_ran_in_every_line() {
     check(&json, &mut b);
     let lines = lines(&json);
     assert!(lines.len() >= 6, "{lines:?}");
-    for l in &lines {
+    // This backend cannot give the pairwise tests their subsets: their
+    // line says they were not judged (INCOMPLETE, issue 51) and, as a
+    // pair line, has no explanation (pairs run without one).
+    let (pairs, lines): (Vec<_>, Vec<_>) = lines.iter().partition(|l| l["metric"] == "slow_pairs");
+    assert!(
+        pairs.iter().all(|l| l["status"] == "INCOMPLETE"),
+        "{pairs:?}"
+    );
+    assert!(lines.len() >= 6, "{lines:?}");
+    for l in lines {
         let e: Explanation =
             serde_json::from_value(l["explain"].clone()).unwrap_or_else(|e| panic!("{e}: {l}"));
         match l["op"].as_str().unwrap() {

@@ -31,6 +31,10 @@ pub enum Outcome {
     /// `check`: some figure fails, a result is wrong, or the check could
     /// not run.
     CheckFail,
+    /// `check`: part of the job could not be judged (pair tests that
+    /// could not run, a host no test measured, a case the baseline
+    /// expects that did not run), and nothing failed.
+    CheckIncomplete,
     /// `compare`: no case regressed.
     NoRegression,
     /// `compare`: some case regressed beyond the threshold, or NEW failed
@@ -101,6 +105,7 @@ const OTHERS: [(&str, &[Outcome]); 6] = [
             Outcome::CheckFail,
             Outcome::Launch,
             Outcome::Timeout,
+            Outcome::CheckIncomplete,
         ],
     ),
     (
@@ -167,6 +172,7 @@ impl Outcome {
             Outcome::Timeout => 5,
             Outcome::ReportSkipped => 6,
             Outcome::TransportMismatch => 7,
+            Outcome::CheckIncomplete => collbench_check::verdict::INCOMPLETE_CODE,
             Outcome::TuneInterrupted | Outcome::Interrupted => 130,
         }
     }
@@ -184,6 +190,7 @@ impl Outcome {
             Outcome::CheckPass => "pass",
             Outcome::CheckWarn => "warn",
             Outcome::CheckFail => "fail (a wrong result always fails), or the check could not run",
+            Outcome::CheckIncomplete => "incomplete: part of the job could not be judged (pair tests that could not run, a host no pair test measured, a case the baseline expects that did not run) and nothing failed; never a pass on partial evidence",
             Outcome::NoRegression => "no regression",
             Outcome::Regression => "regression (a 95% interval beyond the threshold in two adjacent cases), or NEW has wrong results, an out-of-bounds FAILED line, an error or crash line, or fewer cases than BASE",
             Outcome::CompareUnusable => "an input cannot be read, the two share no case, or BASE has wrong results or was cut short (`--trust-base` compares anyway)",
@@ -212,6 +219,7 @@ impl Outcome {
             Status::Info | Status::Pass => Outcome::CheckPass,
             Status::Warn => Outcome::CheckWarn,
             Status::Fail => Outcome::CheckFail,
+            Status::Incomplete => Outcome::CheckIncomplete,
         }
     }
 
@@ -548,7 +556,13 @@ mod tests {
     #[test]
     fn check_codes_match_the_check_json() {
         use collbench_check::verdict::Status;
-        for s in [Status::Info, Status::Pass, Status::Warn, Status::Fail] {
+        for s in [
+            Status::Info,
+            Status::Pass,
+            Status::Warn,
+            Status::Fail,
+            Status::Incomplete,
+        ] {
             assert_eq!(Outcome::check(s).code(), s.exit_code(), "{s:?}");
         }
     }

@@ -76,8 +76,8 @@ enum Command {
     /// Compare two runs (exit 0 no regression, 1 regression, 2 an input
     /// unreadable or no case in common, 3 cannot tell).
     Compare(cmd::report::CompareArgs),
-    /// Short health battery with a PASS/WARN/FAIL verdict (exit 0 pass, 1
-    /// warn, 2 fail, 3 launch, 5 stuck).
+    /// Short health battery with a PASS/WARN/FAIL/INCOMPLETE verdict (exit
+    /// 0 pass, 1 warn, 2 fail, 3 launch, 5 stuck, 6 incomplete).
     Check {
         #[command(flatten)]
         check: cmd::check::CheckArgs,
@@ -87,7 +87,7 @@ enum Command {
         watch: args::WatchdogArgs,
         #[command(flatten, next_help_heading = "Launch")]
         launch: launch_args::LaunchArgs,
-        /// Replace an existing --json file.
+        /// Replace an existing --json or --events file.
         #[arg(long)]
         force: bool,
     },
@@ -256,10 +256,12 @@ fn check_cmd(
     force: bool,
 ) -> Result<Outcome, Failure> {
     check_args(check, force)?;
+    let groups = cmd::check::groups(check).map_err(Failure::usage)?;
     let watchdog = watch.watchdog(0);
     let mut opened =
         backend_open::open(backend, launch, Tuning::default(), Mode::Native, &watchdog)?;
     let mut options: collbench_check::CheckOptions = check.into();
+    options.groups = groups;
     options.topology = run_ceiling::check_topology(opened.backend.as_ref());
     collbench_check::check_main(
         &options,
@@ -399,6 +401,16 @@ fn check_args(a: &cmd::check::CheckArgs, force: bool) -> Result<(), Failure> {
         .collect();
     if let (Some(j), Some(p)) = (&a.json, &a.prometheus) {
         outputs::distinct(("--json", j), ("--prometheus", p))?;
+    }
+    // `--events -` is stdout; a file is claimed as --json is.
+    let events = a.events.as_deref().filter(|e| e.as_os_str() != "-");
+    for (flag, other) in [("--json", &a.json), ("--prometheus", &a.prometheus)] {
+        if let (Some(e), Some(o)) = (events, other) {
+            outputs::distinct((flag, o), ("--events", e))?;
+        }
+    }
+    if let Some(path) = events {
+        outputs::claim("--events", path, force, &inputs)?;
     }
     if let Some(path) = &a.json {
         outputs::claim("--json", path, force, &inputs)?;

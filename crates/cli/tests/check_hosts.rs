@@ -18,6 +18,16 @@ use std::time::{Duration, Instant};
 /// Four processes, process r on host `hosts[r]`, each with two CPU rank
 /// threads; `slow` is slowed by the hook. Rank 0 writes `json`.
 fn job(hosts: [&str; 4], slow: Option<usize>, json: &Path) -> Vec<Finished> {
+    job_with(hosts, slow, json, &[])
+}
+
+/// [`job`] with `env` set on every process.
+fn job_with(
+    hosts: [&str; 4],
+    slow: Option<usize>,
+    json: &Path,
+    env: &[(&str, &str)],
+) -> Vec<Finished> {
     let port = free_port();
     let deadline = Instant::now() + Duration::from_secs(240);
     let children: Vec<_> = (0..4)
@@ -29,7 +39,8 @@ fn job(hosts: [&str; 4], slow: Option<usize>, json: &Path) -> Vec<Finished> {
                 .arg("--prometheus")
                 .arg(json.with_extension("prom"))
                 .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-                .env("NCCL_HOSTID", hosts[r]);
+                .env("NCCL_HOSTID", hosts[r])
+                .envs(env.iter().copied());
             if slow == Some(r) {
                 cmd.args(["--test-slow-rank", "0"]);
             }
@@ -187,4 +198,122 @@ fn processes_on_one_host_skip_the_host_tests_with_a_note() {
         done[0]
     );
     assert!(report(&json)["hosts"].is_null());
+}
+
+/// Issue 51 item 2: a host whose pair tests cannot run (the test hook
+/// turns off every pair test of process 3's host, as a dead NIC would)
+/// leaves it unjudged: the check is INCOMPLETE (exit 6) on every process,
+/// never a PASS, in the text, the JSON and the metrics.
+#[test]
+fn a_host_whose_pair_tests_cannot_run_ends_incomplete_on_every_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("check.json");
+    let hook = [("COLLBENCH_TEST_FAIL_PAIRS", "3")];
+    let done = job_with(["n0", "n1", "n2", "n3"], None, &json, &hook);
+    let code = done[0].code;
+    for (r, f) in done.iter().enumerate() {
+        assert_eq!(f.code, code, "rank {r}: {f:?}");
+    }
+    let out = &done[0].stdout;
+    // A FAIL outranks INCOMPLETE: on a loaded 2-core machine (the whole
+    // workspace's tests beside it) one of the three judged hosts can be
+    // named slow; n3, never measured, is never the one named.
+    match code {
+        Some(6) => assert!(out.contains("collbench check: INCOMPLETE"), "{out}"),
+        Some(2) => assert!(
+            out.contains("collbench check: FAIL") && !out.contains("# host n3 "),
+            "{out}"
+        ),
+        _ => panic!("{:?}", done[0]),
+    }
+    assert!(
+        out.contains("host(s) n3 not judged: no pair test of theirs ran"),
+        "{out}"
+    );
+    assert!(out.contains("# failed pair test n0 <-> n3"), "{out}");
+    let v = report(&json);
+    let want = if code == Some(6) {
+        "INCOMPLETE"
+    } else {
+        "FAIL"
+    };
+    assert_eq!(v["status"], want);
+    // Three of n3's pairs ran and failed; the other hosts' three pairs ran.
+    let failures = v["hosts"]["failures"].as_array().unwrap();
+    assert!(failures.len() >= 3, "{failures:?}");
+    assert!(
+        failures.iter().all(|f| f["a"] == 3 || f["b"] == 3),
+        "{failures:?}"
+    );
+    let prom = std::fs::read_to_string(json.with_extension("prom")).unwrap();
+    if code == Some(6) {
+        assert!(prom.contains("collbench_check_status 6\n"), "{prom}");
+        assert!(prom.contains("collbench_check_incomplete 1\n"), "{prom}");
+    }
+    assert!(
+        prom.contains("collbench_host_verdict{host=\"n3\",ranks=\"6-7\"} 6\n"),
+        "{prom}"
+    );
+}
+
+/// Issue 51 item 3: four processes as four hosts in two fabric groups
+/// (`--groups FILE`), every test between the groups slowed to 0.2x by the
+/// test hook (each group fast within itself): the link between the groups
+/// is named, no host, and the check fails on every process.
+#[test]
+fn a_slow_link_between_two_groups_is_named_and_no_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("check.json");
+    let groups = dir.path().join("groups.txt");
+    std::fs::write(&groups, "n0 leaf0\nn1 leaf0\nn2 leaf1\nn3 leaf1\n").unwrap();
+    let port = free_port();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let children: Vec<_> = (0..4)
+        .map(|r| {
+            torchrun_rank(r, 4, port)
+                .args(["check", "--backend", "cpu", "--ranks", "2"])
+                .args(["--size", "8M", "-n", "20", "--quick", "--json"])
+                .arg(&json)
+                .arg("--groups")
+                .arg(&groups)
+                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
+                .env("COLLBENCH_TEST_GROUP_LINK", "0.2")
+                .env("NCCL_HOSTID", format!("n{r}"))
+                .spawn()
+                .expect("start collbench")
+        })
+        .collect();
+    let done: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    for (r, f) in done.iter().enumerate() {
+        assert_eq!(f.code, Some(2), "rank {r}: {f:?}");
+    }
+    let out = &done[0].stdout;
+    assert!(out.contains("# fabric groups: leaf0, leaf1"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("# link between groups leaf0 <-> leaf1: 0.")),
+        "{out}"
+    );
+    assert!(!out.contains("# host n"), "a host named: {out}");
+    // The per-pair table marks the pairs across as SLOW, the ones within not.
+    let slow: Vec<&str> = out.lines().filter(|l| l.ends_with("SLOW")).collect();
+    assert!(!slow.is_empty(), "{out}");
+    for l in &slow {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let group = |h: &str| h == "n0" || h == "n1";
+        assert_ne!(
+            group(w[1]),
+            group(w[2]),
+            "a pair within a group is SLOW: {l}"
+        );
+    }
+    let v = report(&json);
+    let findings = v["hosts"]["verdict"]["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["kind"] == "slow_group_link" && f["a"] == "leaf0" && f["b"] == "leaf1"),
+        "{findings:?}"
+    );
+    assert_eq!(v["hosts"]["groups"]["names"][1], "leaf1");
 }

@@ -164,6 +164,16 @@ fn a_rank_that_stops_calling_is_named_under_mpi() {
 /// (so that the scheduler never puts one of them beside the test's busy
 /// loops, a second slow host). Killed at `limit`.
 fn mpirun_as_hosts(slow: Option<usize>, args: &[&str], limit: Duration) -> Finished {
+    mpirun_as_hosts_with(slow, args, limit, &[])
+}
+
+/// [`mpirun_as_hosts`] with `env` set on every process.
+fn mpirun_as_hosts_with(
+    slow: Option<usize>,
+    args: &[&str],
+    limit: Duration,
+    env: &[(&str, &str)],
+) -> Finished {
     let dir = tempfile::tempdir().unwrap();
     let wrap = dir.path().join("wrap.sh");
     let pin = match slow {
@@ -180,6 +190,7 @@ fn mpirun_as_hosts(slow: Option<usize>, args: &[&str], limit: Duration) -> Finis
         .arg(&wrap)
         .arg(common::BIN)
         .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -343,4 +354,73 @@ fn check_names_a_late_mpi_rank_from_the_battery_and_the_pairs_confirm_it() {
         "{v}"
     );
     assert!(s["lateness_us"].as_f64().unwrap() > 2000.0, "{s}");
+}
+
+/// Issue 51 item 2 under MPI: every pair test of rank 3's host is off
+/// (the test hook; both processes of each such pair skip it, so neither
+/// waits in MPI_Sendrecv), so host emu3 is not judged: INCOMPLETE, exit 6
+/// on every process, and no host named.
+#[test]
+fn check_ends_incomplete_when_one_mpi_hosts_pair_tests_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("check.json");
+    let args = [
+        "check",
+        "--backend",
+        "mpi",
+        "--size",
+        "1M",
+        "--quick",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let hook = [("COLLBENCH_TEST_FAIL_PAIRS", "3")];
+    let done = mpirun_as_hosts_with(None, &args, Duration::from_secs(240), &hook);
+    assert_eq!(done.code, Some(6), "{done:?}");
+    assert!(
+        done.stdout.contains("collbench check: INCOMPLETE"),
+        "{}",
+        done.stdout
+    );
+    assert!(named_hosts(&done.stdout).is_empty(), "{}", done.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["status"], "INCOMPLETE");
+    let failures = v["hosts"]["failures"].as_array().unwrap();
+    assert!(failures.len() >= 3, "{failures:?}");
+    assert!(
+        failures.iter().all(|f| f["a"] == 3 || f["b"] == 3),
+        "{failures:?}"
+    );
+}
+
+/// Issue 51 item 3 under MPI: four processes as four hosts in two fabric
+/// groups (`--groups FILE`), every test between the groups slowed to 0.2x
+/// by the test hook: the link between the groups is named, no host.
+#[test]
+fn check_names_the_slow_link_between_two_mpi_groups_not_a_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let groups = dir.path().join("groups.txt");
+    std::fs::write(&groups, "emu0 leaf0\nemu1 leaf0\nemu2 leaf1\nemu3 leaf1\n").unwrap();
+    let args = [
+        "check",
+        "--backend",
+        "mpi",
+        "--size",
+        "1M",
+        "--quick",
+        "--groups",
+        groups.to_str().unwrap(),
+    ];
+    let hook = [("COLLBENCH_TEST_GROUP_LINK", "0.2")];
+    let done = mpirun_as_hosts_with(None, &args, Duration::from_secs(240), &hook);
+    assert_eq!(done.code, Some(2), "{done:?}");
+    assert!(
+        done.stdout
+            .lines()
+            .any(|l| l.starts_with("# link between groups leaf0 <-> leaf1: 0.")),
+        "{}",
+        done.stdout
+    );
+    assert!(named_hosts(&done.stdout).is_empty(), "{}", done.stdout);
 }

@@ -5,10 +5,12 @@
 //! which cases, their iterations, each run and judged), `pairs` (the pair
 //! tests after it), `straggler` (who the battery's arrival skew names,
 //! and the pair tests' word on it, issue #53), `summary` (what stdout
-//! shows). This file runs the
+//! shows), `nodes` (each node's verdict and what Slurm does with it).
+//! This file runs the
 //! steps in order, writes the files and shares rank 0's verdict.
 
 mod cases;
+mod nodes;
 mod pairs;
 mod straggler;
 mod summary;
@@ -52,6 +54,10 @@ pub struct CheckReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub straggler: Option<straggler::BatteryStraggler>,
     pub notes: Vec<String>,
+    /// Each node's verdict and the cluster's actions, when asked
+    /// (`--slurm`, `--events`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<nodes::NodeReport>,
 }
 
 /// Runs the battery and writes the verdict table to `out` (the CLI's
@@ -94,22 +100,31 @@ pub fn check_main(
     notes.extend(pairs.note);
 
     let status = verdict::overall(&lines);
+    // Every process says where it runs, before rank 0 alone goes on.
+    let hostname = info.devices.first().map_or("", |d| d.host.as_str());
+    let placements = nodes::placements(&args.node_state, control, hostname)?;
     // A failed write to stdout ends the check with its error, but only
     // after the files monitoring reads are written and every rank has the
     // verdict (so no rank waits for it).
     let mut printed = Ok(());
     if root {
-        printed = collbench_core::stdout::write(
-            out,
-            &summary::summary(
-                &lines,
-                pairs.localization.as_ref(),
-                pairs.hosts.as_ref(),
-                &notes,
-                baseline.as_ref(),
-                status,
-            ),
+        let mut text = summary::summary(
+            &lines,
+            pairs.localization.as_ref(),
+            pairs.hosts.as_ref(),
+            &notes,
+            baseline.as_ref(),
+            status,
         );
+        let v = nodes::Verdict {
+            status,
+            lines: &lines,
+            hosts: pairs.hosts.as_ref(),
+            fractions,
+        };
+        let (node_report, said) = nodes::if_asked(&args.node_state, &v, placements.as_deref())?;
+        text += &said;
+        printed = collbench_core::stdout::write(out, &text);
         let report = CheckReport {
             schema: "collbench-check/1",
             status,
@@ -125,14 +140,24 @@ pub fn check_main(
             hosts: pairs.hosts,
             straggler,
             notes,
+            nodes: node_report,
         };
         write_files(args, &report, fractions)?;
     }
-    // Every process exits with rank 0's verdict, so a launcher that looks
-    // at any rank's exit code sees the same answer. The verdict travels as
-    // its exit code's byte.
-    let code = control.broadcast(root.then(|| vec![status.exit_code() as u8]))?;
+    let status = share_verdict(control, root, status)?;
     printed?;
+    Ok(status)
+}
+
+/// Rank 0's verdict on every process, so a launcher that looks at any
+/// rank's exit code sees the same answer. It travels as its exit code's
+/// byte.
+fn share_verdict(
+    control: &dyn Bootstrap,
+    root: bool,
+    status: Status,
+) -> Result<Status, CheckError> {
+    let code = control.broadcast(root.then(|| vec![status.exit_code() as u8]))?;
     Ok(Status::from_exit_code(
         code.first().copied().unwrap_or(2) as i32
     ))

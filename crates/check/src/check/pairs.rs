@@ -6,7 +6,7 @@
 use super::cases::{iterations, Job, DEFAULT_SIZE_CPU};
 use crate::battery::Iterations;
 use crate::error::{self, CheckError};
-use crate::host_tests::{self, HostReport};
+use crate::host_tests::{self, HostReport, HostTestPlan, HostTestsSkipped};
 use crate::hosts;
 use crate::localize::{self, Localization};
 use crate::verdict::{self, Fractions, Line, Metric, Status};
@@ -68,7 +68,7 @@ pub(super) fn pair_tests(
         ..iterations(args, Metric::BusbwGbps)
     };
     if processes > 1 {
-        host_pairs(job, size, it, fractions)
+        host_pairs(job, size, it, fractions, args)
     } else {
         rank_pairs(job, size, it, args.pair_fraction)
     }
@@ -82,6 +82,7 @@ fn host_pairs(
     size: u64,
     it: Iterations,
     fractions: Fractions,
+    args: &CheckOptions,
 ) -> Result<PairTests, CheckError> {
     let root = job.root;
     if root {
@@ -106,13 +107,18 @@ fn host_pairs(
         timed: it.timed.max(HOST_ITERS),
         ..it
     };
+    let plan = HostTestPlan {
+        size_bytes: size,
+        iters: host_it,
+        fractions,
+        groups: args.groups.clone(),
+        hooks: args.hooks.clone(),
+    };
     match host_tests::run_host_tests(
         &mut *job.backend,
         job.control,
         job.watchdog,
-        size,
-        host_it,
-        fractions,
+        &plan,
         &mut progress,
     ) {
         Ok(h) => Ok(PairTests {
@@ -121,8 +127,15 @@ fn host_pairs(
             ..PairTests::default()
         }),
         Err(e) if job.control.failure().is_some() => Err(e),
-        Err(e) => Ok(PairTests {
+        // Every process on one host: there is nothing between hosts to
+        // judge, and the battery judged the host; a note.
+        Err(e @ CheckError::HostTestsSkipped(HostTestsSkipped::OneHost { .. })) => Ok(PairTests {
             note: Some(format!("host tests skipped: {}", error::chain(&e))),
+            ..PairTests::default()
+        }),
+        // Wanted and could not run: no host was judged against the others.
+        Err(e) => Ok(PairTests {
+            line: Some(not_judged("host pairs", size, &e)),
             ..PairTests::default()
         }),
     }
@@ -157,11 +170,29 @@ fn rank_pairs(
                 ..PairTests::default()
             },
             Err(e) => PairTests {
-                note: Some(format!("pairwise tests skipped: {}", error::chain(&e))),
+                line: Some(not_judged("sendrecv pairs", size, &e)),
                 ..PairTests::default()
             },
         },
     )
+}
+
+/// The line of pair tests that were wanted and could not run: nothing
+/// between ranks or hosts was judged, so the check is INCOMPLETE.
+fn not_judged(op: &str, size_bytes: u64, e: &CheckError) -> Line {
+    Line {
+        op: op.into(),
+        dtype: "float".into(),
+        size_bytes,
+        metric: Metric::SlowPairs,
+        measured: None,
+        expected: Some(0.0),
+        ratio: None,
+        wrong: 0,
+        status: Status::Incomplete,
+        note: Some(format!("not judged: {}", error::chain(e))),
+        explain: None,
+    }
 }
 
 /// The self-consistency line from the pairwise tests.
@@ -248,7 +279,8 @@ fn agree_on_pairs(
 /// The line of the host tests: the hosts and links named, and the
 /// verdict's status (a confirmed slow host below the FAIL fraction of the
 /// job median fails; suspects and a job too noisy to judge warn). Pair
-/// tests that failed warn too, naming no host: they are not judged.
+/// tests that failed make it INCOMPLETE, naming no host for them (they
+/// are not judged), and so does a host that no test measured.
 fn hosts_line(h: &HostReport, fractions: Fractions) -> Line {
     let mut notes: Vec<String> = h
         .verdict
@@ -260,10 +292,19 @@ fn hosts_line(h: &HostReport, fractions: Fractions) -> Line {
     let named = notes.len();
     let mut status = h.verdict.status;
     if !h.failures.is_empty() {
-        status = status.max(Status::Warn);
+        status = status.max(Status::Incomplete);
         notes.push(format!(
             "{} pair test(s) failed (listed below, not judged)",
             h.failures.len()
+        ));
+    }
+    let unjudged = h.unjudged_hosts();
+    if !unjudged.is_empty() {
+        status = status.max(Status::Incomplete);
+        let names: Vec<&str> = unjudged.iter().map(|&x| h.hosts[x].name.as_str()).collect();
+        notes.push(format!(
+            "host(s) {} not judged: no pair test of theirs ran",
+            names.join(", ")
         ));
     }
     Line {

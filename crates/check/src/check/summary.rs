@@ -75,6 +75,22 @@ fn host_pairs(h: &HostReport) -> String {
     for l in h.verdict.matrix.text(&h.hosts).lines() {
         let _ = writeln!(out, "# {l}");
     }
+    if let Some(g) = &h.groups {
+        let _ = writeln!(
+            out,
+            "# fabric groups: {} (within groups first, then across)",
+            g.names.join(", ")
+        );
+    }
+    if let Some(n) = &h.group_note {
+        let _ = writeln!(out, "# {n}");
+    }
+    // Every pair that ran, those across a slow group link included (the
+    // verdict's matrix leaves them out of the hosts' judgement).
+    let every_pair = hosts::HostMatrix::from_results(&h.sendrecv, h.hosts.len());
+    for l in every_pair.pair_table(&h.hosts, h.slow_cut()).lines() {
+        let _ = writeln!(out, "# {l}");
+    }
     for f in hosts::finding_lines(&h.verdict, &h.hosts) {
         let _ = writeln!(out, "# {f}");
     }

@@ -196,6 +196,49 @@ impl HostMatrix {
     }
 }
 
+/// Most rows of the per-pair table: the slowest pairs of a large job.
+const PAIR_ROWS: usize = 64;
+
+impl HostMatrix {
+    /// The per-pair table beside the matrix, in the manner of nccl-tests'
+    /// per-pair summary (its PR #376: one row per pair, the figure, and
+    /// the slow ones marked): one row per measured pair, slowest first (at
+    /// most 64), its best busbw, tests, ratio to the job median, and
+    /// `SLOW` below `cut` (the verdict's cut, when it has one).
+    pub fn pair_table(&self, hosts: &[HostInfo], cut: Option<f64>) -> String {
+        let name = |h: usize| hosts.get(h).map_or(format!("h{h}"), |i| i.name.clone());
+        let w = self
+            .pairs
+            .iter()
+            .flat_map(|p| [name(p.a).len(), name(p.b).len()])
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let mut rows: Vec<&PairCell> = self.pairs.iter().collect();
+        rows.sort_by(|x, y| x.ratio.total_cmp(&y.ratio));
+        let mut out = format!(
+            "{:>w$}  {:>w$}  {:>12}  {:>5}  {:>9}\n",
+            "host", "peer", "busbw (GB/s)", "tests", "vs median"
+        );
+        for p in rows.iter().take(PAIR_ROWS) {
+            let slow = cut.is_some_and(|c| p.ratio < c);
+            out += &format!(
+                "{:>w$}  {:>w$}  {:>12.2}  {:>5}  {:>9.2}{}\n",
+                name(p.a),
+                name(p.b),
+                p.busbw_gbps,
+                p.tests,
+                p.ratio,
+                if slow { "  SLOW" } else { "" }
+            );
+        }
+        if rows.len() > PAIR_ROWS {
+            out += &format!("({} faster pairs not shown)\n", rows.len() - PAIR_ROWS);
+        }
+        out
+    }
+}
+
 /// Pair results for the host tests' unit tests (here and in `verdict`).
 #[cfg(test)]
 pub(crate) mod fixtures {
@@ -229,5 +272,25 @@ mod tests {
         let m = HostMatrix::from_results(&job(4, 9), 4);
         assert!(m.measured(2, 1) && m.measured(0, 3));
         assert!(!HostMatrix::from_results(&job(4, 9)[..1], 4).measured(2, 3));
+    }
+
+    #[test]
+    fn the_pair_table_lists_the_slowest_first_and_marks_them() {
+        let m = HostMatrix::from_results(&job(3, 2), 3);
+        let hosts: Vec<HostInfo> = (0..3)
+            .map(|h| HostInfo {
+                name: format!("n{h}"),
+                ranks: h..h + 1,
+            })
+            .collect();
+        let t = m.pair_table(&hosts, Some(0.8));
+        let rows: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(
+            rows[0],
+            ["host", "peer", "busbw", "(GB/s)", "tests", "vs", "median"]
+        );
+        assert_eq!(rows[1], ["n0", "n2", "8.40", "1", "0.21", "SLOW"]);
+        assert_eq!(rows[3], ["n0", "n1", "40.00", "1", "1.00"]);
+        assert!(!m.pair_table(&hosts, None).contains("SLOW"));
     }
 }

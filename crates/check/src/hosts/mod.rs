@@ -7,10 +7,14 @@
 //! [`matrix`] (the pair results, the host-pair matrix and its text),
 //! [`types`] (how to judge, the findings and the verdict holding them,
 //! the findings in words), [`schedule`](mod@schedule) (which pairs run in
-//! which round), [`verdict`] (pair figures -> findings), [`sim`] (a
+//! which round), [`verdict`] (pair figures -> findings), [`confirm`]
+//! (the confirmation loop), [`groups`] (hosts grouped by the fabric:
+//! within groups first, then across group boundaries), [`sim`] (a
 //! simulated job, for tests and for trying the rule). Measuring a round (NCCL communicators
 //! per pair) is the caller's: [`run`] takes it as a closure.
 
+pub mod confirm;
+pub mod groups;
 pub mod matrix;
 pub mod noise;
 pub mod schedule;
@@ -18,6 +22,7 @@ pub mod sim;
 pub mod types;
 pub mod verdict;
 
+pub use groups::{run_grouped, HostGroups};
 pub use matrix::{HostInfo, HostMatrix, PairResult};
 pub use schedule::{confirmation_rounds, max_rounds, schedule, Round, Schedule};
 pub use types::{finding_line, finding_lines, Finding, HostVerdict, JudgeConfig, SlowHostEvidence};
@@ -41,18 +46,7 @@ pub fn run<E>(
         results.extend(measure(round)?);
     }
     let mut rounds = main.rounds.len();
-    let mut verdict = judge(&results, cfg);
     let last = rounds + schedule::MAX_CONFIRMATION_ROUNDS;
-    while verdict.has_suspects() && rounds < last {
-        let confirm = confirmation_rounds(&verdict, cfg, rounds);
-        if confirm.is_empty() {
-            break;
-        }
-        for round in confirm.iter().take(last - rounds) {
-            results.extend(measure(round)?);
-            rounds += 1;
-        }
-        verdict = judge(&results, cfg);
-    }
+    let verdict = confirm::judge_and_confirm(cfg, &mut results, &mut rounds, last, &mut measure)?;
     Ok((verdict, rounds))
 }

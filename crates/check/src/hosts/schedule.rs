@@ -201,6 +201,7 @@ pub fn confirmation_rounds(
         .into_iter()
         .filter(|g| !in_link.contains(g))
         .collect();
+
     let mut met: std::collections::HashSet<(usize, usize)> = Default::default();
     let mut rounds = Vec::new();
     while rounds.len() < MAX_CONFIRMATION_ROUNDS {
@@ -219,7 +220,7 @@ pub fn confirmation_rounds(
         for (a, b, left) in todo.iter_mut().filter(|t| t.2 > 0) {
             let partner = match *b {
                 Some(b) => Some(b),
-                None => pick_partner(*a, &good, &busy, &met, verdict),
+                None => near_partner(*a, &good, &busy, &met, verdict, cfg),
             };
             let Some(p) = partner.filter(|&p| !busy[*a] && !busy[p]) else {
                 continue;
@@ -239,6 +240,26 @@ pub fn confirmation_rounds(
         });
     }
     rounds
+}
+
+/// A partner for suspect `host` from its own fabric group first (a slow
+/// link between groups must not confirm a host), else any good host.
+fn near_partner(
+    host: usize,
+    good: &[usize],
+    busy: &[bool],
+    met: &std::collections::HashSet<(usize, usize)>,
+    verdict: &HostVerdict,
+    cfg: &JudgeConfig,
+) -> Option<usize> {
+    let same_group = |b: usize| {
+        cfg.group_of
+            .as_ref()
+            .is_none_or(|g| g.get(host).is_some() && g.get(host) == g.get(b))
+    };
+    let near: Vec<usize> = good.iter().copied().filter(|&g| same_group(g)).collect();
+    pick_partner(host, &near, busy, met, verdict)
+        .or_else(|| pick_partner(host, good, busy, met, verdict))
 }
 
 /// A free good host for suspect `host`: one it has not met if any, else

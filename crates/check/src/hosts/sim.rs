@@ -42,6 +42,10 @@ pub struct SimJob {
     pub slow_hosts: Vec<(usize, f64)>,
     /// (a, b, speed of that link as a fraction of healthy).
     pub slow_links: Vec<(usize, usize, f64)>,
+    /// Each host's fabric group (empty: no groups).
+    pub group_of: Vec<usize>,
+    /// (group a, group b, speed of every test between them).
+    pub slow_group_links: Vec<(usize, usize, f64)>,
     pub noise: Noise,
 }
 
@@ -53,6 +57,8 @@ impl SimJob {
             busbw_gbps: 40.0,
             slow_hosts: Vec::new(),
             slow_links: Vec::new(),
+            group_of: Vec::new(),
+            slow_group_links: Vec::new(),
             noise,
         }
     }
@@ -73,7 +79,17 @@ impl SimJob {
             .filter(|l| (l.0, l.1) == (a.min(b), a.max(b)) || (l.1, l.0) == (a.min(b), a.max(b)))
             .map(|l| l.2)
             .fold(1.0, f64::min);
-        self.busbw_gbps * speed(a).min(speed(b)) * link
+        let groups = (self.group_of.get(a), self.group_of.get(b));
+        let between = self
+            .slow_group_links
+            .iter()
+            .filter(|l| match groups {
+                (Some(&x), Some(&y)) => (l.0.min(l.1), l.0.max(l.1)) == (x.min(y), x.max(y)),
+                _ => false,
+            })
+            .map(|l| l.2)
+            .fold(1.0, f64::min);
+        self.busbw_gbps * speed(a).min(speed(b)) * link * between
     }
 
     /// Measures every pair of `round` once, with noise drawn from `rng`.

@@ -27,6 +27,14 @@ pub struct JudgeConfig {
     /// WARN and FAIL fractions of the expected figure (and of the median
     /// for a slow host or link: below `fail` it is a FAIL, else a WARN).
     pub fractions: Fractions,
+    /// Rounds before the first confirmation round, when not the plain
+    /// schedule's ([`super::schedule::main_rounds`]): hosts tested within
+    /// fabric groups first have as many main rounds as the largest group.
+    pub main_rounds: Option<usize>,
+    /// Each host's fabric group, when known: a suspect is confirmed with a
+    /// good host of its own group first, so that a slow link between
+    /// groups cannot confirm it.
+    pub group_of: Option<Vec<usize>>,
 }
 
 impl JudgeConfig {
@@ -42,6 +50,8 @@ impl JudgeConfig {
                 warn: 0.9,
                 fail: 0.75,
             },
+            main_rounds: None,
+            group_of: None,
         }
     }
 }
@@ -75,6 +85,15 @@ pub enum Finding {
     /// Fewer than three hosts measured and no baseline: a lone pair cannot
     /// say which of its hosts is slow.
     TooFewHosts { hosts: usize },
+    /// Every test between two fabric groups slow while each group is fast
+    /// within itself: the link between the groups (a spine, an uplink),
+    /// not a host. `ratio` is the median test over the job median.
+    SlowGroupLink {
+        a: String,
+        b: String,
+        ratio: f64,
+        tests: usize,
+    },
     /// The job median against the baseline's figure.
     BelowBaseline {
         median_gbps: f64,
@@ -108,9 +127,9 @@ impl Finding {
             }
         };
         match self {
-            Finding::SlowHost(SlowHostEvidence { ratio, .. }) | Finding::SlowLink { ratio, .. } => {
-                by_ratio(*ratio)
-            }
+            Finding::SlowHost(SlowHostEvidence { ratio, .. })
+            | Finding::SlowLink { ratio, .. }
+            | Finding::SlowGroupLink { ratio, .. } => by_ratio(*ratio),
             Finding::SuspectHost(_) | Finding::SuspectLink { .. } => Status::Warn,
             Finding::Unjudgeable { .. } => Status::Warn,
             Finding::TooFewHosts { .. } => Status::Info,
@@ -124,6 +143,16 @@ impl Finding {
         match self {
             Finding::SlowHost(e) | Finding::SuspectHost(e) => Some(e.host),
             _ => None,
+        }
+    }
+
+    /// Every host this finding names: a slow or suspect host, or the two
+    /// ends of a link.
+    pub fn hosts(&self) -> Vec<usize> {
+        match self {
+            Finding::SlowHost(e) | Finding::SuspectHost(e) => vec![e.host],
+            Finding::SlowLink { a, b, .. } | Finding::SuspectLink { a, b, .. } => vec![*a, *b],
+            _ => Vec::new(),
         }
     }
 }
@@ -196,6 +225,9 @@ pub fn finding_line(f: &Finding, hosts: &[HostInfo]) -> String {
             "link {} <-> {}: {ratio:.2}x the job median in {tests} test(s), not confirmed by repeats",
             name(*a),
             name(*b)
+        ),
+        Finding::SlowGroupLink { a, b, ratio, tests } => format!(
+            "link between groups {a} <-> {b}: {ratio:.2}x the job median (median of {tests} tests across; both groups fast within)"
         ),
         Finding::Unjudgeable { spread, cut } => format!(
             "host pairs spread by +-{:.0}% (4 x their robust sigma): too noisy to judge hosts or links above {cut:.2}x the job median; run again on a quiet job",

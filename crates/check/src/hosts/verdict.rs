@@ -130,7 +130,7 @@ fn slow_hosts(m: &HostMatrix, cut: f64, cfg: &JudgeConfig) -> Vec<Finding> {
         // Every pair is below the cut (the fastest is); which were with
         // good hosts, and which of those in a confirmation round?
         let with_good: Vec<&&PairCell> = pairs.iter().filter(|p| good(partner(p))).collect();
-        let first_confirmation = main_rounds(cfg.hosts);
+        let first_confirmation = cfg.main_rounds.unwrap_or_else(|| main_rounds(cfg.hosts));
         let confirmed_with: Vec<usize> = with_good
             .iter()
             .filter(|p| p.last_round >= first_confirmation)

@@ -24,7 +24,8 @@ fn check_iters_arg(s: &str) -> Result<u32, String> {
 
 /// `collbench check` flags (backend and launch flags are added by the CLI).
 ///
-/// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails).
+/// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails), 6
+/// incomplete.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CheckArgs {
     /// Baseline to judge against: a built-in name (`collbench baselines
@@ -57,6 +58,59 @@ pub struct CheckArgs {
     /// Write node_exporter textfile metrics to FILE (atomically).
     #[arg(long, value_name = "FILE")]
     pub prometheus: Option<PathBuf>,
+    /// Slurm, dry run: print the `scontrol update` lines that would drain
+    /// the nodes found bad (the reason names the finding) and resume the
+    /// nodes collbench drained that pass; change nothing.
+    #[arg(long)]
+    pub slurm: bool,
+    /// Slurm: drain and resume as `--slurm` prints (needs Slurm's
+    /// operator rights: HealthCheckProgram, prolog, epilog, or root). A
+    /// node not tested, or drained by someone else, is never touched.
+    #[arg(long)]
+    pub slurm_apply: bool,
+    /// Kubernetes, dry run: print the patches (Node documents) that would
+    /// set the node condition CollbenchUnhealthy and the taint
+    /// collbench.dev/unhealthy on each node found bad (NODE_NAME names a
+    /// pod's node), and clear them on each node that passes.
+    #[arg(long)]
+    pub k8s: bool,
+    /// Kubernetes: send those patches to the API server with the pod's
+    /// service account (it needs get and patch on nodes and nodes/status);
+    /// the node's other taints are kept.
+    #[arg(long)]
+    pub k8s_apply: bool,
+    /// Test host pairs within fabric groups first, then across them, and
+    /// name a slow link between two groups (not a host): `slurm` (Slurm's
+    /// topology: each leaf switch or block a group), `label` (Kubernetes
+    /// node labels: cloud.google.com/gce-topology-block,
+    /// nvidia.com/gpu.clique, network.topology.nvidia.com/*, the finest
+    /// that every node has), `label:KEY`, or a file of `HOST GROUP` lines.
+    #[arg(long, value_name = "FILE|slurm|label[:KEY]")]
+    pub groups: Option<PathBuf>,
+    /// Write one JSON event per finding (a bad or held node, a slow link),
+    /// with what was done about it, to FILE, one per line (`-`: stdout,
+    /// after the verdict).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+}
+
+impl CheckArgs {
+    /// What to do with each node's verdict.
+    fn node_state(&self) -> collbench_check::node_state::NodeStateOptions {
+        use collbench_check::node_state::Act;
+        let act = |apply: bool, dry: bool| {
+            if apply {
+                Some(Act::Apply)
+            } else {
+                dry.then_some(Act::DryRun)
+            }
+        };
+        collbench_check::node_state::NodeStateOptions {
+            slurm: act(self.slurm_apply, self.slurm),
+            k8s: act(self.k8s_apply, self.k8s),
+            events: self.events.clone(),
+        }
+    }
 }
 
 impl From<&CheckArgs> for CheckOptions {
@@ -72,7 +126,20 @@ impl From<&CheckArgs> for CheckOptions {
             prometheus: a.prometheus.clone(),
             // Found after the backend opens (`main`), GPU backends only.
             topology: None,
+            // Read and checked by `main` before any work (`groups`).
+            groups: None,
+            node_state: a.node_state(),
+            hooks: test_hooks(|k| std::env::var(k).ok()),
         }
+    }
+}
+
+/// The test hooks from their `COLLBENCH_TEST_*` variables (CI only; an
+/// unreadable value is no hook).
+fn test_hooks(env: impl Fn(&str) -> Option<String>) -> collbench_check::TestHooks {
+    collbench_check::TestHooks {
+        fail_pairs_of_process: env("COLLBENCH_TEST_FAIL_PAIRS").and_then(|v| v.parse().ok()),
+        group_link_factor: env("COLLBENCH_TEST_GROUP_LINK").and_then(|v| v.parse().ok()),
     }
 }
 
@@ -102,4 +169,28 @@ impl From<&BaselinesArgs> for Action {
             Some(BaselinesAction::Show { name }) => Action::Show { name: name.clone() },
         }
     }
+}
+
+/// `--groups`: Slurm's topology, or a `HOST GROUP` file read now (a
+/// usage error, one line, before any work).
+pub fn groups(a: &CheckArgs) -> Result<Option<collbench_check::fabric::GroupSource>, String> {
+    use collbench_check::fabric::{parse_group_file, GroupSource};
+    use collbench_core::read_limit;
+    let Some(path) = &a.groups else {
+        return Ok(None);
+    };
+    if path.as_os_str() == "slurm" {
+        return Ok(Some(GroupSource::Slurm));
+    }
+    if path.as_os_str() == "label" {
+        return Ok(Some(GroupSource::Labels(None)));
+    }
+    if let Some(key) = path.to_str().and_then(|p| p.strip_prefix("label:")) {
+        return Ok(Some(GroupSource::Labels(Some(key.to_string()))));
+    }
+    let text = read_limit::read_to_string(path, read_limit::SETTINGS_BYTES, "a groups file")
+        .map_err(|e| format!("--groups: {}", crate::one_line(&e.into())))?;
+    parse_group_file(&text)
+        .map(|m| Some(GroupSource::Map(m)))
+        .map_err(|e| format!("--groups {}: {e}", path.display()))
 }
