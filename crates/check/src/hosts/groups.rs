@@ -3,7 +3,7 @@
 //! then in rounds across group boundaries.
 //!
 //! 1. **Within.** Each group runs its own schedule
-//!    ([`super::schedule`]), all groups side by side; the verdict and its
+//!    ([`super::schedule()`]), all groups side by side; the verdict and its
 //!    confirmation rounds (partners from the suspect's own group first)
 //!    name the slow hosts.
 //! 2. **Across.** Groups meet by the circle method (G-1 rounds for even
