@@ -317,10 +317,9 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         explain: plan.explain,
     };
     // The tuner plugin goes in before the first communicator.
-    let tuner = match &a.tuner_config {
-        Some(p) => Some((p, crate::tune::apply_tuner_config(p, &a.backend)?)),
-        None => None,
-    };
+    let tuner = (a.tuner_config.as_ref())
+        .map(|p| Ok::<_, Failure>((p, crate::tune::apply_tuner_config(p, &a.backend)?)))
+        .transpose()?;
     let watchdog = a.watch.watchdog(a.timeout);
     // From here on Ctrl-C keeps the rows measured (written, marked
     // partial, exit 130).
@@ -331,10 +330,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         keeper.not_root();
     }
     let world_size = opened.backend.world_size();
-    let required = a
-        .require_transport
-        .as_ref()
-        .map_or(&[][..], |r| r.0.as_slice());
+    let required = crate::transport_gate::required(a);
     crate::transport_gate::refuse_without_nccl(required, &opened.backend.info().name)?;
     // Before the header: a root no rank has is the user's mistake.
     plan.root_in_range(world_size).map_err(Failure::usage)?;

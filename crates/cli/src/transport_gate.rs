@@ -25,6 +25,11 @@ pub fn parse(s: &str) -> Result<RequiredTransports, String> {
     Ok(RequiredTransports(out))
 }
 
+/// What `run --require-transport` asks for (nothing without the flag).
+pub fn required(a: &crate::args::RunArgs) -> &[Required] {
+    a.require_transport.as_ref().map_or(&[], |r| r.0.as_slice())
+}
+
 /// Before anything runs: only NCCL has a path to check.
 pub fn refuse_without_nccl(required: &[Required], backend: &str) -> Result<(), Failure> {
     if required.is_empty() || backend == "nccl" {

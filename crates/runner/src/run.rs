@@ -10,6 +10,7 @@ use crate::auto_iters;
 use crate::backend::{Backend, BackendError, CaseSpec, MemoryUsage, Timing};
 use crate::case_names::CaseNames;
 use crate::combine::{combine, Combine, RankReport};
+use crate::gather::gather_json;
 use crate::plan::Plan;
 use crate::watch::{Stop, Watch};
 use crate::watchdog::{watch_over, Done, Watchdog, Watched};
@@ -18,7 +19,6 @@ use collbench_core::{
     record::RunSettings, verify::mix, AutoPrecision, Bootstrap, CaseResult, Collective, DeviceInfo,
     Placement, Record,
 };
-use serde::Serialize;
 use std::sync::{Arc, Mutex};
 
 pub use crate::error::RunError;
@@ -194,7 +194,7 @@ impl<'a> Runner<'a> {
             }
             record.results.extend(rows);
         }
-        record.nccl_path = crate::nccl_path::gather(self.control, self.backend.nccl_path())?;
+        record.nccl_path = crate::gather::nccl_path(self.control, self.backend.nccl_path())?;
         Ok(root.then_some(record))
     }
 
@@ -472,25 +472,6 @@ fn skip_reason(
     }
     (coll.spec().needs_power_of_two && !world_size.is_power_of_two())
         .then(|| format!("{coll}: nRanks {world_size} is not a power of 2, skipping"))
-}
-
-/// Every process's `mine` on rank 0 (`None` elsewhere), as JSON through
-/// the control plane; a part that does not parse names its process and
-/// `what` it should have been.
-pub(crate) fn gather_json<T: Serialize + serde::de::DeserializeOwned>(
-    control: &dyn Bootstrap,
-    what: &str,
-    mine: &T,
-) -> Result<Option<Vec<T>>, RunError> {
-    let bytes = serde_json::to_vec(mine).expect("plain data serialises");
-    let Some(all) = control.gather(bytes)? else {
-        return Ok(None);
-    };
-    let parts = all.iter().enumerate().map(|(proc_rank, b)| {
-        serde_json::from_slice(b)
-            .map_err(|e| RunError::Control(format!("bad {what} from process {proc_rank}: {e}")))
-    });
-    parts.collect::<Result<Vec<T>, _>>().map(Some)
 }
 
 /// How the watchdog's line names a case: "all_reduce 64 MiB", and

@@ -43,6 +43,24 @@ pub(super) struct Job<'a> {
     pub seen: Vec<Option<Straggler>>,
 }
 
+impl<'a> Job<'a> {
+    /// A job that has seen no case yet.
+    pub fn new(
+        backend: &'a mut dyn Backend,
+        control: &'a dyn Bootstrap,
+        watchdog: &'a Watchdog,
+        root: bool,
+    ) -> Job<'a> {
+        Job {
+            backend,
+            control,
+            watchdog,
+            root,
+            seen: Vec::new(),
+        }
+    }
+}
+
 /// Case to run and its expected figure.
 struct Planned {
     req: CaseRequest,

@@ -60,6 +60,14 @@ pub struct CheckReport {
     pub nodes: Option<nodes::NodeReport>,
 }
 
+/// The options no run can use, refused before anything runs.
+fn validate(args: &CheckOptions) -> Result<(), CheckError> {
+    if !(0.0 < args.pair_fraction && args.pair_fraction < 1.0) {
+        return Err(CheckError::PairFraction(args.pair_fraction));
+    }
+    Ok(())
+}
+
 /// Runs the battery and writes the verdict table to `out` (the CLI's
 /// stdout; a failed write is a [`collbench_core::stdout::StdoutError`]);
 /// progress lines go to [`collbench_core::diag`]. Returns rank 0's verdict
@@ -71,9 +79,7 @@ pub fn check_main(
     watchdog: &collbench_runner::Watchdog,
     out: &mut dyn std::io::Write,
 ) -> Result<Status, CheckError> {
-    if !(0.0 < args.pair_fraction && args.pair_fraction < 1.0) {
-        return Err(CheckError::PairFraction(args.pair_fraction));
-    }
+    validate(args)?;
     let baseline = args.baseline.as_deref().map(baseline::load).transpose()?;
     let root = control.rank() == 0;
     let info = backend.info();
@@ -85,13 +91,7 @@ pub fn check_main(
     let mut notes: Vec<String> = ranks_note(baseline.as_ref(), world_size)
         .into_iter()
         .collect();
-    let mut job = Job {
-        backend,
-        control,
-        watchdog,
-        root,
-        seen: Default::default(),
-    };
+    let mut job = Job::new(backend, control, watchdog, root);
     let mut lines = cases::run_battery(&mut job, args, baseline.as_ref(), is_cpu, fractions)?;
     let straggler = straggler::said(straggler::suspect(&job.seen), root);
     let pairs = pairs::pair_tests(&mut job, args, baseline.is_none(), &lines, fractions)?;

@@ -5,7 +5,7 @@
 //! case's neighbours by sorting and scanning every case for each case,
 //! which made a 65,536-row log take 37 s to compare with itself.
 
-use super::rule::CaseShape;
+use super::shape::CaseShape;
 use std::collections::HashMap;
 
 /// The order of a comparison's cases: per (op group, placement) the

@@ -23,6 +23,7 @@ pub mod command;
 pub mod gate;
 pub mod noise;
 pub mod rule;
+pub mod shape;
 pub mod steep;
 mod table;
 

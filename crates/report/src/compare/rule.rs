@@ -21,6 +21,7 @@
 
 use super::adjacent::Layout;
 use super::noise::{neighbour_residuals, placement_residual, robust_sd, Estimate, NoiseSource};
+pub use super::shape::CaseShape;
 use super::steep;
 
 /// Sizes below this are judged on time (latency regime).
@@ -72,20 +73,6 @@ impl Verdict {
             Verdict::CannotTell(Unsure::NoNoise) => "cannot tell (no noise estimate)",
         }
     }
-}
-
-/// What the rule needs of a case besides its estimate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CaseShape {
-    /// Index of the op group (op, type, redop, root) the case belongs to.
-    pub group: usize,
-    pub size_bytes: u64,
-    pub in_place: bool,
-    /// Judged on time (latency regime) rather than bandwidth.
-    pub by_time: bool,
-    /// BASE's time in µs (for the latency regime's absolute floor; 0 where
-    /// the test measures no time).
-    pub base_time_us: f64,
 }
 
 /// The rule's settings.
@@ -232,7 +219,9 @@ fn alone(rule: &Rule, shape: &CaseShape, e: &Estimate) -> Alone {
         } else {
             Alone::Unsure(Unsure::Noise)
         }
-    } else if !floor_ok && steep::is_steep(rule, shape, e) {
+    } else if !floor_ok
+        && steep::is_steep(Rule::slower_by(true, rule.cut(true, e.noise_cut)), shape, e)
+    {
         Alone::Steep
     } else if floor_ok && d + half < Rule::faster_by(by_time, cut) {
         Alone::Improved
@@ -258,7 +247,7 @@ pub fn judge(
     let steep_at: Vec<bool> = shapes
         .iter()
         .zip(estimates)
-        .map(|(s, e)| steep::is_steep(rule, s, e))
+        .map(|(s, e)| steep::is_steep(Rule::slower_by(true, rule.cut(true, e.noise_cut)), s, e))
         .collect();
     let runs = steep::run_lengths(layout, shapes, &steep_at);
     let confirms = |j: usize| matches!(first[j], Alone::Beyond | Alone::Steep);
@@ -485,5 +474,63 @@ mod tests {
         let out = with_log_scatter(&Layout::new(&shapes), &shapes, &e);
         assert!(out.iter().all(|e| e.se.unwrap() > 0.05), "{out:?}");
         assert!(out.iter().all(|e| e.source == Some(NoiseSource::Log)));
+    }
+}
+
+/// The steep rule (issue #49): a rise of 2x or more over adjacent sizes
+/// under the latency floor, judged through [`judge`].
+#[cfg(test)]
+mod steep_tests {
+    use super::*;
+    use crate::compare::NoiseSource;
+
+    fn shape(size: u64) -> CaseShape {
+        CaseShape {
+            group: 0,
+            size_bytes: size,
+            in_place: false,
+            by_time: true,
+            base_time_us: 0.5,
+        }
+    }
+
+    fn est(ratio: f64) -> Estimate {
+        Estimate {
+            log_ratio: ratio.ln(),
+            se: Some(0.02),
+            z95: 1.96,
+            source: Some(NoiseSource::Iterations {
+                samples: 20,
+                median: true,
+            }),
+            noise_cut: 0.2,
+            log_only: false,
+        }
+    }
+
+    const RULE: Rule = Rule { threshold_pct: 5.0 };
+
+    fn verdicts(ratios: &[f64]) -> Vec<Verdict> {
+        let shapes: Vec<CaseShape> = (0..ratios.len()).map(|k| shape(8 << k)).collect();
+        let e: Vec<Estimate> = ratios.iter().map(|&r| est(r)).collect();
+        judge(&RULE, &Layout::new(&shapes), &shapes, &e)
+    }
+
+    #[test]
+    fn an_eightfold_rise_under_the_floor_over_many_sizes_regresses() {
+        // 0.5 µs to 4 µs: +3.5 µs a size, under the 5 µs floor.
+        let v = verdicts(&[8.0, 8.0, 8.0, 8.0, 1.0]);
+        assert_eq!(&v[..4], [Verdict::Regression; 4]);
+        assert_eq!(v[4], Verdict::Same);
+    }
+
+    #[test]
+    fn two_steep_sizes_or_a_rise_under_twofold_stay_quiet() {
+        assert_eq!(
+            verdicts(&[1.0, 3.0, 3.0, 1.0, 3.0]),
+            [Verdict::Same; 5],
+            "two sizes in a row and one alone"
+        );
+        assert_eq!(verdicts(&[1.8; 6]), [Verdict::Same; 6], "under 2x");
     }
 }

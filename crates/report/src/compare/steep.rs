@@ -26,7 +26,7 @@
 
 use super::adjacent::Layout;
 use super::noise::Estimate;
-use super::rule::{CaseShape, Rule};
+use super::shape::CaseShape;
 
 /// The smallest time ratio NEW/BASE (its whole 95% interval) that counts
 /// under the floor.
@@ -37,13 +37,14 @@ pub const STEEP_RUN: usize = 3;
 
 /// Whether a case judged on time is slower by [`STEEP_RATIO`] or more
 /// with its whole interval, and beyond its cut.
-pub fn is_steep(rule: &Rule, shape: &CaseShape, e: &Estimate) -> bool {
+/// `slower_cut` is the case's own cut on time, as a log ratio
+/// ([`super::rule::Rule::slower_by`]).
+pub fn is_steep(slower_cut: f64, shape: &CaseShape, e: &Estimate) -> bool {
     let Some(se) = e.se.filter(|s| s.is_finite()) else {
         return false;
     };
     let lower = e.log_ratio - e.z95 * se;
-    let cut = Rule::slower_by(true, rule.cut(true, e.noise_cut));
-    shape.by_time && lower > STEEP_RATIO.ln().max(cut)
+    shape.by_time && lower > STEEP_RATIO.ln().max(slower_cut)
 }
 
 /// For each case, how many steep cases in a row (by size, in its group
@@ -71,8 +72,6 @@ pub fn run_lengths(layout: &Layout, shapes: &[CaseShape], steep: &[bool]) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::rule::{judge, Verdict};
-    use crate::compare::NoiseSource;
 
     fn shape(size: u64) -> CaseShape {
         CaseShape {
@@ -82,46 +81,6 @@ mod tests {
             by_time: true,
             base_time_us: 0.5,
         }
-    }
-
-    fn est(ratio: f64) -> Estimate {
-        Estimate {
-            log_ratio: ratio.ln(),
-            se: Some(0.02),
-            z95: 1.96,
-            source: Some(NoiseSource::Iterations {
-                samples: 20,
-                median: true,
-            }),
-            noise_cut: 0.2,
-            log_only: false,
-        }
-    }
-
-    const RULE: Rule = Rule { threshold_pct: 5.0 };
-
-    fn verdicts(ratios: &[f64]) -> Vec<Verdict> {
-        let shapes: Vec<CaseShape> = (0..ratios.len()).map(|k| shape(8 << k)).collect();
-        let e: Vec<Estimate> = ratios.iter().map(|&r| est(r)).collect();
-        judge(&RULE, &Layout::new(&shapes), &shapes, &e)
-    }
-
-    #[test]
-    fn an_eightfold_rise_under_the_floor_over_many_sizes_regresses() {
-        // 0.5 µs to 4 µs: +3.5 µs a size, under the 5 µs floor.
-        let v = verdicts(&[8.0, 8.0, 8.0, 8.0, 1.0]);
-        assert_eq!(&v[..4], [Verdict::Regression; 4]);
-        assert_eq!(v[4], Verdict::Same);
-    }
-
-    #[test]
-    fn two_steep_sizes_or_a_rise_under_twofold_stay_quiet() {
-        assert_eq!(
-            verdicts(&[1.0, 3.0, 3.0, 1.0, 3.0]),
-            [Verdict::Same; 5],
-            "two sizes in a row and one alone"
-        );
-        assert_eq!(verdicts(&[1.8; 6]), [Verdict::Same; 6], "under 2x");
     }
 
     #[test]
