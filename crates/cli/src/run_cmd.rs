@@ -330,7 +330,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         keeper.not_root();
     }
     let world_size = opened.backend.world_size();
-    let required = crate::transport_gate::required(a);
+    let required = crate::transport_gate::required(a.require_transport.as_ref());
     crate::transport_gate::refuse_without_nccl(required, &opened.backend.info().name)?;
     // Before the header: a root no rank has is the user's mistake.
     plan.root_in_range(world_size).map_err(Failure::usage)?;

@@ -10,6 +10,11 @@ use collbench_core::Record;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequiredTransports(pub Vec<Required>);
 
+/// What a `--require-transport` flag asks for (nothing without it).
+pub fn required(flag: Option<&RequiredTransports>) -> &[Required] {
+    flag.map_or(&[], |r| r.0.as_slice())
+}
+
 /// clap's parser for `--require-transport`: names separated by commas.
 pub fn parse(s: &str) -> Result<RequiredTransports, String> {
     let mut out = Vec::new();
@@ -23,11 +28,6 @@ pub fn parse(s: &str) -> Result<RequiredTransports, String> {
         return Err("names no transport (e.g. --require-transport ib,p2p)".into());
     }
     Ok(RequiredTransports(out))
-}
-
-/// What `run --require-transport` asks for (nothing without the flag).
-pub fn required(a: &crate::args::RunArgs) -> &[Required] {
-    a.require_transport.as_ref().map_or(&[], |r| r.0.as_slice())
 }
 
 /// Before anything runs: only NCCL has a path to check.
