@@ -38,7 +38,7 @@ pub const STEEP_RUN: usize = 3;
 /// Whether a case judged on time is slower by [`STEEP_RATIO`] or more
 /// with its whole interval, and beyond its cut.
 /// `slower_cut` is the case's own cut on time, as a log ratio
-/// ([`super::rule::Rule::slower_by`]).
+/// (`Rule::slower_by` in the rule).
 pub fn is_steep(slower_cut: f64, shape: &CaseShape, e: &Estimate) -> bool {
     let Some(se) = e.se.filter(|s| s.is_finite()) else {
         return false;
