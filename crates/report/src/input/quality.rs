@@ -73,39 +73,43 @@ fn figures(c: &CaseResult) -> String {
 
 /// Warns about rows that repeat an earlier case.
 fn duplicates(r: &Record, w: &mut Vec<String>) {
-    // By key: a list searched for each row made a 65,536-row log quadratic.
-    let mut seen: HashMap<Key, usize> = HashMap::new();
+    // Row numbers sorted by key, a stable sort keeping each key's first row
+    // first: 4 bytes a row. A map of every key held 14 MB for a 65,536-row
+    // log, and a list searched for each row made it quadratic.
+    let mut by_key: Vec<u32> = (0..r.results.len())
+        .filter(|&i| r.results[i].size_bytes != 0)
+        .filter_map(|i| u32::try_from(i).ok())
+        .collect();
+    by_key.sort_by(|&a, &b| key(&r.results[a as usize]).cmp(&key(&r.results[b as usize])));
+    // (row, the first row of its key) for each row that disagrees with it.
     let (mut conflicting, mut identical) = (Vec::new(), 0usize);
-    for (i, c) in r.results.iter().enumerate() {
-        let k = key(c);
-        if c.size_bytes == 0 {
-            continue;
-        }
-        match seen.get(&k) {
-            Some(&first) => {
-                let f = &r.results[first];
-                if same(&f.out_of_place, &c.out_of_place) && same(&f.in_place, &c.in_place) {
+    let mut first: Option<usize> = None;
+    for i in by_key.into_iter().map(|i| i as usize) {
+        let c = &r.results[i];
+        match first {
+            Some(f) if key(&r.results[f]) == key(c) => {
+                let f_row = &r.results[f];
+                if same(&f_row.out_of_place, &c.out_of_place) && same(&f_row.in_place, &c.in_place)
+                {
                     identical += 1;
                 } else {
-                    conflicting.push(format!(
-                        "{}: {} vs {}",
-                        case_name(c),
-                        figures(f),
-                        figures(c)
-                    ));
+                    conflicting.push((i, f));
                 }
             }
-            None => {
-                seen.insert(k, i);
-            }
+            _ => first = Some(i),
         }
     }
+    // Named in the order the rows were printed.
+    conflicting.sort_unstable();
     if !conflicting.is_empty() {
         let more = conflicting.len().saturating_sub(3);
         let mut list = conflicting
             .iter()
             .take(3)
-            .cloned()
+            .map(|&(i, f)| {
+                let (c, f) = (&r.results[i], &r.results[f]);
+                format!("{}: {} vs {}", case_name(c), figures(f), figures(c))
+            })
             .collect::<Vec<_>>()
             .join("; ");
         if more > 0 {
