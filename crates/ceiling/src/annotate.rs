@@ -20,7 +20,7 @@ pub fn annotate_with(record: &mut Record, topo: Topology, levels: &[CopyLevel]) 
         let bytes = row.size_bytes;
         for (in_place, p) in [(false, &mut row.out_of_place), (true, &mut row.in_place)] {
             let Some(p) = p.as_mut() else { continue };
-            let algorithm = Algorithm::reported(p.explain.as_ref());
+            let algorithm = Algorithm::reported(p.explain.as_deref());
             let q = Query {
                 op,
                 bytes,

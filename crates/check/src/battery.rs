@@ -124,7 +124,11 @@ pub fn run_case(
     };
     let oop = row.out_of_place.clone().unwrap_or_default();
     let ip = row.in_place.clone().unwrap_or_default();
-    let explain = oop.explain.clone().or_else(|| ip.explain.clone());
+    let explain = oop
+        .explain
+        .clone()
+        .or_else(|| ip.explain.clone())
+        .map(|e| *e);
     Ok(Some(CaseOutcome::Measured(Measured {
         op: row.op.clone(),
         dtype: row.dtype.clone(),
@@ -134,7 +138,7 @@ pub fn run_case(
         time_us: oop.time_us,
         wrong: row.total_wrong(),
         explain,
-        arrival: oop.arrival.map(Box::new),
+        arrival: oop.arrival,
     })))
 }
 

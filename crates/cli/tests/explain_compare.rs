@@ -43,7 +43,7 @@ fn run(cases: &[(u64, f64, f64, Ran)]) -> Record {
                 algbw_gbps: busbw / 2.0,
                 busbw_gbps: busbw,
                 wrong: Some(0),
-                explain,
+                explain: explain.map(Box::new),
                 iterations: 100,
                 stats: tight(time_us),
                 ..Placement::default()

@@ -243,7 +243,7 @@ pub struct Placement {
     /// channels per kernel), taken in a separate untimed pass; absent for
     /// backends that cannot say (CPU, MPI) and for parsed logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explain: Option<Explanation>,
+    pub explain: Option<Box<Explanation>>,
     /// Every timed iteration's time in microseconds (the slowest rank's),
     /// kept with per-iteration timing (`-I 1`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -262,7 +262,7 @@ pub struct Placement {
     /// Who entered the collective last and by how much, the time inside
     /// and the device-time busbw (`run --arrival`, `check`'s battery).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arrival: Option<crate::arrival::Arrival>,
+    pub arrival: Option<Box<crate::arrival::Arrival>>,
 }
 
 /// How precise a `-n auto` placement's time is: what its series of

@@ -47,7 +47,7 @@ impl Exporter for CsvExporter {
                 let opt = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
                 let st = p.stats.as_ref();
                 // What NCCL ran (`explain`); empty where nothing was asked.
-                let ex = p.explain.as_ref();
+                let ex = p.explain.as_deref();
                 let text = |f: fn(&collbench_core::Explanation) -> String| {
                     ex.filter(|e| !e.kernels.is_empty())
                         .map(f)

@@ -463,12 +463,12 @@ mod tests {
         assert!(t.numeric[at] && !t.numeric[at + 1]);
     }
 
-    fn explained(algo: &str, proto: &str, channels: u64) -> Option<Explanation> {
-        Some(Explanation::from_kernels(
+    fn explained(algo: &str, proto: &str, channels: u64) -> Option<Box<Explanation>> {
+        Some(Box::new(Explanation::from_kernels(
             [KernelChoice::new("AllReduce", algo, proto, channels)],
             [],
             0,
-        ))
+        )))
     }
 
     #[test]
@@ -482,9 +482,9 @@ mod tests {
         ring.in_place.as_mut().unwrap().explain = explained("RING", "LL", 2);
         let mut nvls = case("all_reduce", 1 << 30, true);
         nvls.out_of_place.as_mut().unwrap().explain = explained("NVLS", "SIMPLE", 16);
-        nvls.in_place.as_mut().unwrap().explain = Some(Explanation::unavailable(
+        nvls.in_place.as_mut().unwrap().explain = Some(Box::new(Explanation::unavailable(
             "NCCL_PROFILER_PLUGIN is set by the user",
-        ));
+        )));
         let t = cases_table(&[&plain, &ring, &nvls]);
         assert_eq!(
             t.header[13..],

@@ -16,7 +16,7 @@ fn placement(time_us: f64, explain: Option<Explanation>) -> Option<Placement> {
         busbw_gbps: 2.25,
         wrong: Some(0),
         iterations: 20,
-        explain,
+        explain: explain.map(Box::new),
         ..Placement::default()
     })
 }

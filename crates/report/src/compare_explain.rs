@@ -269,9 +269,9 @@ mod tests {
             .out_of_place
             .as_mut()
             .unwrap()
-            .explain = Some(Explanation::unavailable(
+            .explain = Some(Box::new(Explanation::unavailable(
             "NCCL_PROFILER_PLUGIN is the user's",
-        ));
+        )));
         let c = compare(&[new], &[unavailable], 5.0);
         assert!(!c.any_choice_change());
     }

@@ -15,7 +15,7 @@ fn case(op: &str, size: u64, oop: Explanation, ip: Explanation) -> CaseResult {
         busbw_gbps: busbw,
         wrong: Some(0),
         iterations: 20,
-        explain: Some(e),
+        explain: Some(Box::new(e)),
         ..Placement::default()
     };
     CaseResult {

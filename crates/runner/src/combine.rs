@@ -113,7 +113,7 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
             _ => TimeStats::from_samples(&iter_us[skip..]),
         },
         rank_time_us: times.iter().map(|t| t * 1e6).collect(),
-        explain: (!explains.is_empty()).then(|| Explanation::merge(explains)),
+        explain: (!explains.is_empty()).then(|| Box::new(Explanation::merge(explains))),
         iter_times_us: if per_iter { iter_us } else { Vec::new() },
         process_iter_times_us: process_iter_us,
         // Set by the runner, which ran the series.
@@ -122,7 +122,7 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
         ceiling: None,
         arrival: match arrivals.is_empty() {
             true => None,
-            false => row_arrival(arrivals, case, how.agg_iters),
+            false => row_arrival(arrivals, case, how.agg_iters).map(Box::new),
         },
     }
 }

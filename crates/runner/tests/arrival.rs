@@ -65,6 +65,7 @@ fn arrival(ranks: usize, bytes: u64, late: Option<LateEntry>) -> (Arrival, f64) 
             .clone()
             .unwrap()
             .arrival
+            .map(|a| *a)
             .expect("--arrival figures"),
         held,
     )

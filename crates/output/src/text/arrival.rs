@@ -80,7 +80,7 @@ mod tests {
         let row = CaseResult {
             size_bytes: 1 << 20,
             out_of_place: Some(Placement {
-                arrival: Some(a.clone()),
+                arrival: Some(Box::new(a.clone())),
                 ..Placement::default()
             }),
             in_place: Some(Placement::default()),

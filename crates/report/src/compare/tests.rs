@@ -34,7 +34,7 @@ pub(crate) fn case(
     let p = Placement {
         time_us,
         busbw_gbps: busbw,
-        explain,
+        explain: explain.map(Box::new),
         stats: tight(time_us),
         ..Placement::default()
     };

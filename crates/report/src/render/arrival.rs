@@ -154,9 +154,11 @@ mod tests {
             op: "all_reduce".into(),
             size_bytes: size,
             out_of_place: Some(Placement {
-                arrival: lateness.map(|lateness_us| Arrival {
-                    lateness_us,
-                    ..Arrival::default()
+                arrival: lateness.map(|lateness_us| {
+                    Box::new(Arrival {
+                        lateness_us,
+                        ..Arrival::default()
+                    })
                 }),
                 ..Placement::default()
             }),
