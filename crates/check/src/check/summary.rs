@@ -88,7 +88,10 @@ fn host_pairs(h: &HostReport) -> String {
     // Every pair that ran, those across a slow group link included (the
     // verdict's matrix leaves them out of the hosts' judgement).
     let every_pair = hosts::HostMatrix::from_results(&h.sendrecv, h.hosts.len());
-    for l in every_pair.pair_table(&h.hosts, h.slow_cut()).lines() {
+    for l in every_pair
+        .pair_table(&h.hosts, h.slow_cut(), h.size_bytes)
+        .lines()
+    {
         let _ = writeln!(out, "# {l}");
     }
     for f in hosts::finding_lines(&h.verdict, &h.hosts) {

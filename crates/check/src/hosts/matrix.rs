@@ -200,41 +200,52 @@ impl HostMatrix {
 const PAIR_ROWS: usize = 64;
 
 impl HostMatrix {
-    /// The per-pair table beside the matrix, in the manner of nccl-tests'
-    /// per-pair summary (its PR #376: one row per pair, the figure, and
-    /// the slow ones marked): one row per measured pair, slowest first (at
-    /// most 64), its best busbw, tests, ratio to the job median, and
-    /// `SLOW` below `cut` (the verdict's cut, when it has one).
-    pub fn pair_table(&self, hosts: &[HostInfo], cut: Option<f64>) -> String {
+    /// The per-pair table beside the matrix, in the layout of nccl-tests'
+    /// per-GPU-pair summary (its PR #376, docs/pr376-layout.md): a banner,
+    /// the size the figures are from, then one row per measured pair,
+    /// slowest first (at most 64): its number, hosts, best busbw, ratio to
+    /// the job median as a percentage, tests, and `<<< SLOW` below `cut`
+    /// (the verdict's cut), `OK` above it, `-` where no cut could be set
+    /// (a job too noisy to judge). The PR's `vs_max` is against the best
+    /// pair; here it is against the job median, which one fast pair cannot
+    /// move. Lines come without their leading `# `.
+    pub fn pair_table(&self, hosts: &[HostInfo], cut: Option<f64>, size_bytes: u64) -> String {
         let name = |h: usize| hosts.get(h).map_or(format!("h{h}"), |i| i.name.clone());
         let w = self
             .pairs
             .iter()
             .flat_map(|p| [name(p.a).len(), name(p.b).len()])
             .max()
-            .unwrap_or(4)
-            .max(4);
+            .unwrap_or(8)
+            .max(8);
         let mut rows: Vec<&PairCell> = self.pairs.iter().collect();
         rows.sort_by(|x, y| x.ratio.total_cmp(&y.ratio));
-        let mut out = format!(
-            "{:>w$}  {:>w$}  {:>12}  {:>5}  {:>9}\n",
-            "host", "peer", "busbw (GB/s)", "tests", "vs median"
+        let mut out =
+            String::from("\n============= Per-host-pair Bandwidth Breakdown =============\n\n");
+        out += &format!("--- Summary (based on msg size: {size_bytes} bytes, sendrecv) ---\n");
+        out += &format!(
+            "{:>8}  {:>w$}  {:>w$}  {:>11}  {:>7}  {:>5}  Status\n",
+            "Pair", "host", "peer", "busbw(GB/s)", "vs_med", "tests"
         );
-        for p in rows.iter().take(PAIR_ROWS) {
-            let slow = cut.is_some_and(|c| p.ratio < c);
+        for (i, p) in rows.iter().take(PAIR_ROWS).enumerate() {
+            let status = match cut {
+                Some(c) if p.ratio < c => "<<< SLOW",
+                Some(_) => "OK",
+                None => "-",
+            };
             out += &format!(
-                "{:>w$}  {:>w$}  {:>12.2}  {:>5}  {:>9.2}{}\n",
+                "{i:>8}  {:>w$}  {:>w$}  {:>11.2}  {:>6.1}%  {:>5}  {status}\n",
                 name(p.a),
                 name(p.b),
                 p.busbw_gbps,
+                p.ratio * 100.0,
                 p.tests,
-                p.ratio,
-                if slow { "  SLOW" } else { "" }
             );
         }
         if rows.len() > PAIR_ROWS {
             out += &format!("({} faster pairs not shown)\n", rows.len() - PAIR_ROWS);
         }
+        out += "\n==============================================================\n";
         out
     }
 }
@@ -283,14 +294,46 @@ mod tests {
                 ranks: h..h + 1,
             })
             .collect();
-        let t = m.pair_table(&hosts, Some(0.8));
-        let rows: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
+        let t = m.pair_table(&hosts, Some(0.8), 1 << 26);
+        let lines: Vec<&str> = t.lines().collect();
+        // PR #376's banner, summary title and closing rule.
+        assert_eq!(
+            lines[1],
+            "============= Per-host-pair Bandwidth Breakdown ============="
+        );
+        assert_eq!(
+            lines[3],
+            "--- Summary (based on msg size: 67108864 bytes, sendrecv) ---"
+        );
+        assert_eq!(
+            lines.last(),
+            Some(&"==============================================================")
+        );
+        let rows: Vec<Vec<&str>> = lines[4..]
+            .iter()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
         assert_eq!(
             rows[0],
-            ["host", "peer", "busbw", "(GB/s)", "tests", "vs", "median"]
+            [
+                "Pair",
+                "host",
+                "peer",
+                "busbw(GB/s)",
+                "vs_med",
+                "tests",
+                "Status"
+            ]
         );
-        assert_eq!(rows[1], ["n0", "n2", "8.40", "1", "0.21", "SLOW"]);
-        assert_eq!(rows[3], ["n0", "n1", "40.00", "1", "1.00"]);
-        assert!(!m.pair_table(&hosts, None).contains("SLOW"));
+        assert_eq!(
+            rows[1],
+            ["0", "n0", "n2", "8.40", "21.0%", "1", "<<<", "SLOW"]
+        );
+        assert_eq!(rows[3], ["2", "n0", "n1", "40.00", "100.0%", "1", "OK"]);
+        let unjudged = m.pair_table(&hosts, None, 1 << 26);
+        assert!(
+            !unjudged.contains("SLOW") && !unjudged.contains(" OK"),
+            "{unjudged}"
+        );
     }
 }
