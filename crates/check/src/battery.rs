@@ -51,6 +51,10 @@ pub struct Measured {
     /// battery case takes them; `None` where the backend takes none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrival: Option<Box<Arrival>>,
+    /// The path NCCL took, joined over the processes (rank 0); `None`
+    /// where the backend does not use NCCL or NCCL printed no path.
+    #[serde(skip)]
+    pub nccl_path: Option<Box<collbench_core::nccl_path::NcclPath>>,
 }
 
 impl Measured {
@@ -139,6 +143,7 @@ pub fn run_case(
         wrong: row.total_wrong(),
         explain,
         arrival: oop.arrival,
+        nccl_path: record.nccl_path.map(Box::new),
     })))
 }
 

@@ -59,7 +59,7 @@ pub fn judge(line: Line, topo: Option<&Topology>) -> Line {
 /// to repair, and NCCL's socket transport moves a tenth of what loopback
 /// can (about 3 GB/s of all_reduce against a 30 GB/s probe on the H100
 /// machine, bench/results/ceiling.md), so a line it bounds is not judged.
-fn emulated_network(topo: &Topology, by: Bottleneck) -> bool {
+pub(crate) fn emulated_network(topo: &Topology, by: Bottleneck) -> bool {
     by == Bottleneck::Network
         && !topo.nics.is_empty()
         && topo.nics.iter().all(|n| n.kind == NicKind::Loopback)

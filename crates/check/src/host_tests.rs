@@ -211,7 +211,7 @@ fn combine(pairs: usize, parts: &[ProcessFigures]) -> Vec<PairFigures> {
 /// this process alone on its group's backend: the runner's data stays
 /// here, while the job's failure and an abort still travel (a peer lost
 /// during the test stops it; a stuck test stops the job).
-struct ThisProcess<'a>(&'a dyn Bootstrap);
+pub(crate) struct ThisProcess<'a>(pub(crate) &'a dyn Bootstrap);
 
 impl Bootstrap for ThisProcess<'_> {
     fn rank(&self) -> usize {

@@ -9,7 +9,8 @@
 //! [`localize`] (pairwise tests, culprits, heatmap), [`hosts`] (host
 //! pairs in rounds and the verdict that names a slow host, docs/hosts.md),
 //! [`prometheus`]
-//! (textfile metrics), [`fabric`] (where the hosts' groups come from),
+//! (textfile metrics), [`fabric`] (where the hosts' groups come from), [`transport`] (the
+//! path measured, the transport gate and the fabric variants),
 //! [`kube_api`] (the Kubernetes API server, through the pod's service
 //! account), [`node_state`] (each node's verdict, and Slurm's
 //! drain and resume, events), `check` (the command), [`error`] (how it fails:
@@ -28,6 +29,7 @@ pub mod kube_api;
 pub mod localize;
 pub mod node_state;
 pub mod prometheus;
+pub mod transport;
 pub mod verdict;
 
 pub use check::{check_main, CheckReport};
@@ -68,6 +70,13 @@ pub struct CheckOptions {
     /// What to do with each node's verdict: Slurm, Kubernetes, events
     /// (all off by default; actions are dry runs unless asked).
     pub node_state: node_state::NodeStateOptions,
+    /// The transports the job must take, in NCCL's names
+    /// (`--require-transport ib,p2p`): each not taken is a FAIL line
+    /// naming what was expected, what was used and the cause seen.
+    pub require_transport: Vec<collbench_core::nccl_path::gate::Required>,
+    /// The fabric variants to run besides the battery's own paths
+    /// (`--fabric`; default [`transport::ALL_VARIANTS`]).
+    pub fabric: Vec<transport::Fabric>,
     /// Test hooks for CI without GPUs or a fabric; all off in use.
     pub hooks: TestHooks,
 }

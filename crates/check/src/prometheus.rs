@@ -177,6 +177,7 @@ mod tests {
             wrong: 0,
             explain: None,
             arrival: None,
+            nccl_path: None,
         };
         let f = Fractions {
             warn: 0.9,

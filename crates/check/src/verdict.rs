@@ -303,6 +303,7 @@ mod tests {
             wrong,
             explain: None,
             arrival: None,
+            nccl_path: None,
         }
     }
 

@@ -55,6 +55,8 @@ fn args(json: &std::path::Path) -> CheckOptions {
         topology: None,
         groups: None,
         node_state: Default::default(),
+        require_transport: Vec::new(),
+        fabric: collbench_check::transport::ALL_VARIANTS.to_vec(),
         hooks: Default::default(),
     }
 }

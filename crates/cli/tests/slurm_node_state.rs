@@ -250,3 +250,64 @@ fn a_node_someone_else_drained_stays_drained_when_it_passes() {
     assert!(state.contains("DRAIN"), "{state}");
     assert_eq!(reason.split(" [").next(), Some("admin: replace DIMM 4"));
 }
+
+/// Issue 50: `check` over the two nodes says which path it measured and
+/// runs the fabric variants: within each node (one host per node, two
+/// processes of two rank threads each) its figure against the node's own
+/// ceiling, naming the slowest node; the network variant skipped with its
+/// reason (the CPU backend moves no data between processes), never a
+/// PASS on a variant that did not run.
+#[test]
+fn check_over_two_nodes_says_its_path_and_each_fabric_variant() {
+    let Some(_cluster) = slurm_wanted() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let wrap = dir.path().join("wrap.sh");
+    std::fs::write(
+        &wrap,
+        "#!/bin/sh\nexport NCCL_HOSTID=\"$SLURMD_NODENAME\"\n\
+         export COLLBENCH_TEST_CPU_PER_PROCESS=1\nexec \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrap, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let json = dir.path().join("check.json");
+    let child = Command::new("srun")
+        .args(["-N2", "-n4", "--time=8"])
+        .arg(&wrap)
+        .arg(BIN)
+        .args(["check", "--backend", "cpu", "--ranks", "2", "--size", "1M"])
+        .args(["-n", "10", "--quick", "--json"])
+        .arg(&json)
+        .env("COLLBENCH_BIND", "127.0.0.1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("srun");
+    let run = finish(child, Instant::now() + Duration::from_secs(400));
+    // A busy 2-core machine may make the host tests WARN; the variants
+    // themselves are never incomplete here.
+    assert!(matches!(run.code, Some(0 | 1)), "{run:?}");
+    assert!(
+        run.stdout.contains("# path measured: cpu backend: shared memory between the 2 rank threads of each of 4 processes"),
+        "{}",
+        run.stdout
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("--json")).unwrap();
+    let variants = v["transport"]["variants"].as_array().unwrap();
+    let of = |name: &str| variants.iter().find(|x| x["variant"] == name).unwrap();
+    let intra = of("intra");
+    let note = intra["note"].as_str().unwrap();
+    assert!(note.starts_with("slowest of 2 hosts n"), "{note}");
+    assert!(intra["busbw_gbps"].as_f64().unwrap() > 0.0, "{intra}");
+    assert_eq!(intra["bottleneck"], "host memory", "{intra}");
+    assert!(
+        of("network")["skipped"]
+            .as_str()
+            .unwrap()
+            .contains("no data between processes"),
+        "{variants:?}"
+    );
+    assert!(of("all_paths")["busbw_gbps"].as_f64().unwrap() > 0.0);
+}

@@ -41,6 +41,8 @@ pub(super) struct Job<'a> {
     /// Every battery case's straggler (or none), of those measured with
     /// arrival figures, for the battery's verdict.
     pub seen: Vec<Option<Straggler>>,
+    /// The path NCCL took over the battery's cases, joined (rank 0).
+    pub path: Option<collbench_core::nccl_path::NcclPath>,
 }
 
 impl<'a> Job<'a> {
@@ -57,6 +59,7 @@ impl<'a> Job<'a> {
             watchdog,
             root,
             seen: Vec::new(),
+            path: None,
         }
     }
 }
@@ -208,6 +211,16 @@ pub(super) fn run_battery(
         })) = &outcome
         {
             job.seen.push(a.straggler.clone());
+        }
+        if let Some(CaseOutcome::Measured(Measured {
+            nccl_path: Some(p), ..
+        })) = &outcome
+        {
+            let p = (**p).clone();
+            match job.path.as_mut() {
+                Some(seen) => seen.merge(p),
+                None => job.path = Some(p),
+            }
         }
         let line = match outcome {
             None => continue,

@@ -5,7 +5,9 @@
 //! which cases, their iterations, each run and judged), `pairs` (the pair
 //! tests after it), `straggler` (who the battery's arrival skew names,
 //! and the pair tests' word on it, issue #53), `summary` (what stdout
-//! shows), `nodes` (each node's verdict and what Slurm does with it).
+//! shows), `nodes` (each node's verdict and what Slurm does with it),
+//! `variants` (the path measured, the transport gate and the fabric
+//! variants, issue #50).
 //! This file runs the
 //! steps in order, writes the files and shares rank 0's verdict.
 
@@ -14,6 +16,7 @@ mod nodes;
 mod pairs;
 mod straggler;
 mod summary;
+mod variants;
 
 use crate::baseline::{self, Baseline};
 use crate::error::CheckError;
@@ -58,6 +61,9 @@ pub struct CheckReport {
     /// (`--slurm`, `--events`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nodes: Option<nodes::NodeReport>,
+    /// The path the battery took, the transport gate and the fabric
+    /// variants (docs/transport.md).
+    pub transport: Option<crate::transport::TransportReport>,
 }
 
 /// The options no run can use, refused before anything runs.
@@ -93,13 +99,14 @@ pub fn check_main(
         .collect();
     let mut job = Job::new(backend, control, watchdog, root);
     let mut lines = cases::run_battery(&mut job, args, baseline.as_ref(), is_cpu, fractions)?;
+    let transport = variants::transport(&mut job, args, &lines, is_cpu)?;
     let straggler = straggler::said(straggler::suspect(&job.seen), root);
     let pairs = pairs::pair_tests(&mut job, args, baseline.is_none(), &lines, fractions)?;
     let straggler = straggler::judged(straggler, &pairs, &mut notes);
     lines.extend(pairs.line);
     notes.extend(pairs.note);
 
-    let status = verdict::overall(&lines);
+    let status = overall(&lines, transport.as_ref());
     // Every process says where it runs, before rank 0 alone goes on.
     let hostname = info.devices.first().map_or("", |d| d.host.as_str());
     let placements = nodes::placements(&args.node_state, control, hostname)?;
@@ -108,7 +115,7 @@ pub fn check_main(
     // verdict (so no rank waits for it).
     let mut printed = Ok(());
     if root {
-        let mut text = summary::summary(
+        let text = summary::summary(
             &lines,
             pairs.localization.as_ref(),
             pairs.hosts.as_ref(),
@@ -116,6 +123,7 @@ pub fn check_main(
             baseline.as_ref(),
             status,
         );
+        let mut text = summary::with_transport(text, transport.as_ref(), status);
         let v = nodes::Verdict {
             status,
             lines: &lines,
@@ -141,12 +149,18 @@ pub fn check_main(
             straggler,
             notes,
             nodes: node_report,
+            transport,
         };
         write_files(args, &report, fractions)?;
     }
     let status = share_verdict(control, root, status)?;
     printed?;
     Ok(status)
+}
+
+/// The worst of the table's lines and the transport's gate and variants.
+fn overall(lines: &[Line], transport: Option<&crate::transport::TransportReport>) -> Status {
+    verdict::overall(lines).max(transport.map_or(Status::Info, |t| t.status()))
 }
 
 /// Rank 0's verdict on every process, so a launcher that looks at any

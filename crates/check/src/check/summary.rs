@@ -7,6 +7,7 @@ use crate::baseline::Baseline;
 use crate::host_tests::HostReport;
 use crate::hosts;
 use crate::localize::{self, Localization};
+use crate::transport::TransportReport;
 use crate::verdict::{self, Line, Status};
 use std::fmt::Write;
 
@@ -109,6 +110,21 @@ fn host_pairs(h: &HostReport) -> String {
         );
     }
     out
+}
+
+/// `text` with the path, the gate and the variants before its last line,
+/// which names them where they set the verdict.
+pub(super) fn with_transport(text: String, t: Option<&TransportReport>, status: Status) -> String {
+    let Some(t) = t else { return text };
+    let body = text.trim_end_matches('\n');
+    let (head, last) = body.rsplit_once('\n').unwrap_or(("", body));
+    let mut last = last.to_string();
+    let named = t.named_at(status);
+    if status >= Status::Warn && !named.is_empty() {
+        last += if last.ends_with(')') { ": " } else { ", " };
+        last += &named.join(", ");
+    }
+    format!("{head}\n{}{last}\n", t.text())
 }
 
 /// The last line: the verdict, what it was judged against, and the lines

@@ -22,6 +22,14 @@ fn check_iters_arg(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `--fabric`'s variants, parsed once by the check crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FabricList(pub Vec<collbench_check::transport::Fabric>);
+
+fn fabric_arg(s: &str) -> Result<FabricList, String> {
+    collbench_check::transport::parse_fabric(s).map(FabricList)
+}
+
 /// `collbench check` flags (backend and launch flags are added by the CLI).
 ///
 /// Exit codes: 0 pass, 1 warn, 2 fail (a wrong result always fails), 6
@@ -92,6 +100,19 @@ pub struct CheckArgs {
     /// after the verdict).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+    /// The transports the job must take, in NCCL's names (ib roce socket
+    /// ofi tcpx tcpxo p2p shm nvls collnet gdr; efa is ofi): each not
+    /// taken is a FAIL line naming what was expected, what NCCL used and
+    /// the cause seen (docs/transport.md). Without it, RDMA NICs with a
+    /// Socket network, or NVLink with P2P off, still fail.
+    #[arg(long = "require-transport", value_name = "LIST", value_parser = crate::transport_gate::parse)]
+    pub require_transport: Option<crate::transport_gate::RequiredTransports>,
+    /// Fabric variants besides the battery's own paths: `network` (every
+    /// pair of ranks through the NICs), `intra` (one communicator per
+    /// host), `all` (both, where they apply) or `none`; each judged
+    /// against its own ceiling.
+    #[arg(long, value_name = "LIST", default_value = "all", value_parser = fabric_arg)]
+    pub fabric: FabricList,
 }
 
 impl CheckArgs {
@@ -129,6 +150,9 @@ impl From<&CheckArgs> for CheckOptions {
             // Read and checked by `main` before any work (`groups`).
             groups: None,
             node_state: a.node_state(),
+            require_transport: crate::transport_gate::required(a.require_transport.as_ref())
+                .to_vec(),
+            fabric: a.fabric.0.clone(),
             hooks: test_hooks(|k| std::env::var(k).ok()),
         }
     }
