@@ -320,20 +320,6 @@ pub trait Backend {
             "this backend cannot run tests on a group of the job's processes".into(),
         ))
     }
-    /// A backend over the same ranks whose every pair of ranks crosses
-    /// the network, even within a host (`check`'s network-only variant,
-    /// docs/transport.md): for NCCL, a communicator with P2P, SHM and NVLS
-    /// off. Every process of the job calls it at the same step. Backends
-    /// that cannot make one say why (the default).
-    fn network_only(
-        &mut self,
-        control: &dyn collbench_core::Bootstrap,
-    ) -> Result<Box<dyn Backend>, BackendError> {
-        let _ = control;
-        Err(BackendError::Unsupported(
-            "this backend cannot make a communicator whose pairs all cross the network".into(),
-        ))
-    }
     /// A backend over some of this process's ranks (global rank numbers),
     /// renumbered 0.., for localisation tests such as pairwise sendrecv.
     /// Backends that cannot split say so.

@@ -35,6 +35,12 @@ struct Hosts {
     ranks: Vec<usize>,
     /// Each host's name.
     names: Vec<String>,
+    /// This process's place among its host's processes (0..): its rail.
+    slot: usize,
+    /// The most processes on one host: the rails.
+    slots: usize,
+    /// The most ranks one process drives.
+    most_local_ranks: usize,
 }
 
 /// The path, the gate and the variants; rank 0 gets the report, the
@@ -133,22 +139,31 @@ fn discover(job: &Job) -> Result<Hosts, CheckError> {
         mine: 0,
         ranks: Vec::new(),
         names: Vec::new(),
+        slot: 0,
+        slots: 0,
+        most_local_ranks: 0,
     };
+    let mut processes: Vec<usize> = Vec::new();
     for (p, (name, ranks)) in all.into_iter().enumerate() {
         let h = match hosts.names.iter().position(|n| *n == name) {
             Some(h) => h,
             None => {
                 hosts.names.push(name);
                 hosts.ranks.push(0);
+                processes.push(0);
                 hosts.names.len() - 1
             }
         };
         hosts.ranks[h] += ranks;
+        hosts.most_local_ranks = hosts.most_local_ranks.max(ranks);
         if p == job.control.rank() {
             hosts.mine = h;
+            hosts.slot = processes[h];
         }
+        processes[h] += 1;
     }
     hosts.count = hosts.names.len();
+    hosts.slots = processes.iter().copied().max().unwrap_or(0);
     Ok(hosts)
 }
 
@@ -334,39 +349,46 @@ fn network(
         let why = "the job has one host: no network between hosts to measure";
         return Ok(Some(raw(none(), Err(RawMiss::Skipped(why.into())))));
     }
-    let made = job.backend.network_only(job.control);
-    // Every process goes on only if every one has its backend.
-    let said = made.as_ref().err().map(|e| e.to_string());
-    let all = job.control.all_gather(serde_json::to_vec(&said)?)?;
-    let first_error = all
-        .iter()
-        .filter_map(|p| serde_json::from_slice::<Option<String>>(p).ok().flatten())
-        .next();
-    let (Ok(mut sub), None) = (made, first_error.clone()) else {
-        let why = first_error.unwrap_or_else(|| "a process could not make its backend".into());
-        return Ok(Some(raw(none(), Err(RawMiss::NotRun(why)))));
-    };
+    if hosts.most_local_ranks > 1 {
+        let why = format!(
+            "a process drives {} ranks, and a communicator of one rank per host needs one rank per process (launch one process per GPU)",
+            hosts.most_local_ranks
+        );
+        return Ok(Some(raw(none(), Err(RawMiss::Skipped(why)))));
+    }
+    // One communicator per rail: the k-th process of every host, so each
+    // holds one rank per host and every pair of its ranks crosses the
+    // NICs (NCCL reads P2P/SHM/NVLS switches once per process, so turning
+    // them off for one communicator is not possible). All rails run at
+    // once, so each host's NICs carry as many communicators as it has
+    // ranks, as its ceiling assumes.
     say(job, Fabric::Network, r);
-    let it = variant_iterations(args);
-    let outcome = run_case(sub.as_mut(), job.control, request(r), it, job.watchdog)?;
-    Ok(outcome.map(|o| match o {
-        CaseOutcome::Measured(m) => {
-            let path = m.nccl_path.as_deref().map_or_else(
-                || PathSeen::Unknown {
-                    why: unknown_why("nccl"),
-                },
-                |p| PathSeen::nccl(p.clone()),
-            );
-            raw(Some(path), Ok((m.busbw_gbps, m.wrong)))
-        }
-        CaseOutcome::Skipped(why) => raw(none(), Err(RawMiss::NotRun(why))),
-    }))
+    let mine = measure_group(job, args, r, hosts.slot)?;
+    let Some(parts) = job.control.gather(serde_json::to_vec(&mine)?)? else {
+        return Ok(None);
+    };
+    let all: Vec<GroupFigures> = parts
+        .iter()
+        .map(|p| serde_json::from_slice(p))
+        .collect::<Result<_, _>>()?;
+    let rails = Groups {
+        names: (0..hosts.slots).map(|k| format!("rail {k}")).collect(),
+        ranks: vec![hosts.count; hosts.slots],
+        what: "rails (the k-th process of every host)",
+    };
+    Ok(Some(combine_groups(
+        raw(None, Err(RawMiss::NotRun(String::new()))),
+        &all,
+        &rails,
+        is_cpu,
+    )))
 }
 
-/// One process's figures of the within-hosts variant.
+/// One process's figures of a variant run on groups of processes side
+/// by side (within hosts: one group per host; network only: one per rail).
 #[derive(Serialize, Deserialize)]
-struct HostFigures {
-    host: usize,
+struct GroupFigures {
+    group: usize,
     figures: Result<(f64, u64), String>,
     path: Option<NcclPath>,
 }
@@ -406,31 +428,36 @@ fn intra(
         return Ok(job.root.then_some(raw));
     }
     say(job, Fabric::Intra, r);
-    let mine = measure_own_host(job, args, r, hosts)?;
+    let mine = measure_group(job, args, r, hosts.mine)?;
     let Some(parts) = job.control.gather(serde_json::to_vec(&mine)?)? else {
         return Ok(None);
     };
-    let all: Vec<HostFigures> = parts
+    let all: Vec<GroupFigures> = parts
         .iter()
         .map(|p| serde_json::from_slice(p))
         .collect::<Result<_, _>>()?;
-    Ok(Some(combine_hosts(raw, &all, hosts, is_cpu)))
+    let groups = Groups {
+        names: hosts.names.clone(),
+        ranks: hosts.ranks.clone(),
+        what: "hosts",
+    };
+    Ok(Some(combine_groups(raw, &all, &groups, is_cpu)))
 }
 
-/// This process's figures on its host's communicator.
-fn measure_own_host(
+/// This process's figures on the communicator of its `group`.
+fn measure_group(
     job: &mut Job,
     args: &CheckOptions,
     r: &Reference,
-    hosts: &Hosts,
-) -> Result<HostFigures, CheckError> {
-    let mut mine = HostFigures {
-        host: hosts.mine,
+    group: usize,
+) -> Result<GroupFigures, CheckError> {
+    let mut mine = GroupFigures {
+        group,
         figures: Err("not measured".into()),
         path: None,
     };
-    let host = u32::try_from(hosts.mine).unwrap_or(u32::MAX);
-    match job.backend.group(job.control, Some(host)) {
+    let color = u32::try_from(group).unwrap_or(u32::MAX);
+    match job.backend.group(job.control, Some(color)) {
         Ok(Some(mut sub)) => {
             let here = ThisProcess(job.control);
             let it = variant_iterations(args);
@@ -459,36 +486,51 @@ fn measure_own_host(
     Ok(mine)
 }
 
-/// Rank 0's figure of the within-hosts variant: the slowest host's, any
+/// The groups a variant ran on side by side, as rank 0 names them.
+struct Groups {
+    names: Vec<String>,
+    /// Ranks in each group.
+    ranks: Vec<usize>,
+    /// What they are, plural ("hosts").
+    what: &'static str,
+}
+
+/// Rank 0's figure of a variant run on groups: the slowest group's, any
 /// wrong element counted, a process that could not run it named.
-fn combine_hosts(mut raw: Raw, all: &[HostFigures], hosts: &Hosts, is_cpu: bool) -> Raw {
+fn combine_groups(mut raw: Raw, all: &[GroupFigures], groups: &Groups, is_cpu: bool) -> Raw {
+    let name = |g: usize| groups.names.get(g).map_or("?", String::as_str);
     if let Some((p, why)) = all
         .iter()
         .enumerate()
         .find_map(|(p, f)| f.figures.as_ref().err().map(|e| (p, e)))
     {
-        let host = &hosts.names[all[p].host.min(hosts.count - 1)];
-        raw.figures = Err(RawMiss::NotRun(format!("process {p} on {host}: {why}")));
+        let group = name(all[p].group);
+        raw.figures = Err(RawMiss::NotRun(format!("process {p} ({group}): {why}")));
         return raw;
     }
     let figures: Vec<(usize, f64, u64)> = all
         .iter()
-        .filter_map(|f| f.figures.as_ref().ok().map(|&(b, w)| (f.host, b, w)))
+        .filter_map(|f| f.figures.as_ref().ok().map(|&(b, w)| (f.group, b, w)))
         .collect();
     let wrong = figures.iter().map(|f| f.2).sum();
     let slowest = figures.iter().min_by(|a, b| a.1.total_cmp(&b.1));
     let fastest = figures.iter().map(|f| f.1).fold(0.0, f64::max);
-    let Some(&(host, busbw, _)) = slowest else {
+    let Some(&(group, busbw, _)) = slowest else {
         raw.figures = Err(RawMiss::NotRun("no process measured it".into()));
         return raw;
     };
     raw.figures = Ok((busbw, wrong));
     raw.prefix = format!(
-        "slowest of {} hosts {} ({busbw:.2} GB/s; fastest {fastest:.2}); ",
-        hosts.count, hosts.names[host]
+        "slowest of {} {} {} ({busbw:.2} GB/s; fastest {fastest:.2}); ",
+        groups.names.len(),
+        groups.what,
+        name(group)
     );
     if is_cpu {
-        raw.path = Some(PathSeen::cpu(hosts.ranks[host], 1));
+        raw.path = Some(PathSeen::cpu(
+            groups.ranks.get(group).copied().unwrap_or(1),
+            1,
+        ));
     } else {
         let joined = all
             .iter()
