@@ -85,6 +85,24 @@ fn a_crash_before_any_row_is_reported_as_the_crash() {
     );
 }
 
+/// NCCL's version line alone names no path: the crash still refuses the
+/// log (it was once read as a path-only NCCL log with no path).
+#[test]
+fn a_crash_beside_only_the_nccl_version_line_is_still_the_crash() {
+    let text = std::fs::read_to_string(fixture("nccl_crash_before_rows.txt")).unwrap();
+    let with_version = text.replace(
+        "gpu-07: Test NCCL",
+        "NCCL version 2.28.7+cuda13.0\ngpu-07: Test NCCL",
+    );
+    assert_ne!(with_version, text);
+    let e = collbench_report::parse::parse_text(&with_version, None, "x").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the run failed before its first result row: `gpu-07: Test NCCL failure"),
+        "{e}"
+    );
+}
+
 /// An OSU bandwidth test's summary gives its bandwidth (it was all
 /// dashes), and `osu_mbw_mr`'s message rate is shown.
 #[test]

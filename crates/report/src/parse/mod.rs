@@ -417,9 +417,15 @@ pub fn parse_text_with(
 /// job's, a run that failed after init) still says which path NCCL took:
 /// one record with no rows and that path, and a warning saying so.
 /// A crash line in such a log (`Test NCCL failure ...`) is kept as its
-/// fault: the path is often why it crashed.
+/// fault: the path is often why it crashed. Lines that name no path (only
+/// `NCCL version ...`) beside a crash leave the crash to refuse the log.
 fn path_only(text: &str, origin: &str) -> Option<Parsed> {
     let path = collbench_core::nccl_path::NcclPath::from_text(text)?;
+    // NCCL's version line alone names no path: a run that crashed is its crash.
+    let no_path = path.net.is_none() && path.transports.is_empty() && path.nvls != Some(true);
+    if no_path && text.lines().any(crate::input::fault::is_crash_line) {
+        return None;
+    }
     let mut record = Record::new("nccl-log");
     record.origin = Some(origin.to_string());
     record.library = path.version.as_ref().map(|v| format!("NCCL {v}"));
