@@ -34,7 +34,7 @@ pub fn annotate_with(record: &mut Record, topo: Topology, levels: &[CopyLevel]) 
         }
     }
     record.topology = Some(topo);
-    collbench_core::why::annotate(record);
+    collbench_core::why_rows::annotate(record);
 }
 
 /// Gives a record read from a log (nccl-tests, another tool) the ceilings

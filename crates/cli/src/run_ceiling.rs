@@ -129,7 +129,7 @@ fn loopback_nics() -> Vec<NicGroup> {
 }
 
 /// `--ceiling`'s lines after the rows: one per row and placement, then
-/// why the low rows are low (`collbench_core::why::footer`).
+/// why the low rows are low (`collbench_core::why_rows::footer`).
 pub fn text_lines(record: &Record) -> String {
     let mut out = String::from(
         "# ceiling (see docs/ceiling.md)\n#  op              size  placement      busbw  ceiling  %ceiling  bottleneck\n",
@@ -156,7 +156,7 @@ pub fn text_lines(record: &Record) -> String {
             );
         }
     }
-    out + &collbench_core::why::footer(record)
+    out + &collbench_core::why_rows::footer(record)
 }
 
 #[cfg(test)]
@@ -183,7 +183,7 @@ mod tests {
             ..Placement::default()
         });
         r.results.push(c);
-        collbench_core::why::annotate(&mut r);
+        collbench_core::why_rows::annotate(&mut r);
         let text = text_lines(&r);
         let (ceiling, why) = text.split_once("# why:").expect(&text);
         assert!(ceiling.contains("all_reduce"), "{text}");

@@ -55,6 +55,7 @@ pub mod stuck;
 pub mod topology;
 pub mod verify;
 pub mod why;
+pub mod why_rows;
 
 pub use bootstrap::{Bootstrap, FailureKind, PeerFailure, SingleProcess};
 pub use ceiling::{Algorithm, Bottleneck, Ceiling};

@@ -6,15 +6,13 @@
 //!
 //! [`why`] is the rule, pure over [`Facts`] (the record's topology, the
 //! path NCCL took, the run's environment, the row's bottleneck and
-//! channels); [`annotate`] gives every low placement of a record its
-//! causes; [`machine`] the ones that belong to the host alone, for
-//! `doctor`. A row's ceiling says what bounds it (its `why` is the
+//! channels); [`machine`] the causes that belong to the host alone, for
+//! `doctor`; `crate::why_rows` gives a record's low placements theirs. A row's ceiling says what bounds it (its `why` is the
 //! formula); these causes say why the row did not reach it.
 
 use crate::ceiling::Bottleneck;
 use crate::nccl_path::gate;
 use crate::nccl_path::{CauseKind, NcclPath, Transport};
-use crate::record::Record;
 use crate::topology::{GpuLinks, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -201,51 +199,6 @@ pub fn machine(t: &Topology) -> Vec<Cause> {
     out.extend(nvlink_inactive(t));
     out.extend(nic_other_socket(t));
     out
-}
-
-/// Gives every placement of a row from [`LOW_FROM_BYTES`] its causes
-/// where it is under [`LOW_FRACTION`] of its ceiling (placements without
-/// a ceiling are not judged); others get none.
-pub fn annotate(record: &mut Record) {
-    let Record {
-        results,
-        topology,
-        nccl_path,
-        env,
-        ..
-    } = record;
-    let (topology, nccl_path, env) = (&*topology, &*nccl_path, &*env);
-    for row in results.iter_mut() {
-        for p in [&mut row.out_of_place, &mut row.in_place]
-            .into_iter()
-            .flatten()
-        {
-            p.why.clear();
-            let Some(c) = p
-                .ceiling
-                .as_ref()
-                .filter(|_| row.size_bytes >= LOW_FROM_BYTES)
-            else {
-                continue;
-            };
-            let fraction = c.percent_of(p.busbw_gbps) / 100.0;
-            let ran = p.explain.as_ref().and_then(|e| {
-                e.kernels
-                    .iter()
-                    .filter(|k| !k.is_p2p())
-                    .map(|k| k.channels)
-                    .max()
-            });
-            let facts = Facts {
-                bottleneck: Some(c.bottleneck),
-                topology: topology.as_ref(),
-                path: nccl_path.as_ref(),
-                env,
-                channels: ran.or(nccl_path.as_ref().and_then(|n| n.channels)),
-            };
-            p.why = why(fraction, &facts);
-        }
-    }
 }
 
 /// `NET/Socket` where the NICs are RDMA, SHM where NVLink is up (the
@@ -493,62 +446,6 @@ fn cap_value(line: &str) -> Option<u64> {
 
 fn gpus(t: &Topology) -> &[GpuLinks] {
     t.gpu.as_ref().map_or(&[], |g| g.devices.as_slice())
-}
-
-/// The lines after a run's ceiling lines: the low rows, grouped by their
-/// causes, then each cause with its evidence. Empty when no row is low.
-pub fn footer(record: &Record) -> String {
-    let mut groups: Vec<(Vec<String>, &[Cause])> = Vec::new();
-    for r in &record.results {
-        for (name, p) in r.placements() {
-            let Some(c) = p.ceiling.as_ref() else {
-                continue;
-            };
-            let low =
-                r.size_bytes >= LOW_FROM_BYTES && c.percent_of(p.busbw_gbps) < 100.0 * LOW_FRACTION;
-            if !low {
-                continue;
-            }
-            let row = format!(
-                "{} {} {name} {:.0}%",
-                r.op,
-                crate::size::format_size(r.size_bytes),
-                c.percent_of(p.busbw_gbps)
-            );
-            match groups
-                .iter_mut()
-                .find(|(_, causes)| *causes == p.why.as_slice())
-            {
-                Some((rows, _)) => rows.push(row),
-                None => groups.push((vec![row], p.why.as_slice())),
-            }
-        }
-    }
-    let mut out = String::new();
-    for (rows, causes) in groups {
-        out += &format!(
-            "# why: {} under {:.0}% of its ceiling\n",
-            rows_text(&rows),
-            100.0 * LOW_FRACTION
-        );
-        if causes.is_empty() {
-            out += "#  no cause collbench can show (see docs/ceiling.md, \"Why a row is low\")\n";
-        }
-        for c in causes {
-            out += &format!("#  {}\n", c.line());
-        }
-    }
-    out
-}
-
-/// `a, b, c and 4 more rows`.
-fn rows_text(rows: &[String]) -> String {
-    const SHOWN: usize = 3;
-    let head = rows[..rows.len().min(SHOWN)].join(", ");
-    match rows.len().saturating_sub(SHOWN) {
-        0 => head,
-        more => format!("{head} and {more} more rows"),
-    }
 }
 
 #[cfg(test)]
