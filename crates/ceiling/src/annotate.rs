@@ -1,11 +1,14 @@
 //! Gives every placement of a record its ceiling, from the record's
-//! topology and, where NCCL reported it, the algorithm each row ran.
+//! topology and, where NCCL reported it, the algorithm each row ran; and
+//! a row far below it the causes collbench can show
+//! ([`collbench_core::why`]).
 
 use crate::{ceiling_with, CopyLevel, Query};
 use collbench_core::{Algorithm, Collective, Record, Topology};
 
-/// Sets `record.topology` to `topo` and each placement's `ceiling`; rows
-/// the model cannot bound (unknown op, unknown link) keep none.
+/// Sets `record.topology` to `topo`, each placement's `ceiling` and the
+/// `why` of a low one; rows the model cannot bound (unknown op, unknown
+/// link) keep none.
 pub fn annotate(record: &mut Record, topo: Topology) {
     annotate_with(record, topo, &[]);
 }
@@ -31,6 +34,7 @@ pub fn annotate_with(record: &mut Record, topo: Topology, levels: &[CopyLevel]) 
         }
     }
     record.topology = Some(topo);
+    collbench_core::why_rows::annotate(record);
 }
 
 /// Gives a record read from a log (nccl-tests, another tool) the ceilings
@@ -120,5 +124,27 @@ mod tests {
             .unwrap()
             .ceiling
             .is_none());
+    }
+
+    #[test]
+    fn a_low_row_gets_its_causes_a_normal_one_none() {
+        let mut r = record(&["a", "a"]);
+        let mut low = r.results[0].clone();
+        low.out_of_place.as_mut().unwrap().busbw_gbps = 40.0;
+        r.results.push(low);
+        r.nccl_path = collbench_core::nccl_path::NcclPath::from_text(
+            "a:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1\n\
+             a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct\n",
+        );
+        annotate_described(&mut r, &h200x2());
+        let why = |i: usize| r.results[i].out_of_place.as_ref().unwrap().why.clone();
+        assert!(why(0).is_empty(), "300 of 400 GB/s is not low");
+        let low = why(1);
+        assert_eq!(low.len(), 1, "{low:?}");
+        assert!(
+            low[0].line().contains("NCCL used SHM where P2P"),
+            "{}",
+            low[0].line()
+        );
     }
 }

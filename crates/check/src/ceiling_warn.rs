@@ -9,12 +9,13 @@ use crate::verdict::{Line, Metric, Status};
 use collbench_ceiling::{ceiling, Query};
 use collbench_core::{Algorithm, Bottleneck, Collective, NicKind, Topology};
 
-/// Under this fraction of its ceiling a large-size line warns.
-pub const FAR_BELOW: f64 = 0.4;
+/// Under this fraction of its ceiling a large-size line warns: the cut
+/// under which a row is low and gets its causes (`collbench_core::why`).
+pub const FAR_BELOW: f64 = collbench_core::why::LOW_FRACTION;
 
 /// Sizes from which a line is judged: below, latency and NCCL's LL
 /// protocols set the pace, not the links.
-pub const LARGE_BYTES: u64 = 64 << 20;
+pub const LARGE_BYTES: u64 = collbench_core::why::LOW_FROM_BYTES;
 
 /// `line` as judged against its ceiling on `topo`: a measured busbw line
 /// with no baseline figure (INFO) becomes WARN when far below it.

@@ -128,7 +128,8 @@ fn loopback_nics() -> Vec<NicGroup> {
         .collect()
 }
 
-/// `--ceiling`'s lines after the rows: one per row and placement.
+/// `--ceiling`'s lines after the rows: one per row and placement, then
+/// why the low rows are low (`collbench_core::why_rows::footer`).
 pub fn text_lines(record: &Record) -> String {
     let mut out = String::from(
         "# ceiling (see docs/ceiling.md)\n#  op              size  placement      busbw  ceiling  %ceiling  bottleneck\n",
@@ -155,5 +156,41 @@ pub fn text_lines(record: &Record) -> String {
             );
         }
     }
-    out
+    out + &collbench_core::why_rows::footer(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use collbench_core::{Algorithm, Bottleneck, CaseResult, Ceiling, Placement};
+
+    #[test]
+    fn a_low_row_gets_its_why_after_the_ceiling_lines() {
+        let mut r = Record::new("collbench");
+        r.nccl_path = collbench_core::nccl_path::NcclPath::from_text(
+            "h:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n\
+             h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n",
+        );
+        let mut c = CaseResult::float_sum("all_reduce", 1 << 30);
+        c.out_of_place = Some(Placement {
+            busbw_gbps: 1.2,
+            ceiling: Some(Ceiling {
+                busbw_gbps: 50.0,
+                bottleneck: Bottleneck::Network,
+                algorithm: Algorithm::Ring,
+                why: "t".into(),
+            }),
+            ..Placement::default()
+        });
+        r.results.push(c);
+        collbench_core::why_rows::annotate(&mut r);
+        let text = text_lines(&r);
+        let (ceiling, why) = text.split_once("# why:").expect(&text);
+        assert!(ceiling.contains("all_reduce"), "{text}");
+        assert!(
+            why.contains("transport fallback: NCCL used NET/Socket"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.starts_with('#')), "{text}");
+    }
 }

@@ -54,6 +54,8 @@ pub mod stdout;
 pub mod stuck;
 pub mod topology;
 pub mod verify;
+pub mod why;
+pub mod why_rows;
 
 pub use bootstrap::{Bootstrap, FailureKind, PeerFailure, SingleProcess};
 pub use ceiling::{Algorithm, Bottleneck, Ceiling};
@@ -66,7 +68,7 @@ pub use record::{AutoPrecision, CaseResult, DeviceInfo, Placement, Record, RunSe
 pub use redop::ReduceOp;
 pub use registration::Registration;
 pub use stats::TimeStats;
-pub use topology::{CpuTopology, GpuTopology, NicGroup, NicKind, Topology};
+pub use topology::{CpuTopology, GpuLinks, GpuTopology, NicGroup, NicKind, Topology};
 
 /// Errors from parsing user-supplied names and sizes.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -19,7 +19,9 @@ use std::collections::BTreeMap;
 /// repeats reached); a reader of version 2 refuses that field.
 /// 4: placements carry `ceiling` and records `topology` (issue #40).
 /// 5: placements carry `arrival` (who arrived last, issue #53) and records
-/// `nccl_path` (the path NCCL took, issue #50).
+/// `nccl_path` (the path NCCL took, issue #50); within issue #50, before
+/// any release, placements gained `why` (the causes of a low row), the
+/// path `channels` and the topology's per-GPU `devices`.
 pub const SCHEMA_VERSION: u32 = 5;
 
 /// One benchmark run: metadata plus one [`CaseResult`] per measured case.
@@ -263,6 +265,11 @@ pub struct Placement {
     /// and the device-time busbw (`run --arrival`, `check`'s battery).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival: Option<Box<crate::arrival::Arrival>>,
+    /// Why the row is low: under [`crate::why::LOW_FRACTION`] of its
+    /// ceiling at [`crate::why::LOW_FROM_BYTES`] or more, the causes
+    /// collbench can show, most costly first (docs/ceiling.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub why: Vec<crate::why::Cause>,
 }
 
 /// How precise a `-n auto` placement's time is: what its series of

@@ -75,6 +75,45 @@ pub struct GpuTopology {
     /// PCIe lanes of the GPU's link (current).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie_width: Option<u32>,
+    /// Each GPU's own links and NUMA node, where found at run time (a
+    /// host's GPUs can differ: one card trained narrower, one NVLink
+    /// down). The facts above are GPU 0's, for the ceiling.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<GpuLinks>,
+}
+
+/// One GPU's PCIe link, NVLink links and NUMA node, as NVML and sysfs
+/// tell them (`nvidia-smi -q`'s "GPU Link Info": current and maximum
+/// generation and width). Every fact a source could not tell is `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuLinks {
+    /// NVML's index of the GPU on its host.
+    pub index: u64,
+    /// PCI bus id (`00000000:1B:00.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_id: Option<String>,
+    /// NUMA node of the GPU's PCI device (sysfs `numa_node`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<i64>,
+    /// PCIe generation the link runs at now (an idle GPU lowers it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_generation: Option<u32>,
+    /// The highest PCIe generation the GPU and its slot allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_max_generation: Option<u32>,
+    /// PCIe lanes the link trained to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_width: Option<u32>,
+    /// The most lanes the GPU and its slot allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_max_width: Option<u32>,
+    /// NVLink links up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_active: Option<u32>,
+    /// NVLink links the GPU has (NVML answers for them, up or down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_total: Option<u32>,
 }
 
 /// Kind of network a NIC speaks.

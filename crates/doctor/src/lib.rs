@@ -12,6 +12,7 @@
 //! [`nccl`] (the library collbench would load), [`net`] (InfiniBand and
 //! NCCL network variables), [`limits`] (memlock, /dev/shm, port),
 //! [`topology`] (what bounds busbw here: GPUs, NICs, cores, memory),
+//! [`why`] (what here can hold a row under its ceiling),
 //! [`error`] (how it fails: [`DoctorError`]).
 //!
 //! Not for: anything that needs other processes or runs collectives
@@ -25,6 +26,7 @@ pub mod limits;
 pub mod nccl;
 pub mod net;
 pub mod topology;
+pub mod why;
 
 pub use error::DoctorError;
 
@@ -130,6 +132,8 @@ pub fn run_all() -> Vec<Check> {
             collbench_ceiling::probe::mem_copy_gbps(collbench_ceiling::probe::MAX_REGION_BYTES);
     }
     out.extend(topology::topology_checks(&topo));
+    let modules = why::read_modules(std::path::Path::new("/"));
+    out.extend(why::why_checks(&topo, modules.as_deref()));
     out
 }
 

@@ -6,7 +6,7 @@
 
 use super::{Check, Status};
 use collbench_ceiling::links::nvlink_link_gbps;
-use collbench_core::{CpuTopology, GpuTopology, NicGroup, NicKind, Topology};
+use collbench_core::{CpuTopology, GpuLinks, GpuTopology, NicGroup, NicKind, Topology};
 use nvml_wrapper::{Device, Nvml};
 use std::path::Path;
 
@@ -23,9 +23,15 @@ pub fn local_topology() -> Topology {
                 .collect()
         })
         .unwrap_or_default();
+    let gpu = gpus.map(|(mut g, _)| {
+        for d in &mut g.devices {
+            d.numa_node = d.bus_id.as_deref().and_then(pci_numa_node);
+        }
+        g
+    });
     Topology {
         hosts: 1,
-        gpu: gpus.map(|(g, _)| g),
+        gpu,
         nics: local_nics(Path::new("/sys/class"), &gpu_numa),
         cpu: Some(CpuTopology {
             cores: std::thread::available_parallelism()
@@ -54,11 +60,40 @@ fn nvml_gpus() -> Option<(GpuTopology, Vec<String>)> {
         ..GpuTopology::default()
     };
     nvlink_facts(&d, &buses, &mut g);
+    g.devices = (0..count)
+        .filter_map(|i| Some(gpu_links(i, &nvml.device_by_index(i).ok()?)))
+        .collect();
     g.nvls = multicast_supported();
     if std::env::var("NCCL_NVLS_ENABLE").as_deref() == Ok("0") {
         g.nvls = Some(false);
     }
     Some((g, buses))
+}
+
+/// One GPU's links as NVML reports them (`nvidia-smi -q`'s "GPU Link
+/// Info" and `nvidia-smi nvlink -s`); its NUMA node is filled from sysfs
+/// by the caller.
+fn gpu_links(index: u32, d: &Device) -> GpuLinks {
+    let (mut total, mut active) = (0, 0);
+    // NVML numbers links 0..NVML_NVLINK_MAX_LINKS (18); a link it answers
+    // for exists, up or down.
+    for l in 0..18 {
+        if let Ok(up) = d.link_wrapper_for(l).is_active() {
+            total += 1;
+            active += u32::from(up);
+        }
+    }
+    GpuLinks {
+        index: u64::from(index),
+        bus_id: d.pci_info().ok().map(|p| p.bus_id),
+        numa_node: None,
+        pcie_generation: d.current_pcie_link_gen().ok(),
+        pcie_max_generation: d.max_pcie_link_gen().ok(),
+        pcie_width: d.current_pcie_link_width().ok(),
+        pcie_max_width: d.max_pcie_link_width().ok(),
+        nvlink_active: Some(active),
+        nvlink_total: Some(total),
+    }
 }
 
 /// `CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED` (cuda.h): the attribute NCCL

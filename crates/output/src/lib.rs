@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+mod ceiling_cells;
 pub mod csv;
 pub mod json;
 pub mod markdown;

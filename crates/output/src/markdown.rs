@@ -4,6 +4,7 @@
 //! FILE.md` and `collbench report` both print through here, so a case
 //! looks the same in both.
 
+use crate::ceiling_cells;
 use crate::metrics::{self, or_dash};
 use crate::units;
 use crate::Exporter;
@@ -62,6 +63,8 @@ struct Columns {
     rate: bool,
     /// Ceiling, percentage of it and bottleneck (docs/ceiling.md).
     ceiling: bool,
+    /// Why a row is low, beside its ceiling (docs/ceiling.md).
+    why: bool,
     /// What NCCL ran: algorithm, protocol and channels (docs/explain.md).
     explain: bool,
 }
@@ -76,6 +79,9 @@ impl Columns {
             ceiling: cases
                 .iter()
                 .any(|c| c.placements().any(|(_, p)| p.ceiling.is_some())),
+            why: cases
+                .iter()
+                .any(|c| c.placements().any(|(_, p)| !p.why.is_empty())),
             explain: cases
                 .iter()
                 .any(|c| c.placements().any(|(_, p)| p.explain.is_some())),
@@ -112,6 +118,9 @@ impl Columns {
         if self.ceiling {
             header.extend(["ceiling (GB/s)", "% of ceiling", "bottleneck"]);
         }
+        if self.why {
+            header.push("why");
+        }
         let explained_from = header.len();
         if self.explain {
             header.extend(["algo", "proto", "channels"]);
@@ -119,13 +128,13 @@ impl Columns {
                 header.extend(["in-place algo", "in-place proto", "in-place channels"]);
             }
         }
-        // Text columns: type, redop, the bottleneck, and the explanation's
-        // algo and proto.
+        // Text columns: type, redop, the bottleneck, why, and the
+        // explanation's algo and proto.
         let numeric = (0..header.len())
             .map(|i| {
                 let text_explain = i >= explained_from && (i - explained_from) % 3 != 2;
-                let bottleneck = self.ceiling && i + 1 == explained_from;
-                !(i == 2 || i == 3 || text_explain || bottleneck)
+                let words = matches!(header[i], "bottleneck" | "why");
+                !(i == 2 || i == 3 || text_explain || words)
             })
             .collect();
         (header, numeric)
@@ -159,7 +168,10 @@ impl Columns {
         }
         row.extend(osu_cells(c, self.mbps, self.rate));
         if self.ceiling {
-            row.extend(ceiling_cells(c));
+            row.extend(ceiling_cells::ceiling_cells(c));
+        }
+        if self.why {
+            row.push(ceiling_cells::why_cell(c));
         }
         if self.explain {
             row.extend(explain_cells(c.out_of_place.as_ref()));
@@ -168,23 +180,6 @@ impl Columns {
             }
         }
         row
-    }
-}
-
-/// A case's ceiling (docs/ceiling.md), its best busbw as a percentage of
-/// it, and the part that sets it; dashes where the topology was unknown.
-fn ceiling_cells(c: &CaseResult) -> [String; 3] {
-    let best = c
-        .placements()
-        .filter(|(_, p)| p.ceiling.is_some())
-        .max_by(|(_, a), (_, b)| a.busbw_gbps.total_cmp(&b.busbw_gbps));
-    match best.and_then(|(_, p)| p.ceiling.as_ref().map(|k| (p, k))) {
-        Some((p, k)) => [
-            units::gbps(k.busbw_gbps),
-            format!("{:.0}%", k.percent_of(p.busbw_gbps)),
-            k.bottleneck.label().to_string(),
-        ],
-        None => ["-".to_string(), "-".to_string(), "-".to_string()],
     }
 }
 
@@ -251,6 +246,7 @@ pub fn cases_notes(cases: &[&CaseResult]) -> Vec<String> {
                 .to_string(),
         );
     }
+    out.extend(ceiling_cells::why_notes(cases));
     out
 }
 

@@ -118,8 +118,10 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
         process_iter_times_us: process_iter_us,
         // Set by the runner, which ran the series.
         auto: None,
-        // Set by the CLI from the run's topology, after the rows.
+        // Set by the CLI from the run's topology, after the rows, with
+        // the causes of a low row.
         ceiling: None,
+        why: Vec::new(),
         arrival: match arrivals.is_empty() {
             true => None,
             false => row_arrival(arrivals, case, how.agg_iters).map(Box::new),

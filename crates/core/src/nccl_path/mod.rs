@@ -167,6 +167,9 @@ pub enum CauseKind {
     /// `NCCL_CROSS_NIC`, `NCCL_IB_HCA`, `NCCL_SOCKET_IFNAME` and other
     /// choices of NIC.
     NicChoice,
+    /// `NCCL_MAX_NCHANNELS` or `NCCL_MAX_CTAS`: fewer channels than NCCL
+    /// would choose.
+    ChannelsCapped,
 }
 
 impl CauseKind {
@@ -182,6 +185,7 @@ impl CauseKind {
             CauseKind::NvlsDisabled => "NVLS is off or unavailable",
             CauseKind::GdrDisabled => "GPUDirect RDMA is off",
             CauseKind::NicChoice => "the NICs NCCL may use are narrowed by the environment",
+            CauseKind::ChannelsCapped => "NCCL_MAX_NCHANNELS/NCCL_MAX_CTAS cap NCCL's channels",
         }
     }
 }
@@ -232,6 +236,14 @@ pub struct NcclPath {
     /// What decided the path, with evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<Cause>,
+    /// Channels NCCL set up for collectives: `24 coll channels, ...`
+    /// (NCCL 2.12 and later), else the count in its ring lines
+    /// (`Channel 00/04 :    0   1`). The largest over the log's
+    /// communicators: a job's smaller sub-communicators do not hide its
+    /// main one. The graph search's `nChannels 1` is not read: NCCL
+    /// doubles its result afterwards, so it undercounts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<u64>,
     /// NCCL INFO/WARN lines read.
     pub nccl_lines: u64,
 }
@@ -350,6 +362,7 @@ impl NcclPath {
         causes.extend(other.causes);
         self.causes = causes.into_iter().take(MAX_CAUSES).collect();
         self.nccl_lines = self.nccl_lines.saturating_add(other.nccl_lines);
+        self.channels = self.channels.max(other.channels);
     }
 
     /// The causes of one kind.

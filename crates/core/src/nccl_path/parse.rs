@@ -25,6 +25,10 @@ pub(super) struct Reader {
     net_listed: Option<String>,
     net_connections: bool,
     gdr_connections: bool,
+    /// The largest `N coll channels` seen (NCCL 2.12 and later).
+    coll_channels: Option<u64>,
+    /// The largest count of the ring lines (`Channel 00/04 :    0   1`).
+    ring_channels: Option<u64>,
     /// NICs and link layers each plugin listed: NCCL 2.4-2.6 list the
     /// socket plugin's interfaces too, even when IB carries the traffic.
     listed: BTreeMap<String, Listed>,
@@ -216,13 +220,19 @@ impl Reader {
             "NCCL_NVLS_ENABLE" if value == "0" => CauseKind::NvlsDisabled,
             "NCCL_NET_GDR_LEVEL" if off => CauseKind::GdrDisabled,
             "NCCL_IB_HCA" | "NCCL_SOCKET_IFNAME" | "NCCL_CROSS_NIC" => CauseKind::NicChoice,
+            "NCCL_MAX_NCHANNELS" | "NCCL_MAX_CTAS" => CauseKind::ChannelsCapped,
             _ => return,
         };
         self.cause(kind, body);
     }
 
-    /// NVLS, CollNet and GDR lines without a fixed prefix.
+    /// NVLS, CollNet, GDR and channel-count lines without a fixed prefix.
     fn other(&mut self, body: &str) {
+        if let Some(n) = coll_channels(body) {
+            self.coll_channels = self.coll_channels.max(Some(n));
+        } else if let Some(n) = ring_channels(body) {
+            self.ring_channels = self.ring_channels.max(Some(n));
+        }
         if body.contains("NVLS multicast support is not available") {
             if self.path.nvls.is_none() {
                 self.path.nvls = Some(false);
@@ -280,6 +290,7 @@ impl Reader {
         if self.net_connections || self.gdr_connections {
             self.path.gdr = Some(self.gdr_connections);
         }
+        self.path.channels = self.coll_channels.or(self.ring_channels);
         self.path.pairs = self.pairs.into_iter().collect();
         self.path.causes = self.causes.into_iter().collect();
         Some(self.path)
@@ -302,6 +313,25 @@ fn nccl_body(line: &str) -> Option<&str> {
 fn nvls_channels(body: &str) -> Option<u64> {
     let (before, _) = body.split_once(" nvls channels")?;
     before.split_whitespace().last()?.parse().ok()
+}
+
+/// `24 coll channels, 0 nvls channels, 32 p2p channels, ...` -> 24.
+fn coll_channels(body: &str) -> Option<u64> {
+    let (count, _) = body.split_once(" coll channels")?;
+    count.trim().parse().ok()
+}
+
+/// `Channel 00/04 :    0   1   2   3` (a ring, NCCL 2.7 and later) -> 4.
+/// Connection lines (`Channel 00/0 : 0[0] -> 1[1] via P2P`) carry the
+/// connection index there instead, and are read elsewhere.
+fn ring_channels(body: &str) -> Option<u64> {
+    let rest = body.strip_prefix("Channel ")?;
+    let (ids, ranks) = rest.split_once(':')?;
+    if ranks.contains("->") || ranks.contains(" via ") {
+        return None;
+    }
+    let (_, count) = ids.trim().split_once('/')?;
+    count.trim().parse().ok()
 }
 
 /// `NCCL_IB_DISABLE set by environment to 1.` -> (`NCCL_IB_DISABLE`, `1`).

@@ -217,3 +217,41 @@ fn paths_of_two_processes_merge_into_one() {
     assert!(a.transports.contains(&Transport::P2p) && a.transports.contains(&Transport::Net));
     assert_eq!(a.nccl_lines, 1 + b.nccl_lines);
 }
+
+#[test]
+fn channels_come_from_the_coll_line_else_the_ring_lines_never_the_connections() {
+    // NCCL 2.12 and later: the coll line (the largest of the log's
+    // communicators), whatever ring lines say.
+    let p = NcclPath::from_text(
+        "n:1:2 [0] NCCL INFO Channel 00/02 :    0   1\n\
+         n:1:2 [0] NCCL INFO 2 coll channels, 2 p2p channels, 2 p2p channels per peer\n\
+         n:1:2 [0] NCCL INFO 24 coll channels, 0 nvls channels, 32 p2p channels, 2 p2p channels per peer\n\
+         n:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n",
+    )
+    .unwrap();
+    assert_eq!(p.channels, Some(24));
+    // Older logs: the ring lines' count; connection lines (`00/0`) and the
+    // graph search's `nChannels 1` are not counts of channels run.
+    let p = NcclPath::from_text(
+        "n:1:2 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 1, bw 12.000000/12.000000, type PHB/PIX, sameChannels 1\n\
+         n:1:2 [0] NCCL INFO Channel 00/04 :    0   1   2   3\n\
+         n:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n",
+    )
+    .unwrap();
+    assert_eq!(p.channels, Some(4));
+    let p =
+        NcclPath::from_text("n:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM\n").unwrap();
+    assert_eq!(p.channels, None);
+    // Processes merge to the largest.
+    let mut a = NcclPath::from_text("n:1:2 [0] NCCL INFO Channel 00/02 : 0 1\n").unwrap();
+    a.merge(NcclPath::from_text("n:1:2 [1] NCCL INFO Channel 00/04 : 0 1\n").unwrap());
+    assert_eq!(a.channels, Some(4));
+}
+
+#[test]
+fn a_channel_cap_is_a_cause() {
+    let p =
+        NcclPath::from_text("n:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 2.\n")
+            .unwrap();
+    assert_eq!(p.causes_of(CauseKind::ChannelsCapped).count(), 1);
+}
