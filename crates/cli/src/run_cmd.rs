@@ -111,6 +111,8 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         timestamps: a.report_timestamps > 0,
         unalign: a.unalign,
         test_corrupt: a.test_corrupt,
+        bitwise_repeats: a.bitwise,
+        test_bitwise_flip: a.test_bitwise_flip,
         per_iter_timing,
         per_iter_skip,
         memory_report: a.memory != 0,
@@ -347,6 +349,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         timestamps: plan.timestamps,
         explain: a.explain,
         per_iter: plan.per_iter_timing.then_some(plan.per_iter_skip),
+        bitwise: plan.bitwise_repeats,
     };
     let print_text = !a.quiet && stdout_format == Format::Text;
     let mut obs = TextObserver::new(print_text, options, sweep, a.quiet);
