@@ -36,6 +36,9 @@ pub fn check(parsed: &mut Parsed, origin: &str) {
         unchecked(r, &mut w);
         parsed.faults.extend(super::fault::wrong_results(r, &name));
         parsed
+            .faults
+            .extend(super::fault::bitwise_mismatches(r, &name));
+        parsed
             .warnings
             .extend(w.into_iter().map(|m| Warning::new(&name, 0, m)));
     }
