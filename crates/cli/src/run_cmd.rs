@@ -263,6 +263,14 @@ fn write_results(
         ));
         return Ok(Outcome::Wrong);
     }
+    if let Some(n) = collbench_output::text::bitwise::mismatches(&record.results).filter(|n| *n > 0)
+    {
+        crate::stdout::say(format!(
+            "collbench: {n} placement(s) returned different bits on repeats of the same input (-B): results are NOT repeatable (exit {})",
+            Outcome::Wrong.code()
+        ));
+        return Ok(Outcome::Wrong);
+    }
     Ok(Outcome::Ok)
 }
 

@@ -108,20 +108,7 @@ impl std::fmt::Display for Fault {
                 case,
                 bits,
                 first,
-            } => {
-                write!(
-                    f,
-                    "{origin}: bitwise mismatch: {bits} bit(s) differ between repeats on the same input in {case}"
-                )?;
-                match first {
-                    Some(p) => write!(
-                        f,
-                        " (first: repeat {}, rank {}, element {}, bit {})",
-                        p.repeat, p.rank, p.element, p.bit
-                    ),
-                    None => Ok(()),
-                }
-            }
+            } => write!(f, "{origin}: {}", bitwise_text(case, *bits, first.as_ref())),
             Fault::OutOfBounds { origin, count } => write!(
                 f,
                 "{origin}: wrong results: nccl-tests found {count} value(s) outside tolerance"
@@ -209,6 +196,21 @@ pub fn wrong_results(record: &Record, origin: &str) -> Vec<Fault> {
         }
     }
     out
+}
+
+/// What a [`Fault::BitwiseMismatch`] says after its file: the case, the
+/// bits and the first difference.
+pub(crate) fn bitwise_text(case: &str, bits: u64, first: Option<&BitPosition>) -> String {
+    let mut s = format!(
+        "bitwise mismatch: {bits} bit(s) differ between repeats on the same input in {case}"
+    );
+    if let Some(p) = first {
+        s += &format!(
+            " (first: repeat {}, rank {}, element {}, bit {})",
+            p.repeat, p.rank, p.element, p.bit
+        );
+    }
+    s
 }
 
 /// One [`Fault::BitwiseMismatch`] per placement of `record` whose bits
