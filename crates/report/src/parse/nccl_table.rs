@@ -176,7 +176,7 @@ fn columns(names: &[&str]) -> Vec<Col> {
             "busbw" => Col::Busbw(half),
             "#wrong" | "wrong" | "errors" => Col::Wrong(half),
             "error" | "res" => Col::MaxError(half),
-            "#bitdiff" => Col::BitDiff(half),
+            "#bitdiff" | "bitdiff" => Col::BitDiff(half),
             "timestamp" => Col::Timestamp,
             _ => Col::Other,
         })
