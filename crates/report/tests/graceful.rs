@@ -240,7 +240,10 @@ fn nccl_tests_2_20_json_with_bitwise_keys_is_read() {
     let mut read = p.records[0].results.clone();
     for r in &mut read {
         for pl in [&mut r.out_of_place, &mut r.in_place].into_iter().flatten() {
-            let b = pl.bitwise.take().expect("every placement has its bitwise object");
+            let b = pl
+                .bitwise
+                .take()
+                .expect("every placement has its bitwise object");
             assert_eq!((b.repeats, b.different_bits, b.first), (4, 0, None));
         }
     }
