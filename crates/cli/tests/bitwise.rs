@@ -109,7 +109,16 @@ fn the_layout_is_nccl_tests_own() {
     ] {
         assert!(nt.contains(want), "{want}\n{nt}");
     }
-    // collbench's record.
+    // collbench's record, valid against its schema.
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/record.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&record)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(record["settings"]["bitwise_repeats"], 3);
     for place in ["out_of_place", "in_place"] {
         let b = &record["results"][0][place]["bitwise"];
