@@ -38,6 +38,19 @@ fn run(dir: &Path, extra: &[&str]) -> (String, i32, serde_json::Value, String) {
     (text, out.status.code().unwrap_or(-1), record, nt)
 }
 
+/// `record` is valid against schema/record.schema.json.
+fn assert_valid(record: &serde_json::Value) {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/record.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(record)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
 #[test]
 fn the_layout_is_nccl_tests_own() {
     let dir = tempfile::tempdir().unwrap();
@@ -110,15 +123,7 @@ fn the_layout_is_nccl_tests_own() {
         assert!(nt.contains(want), "{want}\n{nt}");
     }
     // collbench's record, valid against its schema.
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/record.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&record)
-        .map(|e| e.to_string())
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    assert_valid(&record);
     assert_eq!(record["settings"]["bitwise_repeats"], 3);
     for place in ["out_of_place", "in_place"] {
         let b = &record["results"][0][place]["bitwise"];
@@ -160,6 +165,7 @@ fn a_flipped_bit_is_named_exactly_and_fails_run_report_and_compare() {
         text.contains("# Bitwise mismatches   : 2 FAILED\n"),
         "{text}"
     );
+    assert_valid(&record);
     let b = &record["results"][0]["out_of_place"]["bitwise"];
     assert_eq!(
         b["first"],
