@@ -73,15 +73,7 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
     } else {
         blocking
     };
-    let roots = match a.root {
-        -1 => RootSel::All,
-        r if r >= 0 => RootSel::Fixed(r as usize),
-        r => {
-            return Err(u(format!(
-                "-r/--root must be a rank or -1 for every root (got {r})"
-            )))
-        }
-    };
+    let roots = roots_of(a.root).map_err(u)?;
     let (per_iter_timing, per_iter_skip) = per_iter(a);
     // alltoallv's traffic comes from nccl-tests' environment variables.
     let traffic = if collectives.contains(&collbench_core::Collective::AllToAllV) {
@@ -119,6 +111,17 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         arrival: a.arrival,
         ..Plan::default()
     })
+}
+
+/// `-r`: one root, or -1 for every root.
+fn roots_of(root: i64) -> Result<RootSel, String> {
+    match root {
+        -1 => Ok(RootSel::All),
+        r if r >= 0 => Ok(RootSel::Fixed(r as usize)),
+        r => Err(format!(
+            "-r/--root must be a rank or -1 for every root (got {r})"
+        )),
+    }
 }
 
 /// -I and -K as nccl-tests settles them: a value it cannot use is turned

@@ -254,14 +254,7 @@ pub(super) fn row(
                 }
             }
             Col::BitDiff(h) => {
-                // The first position and the elements come from the
-                // `# Bitwise mismatch` line under the row, the repeats
-                // from the header's `# Bitwise Repeatability` line.
-                let bits = wrong(tok, line_no)?;
-                halves[h].get_or_insert_with(Placement::default).bitwise = bits.map(|b| Bitwise {
-                    different_bits: b,
-                    ..Bitwise::none_yet(0)
-                });
+                halves[h].get_or_insert_with(Placement::default).bitwise = bitdiff(tok, line_no)?
             }
             Col::Timestamp | Col::Other => {}
         }
@@ -395,6 +388,16 @@ pub(super) fn fit(t: &Table, tokens: &[&str], line_no: usize) -> Fit {
         }
     }
     Fit::Bad(e)
+}
+
+/// `#bitdiff` (`-B`): the bits that differed. The first position and the
+/// elements come from the `# Bitwise mismatch` line under the row, the
+/// repeats from the header's `# Bitwise Repeatability` line.
+fn bitdiff(tok: &str, line_no: usize) -> Result<Option<Bitwise>, ParseError> {
+    Ok(wrong(tok, line_no)?.map(|bits| Bitwise {
+        different_bits: bits,
+        ..Bitwise::none_yet(0)
+    }))
 }
 
 /// `#wrong`: `N/A` when unchecked; rccl-tests marks counts over its
