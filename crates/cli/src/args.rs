@@ -140,6 +140,12 @@ pub struct RunArgs {
     /// Correctness checks per case (0 = off, printed as N/A).
     #[arg(short = 'c', long = "check", default_value_t = 1)]
     pub check: u32,
+    /// Bitwise repeatability: after the checks, run each placement once
+    /// for a reference and this many times more on the same input,
+    /// comparing every rank's output bit for bit (#bitdiff columns, the
+    /// first repeat, rank, element and bit that differ; 0 = off).
+    #[arg(short = 'B', long = "bitwise", default_value_t = 0)]
+    pub bitwise: u32,
     /// Reduction: sum prod min max avg mulsum all (comma-separated list allowed).
     #[arg(short = 'o', long = "op", default_value = "sum")]
     pub op: String,
@@ -273,6 +279,10 @@ pub struct RunArgs {
     /// Test hook: corrupt one checked element to prove checking catches it.
     #[arg(long, hide = true)]
     pub test_corrupt: bool,
+    /// Test hook: `REPEAT:RANK:ELEMENT:BIT` flips that bit of that rank's
+    /// output in that -B repeat, to prove -B names it.
+    #[arg(long, hide = true, value_parser = collbench_runner::bitwise::BitFlip::parse)]
+    pub test_bitwise_flip: Option<collbench_runner::bitwise::BitFlip>,
     /// Apply a tuner config (the CSV of NCCL's example tuner, as `collbench
     /// tune --csv` writes it) through collbench's tuner plugin (NCCL only).
     #[arg(long, value_name = "FILE")]

@@ -73,15 +73,7 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
     } else {
         blocking
     };
-    let roots = match a.root {
-        -1 => RootSel::All,
-        r if r >= 0 => RootSel::Fixed(r as usize),
-        r => {
-            return Err(u(format!(
-                "-r/--root must be a rank or -1 for every root (got {r})"
-            )))
-        }
-    };
+    let roots = roots_of(a.root).map_err(u)?;
     let (per_iter_timing, per_iter_skip) = per_iter(a);
     // alltoallv's traffic comes from nccl-tests' environment variables.
     let traffic = if collectives.contains(&collbench_core::Collective::AllToAllV) {
@@ -111,12 +103,25 @@ pub fn plan_from_args(a: &RunArgs, mode: Mode) -> Result<Plan, Failure> {
         timestamps: a.report_timestamps > 0,
         unalign: a.unalign,
         test_corrupt: a.test_corrupt,
+        bitwise_repeats: a.bitwise,
+        test_bitwise_flip: a.test_bitwise_flip,
         per_iter_timing,
         per_iter_skip,
         memory_report: a.memory != 0,
         arrival: a.arrival,
         ..Plan::default()
     })
+}
+
+/// `-r`: one root, or -1 for every root.
+fn roots_of(root: i64) -> Result<RootSel, String> {
+    match root {
+        -1 => Ok(RootSel::All),
+        r if r >= 0 => Ok(RootSel::Fixed(r as usize)),
+        r => Err(format!(
+            "-r/--root must be a rank or -1 for every root (got {r})"
+        )),
+    }
 }
 
 /// -I and -K as nccl-tests settles them: a value it cannot use is turned
@@ -261,6 +266,14 @@ fn write_results(
         ));
         return Ok(Outcome::Wrong);
     }
+    if let Some(n) = collbench_output::text::bitwise::mismatches(&record.results).filter(|n| *n > 0)
+    {
+        crate::stdout::say(format!(
+            "collbench: {n} placement(s) returned different bits on repeats of the same input (-B): results are NOT repeatable (exit {})",
+            Outcome::Wrong.code()
+        ));
+        return Ok(Outcome::Wrong);
+    }
     Ok(Outcome::Ok)
 }
 
@@ -347,6 +360,7 @@ pub fn run(a: &RunArgs, argv: &[String], mode: Mode) -> Result<Outcome, Failure>
         timestamps: plan.timestamps,
         explain: a.explain,
         per_iter: plan.per_iter_timing.then_some(plan.per_iter_skip),
+        bitwise: plan.bitwise_repeats,
     };
     let print_text = !a.quiet && stdout_format == Format::Text;
     let mut obs = TextObserver::new(print_text, options, sweep, a.quiet);

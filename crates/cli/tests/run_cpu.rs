@@ -58,7 +58,7 @@ fn json_output_validates_against_the_schema() {
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(doc["schema_version"], 5);
+    assert_eq!(doc["schema_version"], 6);
     assert_eq!(doc["backend"], "cpu");
     assert_eq!(doc["results"].as_array().unwrap().len(), 8);
     let p = &doc["results"][0]["out_of_place"];

@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 /// `nccl_path` (the path NCCL took, issue #50); within issue #50, before
 /// any release, placements gained `why` (the causes of a low row), the
 /// path `channels` and the topology's per-GPU `devices`.
-pub const SCHEMA_VERSION: u32 = 5;
+/// 6: placements carry `bitwise` and settings `bitwise_repeats` (bitwise
+/// repeatability, `-B`, issue #52).
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// One benchmark run: metadata plus one [`CaseResult`] per measured case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -134,6 +136,10 @@ pub struct RunSettings {
     /// Leading iterations left out of the per-iteration summary (`-K`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub per_iter_skip: u64,
+    /// Repeats compared bit for bit with a reference run (`-B`); 0 when
+    /// off.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bitwise_repeats: u64,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -270,6 +276,70 @@ pub struct Placement {
     /// collbench can show, most costly first (docs/ceiling.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub why: Vec<crate::why::Cause>,
+    /// Bitwise repeatability (`-B`): the output of repeats on the same
+    /// input against a reference run, summed over ranks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bitwise: Option<Bitwise>,
+}
+
+/// Bitwise repeatability of one placement, as nccl-tests' `-B N` reports
+/// it: one reference run, then `repeats` runs on the same input, each
+/// rank's output compared bit for bit with the reference's. A library
+/// that returns different bits for the same input (a changed reduction
+/// order, silent corruption) shows here even when every value is within
+/// the checker's tolerance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Bitwise {
+    /// Repeats compared with the reference.
+    pub repeats: u64,
+    /// Elements that differed, summed over repeats and ranks.
+    pub different_elements: u64,
+    /// Bits that differed, summed over repeats and ranks (the `#bitdiff`
+    /// column).
+    pub different_bits: u64,
+    /// The first difference: the earliest repeat that had one, its lowest
+    /// rank, and that rank's lowest element and bit; absent when every bit
+    /// matched (or a log did not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<BitPosition>,
+}
+
+/// Where a bit differed: repeat (from 0), global rank, element of that
+/// rank's output (from 0) and bit within the element (0: least
+/// significant), as nccl-tests numbers them.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct BitPosition {
+    pub repeat: u64,
+    pub rank: u64,
+    pub element: u64,
+    pub bit: u64,
+}
+
+impl Bitwise {
+    /// No repeat compared yet.
+    pub fn none_yet(repeats: u64) -> Bitwise {
+        Bitwise {
+            repeats,
+            different_elements: 0,
+            different_bits: 0,
+            first: None,
+        }
+    }
+
+    /// `other`'s differences added to these (other ranks or repeats of the
+    /// same placement): counts summed, the earliest first position kept.
+    pub fn add(&mut self, other: &Bitwise) {
+        self.different_elements += other.different_elements;
+        self.different_bits += other.different_bits;
+        self.first = match (self.first, other.first) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
 }
 
 /// How precise a `-n auto` placement's time is: what its series of

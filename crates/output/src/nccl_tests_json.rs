@@ -11,6 +11,9 @@
 //! environment), times are UTC, `nccl_version` is 0 without NCCL, and one
 //! file may hold several collectives (`run all`). A partial run (Ctrl-C)
 //! names why in `errors`, the list where nccl-tests puts NCCL's last error.
+//! With `-B`, the bitwise keys of nccl-tests' proposed `-B` (pull request
+//! #388): `config.bitwise_repeats`, each placement's `bitwise` object and
+//! the top-level `bitwise_mismatches`.
 
 use crate::Exporter;
 use collbench_core::{nccl_version, Placement, Record};
@@ -52,7 +55,7 @@ fn document(r: &Record, end_time: &str) -> String {
         Some(min) => boolean(avg_busbw >= min.trim().parse::<f64>().unwrap_or(0.0) * 0.9),
         None => string("unchecked"),
     };
-    object(&[
+    let mut top = vec![
         ("version", FILE_VERSION.to_string()),
         ("start_time", string(&start)),
         ("args", list(r.command_line.iter().map(|a| string(a)))),
@@ -73,6 +76,14 @@ fn document(r: &Record, end_time: &str) -> String {
                 ("okay", boolean(failed == 0)),
             ]),
         ),
+    ];
+    if let Some(n) = crate::text::bitwise::mismatches(&r.results) {
+        top.push((
+            "bitwise_mismatches",
+            object(&[("count", n.to_string()), ("okay", boolean(n == 0))]),
+        ));
+    }
+    top.extend([
         (
             "average_bus_bandwidth",
             object(&[("bandwidth", double(avg_busbw)), ("okay", bw_okay)]),
@@ -89,7 +100,8 @@ fn document(r: &Record, end_time: &str) -> String {
             ),
         ),
         ("end_time", string(end_time)),
-    ])
+    ]);
+    object(&top)
 }
 
 fn config(r: &Record) -> String {
@@ -98,7 +110,7 @@ fn config(r: &Record) -> String {
         (Some(f), _) if f > 1 => ("step_factor", f.to_string()),
         (_, b) => ("step_bytes", b.unwrap_or(0).to_string()),
     };
-    object(&[
+    let mut fields = vec![
         ("nthreads", s.threads_per_process.max(1).to_string()),
         ("ngpus", s.gpus_per_thread.to_string()),
         ("minimum_bytes", s.min_bytes.to_string()),
@@ -108,13 +120,19 @@ fn config(r: &Record) -> String {
         ("iterations", s.iters.to_string()),
         ("aggregated_iterations", s.agg_iters.to_string()),
         ("validation", (s.check as u8).to_string()),
+    ];
+    if s.bitwise_repeats > 0 {
+        fields.push(("bitwise_repeats", s.bitwise_repeats.to_string()));
+    }
+    fields.extend([
         ("graph", s.graph.to_string()),
         ("blocking_collectives", boolean(s.blocking)),
         ("per_iter_timing", boolean(s.per_iter_timing)),
         ("per_iter_skip", s.per_iter_skip.to_string()),
         ("parallel_init", boolean(false)),
         ("devices", devices(r)),
-    ])
+    ]);
+    object(&fields)
 }
 
 /// One entry per process, its first rank, as nccl-tests gathers them
@@ -183,7 +201,7 @@ fn result(r: &Record, c: &collbench_core::CaseResult) -> String {
 }
 
 fn placement(p: &Placement) -> String {
-    object(&[
+    let mut fields = vec![
         ("time", double(p.time_us)),
         ("alg_bw", double(p.algbw_gbps)),
         ("bus_bw", double(p.busbw_gbps)),
@@ -191,6 +209,27 @@ fn placement(p: &Placement) -> String {
             "nwrong",
             p.wrong.map_or("null".to_string(), |w| double(w as f64)),
         ),
+    ];
+    if let Some(b) = p.bitwise {
+        fields.push(("bitwise", bitwise(&b)));
+    }
+    object(&fields)
+}
+
+/// A placement's `bitwise` object; the first position's keys are `null`
+/// when no bit differed, as nccl-tests writes them.
+fn bitwise(b: &collbench_core::record::Bitwise) -> String {
+    let at = |f: fn(&collbench_core::record::BitPosition) -> u64| {
+        b.first.map_or("null".to_string(), |p| f(&p).to_string())
+    };
+    object(&[
+        ("repeats", b.repeats.to_string()),
+        ("different_elements", b.different_elements.to_string()),
+        ("different_bits", b.different_bits.to_string()),
+        ("first_repeat", at(|p| p.repeat)),
+        ("first_rank", at(|p| p.rank)),
+        ("first_element", at(|p| p.element)),
+        ("first_bit", at(|p| p.bit)),
     ])
 }
 

@@ -7,6 +7,7 @@
 //! end of a multi-collective run.
 
 pub mod arrival;
+pub mod bitwise;
 mod explain;
 pub mod memory;
 pub mod per_iter;
@@ -18,7 +19,7 @@ use crate::Exporter;
 use collbench_core::adaptive::StopReason;
 use collbench_core::{AutoPrecision, CaseResult, Placement, Record};
 
-/// Text layout switches (`-C`, `-S`, `--explain`).
+/// Text layout switches (`-C`, `-S`, `--explain`, `-I`, `-B`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TextOptions {
     /// Time column is CPU-side time (`-C 1`).
@@ -32,13 +33,17 @@ pub struct TextOptions {
     /// i_min i_max i_p99 i_cv% after each placement, summarising the
     /// iterations after the first `skip` (`-K`).
     pub per_iter: Option<u32>,
+    /// Bitwise repeatability (`-B N`, 0 = off): a `#bitdiff` column
+    /// after each placement's #wrong.
+    pub bitwise: u32,
 }
 
 impl TextOptions {
-    /// `-I` and `-K` as a record's settings give them.
+    /// `-I`, `-K` and `-B` as a record's settings give them.
     pub fn with_per_iter_of(mut self, record: &Record) -> TextOptions {
         let st = &record.settings;
         self.per_iter = st.per_iter_timing.then_some(st.per_iter_skip as u32);
+        self.bitwise = st.bitwise_repeats.min(u32::MAX as u64) as u32;
         self
     }
 }
@@ -91,6 +96,9 @@ pub fn preamble(record: &Record, op: &str, first: bool) -> String {
     if st.per_iter_timing {
         s += &per_iter::report_line(st.per_iter_skip);
     }
+    if st.bitwise_repeats > 0 {
+        s += &bitwise::report_line(st.bitwise_repeats);
+    }
     if first {
         s += "# Sizes are rounded down to whole elements, and to 16-byte chunks per rank where a buffer is split between ranks (as nccl-tests does)\n";
         s += "#\n# Using devices\n";
@@ -120,8 +128,11 @@ pub fn table_header(opts: TextOptions) -> String {
         (0, "", "")
     };
     let mut s = String::from("#\n");
-    if opts.per_iter.is_some() {
-        s += &per_iter::header(time, pad, label, fmt);
+    if opts.bitwise > 0 || opts.per_iter.is_some() {
+        s += &match opts.bitwise {
+            0 => per_iter::header(time, pad, label, fmt),
+            _ => bitwise::header(time, pad, label, fmt, opts.per_iter.is_some()),
+        };
         return if opts.explain {
             explain::header(&s, opts)
         } else {
@@ -180,19 +191,26 @@ pub fn row(r: &CaseResult, timestamp: Option<&str>) -> String {
     s
 }
 
-/// One result row as `opts` lays it out: [`row`], with `-I`'s cells
-/// after each placement, plus the explain columns with `--explain`.
+/// One result row as `opts` lays it out: [`row`], with `-B`'s and
+/// `-I`'s cells after each placement, plus the explain columns with
+/// `--explain`; under it, `-B`'s line for each placement whose bits
+/// differed.
 pub fn row_with(r: &CaseResult, timestamp: Option<&str>, opts: TextOptions) -> String {
-    let mut s = match opts.per_iter {
-        None => row(r, timestamp),
-        Some(skip) => {
+    let mut s = match (opts.per_iter, opts.bitwise) {
+        (None, 0) => row(r, timestamp),
+        (per_iter, bitwise) => {
             let mut s = format!(
                 "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}",
                 r.size_bytes, r.count, r.dtype, r.redop, r.root
             );
             for p in [r.out_of_place.as_ref(), r.in_place.as_ref()] {
                 s += &half_row(p);
-                s += &per_iter::cells(p, skip);
+                if bitwise > 0 {
+                    s += &bitwise::cell(p);
+                }
+                if let Some(skip) = per_iter {
+                    s += &per_iter::cells(p, skip);
+                }
             }
             if let Some(ts) = timestamp {
                 s += &format!("{ts:>21}");
@@ -205,7 +223,7 @@ pub fn row_with(r: &CaseResult, timestamp: Option<&str>, opts: TextOptions) -> S
         s += &explain::row_cells(r);
         s.push('\n');
     }
-    s
+    s + &bitwise::mismatch_lines(r)
 }
 
 /// The straggler question: the `k` slowest ranks of a row, per placement,
@@ -306,6 +324,7 @@ pub fn footer_with_memory(
         oob,
         if oob > 0 { "FAILED" } else { "OK" }
     );
+    s += &bitwise::footer_line(rows);
     s += &format!(
         "# {:<20} : {} \n",
         "Avg bus bandwidth",

@@ -234,7 +234,20 @@ fn nccl_tests_2_20_json_with_bitwise_keys_is_read() {
     assert_ne!(v3, j);
     let p = parse_text(&v3, None, "j.json").unwrap();
     let plain = parse_text(&j, None, "j.json").unwrap();
-    assert_eq!(p.records[0].results, plain.records[0].results);
+    // The bitwise keys (nccl-tests' -B, its pull request #388) are read
+    // (issue #52); everything else is as without them.
+    assert_eq!(p.records[0].settings.bitwise_repeats, 4);
+    let mut read = p.records[0].results.clone();
+    for r in &mut read {
+        for pl in [&mut r.out_of_place, &mut r.in_place].into_iter().flatten() {
+            let b = pl
+                .bitwise
+                .take()
+                .expect("every placement has its bitwise object");
+            assert_eq!((b.repeats, b.different_bits, b.first), (4, 0, None));
+        }
+    }
+    assert_eq!(read, plain.records[0].results);
     assert_eq!(
         collbench_report::parse::detect::detect(&v3),
         Some(Format::NcclJson)
@@ -269,7 +282,16 @@ fn per_iteration_and_bitwise_columns_are_read() {
             .collect::<String>()
     };
     let p = ok(&text);
-    assert_eq!(p.records[0].results, plain().results);
+    // #bitdiff is read (issue #52: 0 bits differed, the repeats unknown
+    // without the header's Bitwise Repeatability line); the rest as plain.
+    let mut read = p.records[0].results.clone();
+    for r in &mut read {
+        for pl in [&mut r.out_of_place, &mut r.in_place].into_iter().flatten() {
+            let b = pl.bitwise.take().expect("#bitdiff read");
+            assert_eq!(b.different_bits, 0);
+        }
+    }
+    assert_eq!(read, plain().results);
 }
 
 /// `compare` skips what it cannot place (named in its JSON's

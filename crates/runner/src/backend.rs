@@ -239,6 +239,18 @@ pub trait Backend {
     /// elements over this process's ranks. `corrupt` is a test hook: flip
     /// one output element first, to prove the check catches it.
     fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError>;
+    /// Fills inputs from the verification pattern with `seed`, poisons the
+    /// outputs, runs the case once and reads back each local rank's
+    /// output (its `recv_count` elements, little-endian bytes), as
+    /// [`Backend::check`] does before it counts: bitwise repeatability
+    /// (`-B`, [`crate::bitwise`]) compares them bit for bit. Backends that
+    /// cannot read their outputs back say so (the default).
+    fn outputs(&mut self, case: &CaseSpec, seed: u64) -> Result<Vec<Vec<u8>>, BackendError> {
+        let _ = (case, seed);
+        Err(BackendError::Unsupported(
+            "bitwise repeatability (-B) is not supported by this backend".into(),
+        ))
+    }
     /// Runs the case once, untimed, and says what the library ran for it on
     /// this process's ranks (NCCL: algorithm, protocol and channels per
     /// kernel). `Ok(None)`: this backend cannot say (the default).

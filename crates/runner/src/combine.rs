@@ -5,6 +5,7 @@ use crate::arrival::timelines::{row_arrival, ProcessArrivals};
 use crate::arrival::ArrivalSamples;
 use crate::backend::CaseSpec;
 use crate::plan::Average;
+use collbench_core::record::Bitwise;
 use collbench_core::stats::StreamingStats;
 use collbench_core::{Explanation, Placement, TimeStats};
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,9 @@ pub(crate) struct RankReport {
     pub iter_stats: Option<StreamingStats>,
     /// Wrong elements over this process's ranks; `None` when unchecked.
     pub wrong: Option<u64>,
+    /// Bitwise repeatability over this process's ranks (`-B`).
+    #[serde(default)]
+    pub bitwise: Option<Bitwise>,
     /// What the library ran on this process's ranks (`--explain`).
     #[serde(default)]
     pub explain: Option<Explanation>,
@@ -62,6 +66,7 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
     let mut process_iter_us = Vec::new();
     let mut summarised: Option<StreamingStats> = None;
     let mut total_wrong: Option<u64> = None;
+    let mut bitwise: Option<Bitwise> = None;
     let mut explains = Vec::new();
     let mut arrivals = Vec::new();
     for r in reports {
@@ -84,6 +89,9 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
             total_wrong = Some(total_wrong.unwrap_or(0) + w);
         }
         explains.extend(r.explain);
+        if let Some(b) = r.bitwise {
+            bitwise.get_or_insert(Bitwise::none_yet(b.repeats)).add(&b);
+        }
     }
     let time_s = how.average.combine(&times);
     let coll = case.collective;
@@ -126,6 +134,7 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
             true => None,
             false => row_arrival(arrivals, case, how.agg_iters).map(Box::new),
         },
+        bitwise,
     }
 }
 

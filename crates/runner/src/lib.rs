@@ -14,6 +14,7 @@
 pub mod arrival;
 mod auto_iters;
 pub mod backend;
+pub mod bitwise;
 pub mod case_names;
 mod combine;
 pub mod cpu;

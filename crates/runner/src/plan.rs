@@ -102,6 +102,12 @@ pub struct Plan {
     pub unalign: u32,
     /// Test hook: corrupt one checked element (the fault a check must catch).
     pub test_corrupt: bool,
+    /// Bitwise repeatability (`-B`): repeats of each placement compared
+    /// bit for bit with a reference run on the same input; 0 is off.
+    pub bitwise_repeats: u32,
+    /// Test hook: flip one bit of one rank's output in one repeat (the
+    /// fault `-B` must name).
+    pub test_bitwise_flip: Option<crate::bitwise::BitFlip>,
     /// Ask the backend what the library ran for every case (`--explain`),
     /// in a separate untimed pass after the timed loop.
     pub explain: bool,
@@ -143,6 +149,8 @@ impl Default for Plan {
             timestamps: false,
             unalign: 0,
             test_corrupt: false,
+            bitwise_repeats: 0,
+            test_bitwise_flip: None,
             explain: false,
             traffic: Traffic::default(),
             per_iter_timing: false,

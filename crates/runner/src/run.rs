@@ -16,8 +16,9 @@ use crate::watch::{Stop, Watch};
 use crate::watchdog::{watch_over, Done, Watchdog, Watched};
 use collbench_core::size::{format_bytes, ByteStyle};
 use collbench_core::{
-    record::RunSettings, verify::mix, AutoPrecision, Bootstrap, CaseResult, Collective, DeviceInfo,
-    Placement, Record,
+    record::{Bitwise, RunSettings},
+    verify::mix,
+    AutoPrecision, Bootstrap, CaseResult, Collective, DeviceInfo, Placement, Record,
 };
 use std::sync::{Arc, Mutex};
 
@@ -335,6 +336,7 @@ impl<'a> Runner<'a> {
             unalign: p.unalign as u64,
             per_iter_timing: p.per_iter_timing,
             per_iter_skip: p.per_iter_skip as u64,
+            bitwise_repeats: p.bitwise_repeats as u64,
         }
     }
 
@@ -418,6 +420,7 @@ impl<'a> Runner<'a> {
             None => (self.backend.time(case, timing)?, timing.iters as u64, None),
         };
         let wrong = self.check(case)?;
+        let bitwise = self.bitwise(case)?;
         // Its own pass, like the check: the timed loop never records.
         let explain = if self.plan.explain {
             self.backend.explain(case)?
@@ -430,6 +433,7 @@ impl<'a> Runner<'a> {
             iter_times_us: m.iter_times_us,
             iter_stats: m.iter_stats,
             wrong,
+            bitwise,
             explain,
             arrival_samples: m.arrival,
             arrival: None,
@@ -456,6 +460,24 @@ impl<'a> Runner<'a> {
             }
         }
         Ok(Some(wrong))
+    }
+
+    /// `-B` repeats of the case compared bit for bit with a reference run
+    /// on the same input (after the `-c` passes, as nccl-tests does);
+    /// `None` when off.
+    fn bitwise(&mut self, case: &CaseSpec) -> Result<Option<Bitwise>, RunError> {
+        if self.plan.bitwise_repeats == 0 {
+            return Ok(None);
+        }
+        self.watch.checking();
+        Ok(Some(crate::bitwise::repeatability(
+            self.backend,
+            case,
+            case_seed(case, 0),
+            self.plan.bitwise_repeats,
+            self.watch.first_rank(),
+            self.plan.test_bitwise_flip,
+        )?))
     }
 }
 

@@ -349,6 +349,16 @@ impl Backend for NcclBackend {
         self.free_ops(case, &ops);
         result
     }
+
+    fn outputs(&mut self, case: &CaseSpec, seed: u64) -> Result<Vec<Vec<u8>>, BackendError> {
+        debug("outputs");
+        self.ensure_usable()?;
+        self.ensure_buffers(case.size_bytes())?;
+        let ops = self.make_ops(case)?;
+        let result = self.outputs_inner(case, seed, &ops);
+        self.free_ops(case, &ops);
+        result
+    }
 }
 
 /// A case for the unit tests of the backend's pure logic.

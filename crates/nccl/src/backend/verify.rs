@@ -28,15 +28,15 @@ fn poison_region(
 }
 
 impl NcclBackend {
-    pub(crate) fn check_inner(
+    /// Poisons the outputs, writes the inputs of `seed` on every GPU and
+    /// runs the case once: the first half of the check, and all of a
+    /// bitwise repeat before its read-back.
+    fn fill_and_run(
         &mut self,
         case: &CaseSpec,
         seed: u64,
-        corrupt: bool,
         ops: &[RedOpId],
-    ) -> Result<u64, BackendError> {
-        let elt = case.dtype.size_bytes();
-        let c = case.counts;
+    ) -> Result<(), BackendError> {
         let max = case.size_bytes();
         for i in 0..self.gpus.len() {
             let (send, recv) = self.ptrs(case, i, 0, max);
@@ -56,7 +56,20 @@ impl NcclBackend {
         }
         self.wait_all()?;
         self.launch(case, 0, max, ops)?;
-        self.wait_all()?;
+        self.wait_all()
+    }
+
+    pub(crate) fn check_inner(
+        &mut self,
+        case: &CaseSpec,
+        seed: u64,
+        corrupt: bool,
+        ops: &[RedOpId],
+    ) -> Result<u64, BackendError> {
+        let elt = case.dtype.size_bytes();
+        let c = case.counts;
+        let max = case.size_bytes();
+        self.fill_and_run(case, seed, ops)?;
         let mut wrong = 0;
         for i in 0..self.gpus.len() {
             let (_, recv) = self.ptrs(case, i, 0, max);
@@ -82,6 +95,29 @@ impl NcclBackend {
             };
         }
         Ok(wrong)
+    }
+
+    /// Runs the case once on the input of `seed` and reads every GPU's
+    /// output back to the host, as the check does without its kernels
+    /// (bitwise repeatability, `-B`: the runner compares the bits).
+    pub(crate) fn outputs_inner(
+        &mut self,
+        case: &CaseSpec,
+        seed: u64,
+        ops: &[RedOpId],
+    ) -> Result<Vec<Vec<u8>>, BackendError> {
+        self.fill_and_run(case, seed, ops)?;
+        let bytes = case.counts.recv_count as usize * case.dtype.size_bytes();
+        let mut outputs = Vec::with_capacity(self.gpus.len());
+        for i in 0..self.gpus.len() {
+            let (_, recv) = self.ptrs(case, i, 0, case.size_bytes());
+            let gpu = &self.gpus[i];
+            gpu.dev.bind()?;
+            let mut host = vec![0u8; bytes];
+            cuda::copy_to_host(&mut host, recv)?;
+            outputs.push(host);
+        }
+        Ok(outputs)
     }
 }
 

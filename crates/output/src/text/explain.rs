@@ -15,7 +15,9 @@ fn row_width(opts: TextOptions) -> usize {
     } else {
         0
     };
-    52 + 2 * 33 + per_iter + if opts.timestamps { 21 } else { 0 }
+    // -B's #bitdiff: one 10-wide cell per placement.
+    let bitwise = if opts.bitwise > 0 { 2 * 10 } else { 0 };
+    52 + 2 * 33 + per_iter + bitwise + if opts.timestamps { 21 } else { 0 }
 }
 
 /// One placement's cells: algorithm (`*` when busbw overstates link use),

@@ -10,6 +10,7 @@
 //! place.
 
 use crate::units;
+use collbench_core::record::BitPosition;
 use collbench_core::{CaseResult, Record};
 
 /// One failure signal, with the file (and rank stream) it came from.
@@ -25,6 +26,19 @@ pub enum Fault {
         case: String,
         /// Values found wrong.
         count: u64,
+    },
+    /// A placement's output bits differed between repeats on the same
+    /// input (`-B`, bitwise repeatability): the library is not
+    /// repeatable, or something corrupts results silently.
+    BitwiseMismatch {
+        /// The file (and rank stream) it is about.
+        origin: String,
+        /// The case and placement, as for [`Fault::WrongResults`].
+        case: String,
+        /// Bits that differed, over repeats and ranks.
+        bits: u64,
+        /// The first difference, where the log names it.
+        first: Option<BitPosition>,
     },
     /// nccl-tests' footer `# Out of bounds values : N FAILED` (or JSON
     /// `out_of_bounds.okay = false`): N result values, over the whole
@@ -59,6 +73,7 @@ impl Fault {
     pub fn origin(&self) -> &str {
         match self {
             Fault::WrongResults { origin, .. }
+            | Fault::BitwiseMismatch { origin, .. }
             | Fault::OutOfBounds { origin, .. }
             | Fault::Crashed { origin, .. }
             | Fault::CutShort { origin, .. } => origin,
@@ -69,6 +84,7 @@ impl Fault {
     pub(crate) fn set_origin(&mut self, name: &str) {
         match self {
             Fault::WrongResults { origin, .. }
+            | Fault::BitwiseMismatch { origin, .. }
             | Fault::OutOfBounds { origin, .. }
             | Fault::Crashed { origin, .. }
             | Fault::CutShort { origin, .. } => *origin = name.to_string(),
@@ -87,6 +103,12 @@ impl std::fmt::Display for Fault {
                 f,
                 "{origin}: wrong results: {count} value(s) wrong in {case}"
             ),
+            Fault::BitwiseMismatch {
+                origin,
+                case,
+                bits,
+                first,
+            } => write!(f, "{origin}: {}", bitwise_text(case, *bits, first.as_ref())),
             Fault::OutOfBounds { origin, count } => write!(
                 f,
                 "{origin}: wrong results: nccl-tests found {count} value(s) outside tolerance"
@@ -170,6 +192,46 @@ pub fn wrong_results(record: &Record, origin: &str) -> Vec<Fault> {
                 origin: origin.to_string(),
                 case: format!("{} {placement}", case_name(c)),
                 count,
+            });
+        }
+    }
+    out
+}
+
+/// What a [`Fault::BitwiseMismatch`] says after its file: the case, the
+/// bits and the first difference.
+pub(crate) fn bitwise_text(case: &str, bits: u64, first: Option<&BitPosition>) -> String {
+    let mut s = format!(
+        "bitwise mismatch: {bits} bit(s) differ between repeats on the same input in {case}"
+    );
+    if let Some(p) = first {
+        s += &format!(
+            " (first: repeat {}, rank {}, element {}, bit {})",
+            p.repeat, p.rank, p.element, p.bit
+        );
+    }
+    s
+}
+
+/// One [`Fault::BitwiseMismatch`] per placement of `record` whose bits
+/// differed between `-B` repeats, whatever format the record came from.
+pub fn bitwise_mismatches(record: &Record, origin: &str) -> Vec<Fault> {
+    let mut out = Vec::new();
+    for c in &record.results {
+        for (name, p) in c.placements() {
+            let Some(b) = p.bitwise.filter(|b| b.different_bits > 0) else {
+                continue;
+            };
+            let placement = if name == "in_place" {
+                "in-place"
+            } else {
+                "out-of-place"
+            };
+            out.push(Fault::BitwiseMismatch {
+                origin: origin.to_string(),
+                case: format!("{} {placement}", case_name(c)),
+                bits: b.different_bits,
+                first: b.first,
             });
         }
     }

@@ -1,5 +1,7 @@
 //! nccl-tests `-J` JSON (file version 3; 1 and 2 lack only the
-//! per-iteration and bitwise keys, which are optional here).
+//! per-iteration and bitwise keys, which are optional here). The bitwise
+//! keys (`-B`, nccl-tests' pull request #388) are read into each
+//! placement's `bitwise`, `config.bitwise_repeats` into the settings.
 //!
 //! Quirks handled: booleans are the strings `"true"`/`"false"`, `root` is a
 //! `%6i`-formatted string (`"    -1"`), NaN is the string `"nan"`, the time
@@ -13,6 +15,7 @@
 
 use super::nccl_tests::op_name;
 use super::{Notes, ParseError};
+use collbench_core::record::{BitPosition, Bitwise};
 use collbench_core::{CaseResult, DeviceInfo, Placement, Record, TimeStats};
 use serde_json::Value;
 
@@ -159,6 +162,7 @@ fn settings(c: &Value, rec: &mut Record) -> Result<(), ParseError> {
     s.agg_iters = u("aggregated_iterations");
     s.check = u("validation") > 0;
     s.graph = u("graph");
+    s.bitwise_repeats = u("bitwise_repeats");
     s.blocking = c.get("blocking_collectives").and_then(Value::as_str) == Some("true");
     for (i, d) in c
         .get("devices")
@@ -229,8 +233,36 @@ fn placement(
             .unwrap_or(iters),
         stats: per_iter.map(iteration_stats),
         rank_time_us: per_iter.map(process_times).unwrap_or_default(),
+        bitwise: p.get("bitwise").map(|b| bitwise(b, &path)).transpose()?,
         ..Placement::default()
     }))
+}
+
+/// A placement's `bitwise` object (at `path`): counts, and the first
+/// position, `null` when no bit differed.
+fn bitwise(b: &Value, path: &str) -> Result<Bitwise, ParseError> {
+    let path = format!("{path}.bitwise");
+    let first = |k: &str| b.get(k).and_then(Value::as_u64);
+    let first = match (
+        first("first_repeat"),
+        first("first_rank"),
+        first("first_element"),
+        first("first_bit"),
+    ) {
+        (Some(repeat), Some(rank), Some(element), Some(bit)) => Some(BitPosition {
+            repeat,
+            rank,
+            element,
+            bit,
+        }),
+        _ => None,
+    };
+    Ok(Bitwise {
+        repeats: uint(b, "repeats", &path)?,
+        different_elements: uint(b, "different_elements", &path)?,
+        different_bits: uint(b, "different_bits", &path)?,
+        first,
+    })
 }
 
 /// A placement's `nwrong` at `path`: `None` when the results were not

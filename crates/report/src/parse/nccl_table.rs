@@ -5,6 +5,7 @@
 use super::text::{float, is_note_start, is_uint, num};
 use super::unit::{self, SourceUnits};
 use super::ParseError;
+use collbench_core::record::Bitwise;
 use collbench_core::{CaseResult, Placement};
 
 /// What a column of the result table holds; `usize` is the half
@@ -23,6 +24,8 @@ pub(super) enum Col {
     /// Very old builds: `error`/`res` is the largest error found (a float),
     /// not a count of wrong elements.
     MaxError(usize),
+    /// `#bitdiff` (`-B`): bits that differed from the reference run.
+    BitDiff(usize),
     Timestamp,
     Other,
 }
@@ -173,6 +176,7 @@ fn columns(names: &[&str]) -> Vec<Col> {
             "busbw" => Col::Busbw(half),
             "#wrong" | "wrong" | "errors" => Col::Wrong(half),
             "error" | "res" => Col::MaxError(half),
+            "#bitdiff" | "bitdiff" => Col::BitDiff(half),
             "timestamp" => Col::Timestamp,
             _ => Col::Other,
         })
@@ -248,6 +252,9 @@ pub(super) fn row(
                     let e = float(tok, line_no, "the error value")?;
                     max_error = Some(max_error.map_or(e, |m: f64| m.max(e)));
                 }
+            }
+            Col::BitDiff(h) => {
+                halves[h].get_or_insert_with(Placement::default).bitwise = bitdiff(tok, line_no)?
             }
             Col::Timestamp | Col::Other => {}
         }
@@ -381,6 +388,16 @@ pub(super) fn fit(t: &Table, tokens: &[&str], line_no: usize) -> Fit {
         }
     }
     Fit::Bad(e)
+}
+
+/// `#bitdiff` (`-B`): the bits that differed. The first position and the
+/// elements come from the `# Bitwise mismatch` line under the row, the
+/// repeats from the header's `# Bitwise Repeatability` line.
+fn bitdiff(tok: &str, line_no: usize) -> Result<Option<Bitwise>, ParseError> {
+    Ok(wrong(tok, line_no)?.map(|bits| Bitwise {
+        different_bits: bits,
+        ..Bitwise::none_yet(0)
+    }))
 }
 
 /// `#wrong`: `N/A` when unchecked; rccl-tests marks counts over its

@@ -8,7 +8,8 @@
 //! * `N/A` in `#wrong` (alltoall/sendrecv in-place, `-c 0`), `cputime`
 //!   (`-C 1`), `-G` (same columns), `-I` per-iteration columns (ignored
 //!   here; the JSON carries the full statistics), the `-S` timestamp column
-//!   (two tokens per row);
+//!   (two tokens per row), `-B`'s `#bitdiff` columns and lines
+//!   ([`bitwise`]);
 //! * the flattened form where a web page joined a whole table onto one line.
 //!
 //! The columns are read from the header line, so extra columns (rccl-tests,
@@ -26,6 +27,7 @@ use super::nccl_table::{implied_header, unflatten, Table};
 use super::text::{after, float, is_figure, is_uint, nccl_version_line, num, numbered_lines};
 use super::{Notes, ParseError};
 
+mod bitwise;
 mod lines;
 mod rows;
 
@@ -361,6 +363,11 @@ impl Parser<'_> {
                     t.units_line(&self.raw, line_no)?;
                 }
             }
+            ["Bitwise", ..] => {
+                if !self.bitwise_line(&tokens, line_no)? {
+                    self.note_mention(body);
+                }
+            }
             _ => self.note_mention(body),
         }
         Ok(())
@@ -479,6 +486,9 @@ impl Parser<'_> {
             .flatten()
         {
             p.iterations = iters;
+            if let Some(b) = &mut p.bitwise {
+                b.repeats = s.bitwise_repeats;
+            }
         }
         self.cur.results.push(row);
     }

@@ -93,6 +93,48 @@ pub fn check_case<T: Element>(
     Ok(wrong)
 }
 
+/// Runs `case` once on the input of `seed`, as [`check_case`] does, and
+/// returns each rank's output as little-endian bytes (bitwise
+/// repeatability, `-B`).
+pub fn outputs_case<T: Element>(
+    case: &CaseSpec,
+    seed: u64,
+    p: &Ptrs<T>,
+    scalars: &[T],
+    peers: Option<&PeerCounts>,
+    watch: Option<Arc<Watch>>,
+) -> Result<Vec<Vec<u8>>, BackendError> {
+    let n = case.world_size;
+    let pattern = Pattern {
+        seed,
+        world_size: n,
+        dtype: case.dtype,
+        redop: (case.collective.spec().redop == RedopUse::Reduces).then_some(case.redop),
+    };
+    let elt = case.dtype.size_bytes();
+    let barrier = SpinBarrier::new(n).watched(watch.clone());
+    let ptrs = SharedPtrs(p);
+    run_ranks(n, |r| {
+        let (barrier, ptrs, pattern) = (&barrier, &ptrs, &pattern);
+        // SAFETY: as in check_case: buffers sized for this case, each
+        // rank writes its own, cross-rank reads ordered by `barrier`.
+        unsafe {
+            let p = ptrs.0;
+            prepare(case, r, p, pattern);
+            barrier.wait(r)?;
+            algo::run_op(case, r, p, 0, barrier, scalars, peers)?;
+            let out = std::slice::from_raw_parts(p.recv[r], case.counts.recv_count as usize);
+            Ok(out
+                .iter()
+                .flat_map(|v| v.bits().to_le_bytes().into_iter().take(elt))
+                .collect())
+        }
+    })?
+    .into_iter()
+    .collect::<Result<Vec<Vec<u8>>, Stopped>>()
+    .map_err(|_| crate::watch::stopped_error(watch.as_deref()))
+}
+
 /// Poisons everything rank `r`'s output can land in, then writes its
 /// inputs from `pattern`.
 ///

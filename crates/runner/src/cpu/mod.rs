@@ -476,6 +476,17 @@ impl Backend for CpuBackend {
             check::check_case::<T>(case, seed, corrupt, &ptrs.0, &scalars, peers.as_ref(), watch)
         })
     }
+
+    fn outputs(&mut self, case: &CaseSpec, seed: u64) -> Result<Vec<Vec<u8>>, BackendError> {
+        self.ensure(case, 0)?;
+        with_element!(case.dtype, T => {
+            let ptrs = Shared(self.ptrs::<T>(case, 0, 0));
+            let scalars = self.scalars::<T>(case);
+            let peers = self.peers(case);
+            let watch = self.settings.watch.clone();
+            check::outputs_case::<T>(case, seed, &ptrs.0, &scalars, peers.as_ref(), watch)
+        })
+    }
 }
 
 #[cfg(test)]
