@@ -216,6 +216,7 @@ fn open_nccl(
         stream_null: tuning.stream_null > 0,
         host: world.hostname.clone(),
         explain: tuning.explain,
+        late_entry: a.test_late_entry,
     };
     // A flag this NCCL cannot honour is a usage error (exit 2), as
     // in nccl-tests; other failures are the backend's.

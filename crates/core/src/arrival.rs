@@ -6,11 +6,13 @@
 //! holds, per timed iteration, when it entered the collective on the host,
 //! when the collective's work started on it (the GPU kernel's first
 //! instruction; the entry again where there is no device) and when it
-//! ended, all on one clock (rank 0's, within `clock_error_us`). From them:
-//! the spread of entries (skew), each rank's lateness, the time spent
+//! ended, all on one clock (rank 0's, within `clock_error_us`). A rank
+//! arrives when its work starts (on a GPU the kernel, whose host launch
+//! may be queued iterations ahead; elsewhere the entry). From them:
+//! the spread of arrivals (skew), each rank's lateness, the time spent
 //! inside, and a verdict: a rank that is last by more than the noise in
 //! most iterations is a straggler, "late rank" when the time was mostly
-//! lost before the collective (between its previous end and its entry,
+//! lost before the collective (between its previous end and its arrival,
 //! beyond the others' gap), "slow link" when mostly inside (it left the
 //! previous collective last: its entry is late because its end was).
 
@@ -104,14 +106,16 @@ pub struct Arrival {
     /// Bound on the error of the aligned clocks between any two ranks
     /// (0 for threads of one process, which share a clock).
     pub clock_error_us: f64,
-    /// Median over iterations of the spread of entry times (last - first).
+    /// Median over iterations of the spread of arrivals (last - first
+    /// start: the kernel's on a GPU, the host entry elsewhere).
     pub skew_us: f64,
     /// Largest spread of one iteration.
     pub skew_max_us: f64,
     /// The rank that entered last most often, and in how many iterations.
     pub last_rank: u64,
     pub last_rank_iterations: u64,
-    /// Per rank: median over iterations of its entry after the first rank's.
+    /// Per rank: median over iterations of its arrival after the first
+    /// rank's.
     pub lateness_us: Vec<f64>,
     /// Time inside the collective per iteration (end - start), each rank's
     /// median over iterations, then the least, median and largest rank.
@@ -206,7 +210,10 @@ pub fn analyze(ranks: &[RankTimeline], scale: Scale) -> Option<Arrival> {
     {
         return None;
     }
-    let entries = |i: usize| ranks.iter().map(|r| r.entry_us[i]).collect::<Vec<_>>();
+    // A rank arrives when its work starts: on a GPU the kernel's first
+    // instruction (a host entry there only says when the launch was
+    // queued, iterations ahead of the stream), elsewhere the entry.
+    let entries = |i: usize| ranks.iter().map(|r| r.start_us[i]).collect::<Vec<_>>();
     let orders: Vec<Order> = (0..iters).map(|i| order(&entries(i))).collect();
     let mut last_counts = vec![0u64; ranks.len()];
     orders.iter().for_each(|o| last_counts[o.last] += 1);
@@ -215,7 +222,7 @@ pub fn analyze(ranks: &[RankTimeline], scale: Scale) -> Option<Arrival> {
         .map(|r| {
             let late: Vec<f64> = (0..iters)
                 .map(|i| {
-                    ranks[r].entry_us[i] - entries(i).into_iter().fold(f64::INFINITY, f64::min)
+                    ranks[r].start_us[i] - entries(i).into_iter().fold(f64::INFINITY, f64::min)
                 })
                 .collect();
             median(&late)
@@ -299,7 +306,7 @@ struct Verdict {
 
 impl Verdict {
     fn of(ranks: &[RankTimeline], iters: usize, c: usize, clock_error_us: f64) -> Verdict {
-        let gap = |t: &RankTimeline, i: usize| t.entry_us[i] - t.end_us[i - 1];
+        let gap = |t: &RankTimeline, i: usize| t.start_us[i] - t.end_us[i - 1];
         let end = |t: &RankTimeline, i: usize| t.end_us[i - 1];
         let quiet = |part: &dyn Fn(&RankTimeline, usize) -> f64| -> Vec<f64> {
             (0..ranks.len())

@@ -172,3 +172,28 @@ fn nothing_to_analyse_is_none() {
     let a = analyze(&one.timelines(), scale()).unwrap();
     assert_eq!((a.skew_us, a.straggler), (0.0, None));
 }
+
+#[test]
+fn on_a_gpu_the_kernels_start_is_the_arrival_not_the_queued_launch() {
+    // A pipelined GPU loop: every host queues its launches far ahead of
+    // its stream (entries 0, 1, 2 ... us), so host entries say nothing of
+    // arrival; rank 1's stream reaches the collective 100 us after the
+    // others' (a late GPU), which the kernel starts show.
+    let mut t = Job {
+        n: 3,
+        iters: 20,
+        op_us: 50.0,
+        jitter_us: 1.0,
+        late: Some((1, 100.0)),
+        slow: None,
+    }
+    .timelines();
+    for (r, rank) in t.iter_mut().enumerate() {
+        rank.entry_us = (0..20).map(|i| (i * 3 + r) as f64).collect();
+    }
+    let a = analyze(&t, scale()).unwrap();
+    assert!((a.skew_us - 100.0).abs() < 2.0, "{a:?}");
+    let s = a.straggler.expect("rank 1 is named");
+    assert_eq!((s.rank, s.kind), (1, StragglerKind::LateRank));
+    assert!((s.before_us - 100.0).abs() < 2.0, "{s:?}");
+}

@@ -256,7 +256,10 @@ impl MpiBackend {
             mark(k + 1, false)?;
         }
         let time_s = start.elapsed().as_secs_f64() / total_ops as f64;
-        let arrival = samples.map(|s| ArrivalSamples { ranks: vec![s] });
+        let arrival = samples.map(|s| ArrivalSamples {
+            ranks: vec![s],
+            device_clock_error_ns: 0,
+        });
         Ok(Measurement {
             rank_time_s: vec![time_s],
             rank_cputime_s: vec![time_s],

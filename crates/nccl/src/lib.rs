@@ -6,8 +6,9 @@
 //!
 //! Layers, bottom up: [`ffi`] (NCCL's entry points as loaded), [`api`] and
 //! [`cuda`] (one safe method per library call; all `unsafe` lives there
-//! and in the launches of [`kernels`] (verification) and [`device_api`]
-//! (`-D N`)), [`group`] (groups that always close),
+//! and in the launches of [`kernels`] (verification), [`device_api`]
+//! (`-D N`) and [`stamps`] (arrival timing's GPU clock)), [`group`]
+//! (groups that always close),
 //! [`error`] (typed errors that become `BackendError` with `?`), and
 //! [`backend`] (the benchmark itself, safe Rust).
 
@@ -28,6 +29,7 @@ pub mod kernels;
 pub mod loader;
 pub mod path_capture;
 pub mod split;
+pub mod stamps;
 pub mod tune;
 pub mod tuner;
 
@@ -58,6 +60,10 @@ pub struct NcclOptions {
     /// Install the profiler plugin so that `Backend::explain` can say what
     /// NCCL ran (before the first communicator; off: NCCL never sees it).
     pub explain: bool,
+    /// Test hook (`--test-late-entry`): the job's rank `rank` reaches
+    /// every timed collective `delay` late on its stream
+    /// ([`stamps::Stamps::spin`]).
+    pub late_entry: Option<collbench_runner::arrival::LateEntry>,
 }
 
 /// Number of CUDA GPUs visible, or why none can be used.

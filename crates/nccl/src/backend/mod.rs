@@ -4,7 +4,8 @@
 //! for percentiles, and checked on the GPU by the verification kernels.
 //!
 //! Split along its seams: `setup` (loading, devices, communicators),
-//! `host_group` (communicators of host pairs, for `check`),
+//! `host_group` (communicators of host pairs, for `check`), `arrival`
+//! (device timestamps around each timed collective, `--arrival`),
 //! `buffers` (allocation, registration, rotation), `issue` (the NCCL
 //! calls of each collective), `timing` (timed loop, events, graphs,
 //! waiting) and `verify` (the check pass). This file holds the state and
@@ -14,6 +15,7 @@
 // layers (crate::api, crate::cuda, crate::kernels, crate::affinity).
 #![forbid(unsafe_code)]
 
+mod arrival;
 mod buffers;
 mod cpu_slot;
 mod device;
@@ -33,6 +35,7 @@ use crate::explain;
 use crate::ffi::Nccl;
 use crate::kernels::Kernels;
 use crate::loader::FoundNccl;
+use crate::stamps::Stamps;
 use crate::NcclOptions;
 use collbench_core::alltoallv::PeerCounts;
 use collbench_core::collective::RedopUse;
@@ -45,6 +48,8 @@ use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement
 /// context goes before `dev`, which releases the context.
 pub(crate) struct Gpu {
     pub(crate) kernels: Option<Kernels>,
+    /// Arrival timing's stamp kernels and slots (loaded on first use).
+    pub(crate) stamps: Option<Stamps>,
     /// `-D N`: the device-API kernels loaded on this GPU.
     pub(crate) dev_kernels: Option<DeviceKernels>,
     /// `-D N`: this GPU's device communicator.
@@ -79,6 +84,7 @@ impl Gpu {
     ) -> Gpu {
         Gpu {
             kernels: None,
+            stamps: None,
             dev_kernels: None,
             dev_comm: None,
             send: None,

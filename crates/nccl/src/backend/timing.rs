@@ -39,8 +39,7 @@ fn per_operation(total: f64, cpu: f64, ops: u64, n: usize, iter_times_us: Vec<f6
         rank_cputime_s: vec![cpu / per; n],
         iter_times_us,
         iter_stats: None,
-        // The NCCL backend takes no arrival samples yet (issue #53's GPU
-        // part: host entries and kernel starts into RankSamples).
+        // Taken by the arrival pass (arrival.rs), set by the caller.
         arrival: None,
     }
 }
@@ -49,15 +48,15 @@ fn per_operation(total: f64, cpu: f64, ops: u64, n: usize, iter_times_us: Vec<f6
 /// collectives each (`-m`), with buffers placed for `max` bytes (the
 /// sweep's largest size).
 #[derive(Clone, Copy)]
-struct Loop {
-    iters: u64,
+pub(super) struct Loop {
+    pub(super) iters: u64,
     agg: u64,
     max: u64,
     /// Operation index of the first timed collective (`Timing::first_op`).
     first: u64,
     /// Number of the first timed iteration for progress (the warm-up ones
     /// come before).
-    first_iteration: u64,
+    pub(super) first_iteration: u64,
 }
 
 impl Loop {
@@ -141,6 +140,9 @@ impl NcclBackend {
         ops: &[RedOpId],
     ) -> Result<Measurement, BackendError> {
         let lp = Loop::new(case, timing);
+        if self.opts.late_entry.is_some() {
+            self.ensure_stamps()?;
+        }
         self.at(0)?;
         for k in 0..timing.warmup_iters as u64 {
             self.calling(k)?;
@@ -160,18 +162,16 @@ impl NcclBackend {
             iter_times_us = self.timed_loop(case, lp, ops, timing.blocking, true)?.2;
         }
         let n = self.gpus.len();
-        Ok(per_operation(
-            total,
-            cpu,
-            lp.iters * lp.agg,
-            n,
-            iter_times_us,
-        ))
+        let mut m = per_operation(total, cpu, lp.iters * lp.agg, n, iter_times_us);
+        if timing.arrival {
+            m.arrival = Some(self.arrival_pass(case, lp, ops, timing.blocking)?);
+        }
+        Ok(m)
     }
 
     /// One timed iteration: `agg` collectives (`-m`), in one group when
     /// there are several.
-    fn launch_iteration(
+    pub(super) fn launch_iteration(
         &self,
         case: &CaseSpec,
         it: u64,
@@ -301,6 +301,7 @@ impl NcclBackend {
             evs[0].record(&self.gpus[0].stream)?;
         }
         for it in 0..lp.iters {
+            self.hold_late()?;
             self.calling(lp.first_iteration + it)?;
             self.launch_iteration(case, it, lp, ops)?;
             self.at(lp.first_iteration + it + 1)?;
@@ -352,6 +353,7 @@ impl NcclBackend {
         let (mut timed, mut issued) = (0.0, 0.0);
         for it in 0..lp.iters {
             let t0 = Instant::now();
+            self.hold_late()?;
             if let Some((begin, _)) = pairs.get(it as usize) {
                 begin.record(&self.gpus[0].stream)?;
             }
@@ -382,7 +384,7 @@ impl NcclBackend {
     /// one-byte all_reduce on each local GPU, waited for. No rank gets
     /// past it before every rank has reached it, as nccl-tests'
     /// MPI_Barrier, with no second channel between the processes.
-    fn barrier(&mut self) -> Result<(), BackendError> {
+    pub(super) fn barrier(&mut self) -> Result<(), BackendError> {
         let sum = crate::ffi::redop_id(collbench_core::ReduceOp::Sum);
         let group = Group::start_if(self.gpus.len() > 1, &self.nccl)?;
         for g in &self.gpus {
@@ -445,7 +447,7 @@ impl NcclBackend {
     /// `iteration` (and lets a fault hook act); once the job stops there,
     /// aborts the communicators (their streams hold calls that will never
     /// complete) and fails.
-    fn at(&mut self, iteration: u64) -> Result<(), BackendError> {
+    pub(super) fn at(&mut self, iteration: u64) -> Result<(), BackendError> {
         let stopped = match &self.settings.watch {
             Some(w) => w.at_all(iteration as u32).is_err(),
             None => false,
@@ -455,7 +457,7 @@ impl NcclBackend {
 
     /// Publishes that every GPU enters the call of `iteration` (a stall
     /// hook acts here); as [`NcclBackend::at`] once the job stops.
-    fn calling(&mut self, iteration: u64) -> Result<(), BackendError> {
+    pub(super) fn calling(&mut self, iteration: u64) -> Result<(), BackendError> {
         let stopped = match &self.settings.watch {
             Some(w) => w.calling_all(iteration as u32).is_err(),
             None => false,

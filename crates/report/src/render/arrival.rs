@@ -3,7 +3,9 @@
 //! over iterations of its entry after the first rank's), one column per
 //! size, one row per rank. White is on time; the darker the red, the
 //! later, on a scale from 0 to the largest lateness of the chart, so a
-//! straggler reads as one dark row.
+//! straggler reads as one dark row. The Markdown report draws the same
+//! grid as a table whose cells carry a shade (` `, `░`, `▒`, `▓`, `█`)
+//! beside the figure.
 
 use super::Run;
 use crate::units;
@@ -53,6 +55,45 @@ pub fn heatmaps(runs: &[Run], op: &str) -> Vec<String> {
             Some(heatmap_svg(&title, &g))
         })
         .collect()
+}
+
+/// The shade of a cell at `t` of the darkest (0..=1), in five steps.
+fn shade(t: f64) -> char {
+    const SHADES: [char; 5] = [' ', '░', '▒', '▓', '█'];
+    SHADES[((t.clamp(0.0, 1.0) * 4.0).round()) as usize]
+}
+
+/// The grid as a Markdown table under a one-line caption: one row per
+/// rank, one column per size, each cell its lateness in us after its
+/// shade (relative to the grid's largest); `-` where a row has no figure.
+pub fn heatmap_markdown(title: &str, g: &LatenessGrid) -> String {
+    let worst = g
+        .lateness_us
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let mut out = format!("{title} (blank 0, █ {} us)\n\n| rank |", units::us(worst));
+    for &b in &g.sizes {
+        out.push_str(&format!(" {} |", units::bytes_short(b as f64)));
+    }
+    out.push_str("\n| ---: |");
+    out.push_str(&" ---: |".repeat(g.sizes.len()));
+    out.push('\n');
+    for (rank, row) in g.lateness_us.iter().enumerate() {
+        out.push_str(&format!("| {rank} |"));
+        for v in row {
+            let cell = match (v.is_finite(), worst > 0.0) {
+                (false, _) => "-".to_string(),
+                (true, true) => format!("{} {}", shade(v / worst), units::us(*v)),
+                (true, false) => format!("{} {}", shade(0.0), units::us(*v)),
+            };
+            out.push_str(&format!(" {cell} |"));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// White (0) to dark red (1).
@@ -190,5 +231,24 @@ mod tests {
         assert!(grid(&r, "all_gather").is_none());
         r.results = vec![row(8, None)];
         assert!(grid(&r, "all_reduce").is_none());
+    }
+
+    #[test]
+    fn the_markdown_heatmap_shades_the_straggler_darkest() {
+        let mut r = Record::new("collbench");
+        r.results = vec![
+            row(1024, Some(vec![0.0, 2.0, 1000.0, 260.0])),
+            row(65536, Some(vec![0.25, 480.0, 990.0])),
+            row(1 << 20, Some(vec![0.5, 1.0, 1010.0, 740.0])),
+        ];
+        let g = grid(&r, "all_reduce").unwrap();
+        let md = heatmap_markdown("all_reduce: lateness per rank (us)", &g);
+        insta::assert_snapshot!(md);
+        let none = LatenessGrid {
+            sizes: vec![8],
+            ranks: 2,
+            lateness_us: vec![vec![0.0], vec![0.0]],
+        };
+        assert!(heatmap_markdown("t", &none).contains("| 1 |   0.00 |"));
     }
 }

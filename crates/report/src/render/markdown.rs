@@ -32,6 +32,10 @@ pub fn render(records: &[Record]) -> String {
             for n in notes {
                 let _ = writeln!(out, "- {n}");
             }
+            if let Some(g) = super::arrival::grid(run.record, &op) {
+                let title = format!("**{op}: lateness per rank (us)**");
+                let _ = write!(out, "\n{}", super::arrival::heatmap_markdown(&title, &g));
+            }
         }
     }
     let notes = notes(records);

@@ -39,10 +39,12 @@ fn bounds(sent: u64, answered: u64, t0: u64) -> (i64, i64) {
     (t0 as i64 - answered as i64, t0 as i64 - sent as i64)
 }
 
-/// The offset from every round's bounds: their intersection's middle, or
-/// (bounds that do not meet, a clock stepped meanwhile) the round with
-/// the least round trip.
-fn estimate(rounds: &[(i64, i64)]) -> ClockOffset {
+/// The offset from every round's bounds (`[lo, hi]`, ns): their
+/// intersection's middle, or (bounds that do not meet, a clock stepped
+/// meanwhile) the round with the least round trip. Public for the other
+/// clock a process aligns: a GPU's timer read between two host readings
+/// (`collbench_nccl::stamps`).
+pub fn estimate(rounds: &[(i64, i64)]) -> ClockOffset {
     let lo = rounds.iter().map(|r| r.0).max().unwrap_or(0);
     let hi = rounds.iter().map(|r| r.1).min().unwrap_or(0);
     let (lo, hi) = if lo <= hi {

@@ -80,6 +80,11 @@ impl RankSamples {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ArrivalSamples {
     pub ranks: Vec<RankSamples>,
+    /// Bound on the error of device times put on the host clock (a GPU's
+    /// timer aligned to [`now_ns`], the largest of this process's GPUs);
+    /// 0 where the samples are host readings only.
+    #[serde(default)]
+    pub device_clock_error_ns: u64,
 }
 
 impl ArrivalSamples {
@@ -90,6 +95,7 @@ impl ArrivalSamples {
             *self = other;
             return;
         }
+        self.device_clock_error_ns = self.device_clock_error_ns.max(other.device_clock_error_ns);
         for (mine, theirs) in self.ranks.iter_mut().zip(other.ranks) {
             let room = MAX_ITERATIONS.saturating_sub(mine.entry_ns.len());
             let n = room.min(theirs.entry_ns.len()).min(theirs.end_ns.len());
@@ -178,6 +184,7 @@ mod tests {
                 start_ns: Vec::new(),
                 end_ns: vec![t + 1],
             }],
+            device_clock_error_ns: t,
         };
         let mut a = ArrivalSamples::default();
         a.append(one(10));
@@ -185,6 +192,7 @@ mod tests {
         assert_eq!(a.ranks[0].entry_ns, [10, 20]);
         assert_eq!(a.ranks[0].end_ns, [11, 21]);
         assert!(a.ranks[0].start_ns.is_empty());
+        assert_eq!(a.device_clock_error_ns, 20, "the larger bound holds");
     }
 
     #[test]

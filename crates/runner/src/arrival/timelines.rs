@@ -27,7 +27,9 @@ pub fn host_name(backend_host: Option<&str>) -> String {
 }
 
 /// `samples` of this process's ranks (global ranks from `first_rank`, on
-/// `host`) put on rank 0's clock with `clock`.
+/// `host`) put on rank 0's clock with `clock`. The error bound is the
+/// process clock's plus the device clock's (GPU times were put on this
+/// process's clock first).
 pub fn aligned(
     samples: &ArrivalSamples,
     clock: ClockOffset,
@@ -55,7 +57,7 @@ pub fn aligned(
         })
         .collect();
     ProcessArrivals {
-        clock_error_ns: clock.error_ns,
+        clock_error_ns: clock.error_ns + samples.device_clock_error_ns,
         ranks,
     }
 }
@@ -96,6 +98,7 @@ mod tests {
                     end_ns: (0..6).map(|i| base + i * 10_000 + 5_000).collect(),
                 })
                 .collect(),
+            device_clock_error_ns: 0,
         };
         // Process 1's clock reads 1 ms ahead: its offset takes it back,
         // and its rank 3 enters 2 us after everyone else.
@@ -125,5 +128,26 @@ mod tests {
         // 1 MiB all_reduce over 4 ranks: 1.5 x 1048.576 GB/s at 1 us.
         let want = 1.5 * 1048.576 / a.device_time_us;
         assert!((a.device_busbw_gbps - want).abs() < 1e-6 * want, "{a:?}");
+    }
+
+    #[test]
+    fn a_gpu_clocks_error_adds_to_its_process_clocks() {
+        let samples = ArrivalSamples {
+            ranks: vec![RankSamples {
+                entry_ns: vec![1_000],
+                start_ns: vec![4_000],
+                end_ns: vec![9_000],
+            }],
+            device_clock_error_ns: 2_500,
+        };
+        let clock = ClockOffset {
+            offset_ns: 1_000,
+            error_ns: 300,
+        };
+        let p = aligned(&samples, clock, 5, "c");
+        assert_eq!(p.clock_error_ns, 2_800);
+        // The kernel's start, not the host entry, is the arrival.
+        assert_eq!(p.ranks[0].start_us, [5.0]);
+        assert_eq!(p.ranks[0].entry_us, [2.0]);
     }
 }

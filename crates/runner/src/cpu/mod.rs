@@ -342,7 +342,10 @@ impl<T: Element> TimedLoop<'_, T> {
             rank_time_s,
             iter_times_us,
             iter_stats: Some(iter_stats),
-            arrival: ranks.map(|ranks| ArrivalSamples { ranks }),
+            arrival: ranks.map(|ranks| ArrivalSamples {
+                ranks,
+                device_clock_error_ns: 0,
+            }),
         }
     }
 }
