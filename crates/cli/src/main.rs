@@ -22,15 +22,14 @@ mod outputs;
 mod preflight;
 mod progress_line;
 mod run_ceiling;
-mod run_cmd;
 mod stdout;
 mod transport_gate;
 mod tune;
 mod tuner_plugin_cmd;
 
-use args::RunArgs;
-use backend_open::{Mode, Tuning};
+use args::Mode;
 use clap::{Parser, Subcommand};
+use cmd::run::RunArgs;
 use exit::{Failure, Outcome};
 
 /// Measure, verify and report collective-communication performance.
@@ -244,7 +243,8 @@ fn alias_main(
         )));
     }
     cli.args.ops = vec![coll.name().to_string()];
-    run_cmd::run(&cli.args, argv, Mode::Alias)
+    cli.args.mode = Mode::Alias;
+    cmd::run::run(&cli.args, argv)
 }
 
 /// `collbench check`: its flags checked, the backend opened, the check run.
@@ -258,8 +258,8 @@ fn check_cmd(
     check_args(check, force)?;
     let groups = cmd::check::groups(check).map_err(Failure::usage)?;
     let watchdog = watch.watchdog(0);
-    let mut opened =
-        backend_open::open(backend, launch, Tuning::default(), Mode::Native, &watchdog)?;
+    let nccl = backend.nccl_options(Mode::Native);
+    let mut opened = backend_open::open(backend, launch, &nccl, Mode::Native, &watchdog)?;
     let mut options: collbench_check::CheckOptions = check.into();
     options.groups = groups;
     options.topology = run_ceiling::check_topology(opened.backend.as_ref());
@@ -300,7 +300,7 @@ fn real_main() -> Result<Outcome, Failure> {
     aliases::refuse_unknown_perf_name(&prog)?;
     let cli = Cli::try_parse_from(&argv_os).map_err(|e| clap_failure(e, &command_path(&argv)))?;
     match cli.command {
-        Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
+        Command::Run(a) => cmd::run::run(&a, &argv),
         Command::Tune(a) => tune::tune(&a),
         Command::Preflight(a) => preflight::run(&a),
         Command::TunerPlugin(a) => tuner_plugin_cmd::run(&a),
@@ -437,7 +437,7 @@ fn check_embedded_args(a: &cmd::gen::GenArgs) -> Result<(), Failure> {
     if collbench_core::Collective::from_perf_name(&program).is_some() {
         // `--collbench all_reduce_perf`: the ranks run the alias form.
         let argv: Vec<String> = std::iter::once(program.clone()).chain(args).collect();
-        let cli = match AliasCli::try_parse_from(&argv) {
+        let mut cli = match AliasCli::try_parse_from(&argv) {
             Ok(cli) => cli,
             Err(e) if !e.use_stderr() => return Ok(()),
             Err(e) => return Err(bad(clap_failure(e, &program).message)),
@@ -447,8 +447,8 @@ fn check_embedded_args(a: &cmd::gen::GenArgs) -> Result<(), Failure> {
                 "{program} takes no collective name ('{extra}')"
             )));
         }
-        let plan = run_cmd::plan_from_args(&cli.args, Mode::Alias).map_err(|f| bad(f.message))?;
-        plan.sizes().map_err(|e| bad(e.to_string()))?;
+        cli.args.mode = Mode::Alias;
+        cmd::run::checked_plan(&cli.args).map_err(|f| bad(f.message))?;
         return Ok(());
     }
     let argv: Vec<String> = std::iter::once("collbench".to_string())
@@ -461,8 +461,7 @@ fn check_embedded_args(a: &cmd::gen::GenArgs) -> Result<(), Failure> {
         Err(e) => return Err(bad(clap_failure(e, &command_path(&argv)).message)),
     };
     if let Command::Run(r) = cli.command {
-        let plan = run_cmd::plan_from_args(&r, Mode::Native).map_err(|f| bad(f.message))?;
-        plan.sizes().map_err(|e| bad(e.to_string()))?;
+        cmd::run::checked_plan(&r).map_err(|f| bad(f.message))?;
     }
     Ok(())
 }

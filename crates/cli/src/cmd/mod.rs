@@ -11,4 +11,5 @@ pub mod expect;
 pub mod gen;
 pub mod output;
 pub mod report;
+pub mod run;
 pub mod tune;
