@@ -39,7 +39,12 @@ pub(crate) fn candidates(m: Machine, op: Collective, layout: Layout) -> Vec<Algo
         | Collective::AllToAllV
         | Collective::SendRecv
         | Collective::HyperCube => vec![Algorithm::P2p],
-        _ => vec![Algorithm::Ring],
+        Collective::AllGather
+        | Collective::ReduceScatter
+        | Collective::Broadcast
+        | Collective::Reduce
+        | Collective::Gather
+        | Collective::Scatter => vec![Algorithm::Ring],
     }
 }
 

@@ -53,7 +53,11 @@ fn written_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
         // In place, the input is staged before peers read it.
         Collective::AllToAll | Collective::SendRecv if in_place => 2.0 * n,
         Collective::AllToAll | Collective::SendRecv => n,
-        _ => return None,
+        // No model of their copies yet: no ceiling rather than a wrong one.
+        Collective::AllToAllV
+        | Collective::Gather
+        | Collective::Scatter
+        | Collective::HyperCube => return None,
     })
 }
 

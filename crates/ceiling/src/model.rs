@@ -135,7 +135,14 @@ fn host_bound(m: Machine, op: Collective, layout: Layout, what: &str) -> Result<
     if l.via == Bottleneck::Pcie {
         let pattern = match op {
             Collective::AllToAll | Collective::AllToAllV | Collective::HyperCube => Pattern::Spread,
-            _ => Pattern::Ring,
+            Collective::AllReduce
+            | Collective::AllGather
+            | Collective::ReduceScatter
+            | Collective::Broadcast
+            | Collective::Reduce
+            | Collective::SendRecv
+            | Collective::Gather
+            | Collective::Scatter => Pattern::Ring,
         };
         let b = pcie::host_bound(m.topo, m.fabric, &l, pattern, layout.per_host);
         return Ok(Bound {
@@ -204,7 +211,11 @@ fn by_op(m: Machine, op: Collective, layout: Layout) -> Result<Bound, Missing> {
                 "root's host moves (n-g)/n of the bytes through its NICs: busbw <= {net_gb} GB/s x (n-1)/(n-g)"
             ),
         },
-        _ => Bound {
+        Collective::AllReduce
+        | Collective::AllGather
+        | Collective::ReduceScatter
+        | Collective::Broadcast
+        | Collective::Reduce => Bound {
             gbps: net,
             by: Bottleneck::Network,
             why: format!(

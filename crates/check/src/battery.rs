@@ -5,7 +5,9 @@
 use collbench_core::arrival::Arrival;
 use collbench_core::Bootstrap;
 use collbench_core::{Collective, DataType, Explanation, ReduceOp};
-use collbench_runner::{Average, Backend, Plan, RootSel, RunError, RunObserver, Runner, Watchdog};
+use collbench_runner::{
+    Average, Backend, Checks, Plan, RootSel, RunError, RunObserver, Runner, Timing, Watchdog,
+};
 use serde::Serialize;
 
 /// How each case is run: its iterations, and whether to ask the backend
@@ -101,14 +103,17 @@ pub fn run_case(
         min_bytes: req.size_bytes,
         max_bytes: req.size_bytes,
         step: collbench_core::size::Step::Factor(2),
-        warmup_iters: iters.warmup,
-        iters: iters.timed.max(1),
+        timing: Timing {
+            warmup_iters: iters.warmup,
+            iters: iters.timed.max(1),
+            // Who arrives last: the battery names a straggler on its own.
+            arrival: true,
+            ..Timing::default()
+        },
         // Checks on: a fast wrong answer must never pass.
-        check: 1,
+        check: Checks::ONCE,
         explain: iters.explain,
         average: Average::Mean,
-        // Who arrives last: the battery names a straggler on its own.
-        arrival: true,
         ..Plan::default()
     };
     let mut notes = Notes::default();

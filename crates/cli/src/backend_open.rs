@@ -3,33 +3,14 @@
 //! the flags name with its NCCL tuning. One way in, so every command that
 //! measures starts the same job the same way.
 
-use crate::args::{BackendArgs, BackendName};
+use crate::args::{BackendArgs, BackendName, Mode};
 use crate::exit::{Failure, Outcome};
 use crate::launch_args::LaunchArgs;
 use collbench_launch::{Control, LaunchOptions, World};
+use collbench_nccl::NcclOptions;
 use collbench_runner::cpu::CpuBackend;
 use collbench_runner::{Backend, Watchdog};
 use std::sync::Arc;
-
-/// How the command was invoked: the `<op>_perf` aliases keep nccl-tests'
-/// defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Native,
-    Alias,
-}
-
-/// NCCL tuning flags that live among the run flags.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Tuning {
-    /// The flags that act on NCCL itself, as given (`-R`, `-x`, `-D`, ...):
-    /// the NCCL backend applies them, the others say what they ignore.
-    pub nccl_only: collbench_core::NcclOnlyFlags,
-    pub timeout: u64,
-    pub stream_null: u32,
-    /// Install NCCL's profiler plugin for the explanation pass.
-    pub explain: bool,
-}
 
 /// A backend ready to measure, with what it runs on. Fields drop in
 /// order: the backend before the control plane, MPI last (dropping the
@@ -42,11 +23,13 @@ pub struct Opened {
 
 /// Starts MPI when asked, discovers the world, connects the control plane
 /// (its heartbeats paced for the stuck-collective `watchdog`, if any) and
-/// opens the backend.
+/// opens the backend (NCCL with `nccl`, the options
+/// [`BackendArgs::nccl_options`] makes and the command adds to; a backend
+/// without NCCL says which of its NCCL-only flags it ignores).
 pub fn open(
     b: &BackendArgs,
     launch: &LaunchArgs,
-    tuning: Tuning,
+    nccl: &NcclOptions,
     mode: Mode,
     watchdog: &Watchdog,
 ) -> Result<Opened, Failure> {
@@ -66,7 +49,7 @@ pub fn open(
     // communicators) is named within the watchdog's deadline, not at
     // --timeout-s, and a setup held by it cannot hang the process.
     let guard = collbench_runner::setup_guard::SetupGuard::start(control.clone(), watchdog);
-    let backend = open_backend(b, tuning, mode, &world, &control);
+    let backend = open_backend(b, nccl, mode, &world, &control);
     drop(guard);
     let backend = backend.map_err(|f| peer_failure_first(f, control.as_ref()))?;
     Ok(Opened {
@@ -148,11 +131,11 @@ fn refuse_cpu_across_processes(world: &World) -> Result<(), Failure> {
 /// once: a line on stderr per flag in `ignored` (the backend's `IGNORES`),
 /// or the usage error of one it cannot run without (`-D` > 0).
 fn say_ignored(
-    tuning: &Tuning,
+    nccl: &NcclOptions,
     ignored: &[collbench_core::NcclOnly],
     backend: &str,
 ) -> Result<(), Failure> {
-    for line in tuning
+    for line in nccl
         .nccl_only
         .ignored(ignored, backend)
         .map_err(Failure::usage)?
@@ -196,27 +179,17 @@ fn default_cpu_ranks(a: &BackendArgs, mode: Mode) -> usize {
     }
 }
 
-/// Opens the NCCL backend over this process's GPUs.
+/// Opens the NCCL backend over this process's GPUs: `nccl` with this
+/// process's place on its host.
 fn open_nccl(
-    a: &BackendArgs,
-    tuning: &Tuning,
-    mode: Mode,
+    nccl: &NcclOptions,
     world: &World,
     control: &Arc<Control>,
 ) -> Result<Box<dyn Backend>, Failure> {
-    let opts = collbench_nccl::NcclOptions {
-        lib_path: a.nccl_lib.clone(),
-        gpus_per_process: a.ngpus.map(|g| g * a.nthreads.max(1)).or(match mode {
-            Mode::Alias => Some(a.nthreads.max(1)),
-            Mode::Native => None,
-        }),
+    let opts = NcclOptions {
         local_rank: world.local_rank,
-        nccl_only: tuning.nccl_only,
-        timeout_s: tuning.timeout,
-        stream_null: tuning.stream_null > 0,
         host: world.hostname.clone(),
-        explain: tuning.explain,
-        late_entry: a.test_late_entry,
+        ..nccl.clone()
     };
     // A flag this NCCL cannot honour is a usage error (exit 2), as
     // in nccl-tests; other failures are the backend's.
@@ -231,7 +204,7 @@ fn open_nccl(
 /// Chooses and opens the backend.
 fn open_backend(
     a: &BackendArgs,
-    tuning: Tuning,
+    nccl: &NcclOptions,
     mode: Mode,
     world: &World,
     control: &Arc<Control>,
@@ -244,7 +217,7 @@ fn open_backend(
     }
     let cpu = |note: Option<String>| -> Result<Box<dyn Backend>, Failure> {
         refuse_cpu_across_processes(world)?;
-        say_ignored(&tuning, CpuBackend::IGNORES, "cpu")?;
+        say_ignored(nccl, CpuBackend::IGNORES, "cpu")?;
         let ranks = a.ranks.unwrap_or_else(|| default_cpu_ranks(a, mode));
         collbench_runner::cpu::ranks::check_ranks(ranks).map_err(Failure::usage)?;
         if let Some(n) = note {
@@ -270,18 +243,18 @@ fn open_backend(
                 .with_process_barrier(across),
         ))
     };
-    let nccl = || open_nccl(a, &tuning, mode, world, control);
+    let nccl_backend = || open_nccl(nccl, world, control);
     match a.name {
         BackendName::Cpu => cpu(None),
-        BackendName::Nccl => nccl(),
+        BackendName::Nccl => nccl_backend(),
         BackendName::Auto => match collbench_nccl::gpu_count() {
-            Ok(n) if n > 0 => nccl(),
+            Ok(n) if n > 0 => nccl_backend(),
             Ok(_) => cpu(Some("no GPU found".into())),
             Err(why) => cpu(Some(format!("no GPU found ({why})"))),
         },
         #[cfg(feature = "mpi")]
         BackendName::Mpi => {
-            say_ignored(&tuning, collbench_mpi::MpiBackend::IGNORES, "mpi")?;
+            say_ignored(nccl, collbench_mpi::MpiBackend::IGNORES, "mpi")?;
             collbench_mpi::MpiBackend::new(control.as_ref(), &world.hostname)
                 .map(|b| Box::new(b.with_late_entry(a.test_late_entry)) as Box<dyn Backend>)
                 .map_err(|e| Failure::new(Outcome::Backend, e.to_string()))

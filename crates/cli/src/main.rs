@@ -1,4 +1,6 @@
-//! The `collbench` binary: argument parsing and wiring only.
+//! The `collbench` binary: it parses the command line, dispatches to the
+//! command's room (`cmd/<command>`: its flags, their conversion and its
+//! body) and maps the outcome to the exit code.
 //!
 //! Called as `<op>_perf` (a symlink such as `all_reduce_perf -> collbench`)
 //! it behaves as `collbench run <op>` with nccl-tests' defaults, so
@@ -22,15 +24,14 @@ mod outputs;
 mod preflight;
 mod progress_line;
 mod run_ceiling;
-mod run_cmd;
 mod stdout;
 mod transport_gate;
 mod tune;
 mod tuner_plugin_cmd;
 
-use args::RunArgs;
-use backend_open::{Mode, Tuning};
+use args::Mode;
 use clap::{Parser, Subcommand};
+use cmd::run::RunArgs;
 use exit::{Failure, Outcome};
 
 /// Measure, verify and report collective-communication performance.
@@ -244,36 +245,8 @@ fn alias_main(
         )));
     }
     cli.args.ops = vec![coll.name().to_string()];
-    run_cmd::run(&cli.args, argv, Mode::Alias)
-}
-
-/// `collbench check`: its flags checked, the backend opened, the check run.
-fn check_cmd(
-    check: &cmd::check::CheckArgs,
-    backend: &args::BackendArgs,
-    watch: &args::WatchdogArgs,
-    launch: &launch_args::LaunchArgs,
-    force: bool,
-) -> Result<Outcome, Failure> {
-    check_args(check, force)?;
-    let groups = cmd::check::groups(check).map_err(Failure::usage)?;
-    let watchdog = watch.watchdog(0);
-    let mut opened =
-        backend_open::open(backend, launch, Tuning::default(), Mode::Native, &watchdog)?;
-    let mut options: collbench_check::CheckOptions = check.into();
-    options.groups = groups;
-    options.topology = run_ceiling::check_topology(opened.backend.as_ref());
-    collbench_check::check_main(
-        &options,
-        opened.backend.as_mut(),
-        opened.control.as_ref(),
-        &watchdog,
-        // Not the lock: the last resort's flush takes it, and a
-        // check held in NCCL's teardown must still end (exit 5).
-        &mut std::io::stdout(),
-    )
-    .map(Outcome::check)
-    .map_err(exit::check_failure)
+    cli.args.mode = Mode::Alias;
+    cmd::run::run(&cli.args, argv)
 }
 
 fn real_main() -> Result<Outcome, Failure> {
@@ -300,171 +273,27 @@ fn real_main() -> Result<Outcome, Failure> {
     aliases::refuse_unknown_perf_name(&prog)?;
     let cli = Cli::try_parse_from(&argv_os).map_err(|e| clap_failure(e, &command_path(&argv)))?;
     match cli.command {
-        Command::Run(a) => run_cmd::run(&a, &argv, Mode::Native),
+        Command::Run(a) => cmd::run::run(&a, &argv),
         Command::Tune(a) => tune::tune(&a),
         Command::Preflight(a) => preflight::run(&a),
         Command::TunerPlugin(a) => tuner_plugin_cmd::run(&a),
-        Command::Gen(a) => gen_cmd(&a),
-        Command::Report { report, force } => report_cmd(&report, force),
-        Command::Compare(a) => compare_cmd(&a),
+        Command::Gen(a) => cmd::gen::run(&a),
+        Command::Report { report, force } => cmd::report::run_report(&report, force),
+        Command::Compare(a) => cmd::report::run_compare(&a),
         Command::Check {
             check,
             backend,
             watch,
             launch,
             force,
-        } => check_cmd(&check, &backend, &watch, &launch, force),
-        Command::Doctor(a) => {
-            let (text, code) = collbench_doctor::doctor_main(a.format()).map_err(usage)?;
-            stdout::print(&text)?;
-            Ok(Outcome::doctor(code))
-        }
-        Command::Expect(a) => {
-            let opts = a.options().map_err(Failure::usage)?;
-            let text = collbench_ceiling::expect::expect_main(&opts)
-                .map_err(|e| Failure::usage(e.to_string()))?;
-            stdout::print(&text)?;
-            Ok(Outcome::Ok)
-        }
-        Command::Baselines(a) => {
-            stdout::print(&collbench_check::baselines_main(&(&a).into()).map_err(usage)?)?;
-            Ok(Outcome::Ok)
-        }
+        } => cmd::check::run(&check, &backend, &watch, &launch, force),
+        Command::Doctor(a) => cmd::doctor::run(&a),
+        Command::Expect(a) => cmd::expect::run(&a),
+        Command::Baselines(a) => cmd::check::run_baselines(&a),
         Command::InstallAliases { dir, force } => {
             aliases::install(&dir, force).map(|_| Outcome::Ok)
         }
     }
-}
-
-/// `collbench gen`: the launch file, on stdout or in `-o`.
-fn gen_cmd(a: &cmd::gen::GenArgs) -> Result<Outcome, Failure> {
-    check_embedded_args(a)?;
-    if let Some(path) = &a.output {
-        outputs::claim("-o", path, a.force, &[])?;
-    }
-    if let Some(text) = collbench_gen::run(&a.into()).map_err(usage)? {
-        stdout::print(&text)?;
-    }
-    Ok(Outcome::Ok)
-}
-
-/// `collbench report`: the inputs read, the report printed or written.
-fn report_cmd(report: &cmd::report::ReportArgs, force: bool) -> Result<Outcome, Failure> {
-    if let Some(path) = &report.output {
-        let inputs: Vec<&std::path::Path> = report
-            .inputs
-            .iter()
-            .chain(&report.matrix)
-            .map(|p| p.as_path())
-            .collect();
-        outputs::claim("-o", path, force, &inputs)?;
-    }
-    let options = report.options().map_err(Failure::usage)?;
-    let (outcome, markdown) = collbench_report::report_main(&options)
-        .map_err(|e| exit::library_failure(&e.into(), Outcome::ReportUnusable))?;
-    if let Some(markdown) = markdown {
-        stdout::print(&markdown)?;
-    }
-    Ok(Outcome::report(outcome))
-}
-
-/// `collbench compare`: two sides judged, the verdict printed.
-fn compare_cmd(a: &cmd::report::CompareArgs) -> Result<Outcome, Failure> {
-    if let Some(path) = &a.html {
-        let inputs: Vec<&std::path::Path> = [&a.base, &a.new]
-            .into_iter()
-            .chain(a.base_runs.iter().chain(&a.new_runs))
-            .map(|p| p.as_path())
-            .collect();
-        outputs::claim("--html", path, a.force, &inputs)?;
-    }
-    let options = a.options().map_err(Failure::usage)?;
-    let (outcome, text) = collbench_report::compare_main(&options).map_err(usage)?;
-    stdout::print(&text)?;
-    Ok(Outcome::compare(outcome))
-}
-
-/// `check`'s own flags, before any work: the output paths and the size.
-fn check_args(a: &cmd::check::CheckArgs, force: bool) -> Result<(), Failure> {
-    if a.size == Some(0) {
-        return Err(Failure::usage(
-            "--size 0 measures nothing: give a size of at least 1 byte, e.g. --size 64M",
-        ));
-    }
-    // A baseline given as a file is the one input of `check`.
-    let inputs: Vec<&std::path::Path> = a
-        .baseline
-        .as_deref()
-        .map(std::path::Path::new)
-        .filter(|p| p.exists())
-        .into_iter()
-        .collect();
-    if let (Some(j), Some(p)) = (&a.json, &a.prometheus) {
-        outputs::distinct(("--json", j), ("--prometheus", p))?;
-    }
-    // `--events -` is stdout; a file is claimed as --json is.
-    let events = a.events.as_deref().filter(|e| e.as_os_str() != "-");
-    for (flag, other) in [("--json", &a.json), ("--prometheus", &a.prometheus)] {
-        if let (Some(e), Some(o)) = (events, other) {
-            outputs::distinct((flag, o), ("--events", e))?;
-        }
-    }
-    if let Some(path) = events {
-        outputs::claim("--events", path, force, &inputs)?;
-    }
-    if let Some(path) = &a.json {
-        outputs::claim("--json", path, force, &inputs)?;
-    }
-    // The textfile collector's file is replaced on every run (atomically):
-    // no --force needed, but only a regular file may be there.
-    if let Some(path) = &a.prometheus {
-        outputs::claim_replaced("--prometheus", path, &inputs)?;
-    }
-    Ok(())
-}
-
-/// The collbench arguments a launch file will run, parsed by the same
-/// parser (and, for `run`, the same sweep rules) now, not on the cluster.
-fn check_embedded_args(a: &cmd::gen::GenArgs) -> Result<(), Failure> {
-    let a = collbench_gen::GenOptions::from(a);
-    let bad =
-        |m: String| Failure::usage(format!("the collbench arguments after -- are wrong: {m}"));
-    let program = std::path::Path::new(a.target.collbench_program())
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let args = a.target.collbench_args();
-    if collbench_core::Collective::from_perf_name(&program).is_some() {
-        // `--collbench all_reduce_perf`: the ranks run the alias form.
-        let argv: Vec<String> = std::iter::once(program.clone()).chain(args).collect();
-        let cli = match AliasCli::try_parse_from(&argv) {
-            Ok(cli) => cli,
-            Err(e) if !e.use_stderr() => return Ok(()),
-            Err(e) => return Err(bad(clap_failure(e, &program).message)),
-        };
-        if let Some(extra) = cli.args.ops.first() {
-            return Err(bad(format!(
-                "{program} takes no collective name ('{extra}')"
-            )));
-        }
-        let plan = run_cmd::plan_from_args(&cli.args, Mode::Alias).map_err(|f| bad(f.message))?;
-        plan.sizes().map_err(|e| bad(e.to_string()))?;
-        return Ok(());
-    }
-    let argv: Vec<String> = std::iter::once("collbench".to_string())
-        .chain(args.iter().cloned())
-        .collect();
-    let cli = match Cli::try_parse_from(&argv) {
-        Ok(cli) => cli,
-        // `-- run --help` in a launch file prints help on the cluster.
-        Err(e) if !e.use_stderr() => return Ok(()),
-        Err(e) => return Err(bad(clap_failure(e, &command_path(&argv)).message)),
-    };
-    if let Command::Run(r) = cli.command {
-        let plan = run_cmd::plan_from_args(&r, Mode::Native).map_err(|f| bad(f.message))?;
-        plan.sizes().map_err(|e| bad(e.to_string()))?;
-    }
-    Ok(())
 }
 
 fn main() {

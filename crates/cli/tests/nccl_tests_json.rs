@@ -10,7 +10,7 @@ use collbench_launch::{Control, World};
 use collbench_output::nccl_tests_json::NcclTestsJsonExporter;
 use collbench_output::Exporter;
 use collbench_runner::cpu::CpuBackend;
-use collbench_runner::{run::NoObserver, Plan, Runner};
+use collbench_runner::{run::NoObserver, Plan, Runner, Timing};
 use std::path::PathBuf;
 
 /// nccl-tests' analyzer, `None` (test skipped) where shared/reference is absent.
@@ -39,9 +39,12 @@ fn per_iteration_record() -> Record {
         min_bytes: 1 << 10,
         max_bytes: 1 << 16,
         step: Step::Factor(8),
-        warmup_iters: 0,
-        iters: 6,
-        per_iter_timing: true,
+        timing: Timing {
+            warmup_iters: 0,
+            iters: 6,
+            keep_iter_times: true,
+            ..Timing::default()
+        },
         per_iter_skip: 1,
         ..Plan::default()
     };

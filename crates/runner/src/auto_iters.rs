@@ -9,8 +9,9 @@
 //! time of the counted repeats over their total iterations (the
 //! arithmetic mean nccl-tests prints), so rows compare with `-n 20`.
 
-use crate::backend::{Backend, CaseSpec, Measurement, Timing};
+use crate::backend::{Backend, CaseSpec, Measurement};
 use crate::error::RunError;
+use crate::timing::Timing;
 use collbench_core::auto_iters::{AutoIters, AutoSeries, RepeatUse};
 use collbench_core::{AutoPrecision, Bootstrap};
 use std::time::Instant;
@@ -148,16 +149,9 @@ mod tests {
             world_size: 2,
         };
         let timing = Timing {
-            warmup_iters: 1,
-            iters: 20,
-            agg_iters: 1,
-            graph: 0,
-            blocking: crate::Blocking::Off,
             max_bytes: 64,
-            keep_iter_times: false,
             iteration_pass: false,
-            first_op: 0,
-            arrival: false,
+            ..Timing::default()
         };
         (case, timing)
     }

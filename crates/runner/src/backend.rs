@@ -1,10 +1,10 @@
 //! The seam between the runner and a communication library.
 
+use crate::timing::Timing;
 use collbench_core::alltoallv::{PeerCounts, Traffic};
 use collbench_core::stats::StreamingStats;
 use collbench_core::verify::{alltoallv_source, output_source, Source};
 use collbench_core::{Collective, Counts, DataType, DeviceInfo, Explanation, ReduceOp};
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// One case as a backend runs it.
@@ -41,93 +41,6 @@ impl CaseSpec {
             ),
         }
     }
-}
-
-/// nccl-tests' blocking mode (`-z`): what the timed loop does after
-/// each iteration it launches. A plan carries it as nccl-tests' number,
-/// so the plan sent to other ranks reads as the flag did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(into = "u32", try_from = "u32")]
-pub enum Blocking {
-    /// `-z 0`: iterations are queued back to back, waited for once.
-    #[default]
-    Off,
-    /// `-z 1`: wait after each iteration. nccl-tests also meets at an MPI
-    /// barrier inside the time; collbench only waits, since a barrier of
-    /// its own costs a network round trip that nccl-tests' does not.
-    Wait,
-    /// `-z 2`: wait after each iteration, no barrier.
-    WaitNoBarrier,
-    /// `-z 3`: wait and meet at a barrier after each iteration, the
-    /// barrier left out of the time; each iteration is timed on its own.
-    BarrierEachIteration,
-}
-
-impl Blocking {
-    /// The mode of nccl-tests' `-z N`, or `None` for a number it lacks.
-    pub fn from_flag(n: u32) -> Option<Self> {
-        Some(match n {
-            0 => Self::Off,
-            1 => Self::Wait,
-            2 => Self::WaitNoBarrier,
-            3 => Self::BarrierEachIteration,
-            _ => return None,
-        })
-    }
-
-    /// Whether the loop waits for each iteration before the next
-    /// (nccl-tests' `blocking_collectives`).
-    pub fn waits(self) -> bool {
-        self != Self::Off
-    }
-}
-
-impl From<Blocking> for u32 {
-    fn from(b: Blocking) -> u32 {
-        match b {
-            Blocking::Off => 0,
-            Blocking::Wait => 1,
-            Blocking::WaitNoBarrier => 2,
-            Blocking::BarrierEachIteration => 3,
-        }
-    }
-}
-
-impl TryFrom<u32> for Blocking {
-    type Error = String;
-    fn try_from(n: u32) -> Result<Self, String> {
-        Self::from_flag(n).ok_or_else(|| format!("blocking mode {n} is not 0, 1, 2 or 3"))
-    }
-}
-
-/// How a case is timed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timing {
-    pub warmup_iters: u32,
-    pub iters: u32,
-    pub agg_iters: u32,
-    pub graph: u32,
-    pub blocking: Blocking,
-    /// Largest size of the sweep: buffers rotate within it so that caches
-    /// do not flatter small sizes.
-    pub max_bytes: u64,
-    /// Keep every iteration's time (`-I 1`): the user asked for the list,
-    /// so memory grows with -n; otherwise a backend may summarise.
-    pub keep_iter_times: bool,
-    /// Whether to take per-iteration times where that costs the backend a
-    /// second pass of the loop (NCCL below 1 GiB). True for `-n N`; for
-    /// `-n auto`'s repeats only with `-I 1`, since each repeat's mean is
-    /// already a sample and a second pass would double the time.
-    pub iteration_pass: bool,
-    /// Operation index the timed loop starts from, for the rotation of
-    /// buffers within `max_bytes`: 0 for `-n N`; `-n auto`'s repeats go
-    /// on where the last one stopped, so they touch memory as one loop of
-    /// N would (repeats all starting at 0 would reuse one warm slot and
-    /// flatter sizes that fit in a cache).
-    pub first_op: u64,
-    /// Take each rank's entry and end of every timed iteration
-    /// ([`crate::arrival`]; `--arrival`, `check`'s battery).
-    pub arrival: bool,
 }
 
 /// What a backend measured for one case on this process's ranks.
@@ -340,28 +253,5 @@ pub trait Backend {
         Err(BackendError::Unsupported(
             "this backend cannot run tests on a subset of its ranks".into(),
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Blocking;
-
-    #[test]
-    fn blocking_reads_and_writes_nccl_tests_numbers() {
-        for n in 0..=3 {
-            let mode = Blocking::from_flag(n).expect("0-3 are modes");
-            assert_eq!(u32::from(mode), n);
-            let json = serde_json::to_string(&mode).unwrap();
-            assert_eq!(json, n.to_string(), "a plan carries the flag's number");
-            assert_eq!(serde_json::from_str::<Blocking>(&json).unwrap(), mode);
-        }
-        for n in [4, u32::MAX] {
-            assert_eq!(Blocking::from_flag(n), None);
-            assert!(serde_json::from_str::<Blocking>(&n.to_string()).is_err());
-        }
-        assert!(!Blocking::Off.waits());
-        assert!(Blocking::Wait.waits() && Blocking::BarrierEachIteration.waits());
-        assert_eq!(Blocking::default(), Blocking::Off);
     }
 }

@@ -25,14 +25,15 @@ pub mod memory;
 pub mod plan;
 pub mod run;
 pub mod setup_guard;
+pub mod timing;
 pub mod watch;
 pub mod watchdog;
 
 pub use backend::{
-    Backend, BackendError, BackendInfo, BackendSettings, Blocking, CaseSpec, Measurement,
-    MemoryUsage, Timing,
+    Backend, BackendError, BackendInfo, BackendSettings, CaseSpec, Measurement, MemoryUsage,
 };
-pub use plan::{Average, Plan, RootSel};
+pub use plan::{Average, Checks, Plan, RootSel};
 pub use run::{RunError, RunObserver, Runner};
+pub use timing::{Blocking, Graph, Timing};
 pub use watch::{Fault, FaultKind, Stop, Watch};
 pub use watchdog::Watchdog;

@@ -1,11 +1,12 @@
 //! What to run: collectives x types x operators x roots x sizes, and how.
 
-use crate::backend::Blocking;
+use crate::timing::Timing;
 use collbench_core::alltoallv::{self, Traffic, TrafficError, TrafficMatrix};
 use collbench_core::auto_iters::AutoIters;
 use collbench_core::read_limit;
-use collbench_core::{size, Collective, Counts, DataType, ReduceOp};
+use collbench_core::{size, Collective, Counts, DataType, ReduceOp, RunSettings};
 use serde::{Deserialize, Serialize};
+use std::num::NonZeroU32;
 
 /// How per-rank times are combined into the reported time (`-a`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,23 +77,18 @@ pub struct Plan {
     pub min_bytes: u64,
     pub max_bytes: u64,
     pub step: size::Step,
-    pub warmup_iters: u32,
-    /// Timed iterations per placement (`-n N`); ignored under `auto_iters`.
-    pub iters: u32,
+    /// How every case is timed (`-w -n -m -G -z -I --arrival`): the
+    /// backend's timed loop reads it as it is here. Its `iters` is
+    /// ignored under `auto_iters`.
+    pub timing: Timing,
     /// `-n auto`: iterations per placement chosen by this rule (repeats
     /// until the mean time is tight enough) instead of `iters`.
     pub auto_iters: Option<AutoIters>,
-    /// Operations grouped per timed iteration (`-m`).
-    pub agg_iters: u32,
     /// Repetitions of the whole sweep (`-N`); 0 repeats until the run is
     /// stopped (Ctrl-C, `-T`, the watchdog), as nccl-tests' `-N 0`.
     pub cycles: u32,
-    /// Correctness passes per case (`-c`); 0 turns checking off.
-    pub check: u32,
-    /// CUDA graph launches (`-G`); 0 = off. Backends without graphs ignore it.
-    pub graph: u32,
-    /// Blocking mode (`-z`).
-    pub blocking: Blocking,
+    /// Correctness passes per case (`-c`).
+    pub check: Checks,
     pub average: Average,
     /// Report CPU-side launch time instead (`-C`).
     pub cputime: bool,
@@ -113,16 +109,11 @@ pub struct Plan {
     pub explain: bool,
     /// alltoallv's traffic (see [`traffic_from_env`]).
     pub traffic: Traffic,
-    /// Keep every timed iteration's time in the record (`-I 1`).
-    pub per_iter_timing: bool,
     /// Leave this many leading iterations out of the per-iteration
     /// summary (`-K`).
     pub per_iter_skip: u32,
     /// Report GPU memory usage after each collective (`-M 1`).
     pub memory_report: bool,
-    /// Take every rank's entry and end of each timed iteration and report
-    /// who arrived last (`--arrival`, issue #53; `check`'s battery).
-    pub arrival: bool,
 }
 
 impl Default for Plan {
@@ -136,14 +127,10 @@ impl Default for Plan {
             min_bytes: 32 << 20,
             max_bytes: 32 << 20,
             step: size::Step::Bytes(1 << 20),
-            warmup_iters: 1,
-            iters: 20,
+            timing: Timing::default(),
             auto_iters: None,
-            agg_iters: 1,
             cycles: 1,
-            check: 1,
-            graph: 0,
-            blocking: Blocking::Off,
+            check: Checks::ONCE,
             average: Average::Mean,
             cputime: false,
             timestamps: false,
@@ -153,10 +140,72 @@ impl Default for Plan {
             test_bitwise_flip: None,
             explain: false,
             traffic: Traffic::default(),
-            per_iter_timing: false,
             per_iter_skip: 0,
             memory_report: false,
-            arrival: false,
+        }
+    }
+}
+
+/// Correctness passes per case (`-c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checks {
+    /// `-c 0`: results are not checked (printed as N/A).
+    Off,
+    /// `-c N`: each placement checked N times, each with its own seed.
+    Passes(NonZeroU32),
+}
+
+impl Checks {
+    /// One pass, the default.
+    pub const ONCE: Checks = Checks::Passes(NonZeroU32::MIN);
+
+    /// The passes of nccl-tests' `-c N` (0 is off).
+    pub fn from_flag(n: u32) -> Checks {
+        NonZeroU32::new(n).map_or(Checks::Off, Checks::Passes)
+    }
+
+    /// How many passes a placement gets (0 when off).
+    pub fn passes(self) -> u32 {
+        match self {
+            Checks::Off => 0,
+            Checks::Passes(n) => n.get(),
+        }
+    }
+}
+
+impl From<&Plan> for RunSettings {
+    /// The settings a record states, as the plan decides them; the
+    /// world's (`world_size`, `processes`, `gpus_per_thread`) are the
+    /// runner's to fill.
+    fn from(p: &Plan) -> RunSettings {
+        let (step_factor, step_bytes) = match p.step {
+            size::Step::Factor(f) => (Some(f), None),
+            size::Step::Bytes(b) => (None, Some(b)),
+        };
+        let t = &p.timing;
+        RunSettings {
+            threads_per_process: 1,
+            min_bytes: p.min_bytes,
+            max_bytes: p.max_bytes,
+            step_factor,
+            step_bytes,
+            warmup_iters: u64::from(t.warmup_iters),
+            // 0: `-n auto`, each row's `iterations` says how many it took.
+            iters: if p.auto_iters.is_some() {
+                0
+            } else {
+                u64::from(t.iters)
+            },
+            agg_iters: u64::from(t.agg_iters),
+            check: p.check != Checks::Off,
+            graph: u64::from(t.graph.launches()),
+            blocking: t.blocking.waits(),
+            average: p.average.name().to_string(),
+            unalign: u64::from(p.unalign),
+            per_iter_timing: t.keep_iter_times,
+            per_iter_skip: u64::from(p.per_iter_skip),
+            bitwise_repeats: u64::from(p.bitwise_repeats),
+            ..RunSettings::default()
         }
     }
 }

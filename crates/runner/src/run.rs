@@ -7,11 +7,12 @@
 
 use crate::arrival::timelines::host_name;
 use crate::auto_iters;
-use crate::backend::{Backend, BackendError, CaseSpec, MemoryUsage, Timing};
+use crate::backend::{Backend, BackendError, CaseSpec, MemoryUsage};
 use crate::case_names::CaseNames;
 use crate::combine::{combine, Combine, RankReport};
 use crate::gather::gather_json;
 use crate::plan::Plan;
+use crate::timing::Timing;
 use crate::watch::{Stop, Watch};
 use crate::watchdog::{watch_over, Done, Watchdog, Watched};
 use collbench_core::size::{format_bytes, ByteStyle};
@@ -199,19 +200,18 @@ impl<'a> Runner<'a> {
         Ok(root.then_some(record))
     }
 
-    /// How every case is timed, from the plan.
+    /// How every case is timed: the plan's timing as given, with what
+    /// the sweep decides (buffers rotate within its largest size) and at
+    /// least one iteration of one operation.
     fn timing(&self) -> Timing {
+        let t = self.plan.timing;
         Timing {
-            warmup_iters: self.plan.warmup_iters,
-            iters: self.plan.iters.max(1),
-            agg_iters: self.plan.agg_iters.max(1),
-            graph: self.plan.graph,
-            blocking: self.plan.blocking,
+            iters: t.iters.max(1),
+            agg_iters: t.agg_iters.max(1),
             max_bytes: self.plan.max_bytes,
-            keep_iter_times: self.plan.per_iter_timing,
-            iteration_pass: self.plan.auto_iters.is_none() || self.plan.per_iter_timing,
+            iteration_pass: self.plan.auto_iters.is_none() || t.keep_iter_times,
             first_op: 0,
-            arrival: self.plan.arrival,
+            ..t
         }
     }
 
@@ -307,36 +307,11 @@ impl<'a> Runner<'a> {
     }
 
     fn settings(&self, world_size: usize) -> RunSettings {
-        let p = &self.plan;
-        let (step_factor, step_bytes) = match p.step {
-            collbench_core::size::Step::Factor(f) => (Some(f), None),
-            collbench_core::size::Step::Bytes(b) => (None, Some(b)),
-        };
         RunSettings {
             world_size: world_size as u64,
             processes: self.control.world_size() as u64,
-            threads_per_process: 1,
             gpus_per_thread: self.backend.local_ranks() as u64,
-            min_bytes: p.min_bytes,
-            max_bytes: p.max_bytes,
-            step_factor,
-            step_bytes,
-            warmup_iters: p.warmup_iters as u64,
-            // 0: `-n auto`, each row's `iterations` says how many it took.
-            iters: if p.auto_iters.is_some() {
-                0
-            } else {
-                p.iters as u64
-            },
-            agg_iters: p.agg_iters as u64,
-            check: p.check > 0,
-            graph: p.graph as u64,
-            blocking: p.blocking.waits(),
-            average: p.average.name().to_string(),
-            unalign: p.unalign as u64,
-            per_iter_timing: p.per_iter_timing,
-            per_iter_skip: p.per_iter_skip as u64,
-            bitwise_repeats: p.bitwise_repeats as u64,
+            ..RunSettings::from(&self.plan)
         }
     }
 
@@ -373,7 +348,7 @@ impl<'a> Runner<'a> {
         };
         self.watch.begin_case(index);
         // Clocks aligned afresh before every placement (they drift).
-        let clock = match self.plan.arrival {
+        let clock = match self.plan.timing.arrival {
             true => Some(crate::arrival::clock::sync(self.control)?),
             false => None,
         };
@@ -395,7 +370,7 @@ impl<'a> Runner<'a> {
         let how = Combine {
             average: self.plan.average,
             cputime: self.plan.cputime,
-            per_iter_timing: self.plan.per_iter_timing,
+            per_iter_timing: self.plan.timing.keep_iter_times,
             per_iter_skip: self.plan.per_iter_skip,
             iterations: iters * timing.agg_iters as u64,
             agg_iters: timing.agg_iters as u64,
@@ -445,14 +420,14 @@ impl<'a> Runner<'a> {
     /// elements); `None` where the placement is not checked (`-c 0`, or an
     /// in-place run whose result is not defined).
     fn check(&mut self, case: &CaseSpec) -> Result<Option<u64>, RunError> {
-        let checked =
-            self.plan.check > 0 && (!case.in_place || case.collective.spec().in_place_checked);
+        let passes = self.plan.check.passes();
+        let checked = passes > 0 && (!case.in_place || case.collective.spec().in_place_checked);
         if !checked {
             return Ok(None);
         }
         self.watch.checking();
         let mut wrong = 0;
-        for pass in 0..self.plan.check {
+        for pass in 0..passes {
             let seed = case_seed(case, pass);
             wrong = self.backend.check(case, seed, self.plan.test_corrupt)?;
             if wrong > 0 {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::cpu::CpuBackend;
+use crate::timing::Timing;
 use collbench_core::PeerFailure;
 use collbench_core::SingleProcess;
 
@@ -29,8 +30,11 @@ fn small_plan() -> Plan {
         collectives: vec![Collective::AllReduce],
         min_bytes: 1024,
         max_bytes: 1024,
-        warmup_iters: 0,
-        iters: 1,
+        timing: Timing {
+            warmup_iters: 0,
+            iters: 1,
+            ..Timing::default()
+        },
         ..Plan::default()
     }
 }

@@ -22,7 +22,7 @@ use collbench_core::{Collective, Record, SingleProcess};
 use collbench_runner::arrival::LateEntry;
 use collbench_runner::cpu::CpuBackend;
 use collbench_runner::run::NoObserver;
-use collbench_runner::{Plan, Runner};
+use collbench_runner::{Checks, Plan, Runner, Timing};
 use std::time::Duration;
 
 const RUNS: usize = 20;
@@ -45,10 +45,13 @@ fn arrival(ranks: usize, bytes: u64, late: Option<LateEntry>) -> (Arrival, f64) 
         collectives: vec![Collective::AllReduce],
         min_bytes: bytes,
         max_bytes: bytes,
-        warmup_iters: 2,
-        iters: 20,
-        check: 0,
-        arrival: true,
+        timing: Timing {
+            warmup_iters: 2,
+            iters: 20,
+            arrival: true,
+            ..Timing::default()
+        },
+        check: Checks::Off,
         ..Plan::default()
     };
     let mut backend = CpuBackend::new(ranks, "h1").with_late_entry(late);

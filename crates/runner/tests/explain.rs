@@ -58,7 +58,10 @@ fn run(explain: bool) -> (collbench_core::Record, Vec<(u64, bool)>) {
         min_bytes: 64,
         max_bytes: 128,
         step: collbench_core::size::Step::Factor(2),
-        iters: 2,
+        timing: Timing {
+            iters: 2,
+            ..Timing::default()
+        },
         explain,
         ..Plan::default()
     };

@@ -24,8 +24,11 @@ fn plan() -> Plan {
         min_bytes: 1024,
         max_bytes: 2048,
         step: collbench_core::size::Step::Factor(2),
-        warmup_iters: 2,
-        iters: 5,
+        timing: Timing {
+            warmup_iters: 2,
+            iters: 5,
+            ..Timing::default()
+        },
         ..Plan::default()
     }
 }

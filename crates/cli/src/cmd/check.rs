@@ -1,6 +1,10 @@
-//! `collbench check` and `collbench baselines` flags, converted into
-//! [`collbench_check::CheckOptions`] and [`collbench_check::BaselinesAction`].
+//! `collbench check` and `collbench baselines`: their flags, converted
+//! into [`collbench_check::CheckOptions`] and
+//! [`collbench_check::BaselinesAction`], and their bodies.
 
+use crate::args::{BackendArgs, Mode, WatchdogArgs};
+use crate::exit::{Failure, Outcome};
+use crate::launch_args::LaunchArgs;
 use collbench_check::{BaselinesAction as Action, CheckOptions};
 use std::path::PathBuf;
 
@@ -217,4 +221,78 @@ pub fn groups(a: &CheckArgs) -> Result<Option<collbench_check::fabric::GroupSour
     parse_group_file(&text)
         .map(|m| Some(GroupSource::Map(m)))
         .map_err(|e| format!("--groups {}: {e}", path.display()))
+}
+
+/// `collbench check`: its flags checked, the backend opened, the check run.
+pub fn run(
+    check: &CheckArgs,
+    backend: &BackendArgs,
+    watch: &WatchdogArgs,
+    launch: &LaunchArgs,
+    force: bool,
+) -> Result<Outcome, Failure> {
+    check_args(check, force)?;
+    let groups = groups(check).map_err(Failure::usage)?;
+    let watchdog = watch.watchdog(0);
+    let nccl = backend.nccl_options(Mode::Native);
+    let mut opened = crate::backend_open::open(backend, launch, &nccl, Mode::Native, &watchdog)?;
+    let mut options: collbench_check::CheckOptions = check.into();
+    options.groups = groups;
+    options.topology = crate::run_ceiling::check_topology(opened.backend.as_ref());
+    collbench_check::check_main(
+        &options,
+        opened.backend.as_mut(),
+        opened.control.as_ref(),
+        &watchdog,
+        // Not the lock: the last resort's flush takes it, and a
+        // check held in NCCL's teardown must still end (exit 5).
+        &mut std::io::stdout(),
+    )
+    .map(Outcome::check)
+    .map_err(crate::exit::check_failure)
+}
+
+/// `check`'s own flags, before any work: the output paths and the size.
+fn check_args(a: &CheckArgs, force: bool) -> Result<(), Failure> {
+    if a.size == Some(0) {
+        return Err(Failure::usage(
+            "--size 0 measures nothing: give a size of at least 1 byte, e.g. --size 64M",
+        ));
+    }
+    // A baseline given as a file is the one input of `check`.
+    let inputs: Vec<&std::path::Path> = a
+        .baseline
+        .as_deref()
+        .map(std::path::Path::new)
+        .filter(|p| p.exists())
+        .into_iter()
+        .collect();
+    if let (Some(j), Some(p)) = (&a.json, &a.prometheus) {
+        crate::outputs::distinct(("--json", j), ("--prometheus", p))?;
+    }
+    // `--events -` is stdout; a file is claimed as --json is.
+    let events = a.events.as_deref().filter(|e| e.as_os_str() != "-");
+    for (flag, other) in [("--json", &a.json), ("--prometheus", &a.prometheus)] {
+        if let (Some(e), Some(o)) = (events, other) {
+            crate::outputs::distinct((flag, o), ("--events", e))?;
+        }
+    }
+    if let Some(path) = events {
+        crate::outputs::claim("--events", path, force, &inputs)?;
+    }
+    if let Some(path) = &a.json {
+        crate::outputs::claim("--json", path, force, &inputs)?;
+    }
+    // The textfile collector's file is replaced on every run (atomically):
+    // no --force needed, but only a regular file may be there.
+    if let Some(path) = &a.prometheus {
+        crate::outputs::claim_replaced("--prometheus", path, &inputs)?;
+    }
+    Ok(())
+}
+
+/// `collbench baselines`: the built-in baselines listed, or one shown.
+pub fn run_baselines(a: &BaselinesArgs) -> Result<Outcome, Failure> {
+    crate::stdout::print(&collbench_check::baselines_main(&a.into()).map_err(crate::usage)?)?;
+    Ok(Outcome::Ok)
 }

@@ -1,4 +1,5 @@
-//! `collbench doctor` flags, converted into [`collbench_doctor::DoctorFormat`].
+//! `collbench doctor`: its flags, converted into
+//! [`collbench_doctor::DoctorFormat`], and its body.
 
 use collbench_doctor::DoctorFormat as Format;
 
@@ -34,4 +35,11 @@ impl DoctorArgs {
             self.format.into()
         }
     }
+}
+
+/// `collbench doctor`: the local checks printed, the exit from the worst.
+pub fn run(a: &DoctorArgs) -> Result<crate::exit::Outcome, crate::exit::Failure> {
+    let (text, code) = collbench_doctor::doctor_main(a.format()).map_err(crate::usage)?;
+    crate::stdout::print(&text)?;
+    Ok(crate::exit::Outcome::doctor(code))
 }

@@ -1,5 +1,5 @@
-//! `collbench expect` flags, converted into
-//! [`collbench_ceiling::expect::ExpectOptions`].
+//! `collbench expect`: its flags, converted into
+//! [`collbench_ceiling::expect::ExpectOptions`], and its body.
 
 use collbench_ceiling::expect::{ExpectFormat as Format, ExpectOptions};
 use collbench_core::bounds::MAX_RANKS;
@@ -96,4 +96,14 @@ impl ExpectArgs {
             format: self.format.into(),
         })
     }
+}
+
+/// `collbench expect`: the ceilings of the described machine printed.
+pub fn run(a: &ExpectArgs) -> Result<crate::exit::Outcome, crate::exit::Failure> {
+    use crate::exit::Failure;
+    let opts = a.options().map_err(Failure::usage)?;
+    let text =
+        collbench_ceiling::expect::expect_main(&opts).map_err(|e| Failure::usage(e.to_string()))?;
+    crate::stdout::print(&text)?;
+    Ok(crate::exit::Outcome::Ok)
 }

@@ -1,6 +1,7 @@
-//! The flags of the commands whose work lives in a library crate, one
-//! module per command: clap's structs here, converted into the plain
-//! options the library owns (only the CLI depends on clap).
+//! One room per command (issue #52): each module holds the command's
+//! flags (clap's structs: only the CLI depends on clap), their conversion
+//! into the plain options or typed request its library owns, and its
+//! body. `main.rs` parses, dispatches here and maps the exit.
 
 #[macro_use]
 mod value_enum;
@@ -11,4 +12,5 @@ pub mod expect;
 pub mod gen;
 pub mod output;
 pub mod report;
+pub mod run;
 pub mod tune;

@@ -1,7 +1,8 @@
-//! `collbench report` and `collbench compare` flags, converted into
-//! [`collbench_report::ReportOptions`] and
-//! [`collbench_report::CompareOptions`].
+//! `collbench report` and `collbench compare`: their flags, converted
+//! into [`collbench_report::ReportOptions`] and
+//! [`collbench_report::CompareOptions`], and their bodies.
 
+use crate::exit::{Failure, Outcome};
 use collbench_report::{CompareFormat as LibCompareFormat, CompareOptions, Format, ReportOptions};
 use std::path::PathBuf;
 
@@ -188,4 +189,40 @@ impl clap::ValueEnum for InputFormat {
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.about()))
     }
+}
+
+/// `collbench report`: the inputs read, the report printed or written.
+pub fn run_report(report: &ReportArgs, force: bool) -> Result<Outcome, Failure> {
+    if let Some(path) = &report.output {
+        let inputs: Vec<&std::path::Path> = report
+            .inputs
+            .iter()
+            .chain(&report.matrix)
+            .map(|p| p.as_path())
+            .collect();
+        crate::outputs::claim("-o", path, force, &inputs)?;
+    }
+    let options = report.options().map_err(Failure::usage)?;
+    let (outcome, markdown) = collbench_report::report_main(&options)
+        .map_err(|e| crate::exit::library_failure(&e.into(), Outcome::ReportUnusable))?;
+    if let Some(markdown) = markdown {
+        crate::stdout::print(&markdown)?;
+    }
+    Ok(Outcome::report(outcome))
+}
+
+/// `collbench compare`: two sides judged, the verdict printed.
+pub fn run_compare(a: &CompareArgs) -> Result<Outcome, Failure> {
+    if let Some(path) = &a.html {
+        let inputs: Vec<&std::path::Path> = [&a.base, &a.new]
+            .into_iter()
+            .chain(a.base_runs.iter().chain(&a.new_runs))
+            .map(|p| p.as_path())
+            .collect();
+        crate::outputs::claim("--html", path, a.force, &inputs)?;
+    }
+    let options = a.options().map_err(Failure::usage)?;
+    let (outcome, text) = collbench_report::compare_main(&options).map_err(crate::usage)?;
+    crate::stdout::print(&text)?;
+    Ok(Outcome::compare(outcome))
 }

@@ -3,7 +3,7 @@
 //! opens the parent's measurer with (the tune crate does not talk to
 //! NCCL).
 
-use crate::args::{BackendArgs, BackendName};
+use crate::args::{BackendArgs, BackendName, Mode};
 use crate::cmd::tune::TuneArgs;
 use collbench_core::Bootstrap;
 use collbench_nccl::tune::NcclMeasurer;
@@ -62,8 +62,6 @@ impl Place {
 /// NCCL options of `tune`'s measurers, parent and children alike.
 pub fn nccl_options(b: &BackendArgs, place: Place) -> collbench_nccl::NcclOptions {
     collbench_nccl::NcclOptions {
-        lib_path: b.nccl_lib.clone(),
-        gpus_per_process: b.ngpus.map(|g| g * b.nthreads.max(1)),
         // Picks this process's GPUs among the host's, as in `run`: with
         // eight processes per host, eight GPUs, not GPU 0 eight times.
         local_rank: place.local_rank,
@@ -71,7 +69,7 @@ pub fn nccl_options(b: &BackendArgs, place: Place) -> collbench_nccl::NcclOption
         // A repeat takes milliseconds: a stuck collective is aborted and
         // reported instead of hanging the search.
         timeout_s: TIMEOUT_S,
-        ..Default::default()
+        ..b.nccl_options(Mode::Native)
     }
 }
 

@@ -8,7 +8,7 @@ use clap::Parser;
 #[path = "../../src/cmd/value_enum.rs"]
 #[macro_use]
 mod value_enum;
-#[path = "../../src/cmd/gen.rs"]
+#[path = "../../src/cmd/gen/args.rs"]
 mod gen_cmd;
 use gen_cmd::GenArgs;
 

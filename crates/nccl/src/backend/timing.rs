@@ -150,8 +150,8 @@ impl NcclBackend {
             self.at(k + 1)?;
         }
         self.wait_all()?;
-        if timing.graph > 0 {
-            return self.time_graph(case, ops, lp, timing.graph);
+        if let collbench_runner::Graph::Launches(replays) = timing.graph {
+            return self.time_graph(case, ops, lp, replays.get());
         }
         let setting = std::env::var("COLLBENCH_ITER_EVENTS").ok();
         let inline_events = inline_events(setting.as_deref(), case.size_bytes());

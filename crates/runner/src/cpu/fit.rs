@@ -27,7 +27,15 @@ fn check_bytes(case: &CaseSpec) -> u64 {
             .counts
             .param_count
             .saturating_mul(case.dtype.size_bytes() as u64),
-        _ => 0,
+        Collective::AllGather
+        | Collective::ReduceScatter
+        | Collective::AllToAll
+        | Collective::AllToAllV
+        | Collective::Broadcast
+        | Collective::SendRecv
+        | Collective::Gather
+        | Collective::Scatter
+        | Collective::HyperCube => 0,
     }
 }
 

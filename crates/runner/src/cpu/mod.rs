@@ -14,10 +14,9 @@ pub mod fit;
 pub mod ranks;
 
 use crate::arrival::{ArrivalSamples, LateEntry, RankSamples};
-use crate::backend::{
-    Backend, BackendError, BackendInfo, BackendSettings, CaseSpec, Measurement, Timing,
-};
+use crate::backend::{Backend, BackendError, BackendInfo, BackendSettings, CaseSpec, Measurement};
 use crate::host_buffers::{rotation_elements, HostBuffers};
+use crate::timing::Timing;
 use crate::watch::{Stopped, Watch};
 use algo::Ptrs;
 use barrier::SpinBarrier;
@@ -512,16 +511,10 @@ mod tests {
 
     fn timing(iters: u32, agg_iters: u32, max_bytes: u64) -> Timing {
         Timing {
-            warmup_iters: 1,
             iters,
             agg_iters,
-            graph: 0,
-            blocking: crate::Blocking::Off,
             max_bytes,
-            keep_iter_times: false,
-            iteration_pass: true,
-            first_op: 0,
-            arrival: false,
+            ..Timing::default()
         }
     }
 
