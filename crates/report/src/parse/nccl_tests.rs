@@ -9,7 +9,7 @@
 //!   (`-C 1`), `-G` (same columns), `-I` per-iteration columns (ignored
 //!   here; the JSON carries the full statistics), the `-S` timestamp column
 //!   (two tokens per row), `-B`'s `#bitdiff` columns and lines
-//!   ([`bitwise`]);
+//!   (the `bitwise` module);
 //! * the flattened form where a web page joined a whole table onto one line.
 //!
 //! The columns are read from the header line, so extra columns (rccl-tests,
