@@ -101,7 +101,7 @@ fn required_transports_pass_or_fail_one_line_each() {
     );
     assert_eq!(
         lines[1].line,
-        "transport: expected NET/IB (required), NCCL used NET/Socket; cause: NCCL_IB_DISABLE set by environment to 1.; NET/Plugin : No plugin found (libnccl-net.so), using internal implementation"
+        "transport: expected NET/IB (required), NCCL used NET/Socket; cause: NCCL_IB_DISABLE set by environment to 1; NET/Plugin : No plugin found (libnccl-net.so), using internal implementation"
     );
     // A requirement failed and implied by the NICs is said once.
     let topo = facts(8, 4, 0, &[(NicKind::Infiniband, 100.0, 1)]);

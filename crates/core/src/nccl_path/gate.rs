@@ -212,7 +212,14 @@ impl fmt::Display for GateFailure {
         if self.causes.is_empty() {
             write!(f, "; no cause in NCCL's lines")
         } else {
-            write!(f, "; cause: {}", self.causes.join("; "))
+            // NCCL's sentences end in a full stop; the list has its own
+            // separators ("set by environment to 1.; NET/Plugin" read badly).
+            let causes: Vec<&str> = self
+                .causes
+                .iter()
+                .map(|c| c.trim_end().trim_end_matches('.'))
+                .collect();
+            write!(f, "; cause: {}", causes.join("; "))
         }
     }
 }

@@ -63,7 +63,7 @@ fn a_socket_fallback_names_its_cause_and_fails_an_ib_gate() {
     let line = f[0].to_string();
     assert_eq!(
         line,
-        "transport: expected NET/IB (required), NCCL used NET/Socket; cause: NCCL_IB_DISABLE set by environment to 1."
+        "transport: expected NET/IB (required), NCCL used NET/Socket; cause: NCCL_IB_DISABLE set by environment to 1"
     );
     assert!(require(&p, &[Required::Socket], &BTreeMap::new()).is_empty());
 }
