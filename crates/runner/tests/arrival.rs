@@ -23,7 +23,7 @@ use collbench_runner::arrival::LateEntry;
 use collbench_runner::cpu::CpuBackend;
 use collbench_runner::run::NoObserver;
 use collbench_runner::{Checks, Plan, Runner, Timing};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const RUNS: usize = 20;
 
@@ -114,10 +114,41 @@ fn a_rank_late_by_100_us_is_named_with_its_skew_in_every_run() {
     delayed(2, 0, Duration::from_micros(100), 64 << 10);
 }
 
+/// The share of the wall clock a busy thread of this process got over
+/// 200 ms (from /proc/thread-self/schedstat): about 1.0 when a core is
+/// free for it, about 0.5 beside `stress --cpu N` on N cores. `None`
+/// without schedstat.
+fn busy_thread_share() -> Option<f64> {
+    let ran_ns = || -> Option<u64> {
+        let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        text.split_whitespace().next()?.parse().ok()
+    };
+    std::thread::spawn(move || {
+        let (t0, r0) = (Instant::now(), ran_ns()?);
+        while t0.elapsed() < Duration::from_millis(200) {
+            std::hint::spin_loop();
+        }
+        Some((ran_ns()? - r0) as f64 / t0.elapsed().as_nanos() as f64)
+    })
+    .join()
+    .ok()
+    .flatten()
+}
+
 #[test]
 fn quiet_runs_name_nobody() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     for (ranks, bytes) in [(2, 1 << 20), (4, 1 << 20), (4, 64 << 10), (2, 8)] {
+        // More rank threads than cores are quiet only where no other
+        // process takes the cores: beside `stress --cpu 2` on 2 cores one
+        // of 4 rank threads was descheduled in 17 of 20 iterations, and
+        // naming it is right. Those cases are judged where the cores are
+        // free (nextest runs this binary alone), and said otherwise.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if ranks > cores && busy_thread_share().is_some_and(|s| s < 0.9) {
+            eprintln!("{ranks} ranks on {cores} cores: the machine is busy, so these runs are not quiet; not judged");
+            continue;
+        }
         for run in 0..RUNS {
             let (a, _) = arrival(ranks, bytes, None);
             assert_eq!(
