@@ -151,16 +151,53 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<Outcome, Failure> {
         },
     );
     keeper.done();
-    let Some(mut record) = ran? else {
-        return Ok(Outcome::Ok);
+    let judged = ran?.map(|mut record| {
+        add_ceilings(out, &mut record);
+        let printed = finish_text(out, &mut obs, &record);
+        if let Some((path, plugin)) = &tuner {
+            crate::stdout::say(crate::tune::tuner_config_note(path, plugin));
+        }
+        match write_results(out, &record, (&keeper, printed))? {
+            Outcome::Ok => {
+                crate::transport_gate::judge(&record, req.required).map(|()| Outcome::Ok)
+            }
+            other => Ok(other),
+        }
+    });
+    share_outcome(opened.control.as_ref(), judged)
+}
+
+/// Rank 0's outcome on every process (#wrong, `-B`, the transport gate,
+/// a write that failed), so a launcher or a pod that reads any rank's exit
+/// code sees the same answer, as nccl-tests' processes all fail together.
+/// Only rank 0 says why; the others exit with its code. It travels as the
+/// code's byte; a rank 0 gone before sending is the control plane's
+/// failure, as for any peer.
+fn share_outcome(
+    control: &dyn collbench_core::Bootstrap,
+    mine: Option<Result<Outcome, Failure>>,
+) -> Result<Outcome, Failure> {
+    if control.world_size() == 1 {
+        return mine.unwrap_or(Ok(Outcome::Ok));
+    }
+    let code = |o: &Result<Outcome, Failure>| match o {
+        Ok(outcome) => outcome.code(),
+        Err(f) => f.outcome.code(),
     };
-    add_ceilings(out, &mut record);
-    let printed = finish_text(out, &mut obs, &record);
-    if let Some((path, plugin)) = &tuner {
-        crate::stdout::say(crate::tune::tuner_config_note(path, plugin));
+    let root = control.rank() == 0;
+    let sent = root.then(|| vec![mine.as_ref().map_or(0, code).clamp(0, 255) as u8]);
+    let word = control
+        .broadcast(sent)
+        .map_err(|e| Failure::new(Outcome::Launch, e.to_string()))?;
+    if let Some(mine) = mine.filter(|_| root) {
+        return mine;
     }
-    match write_results(out, &record, (&keeper, printed))? {
-        Outcome::Ok => crate::transport_gate::judge(&record, req.required).map(|()| Outcome::Ok),
-        other => Ok(other),
-    }
+    Ok(match word.first().copied().map_or(0, i32::from) {
+        0 => Outcome::Ok,
+        1 => Outcome::Wrong,
+        7 => Outcome::TransportMismatch,
+        2 => Outcome::Usage,
+        // Rank 0 sends only the codes above after a run.
+        _ => Outcome::Launch,
+    })
 }
