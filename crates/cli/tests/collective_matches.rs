@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::source::{code_only, crate_sources};
+use common::source::{code_only, crate_sources, matching_close};
 
 /// The crates whose matches over `Collective` must be exhaustive.
 const CRATES: [&str; 3] = ["ceiling", "runner", "output"];
@@ -90,22 +90,9 @@ fn wildcard_matches(src: &str) -> (usize, Vec<usize>) {
         let Some(open) = text[at..].find('{').map(|q| at + q) else {
             continue;
         };
-        let mut depth = 0usize;
-        let mut close = None;
-        for (k, &c) in bytes[open..].iter().enumerate() {
-            match c {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = Some(open + k);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let Some(close) = close else { continue };
+        let Some(close) = matching_close(bytes, open) else {
+            continue;
+        };
         let patterns = arm_patterns(&bytes[open + 1..close]);
         if patterns.iter().any(|p| p.contains("Collective::")) {
             over_collective += 1;

@@ -450,4 +450,4 @@ fn gpus(t: &Topology) -> &[GpuLinks] {
 
 #[cfg(test)]
 #[path = "why_tests.rs"]
-mod tests;
+pub(crate) mod tests;

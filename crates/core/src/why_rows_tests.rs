@@ -1,47 +1,14 @@
 use super::*;
 use crate::ceiling::{Algorithm, Bottleneck, Ceiling};
 use crate::explain::{Explanation, KernelChoice};
-use crate::nccl_path::NcclPath;
 use crate::record::{CaseResult, Placement};
-use crate::topology::{GpuTopology, NicGroup, NicKind, Topology};
 use crate::why::Finding;
 
 const SOCKET_IB_DISABLED: &str =
     "nccl-tests__dexhunter-allreduce-experiments__allreduce-8node-32gpu-socket-ib-disabled-v2.6.4";
 
-/// A log of the corpus (real NCCL output, crates/report/tests/corpus).
-fn corpus(name: &str) -> NcclPath {
-    let path = format!(
-        "{}/../report/tests/corpus/nccl-info/{name}.txt",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    NcclPath::from_text(&text).unwrap()
-}
-
-/// Hosts of 4 ranks and one InfiniBand NIC.
-fn ib_hosts(hosts: u64) -> Topology {
-    Topology {
-        hosts,
-        ranks_per_host: Some(4),
-        gpu: Some(GpuTopology {
-            count: 4,
-            ..GpuTopology::default()
-        }),
-        nics: vec![NicGroup {
-            kind: NicKind::Infiniband,
-            rate_gbit: 100.0,
-            count: 1,
-            names: vec!["mlx5_0".into()],
-            ..NicGroup::default()
-        }],
-        ..Topology::default()
-    }
-}
-
-fn kinds(causes: &[Cause]) -> Vec<&'static str> {
-    causes.iter().map(|c| c.finding.label()).collect()
-}
+// The corpus reader and the InfiniBand hosts of why's own tests.
+use crate::why::tests::{corpus, ib_hosts, kinds};
 
 fn low_record() -> Record {
     let mut r = Record::new("nccl-tests");

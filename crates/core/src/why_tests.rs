@@ -2,7 +2,7 @@ use super::*;
 use crate::topology::{GpuTopology, NicGroup, NicKind};
 
 /// A log of the corpus (real NCCL output, crates/report/tests/corpus).
-fn corpus(name: &str) -> NcclPath {
+pub(crate) fn corpus(name: &str) -> NcclPath {
     let path = format!(
         "{}/../report/tests/corpus/nccl-info/{name}.txt",
         env!("CARGO_MANIFEST_DIR")
@@ -18,7 +18,7 @@ const P2P_DISABLED: &str =
     "nccl-tests__thomaslie210-nccl-results__allreduce-1node-2gpu-p2p-disabled-shm";
 const IB_GDR: &str = "nccl-tests__thomaslie210-nccl-results__allreduce-2node-ib-gdrdma";
 
-fn ib_hosts(hosts: u64) -> Topology {
+pub(crate) fn ib_hosts(hosts: u64) -> Topology {
     Topology {
         hosts,
         ranks_per_host: Some(4),
@@ -71,7 +71,7 @@ fn facts<'a>(
     }
 }
 
-fn kinds(causes: &[Cause]) -> Vec<&'static str> {
+pub(crate) fn kinds(causes: &[Cause]) -> Vec<&'static str> {
     causes.iter().map(|c| c.finding.label()).collect()
 }
 

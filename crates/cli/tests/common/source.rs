@@ -107,26 +107,32 @@ pub fn functions(src: &str) -> Vec<(usize, String, usize)> {
         if bytes[open] == b';' {
             continue;
         }
-        let mut depth = 0usize;
-        let mut close = None;
-        for (k, &c) in bytes[open..].iter().enumerate() {
-            match c {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = Some(open + k);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let Some(close) = close else { continue };
+        let Some(close) = matching_close(bytes, open) else {
+            continue;
+        };
         let first = line_of(at);
         found.push((first, name, line_of(close) - first + 1));
     }
     found
+}
+
+/// The `}` that closes the `{` at `open` (blanked code, as from
+/// [`code_only`]), or `None` when the text ends first.
+pub fn matching_close(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, &c) in bytes[open..].iter().enumerate() {
+        match c {
+            b'{' => depth += 1,
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(open + k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The workspace's `crates/` folder.
