@@ -77,10 +77,22 @@ impl Layout {
     /// Case `i`'s neighbours: the next size down and up in its
     /// placement, and its other placement at the same size.
     pub fn neighbours(&self, shapes: &[CaseShape], i: usize) -> impl Iterator<Item = usize> {
+        self.size_neighbours(shapes, i).chain(self.twin[i])
+    }
+
+    /// Case `i`'s neighbours that are separate evidence: the next size
+    /// down and up in its placement. Its other placement is left out:
+    /// both placements of one size are timed back to back (nccl-tests'
+    /// order, which collbench keeps), so one burst of load slows both.
+    pub fn size_neighbours(
+        &self,
+        shapes: &[CaseShape],
+        i: usize,
+    ) -> impl Iterator<Item = usize> + use<> {
         let (series, at) = self.series_of(shapes, i);
         let down = at.checked_sub(1).map(|k| series[k]);
         let up = series.get(at + 1).copied();
-        down.into_iter().chain(up).chain(self.twin[i])
+        down.into_iter().chain(up)
     }
 }
 

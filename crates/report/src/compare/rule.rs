@@ -11,8 +11,13 @@
 //!   sure its interval: on a shared machine one size now and then catches
 //!   a burst that its own statistics cannot foresee. A case beyond the
 //!   threshold is a regression when a neighbour (the next size up or down
-//!   in the same placement, or the other placement of the same size) is
-//!   beyond it too; alone it is "one case only", which cannot tell.
+//!   in the same placement) is beyond it too; alone it is "one case
+//!   only", which cannot tell. The other placement of the same size does
+//!   confirms only where each of the two was timed for at least
+//!   [`BURST_SPAN_US`]: they are timed back to back, so one burst of load
+//!   can slow both when they are short (two identical CPU runs here read
+//!   512 KiB reduce_scatter, 20 iterations of 52 µs, 3.4-4x slower in both
+//!   placements and in no other case).
 //! * **Per op, pooled.** The bandwidth-regime cases of an op are pooled
 //!   (inverse-variance mean of their log ratios). Where the pooled
 //!   estimate is beyond the threshold, two adjacent cases' estimates are
@@ -30,6 +35,18 @@ pub const LATENCY_REGIME_BELOW_BYTES: u64 = 1 << 20;
 pub const TIME_FLOOR_US: f64 = 5.0;
 /// In the latency regime the time threshold is this many times the busbw one.
 pub const TIME_THRESHOLD_FACTOR: f64 = 2.0;
+
+/// How long each placement of a size must have been timed (iterations x
+/// BASE's time) for the other placement to confirm it as separate
+/// evidence. A thread that loses its core waits about one scheduler
+/// period (Linux CFS: 24 ms from 8 CPUs up, `sched_latency_ns`); to slow
+/// the median of both placements a burst must cover half of each, so
+/// twice that period keeps one burst from counting twice.
+pub const BURST_SPAN_US: f64 = 50_000.0;
+
+/// Iterations a log's case was timed over where it does not say:
+/// nccl-tests' default `-n`.
+const DEFAULT_ITERATIONS: f64 = 20.0;
 
 /// Why a case cannot be judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,12 +268,19 @@ pub fn judge(
         .collect();
     let runs = steep::run_lengths(layout, shapes, &steep_at);
     let confirms = |j: usize| matches!(first[j], Alone::Beyond | Alone::Steep);
+    let long = |j: usize| timed_span_us(&shapes[j], &estimates[j]) >= BURST_SPAN_US;
+    let confirmed = |i: usize| {
+        layout.size_neighbours(shapes, i).any(confirms)
+            || layout
+                .twin(i)
+                .is_some_and(|j| confirms(j) && long(i) && long(j))
+    };
     let mut out: Vec<Verdict> = (0..shapes.len())
         .map(|i| match first[i] {
             Alone::Same => Verdict::Same,
             Alone::Improved => Verdict::Improved,
             Alone::Unsure(u) => Verdict::CannotTell(u),
-            Alone::Beyond if layout.neighbours(shapes, i).any(confirms) => Verdict::Regression,
+            Alone::Beyond if confirmed(i) => Verdict::Regression,
             Alone::Beyond => Verdict::CannotTell(Unsure::OneCase),
             Alone::Steep if runs[i] >= steep::STEEP_RUN => Verdict::Regression,
             // Under the floor and not borne out by its neighbours: as
@@ -266,6 +290,16 @@ pub fn judge(
         .collect();
     breadth(layout.groups, shapes, estimates, &mut out);
     out
+}
+
+/// How long a case was timed: its iterations (as recorded, else
+/// nccl-tests' default) times BASE's time per iteration.
+fn timed_span_us(shape: &CaseShape, e: &Estimate) -> f64 {
+    let n = match e.source {
+        Some(NoiseSource::Iterations { samples, .. }) if samples > 0 => samples as f64,
+        _ => DEFAULT_ITERATIONS,
+    };
+    n * shape.base_time_us
 }
 
 /// A log without per-iteration statistics or repeated runs shows how
@@ -436,6 +470,50 @@ mod tests {
             ],
         );
         assert_eq!(v[1], Verdict::CannotTell(Unsure::OneCase));
+    }
+
+    #[test]
+    fn both_placements_of_one_size_are_one_piece_of_evidence() {
+        // 512 KiB slower in both placements, its sizes around unchanged:
+        // timed for 20 x 52 µs, one burst may explain both (one case only).
+        let sizes = [128u64 << 10, 512 << 10, 2 << 20];
+        let shapes: Vec<_> = sizes
+            .iter()
+            .flat_map(|&s| [shape(s, false), shape(s, true)])
+            .collect();
+        let slow = 4.0f64.ln();
+        let e: Vec<_> = [0.0, 0.0, slow, slow, 0.0, 0.0]
+            .iter()
+            .map(|&d| est(d, 0.01))
+            .collect();
+        let short: Vec<_> = shapes
+            .iter()
+            .map(|&s| CaseShape {
+                base_time_us: 52.0,
+                ..s
+            })
+            .collect();
+        let v = judge(&RULE, &Layout::new(&short), &short, &e);
+        assert_eq!(v[2], Verdict::CannotTell(Unsure::OneCase), "{v:?}");
+        assert_eq!(v[3], Verdict::CannotTell(Unsure::OneCase), "{v:?}");
+        // Timed for 20 x 5 ms each: the other placement is separate
+        // evidence.
+        let long: Vec<_> = shapes
+            .iter()
+            .map(|&s| CaseShape {
+                base_time_us: 5000.0,
+                ..s
+            })
+            .collect();
+        let v = judge(&RULE, &Layout::new(&long), &long, &e);
+        assert_eq!(&v[2..4], [Verdict::Regression; 2], "{v:?}");
+        // The next size slower too: a regression in every slowed case.
+        let e: Vec<_> = [0.0, 0.0, slow, slow, slow, slow]
+            .iter()
+            .map(|&d| est(d, 0.01))
+            .collect();
+        let v = judge(&RULE, &Layout::new(&shapes), &shapes, &e);
+        assert_eq!(&v[2..], [Verdict::Regression; 4], "{v:?}");
     }
 
     #[test]
