@@ -197,3 +197,50 @@ fn on_a_gpu_the_kernels_start_is_the_arrival_not_the_queued_launch() {
     assert_eq!((s.rank, s.kind), (1, StragglerKind::LateRank));
     assert!((s.before_us - 100.0).abs() < 2.0, "{s:?}");
 }
+
+/// 4 ranks whose collective ends 150-300 µs later on rank 0 or rank 1 in
+/// turn (the collective's own order, as over TCP at 4 MiB), each entering
+/// a few µs after its end; rank 3, if `late_us`, that much later still.
+fn ordered_job(late_us: f64) -> Vec<RankTimeline> {
+    let mut t: Vec<RankTimeline> = (0..4)
+        .map(|r| RankTimeline {
+            rank: r as u64,
+            host: format!("h{r}"),
+            ..RankTimeline::default()
+        })
+        .collect();
+    let mut left = [0.0f64; 4];
+    for i in 0..40usize {
+        let starts: Vec<f64> = (0..4)
+            .map(|r| {
+                let held = if r == 3 { late_us } else { 0.0 };
+                left[r] + 3.0 * jitter((i * 1000 + r) as u64) + held
+            })
+            .collect();
+        let all_in = starts.iter().copied().fold(0.0, f64::max);
+        for r in 0..4 {
+            let behind = if r == i % 2 {
+                150.0 + 150.0 * jitter((i * 7919 + r) as u64)
+            } else {
+                0.0
+            };
+            let end = all_in + 2000.0 + behind;
+            t[r].entry_us.push(starts[r]);
+            t[r].start_us.push(starts[r]);
+            t[r].end_us.push(end);
+            left[r] = end;
+        }
+    }
+    t
+}
+
+#[test]
+fn a_late_rank_hidden_behind_the_collectives_own_order_is_named() {
+    let a = analyze(&ordered_job(100.0), scale()).unwrap();
+    assert_ne!(a.last_rank, 3, "others arrive after it: {a:?}");
+    let s = a.straggler.expect("rank 3 is named");
+    assert_eq!((s.rank, s.kind), (3, StragglerKind::LateRank), "{s:?}");
+    assert!((s.before_us - 100.0).abs() < 10.0, "{s:?}");
+    let quiet = analyze(&ordered_job(0.0), scale()).unwrap();
+    assert_eq!(quiet.straggler, None, "{quiet:?}");
+}
