@@ -278,33 +278,33 @@ fn node_labels_group_the_hosts_and_the_slow_join_is_named() {
         serde_json::json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": node, "labels": {"nvidia.com/gpu.clique": clique}}})
     });
-    let port = free_port();
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let children: Vec<_> = (0..4)
-        .map(|r| {
-            torchrun_rank(r, 4, port)
-                .args(["check", "--backend", "cpu", "--ranks", "2"])
-                .args(["--size", "8M", "-n", "20", "--quick", "--groups", "label"])
-                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-                .env("COLLBENCH_TEST_GROUP_LINK", "0.2")
-                .env("NCCL_HOSTID", format!("h{r}"))
-                .env("NODE_NAME", format!("k{r}"))
-                .env("COLLBENCH_K8S_API", &url)
-                .env("COLLBENCH_K8S_SERVICEACCOUNT", dir.path())
-                .spawn()
-                .expect("start collbench")
-        })
-        .collect();
-    let done: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
-    let out = &done[0].stdout;
-    assert_eq!(done[0].code, Some(2), "{:?}", done[0]);
-    assert!(out.contains("# fabric groups: c0, c1"), "{out}");
+    // On a 2-core machine under load the job may be too noisy to judge the
+    // link (WARN, exit 1, nobody named): it is named in one of three runs,
+    // as slurm_node_state's starved host is.
+    let mut named = None;
+    for _ in 0..3 {
+        seen.lock().unwrap().clear();
+        let run = group_link_check(dir.path(), &url);
+        let out = &run.stdout;
+        assert!(out.contains("# fabric groups: c0, c1"), "{out}");
+        assert!(!out.contains("# host h"), "a host named: {out}");
+        match run.code {
+            Some(2) => {
+                named = Some(run);
+                break;
+            }
+            Some(1) => assert!(out.contains("too noisy"), "{run:?}"),
+            _ => panic!("{run:?}"),
+        }
+    }
+    let run = named.expect("the slow link named in one of three runs");
     assert!(
-        out.lines()
+        run.stdout
+            .lines()
             .any(|l| l.starts_with("# link between groups c0 <-> c1: 0.")),
-        "{out}"
+        "{}",
+        run.stdout
     );
-    assert!(!out.contains("# host h"), "a host named: {out}");
     // Rank 0 read each node once.
     let gets: Vec<String> = seen
         .lock()
@@ -321,4 +321,28 @@ fn node_labels_group_the_hosts_and_the_slow_join_is_named() {
             "/api/v1/nodes/k3"
         ]
     );
+}
+
+/// One 4-process check (2 nodes per clique) with the link between the
+/// cliques slowed to 0.2x by the test hook; rank 0's result.
+fn group_link_check(dir: &std::path::Path, url: &str) -> Finished {
+    let port = free_port();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let children: Vec<_> = (0..4)
+        .map(|r| {
+            torchrun_rank(r, 4, port)
+                .args(["check", "--backend", "cpu", "--ranks", "2"])
+                .args(["--size", "8M", "-n", "20", "--quick", "--groups", "label"])
+                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
+                .env("COLLBENCH_TEST_GROUP_LINK", "0.2")
+                .env("NCCL_HOSTID", format!("h{r}"))
+                .env("NODE_NAME", format!("k{r}"))
+                .env("COLLBENCH_K8S_API", url)
+                .env("COLLBENCH_K8S_SERVICEACCOUNT", dir)
+                .spawn()
+                .expect("start collbench")
+        })
+        .collect();
+    let mut done: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    done.swap_remove(0)
 }
