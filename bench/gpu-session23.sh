@@ -9,6 +9,7 @@
 #  3. run --require-transport ib on two emulated hosts: exit 7 on both;
 #     socket: 0 on both.
 #   CB=dist/collbench PREV=dist/collbench-prev OUT=$OUT bash bench/gpu-session23.sh
+# (SKIP_AB=1 skips section 1)
 # #53's rows then run with: CB=dist/collbench RUNS=2 ROUNDS=0 bash bench/gpu-arrival.sh
 set -u
 cd "$(dirname "$0")/.."
@@ -16,9 +17,11 @@ export PATH=$PATH:/usr/local/nvidia/bin NCCL_NVLS_ENABLE=0
 CB=$(realpath "${CB:-dist/collbench}"); PREV=$(realpath "${PREV:-dist/collbench-prev}")
 ROOT=${OUT:-bench-out}; O=$ROOT/s23; mkdir -p "$O"
 { "$CB" --version; "$PREV" --version; nvidia-smi -L; } > "$O/versions.txt" 2>&1
-echo "== 1. release A/B"
-NEW=$CB PREV=$PREV ROUNDS=2 OUT=$ROOT timeout 300 bash bench/release_ab.sh > "$O/release.log" 2>&1
-tail -30 "$O/release.log"
+if [ "${SKIP_AB:-0}" != 1 ]; then
+  echo "== 1. release A/B"
+  NEW=$CB PREV=$PREV ROUNDS=2 OUT=$ROOT timeout 300 bash bench/release_ab.sh > "$O/release.log" 2>&1
+  tail -30 "$O/release.log"
+fi
 export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
 MPSCTL=$(command -v nvidia-cuda-mps-control || echo /usr/local/nvidia/bin/nvidia-cuda-mps-control)
