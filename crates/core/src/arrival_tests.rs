@@ -202,6 +202,12 @@ fn on_a_gpu_the_kernels_start_is_the_arrival_not_the_queued_launch() {
 /// turn (the collective's own order, as over TCP at 4 MiB), each entering
 /// a few µs after its end; rank 3, if `late_us`, that much later still.
 fn ordered_job(late_us: f64) -> Vec<RankTimeline> {
+    ordered_job_every(late_us, 2)
+}
+
+/// As [`ordered_job`], with rank 0 or 1 behind in two of every `period`
+/// iterations only.
+fn ordered_job_every(late_us: f64, period: usize) -> Vec<RankTimeline> {
     let mut t: Vec<RankTimeline> = (0..4)
         .map(|r| RankTimeline {
             rank: r as u64,
@@ -219,7 +225,7 @@ fn ordered_job(late_us: f64) -> Vec<RankTimeline> {
             .collect();
         let all_in = starts.iter().copied().fold(0.0, f64::max);
         for r in 0..4 {
-            let behind = if r == i % 2 {
+            let behind = if i % period < 2 && r == i % period {
                 150.0 + 150.0 * jitter((i * 7919 + r) as u64)
             } else {
                 0.0
@@ -242,5 +248,19 @@ fn a_late_rank_hidden_behind_the_collectives_own_order_is_named() {
     assert_eq!((s.rank, s.kind), (3, StragglerKind::LateRank), "{s:?}");
     assert!((s.before_us - 100.0).abs() < 10.0, "{s:?}");
     let quiet = analyze(&ordered_job(0.0), scale()).unwrap();
+    assert_eq!(quiet.straggler, None, "{quiet:?}");
+}
+
+#[test]
+fn a_late_rank_last_most_often_but_in_too_few_iterations_is_named() {
+    // Rank 0 or 1 is behind in half the iterations: rank 3, held 100 µs,
+    // is last in the other half only (not more than 60%).
+    let a = analyze(&ordered_job_every(100.0, 4), scale()).unwrap();
+    assert_eq!(a.last_rank, 3, "{a:?}");
+    assert!(a.last_rank_iterations <= 24, "{a:?}");
+    let s = a.straggler.expect("rank 3 is named");
+    assert_eq!((s.rank, s.kind), (3, StragglerKind::LateRank), "{s:?}");
+    assert!((s.before_us - 100.0).abs() < 10.0, "{s:?}");
+    let quiet = analyze(&ordered_job_every(0.0, 4), scale()).unwrap();
     assert_eq!(quiet.straggler, None, "{quiet:?}");
 }
