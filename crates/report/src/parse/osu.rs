@@ -65,7 +65,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         // A title or header pasted without its '#' is read as one.
         let body = line.strip_prefix('#').map(str::trim).or_else(|| {
             let bare = line.starts_with("OSU ") && line.contains("Test")
-                || line.starts_with("Size ") && line.contains("  ");
+                || line.starts_with("Size") && (line.contains("  ") || line.contains('\t'));
             bare.then_some(line)
         });
         if let Some(body) = body {
@@ -150,15 +150,17 @@ fn titled(title: &str) -> Record {
 }
 
 /// The columns of a `# Size ...` header line (without its `#`; cells are
-/// separated by two or more spaces), and their names joined for errors;
-/// the units of its cells go to `units`.
+/// separated by two or more spaces, or by tabs as OSU 2.x printed them:
+/// `# Size\t\tBandwidth (MB/s)`), and their names joined for errors; the
+/// units of its cells go to `units`.
 fn header(
     body: &str,
     line_no: usize,
     units: &mut SourceUnits,
 ) -> Result<(Vec<Col>, String), ParseError> {
     let names: Vec<&str> = body
-        .split("  ")
+        .split('\t')
+        .flat_map(|cell| cell.split("  "))
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect();
@@ -399,6 +401,38 @@ mod tests {
         ] {
             assert_eq!(op_from_title(title), op, "{title}");
         }
+    }
+
+    /// OSU 2.x separated its header cells with tabs (`# Size\t\tLatency
+    /// (us)`): once read as three cells, so every row was refused.
+    #[test]
+    fn a_header_with_tabs_between_its_cells_is_read() {
+        let text = "# OSU MPI Bandwidth Test (Version 2.1)\n\
+                    # Size\t\tBandwidth (MB/s)\n\
+                    1\t\t0.425076\n\
+                    4194304\t\t1163.132235\n";
+        let mut notes = Notes::default();
+        let records = parse(text, &mut notes).unwrap();
+        let rows = &records[0].results;
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].op, "osu_bw");
+        assert_eq!(rows[1].size_bytes, 4194304);
+        let p = rows[1].out_of_place.as_ref().unwrap();
+        assert!(
+            (p.algbw_gbps - 1.163132235).abs() < 1e-9,
+            "{}",
+            p.algbw_gbps
+        );
+        assert_eq!(notes.skipped, 0, "{:?}", notes.first_skipped);
+    }
+
+    /// The same header pasted without its `#`.
+    #[test]
+    fn a_bare_header_with_tabs_is_read() {
+        let text = "# OSU MPI Latency Test (Version 2.1)\nSize\t\tLatency (us)\n0\t\t0.64\n";
+        let records = parse(text, &mut Notes::default()).unwrap();
+        let p = records[0].results[0].out_of_place.as_ref().unwrap();
+        assert_eq!(p.time_us, 0.64);
     }
 
     #[test]
