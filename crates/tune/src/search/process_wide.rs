@@ -87,7 +87,7 @@ impl Search<'_> {
         calibrations: &[Calibration],
         order: &[usize],
     ) -> (ProcessWide, Option<End>) {
-        let started = self.spent_us;
+        let started = self.meter.spent_us;
         let lost: Vec<usize> = order
             .iter()
             .copied()
@@ -106,16 +106,22 @@ impl Search<'_> {
                     reason: reason.clone(),
                 },
                 _ => {
-                    let share =
-                        (self.cfg.budget_us - self.spent_us).max(0.0) / (lost.len() - k) as f64;
+                    let share = (self.cfg.budget_us - self.meter.spent_us).max(0.0)
+                        / (lost.len() - k) as f64;
                     let mut st = BandState::new(
                         &b.band,
                         (k, lost.len()),
-                        self.spent_us,
+                        self.meter.spent_us,
                         share,
                         calibrations[i],
                     );
-                    match self.fresh_pairs(&mut st, &setting, None, Phase::ProcessWide) {
+                    match self.figures.fresh_pairs(
+                        &mut self.meter,
+                        &mut st,
+                        &setting,
+                        None,
+                        Phase::ProcessWide,
+                    ) {
                         Ok((Some(ratio), processes, _)) => ProcessWideFigure::Confirmed {
                             verdict: self.cfg.gain.judge(&ratio),
                             ratio,
@@ -151,7 +157,7 @@ impl Search<'_> {
         let pw = ProcessWide {
             setting,
             bands: out,
-            spent_us: self.spent_us - started,
+            spent_us: self.meter.spent_us - started,
             refine_spent_us: 0.0,
         };
         (pw, end)
