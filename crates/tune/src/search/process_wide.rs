@@ -2,6 +2,7 @@
 //! lines set for a whole process, measured again on fresh pairs in each
 //! band it did not win ([`crate::report::ProcessWide`]).
 
+use super::fresh::Fresh;
 use super::{band_busbw, BandState, Calibration, Halt, Phase, Search};
 use crate::report::{
     BandReport, CandidateStatus, End, Outcome, ProcessWide, ProcessWideBand, ProcessWideFigure,
@@ -115,13 +116,7 @@ impl Search<'_> {
                         share,
                         calibrations[i],
                     );
-                    match self.figures.fresh_pairs(
-                        &mut self.meter,
-                        &mut st,
-                        &setting,
-                        None,
-                        Phase::ProcessWide,
-                    ) {
+                    match self.fresh_wide(&mut st, &setting) {
                         Ok((Some(ratio), processes, _)) => ProcessWideFigure::Confirmed {
                             verdict: self.cfg.gain.judge(&ratio),
                             ratio,
@@ -161,5 +156,12 @@ impl Search<'_> {
             refine_spent_us: 0.0,
         };
         (pw, end)
+    }
+
+    /// The process-wide setting's fresh pairs in one band it did not win.
+    fn fresh_wide(&mut self, st: &mut BandState, setting: &Setting) -> Result<Fresh, Halt> {
+        let phase = Phase::ProcessWide;
+        self.figures
+            .fresh_pairs(&mut self.meter, st, setting, None, phase)
     }
 }
