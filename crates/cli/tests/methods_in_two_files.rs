@@ -15,6 +15,22 @@ use std::collections::{BTreeMap, BTreeSet};
 
 const MAX_FILES: usize = 2;
 
+/// Types still spread over more than two files, by (crate, type), each
+/// with why it waits: the list only shrinks ([`the_waiting_list_is_not_stale`]
+/// fails once one is split, so that its line goes).
+const NOT_YET_SPLIT: [(&str, &str, &str); 2] = [
+    (
+        "nccl",
+        "Nccl",
+        "the FFI layer: one safe method per NCCL call over one table of entry points (ffi.rs, api/mod.rs, api/collectives.rs, api/device.rs); its unsafe code is not moved without a GPU to run it",
+    ),
+    (
+        "report",
+        "Parser",
+        "the nccl-tests text parser (nccl_tests.rs, rows.rs, bitwise.rs); bitwise.rs is the -B seam another change is working on",
+    ),
+];
+
 /// For each type of crate `krate` (by name), the files of its `src/`
 /// that hold an inherent `impl` of it.
 fn impl_files(krate: &str) -> BTreeMap<String, BTreeSet<String>> {
@@ -34,7 +50,10 @@ fn no_type_has_methods_in_more_than_two_files() {
     let mut spread = Vec::new();
     for krate in crate_names() {
         for (name, files) in impl_files(&krate) {
-            if files.len() > MAX_FILES {
+            let waiting = NOT_YET_SPLIT
+                .iter()
+                .any(|(k, t, _)| *k == krate && *t == name);
+            if files.len() > MAX_FILES && !waiting {
                 let list: Vec<&str> = files.iter().map(String::as_str).collect();
                 spread.push(format!(
                     "{krate}: impl {name} in {} files: {}",
@@ -49,6 +68,20 @@ fn no_type_has_methods_in_more_than_two_files() {
         "types whose methods are spread over more than {MAX_FILES} files (split the type into owned parts, each with its methods):\n{}",
         spread.join("\n")
     );
+}
+
+/// Each type on the waiting list is still spread (a split one must leave
+/// the list, or the list would hide its spreading again).
+#[test]
+fn the_waiting_list_is_not_stale() {
+    for (krate, name, why) in NOT_YET_SPLIT {
+        let files = impl_files(krate).remove(name).unwrap_or_default();
+        assert!(
+            files.len() > MAX_FILES,
+            "{krate}: impl {name} is in {} file(s) now: take it off NOT_YET_SPLIT ({why})",
+            files.len()
+        );
+    }
 }
 
 /// The scan finds the impls of every crate (a change that hid them would
