@@ -4,7 +4,7 @@
 //! (an environment candidate's in fresh process pairs: `fresh`); after the
 //! bands, the process-wide phase (`process_wide`).
 //!
-//! Each part owns its state: [`Search`] the bands' order and verdicts
+//! Each part owns its state: `Search` the bands' order and verdicts
 //! (here and in `process_wide`), `meter::Meter` the measurer and the
 //! budget account (every repeat, pair and renewal), `fresh::Figures` the
 //! figures over fresh process pairs and their refinement (`refine`).
@@ -166,7 +166,7 @@ enum Halt {
     /// The measurer cannot run a candidate here (the default always can).
     Unsupported(String),
     /// A candidate failed where only it is at fault
-    /// ([`MeasureError::CandidateFailed`]): it ends, the search goes on.
+    /// ([`crate::measure::MeasureError::CandidateFailed`]): it ends, the search goes on.
     CandidateFailed(String),
     Failed(String),
 }
