@@ -5,7 +5,9 @@
 //! as `all_reduce float sum 64 MiB out-of-place: busbw -12.0%, NCCL used
 //! RING/SIMPLE before and TREE/LL128 now`. Where either side has no
 //! explanation (logs of other tools, CPU runs, NCCL could not say) nothing
-//! is claimed.
+//! is claimed. The two questions a comparison asks of NCCL's choices are
+//! functions over a borrowed [`Comparison`]: its methods stay with its
+//! rows (`compare/`).
 
 use crate::compare::{Comparison, Row};
 use collbench_core::{Explanation, Placement};
@@ -106,33 +108,31 @@ impl Row {
     }
 }
 
-impl Comparison {
-    /// Whether any row's NCCL choice changed (the table then has the
-    /// `NCCL base -> new` column).
-    pub fn any_choice_change(&self) -> bool {
-        self.rows.iter().any(|r| r.choice_change().is_some())
-    }
+/// Whether any row of `cmp` changed NCCL's choice (the table then has the
+/// `NCCL base -> new` column).
+pub fn any_choice_change(cmp: &Comparison) -> bool {
+    cmp.rows.iter().any(|r| r.choice_change().is_some())
+}
 
-    /// One line per regression whose two sides say what NCCL ran: the
-    /// change in NCCL's choice, or that it was the same in both runs (so
-    /// the cause is elsewhere).
-    pub fn regression_notes(&self) -> Vec<String> {
-        self.regressions()
-            .filter_map(|r| {
-                let (base, new) = r.choices()?;
-                let what = if base == new {
-                    format!(
-                        "NCCL used {} on {} channels in both runs",
-                        new.algo_proto(),
-                        new.channels
-                    )
-                } else {
-                    ChoiceChange { base, new }.words()
-                };
-                Some(format!("{}: {}, {what}", r.short_name(), r.change_words()))
-            })
-            .collect()
-    }
+/// One line per regression of `cmp` whose two sides say what NCCL ran:
+/// the change in NCCL's choice, or that it was the same in both runs (so
+/// the cause is elsewhere).
+pub fn regression_notes(cmp: &Comparison) -> Vec<String> {
+    cmp.regressions()
+        .filter_map(|r| {
+            let (base, new) = r.choices()?;
+            let what = if base == new {
+                format!(
+                    "NCCL used {} on {} channels in both runs",
+                    new.algo_proto(),
+                    new.channels
+                )
+            } else {
+                ChoiceChange { base, new }.words()
+            };
+            Some(format!("{}: {}, {what}", r.short_name(), r.change_words()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -173,7 +173,7 @@ mod tests {
         let c = compare(&[base], &[new], 5.0);
         assert_eq!(c.rows[0].verdict, Verdict::Regression);
         assert_eq!(
-            c.regression_notes()[0],
+            regression_notes(&c)[0],
             "all_reduce float sum 64 MiB out-of-place: busbw -12.0%, \
              NCCL used RING/SIMPLE before and TREE/LL128 now"
         );
@@ -208,7 +208,7 @@ mod tests {
         ]);
         let c = compare(&[base], &[new], 5.0);
         assert!(c.regressions().next().is_none());
-        assert!(c.regression_notes().is_empty());
+        assert!(regression_notes(&c).is_empty());
         assert_eq!(c.regression_table(), "");
         let table = c.table();
         let rows: Vec<&str> = table.lines().skip(2).collect();
@@ -226,7 +226,7 @@ mod tests {
         let new = rec(&[(GIB, 200.0, ring), (2 * GIB, 200.0, ring)]);
         let c = compare(&[base], &[new], 5.0);
         assert_eq!(
-            c.regression_notes()[0],
+            regression_notes(&c)[0],
             "all_reduce float sum 1 GiB out-of-place: busbw -33.3%, \
              NCCL used RING/SIMPLE on 24 channels in both runs"
         );
@@ -249,8 +249,8 @@ mod tests {
         ]);
         let c = compare(std::slice::from_ref(&base), std::slice::from_ref(&new), 5.0);
         assert_eq!(c.regressions().count(), 2);
-        assert!(c.regression_notes().is_empty());
-        assert!(!c.any_choice_change());
+        assert!(regression_notes(&c).is_empty());
+        assert!(!any_choice_change(&c));
         // The output is the one the same numbers give without any explanation.
         let bare = |r: &Record| {
             let mut r = r.clone();
@@ -273,7 +273,7 @@ mod tests {
             "NCCL_PROFILER_PLUGIN is the user's",
         )));
         let c = compare(&[new], &[unavailable], 5.0);
-        assert!(!c.any_choice_change());
+        assert!(!any_choice_change(&c));
     }
 
     fn choice(algo: &str, proto: &str, channels: &str) -> Choice {

@@ -3,6 +3,7 @@
 
 use crate::compare::gate::{self, Failure};
 use crate::compare::{Comparison, Overall, Row};
+use crate::compare_explain::regression_notes;
 use crate::compare_sides::{self, Side};
 use serde::Serialize;
 
@@ -70,7 +71,7 @@ pub fn text(sides: &Sides, cmp: &Comparison, failures: &[Failure]) -> String {
         if let Some(change) = compare_sides::path_change(sides.base, sides.new) {
             line(&format!("first suspect: NCCL's path changed: {change}"));
         }
-        let notes = cmp.regression_notes();
+        let notes = regression_notes(cmp);
         for n in &notes {
             line(n);
         }

@@ -4,6 +4,11 @@
 //! (an environment candidate's in fresh process pairs: `fresh`); after the
 //! bands, the process-wide phase (`process_wide`).
 //!
+//! Each part owns its state: `Search` the bands' order and verdicts
+//! (here and in `process_wide`), `meter::Meter` the measurer and the
+//! budget account (every repeat, pair and renewal), `fresh::Figures` the
+//! figures over fresh process pairs and their refinement (`refine`).
+//!
 //! Budget: what the measurer reports as each repeat's wall cost is charged
 //! against `budget_us`. Bands are measured smallest probe first, and each
 //! gets an equal share of what is left when it starts (so a cheap band
@@ -17,24 +22,28 @@
 //! Order inside a pair alternates (default first, then candidate first:
 //! A B B A ...), so a linear drift within a pair cancels over two pairs.
 
-use crate::measure::{InPair, MeasureError, Measurer, Sample};
+use crate::measure::Measurer;
 use crate::report::{
     process_wide_choice, BandReport, CandidateReport, CandidateStatus, End, Outcome, TuneReport,
 };
-use crate::setting::{AlgoProto, Case, Setting};
+use crate::setting::{AlgoProto, Setting};
 use crate::space::{bands, candidates, Band};
-use crate::stats::{AdaptiveStop, Decision, Interval, StopRule, Verdict};
+use crate::stats::{AdaptiveStop, Decision, StopRule, Verdict};
 use collbench_core::Collective;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 mod config;
 mod fresh;
+mod meter;
 mod process_wide;
 mod progress;
 mod refine;
 
 pub use config::{parse_budget, BudgetError, TuneConfig};
 pub use progress::{Phase, Progress};
+
+use fresh::Figures;
+use meter::Meter;
 
 /// Runs the search. `stop` is polled before every measurement (set it from
 /// a Ctrl-C handler): the search then returns what it measured so far with
@@ -51,15 +60,18 @@ pub fn tune(
         .flat_map(|op| bands(*op, &cfg.sizes))
         .collect();
     let mut s = Search {
-        m: measurer,
         cfg,
-        stop,
-        progress,
-        spent_us: 0.0,
-        max_renew_us: 0.0,
-        process_pair: None,
+        meter: Meter {
+            m: measurer,
+            cfg,
+            stop,
+            progress,
+            spent_us: 0.0,
+            max_renew_us: 0.0,
+            process_pair: None,
+        },
+        figures: Figures::default(),
         bands_total: all.len(),
-        kept: Vec::new(),
     };
     // The process-wide phase's share, kept back from the bands: with one
     // band there is nothing for a setting to lose.
@@ -72,7 +84,7 @@ pub fn tune(
     let mut done: Vec<Option<(BandReport, Calibration)>> = vec![None; all.len()];
     let mut end = End::Complete;
     for (k, &i) in order.iter().enumerate() {
-        let share = (cfg.budget_us - reserve - s.spent_us).max(0.0) / (all.len() - k) as f64;
+        let share = (cfg.budget_us - reserve - s.meter.spent_us).max(0.0) / (all.len() - k) as f64;
         let (report, calibration, band_end) = s.band(&all[i], k, share);
         done[i] = Some((report, calibration));
         if let Some(e) = band_end {
@@ -89,10 +101,13 @@ pub fn tune(
         if let Some(setting) = process_wide_choice(&bands).cloned() {
             let (mut pw, pw_end) = s.process_wide(setting.clone(), &bands, &calibrations, &order);
             if pw_end.is_none() {
-                let started = s.spent_us;
-                end = s.refine(&setting).unwrap_or(End::Complete);
-                pw.refine_spent_us = s.spent_us - started;
-                s.apply_refined(&setting, &mut bands, &mut pw);
+                let started = s.meter.spent_us;
+                end = s
+                    .figures
+                    .refine(&mut s.meter, &setting)
+                    .unwrap_or(End::Complete);
+                pw.refine_spent_us = s.meter.spent_us - started;
+                s.figures.apply_refined(cfg, &setting, &mut bands, &mut pw);
             }
             process_wide::promote(&mut bands, &pw, cfg.world_size);
             process_wide = Some(pw);
@@ -105,7 +120,7 @@ pub fn tune(
         world_size: cfg.world_size,
         n_nodes: cfg.n_nodes,
         budget_us: cfg.budget_us,
-        spent_us: s.spent_us,
+        spent_us: s.meter.spent_us,
         max_channels: cfg.max_channels,
         gain_rule: cfg.gain,
         end,
@@ -151,25 +166,19 @@ enum Halt {
     /// The measurer cannot run a candidate here (the default always can).
     Unsupported(String),
     /// A candidate failed where only it is at fault
-    /// ([`MeasureError::CandidateFailed`]): it ends, the search goes on.
+    /// ([`crate::measure::MeasureError::CandidateFailed`]): it ends, the search goes on.
     CandidateFailed(String),
     Failed(String),
 }
 
+/// One search: the measuring and its budget account ([`Meter`]), the
+/// figures kept over fresh process pairs ([`Figures`]) and the number of
+/// bands (for progress lines).
 struct Search<'a> {
-    m: &'a mut dyn Measurer,
     cfg: &'a TuneConfig,
-    stop: &'a AtomicBool,
-    progress: &'a mut dyn FnMut(&Progress),
-    spent_us: f64,
-    /// The dearest renewal of a candidate's processes so far (us).
-    max_renew_us: f64,
-    /// The fresh process pair being measured, for progress events (set
-    /// and cleared by [`Search::fresh_pairs`]).
-    process_pair: Option<(u32, u32)>,
+    meter: Meter<'a>,
+    figures: Figures,
     bands_total: usize,
-    /// Figures over several fresh process pairs, for the refinement.
-    kept: Vec<fresh::Kept>,
 }
 
 /// Per-band state: the budget line, the default's samples, the pair costs.
@@ -230,7 +239,7 @@ impl Search<'_> {
         let mut st = BandState::new(
             band,
             (index, self.bands_total),
-            self.spent_us,
+            self.meter.spent_us,
             share,
             Calibration::NONE,
         );
@@ -280,7 +289,7 @@ impl Search<'_> {
             outcome,
             candidates: reports,
             forbidden,
-            spent_us: self.spent_us - st.start_us,
+            spent_us: self.meter.spent_us - st.start_us,
             replaced: None,
         };
         (report, st.calibration(), end)
@@ -294,7 +303,7 @@ impl Search<'_> {
     ) -> Result<Outcome, Halt> {
         let default = Setting::default();
         // Calibration: one repeat of one iteration sets the iteration count.
-        let cal = self.one(st, &default, None, Phase::Calibrate)?;
+        let cal = self.meter.one(st, &default, None, Phase::Calibrate)?;
         st.iters =
             ((self.cfg.target_repeat_us / cal.time_us).ceil() as u32).clamp(1, self.cfg.max_iters);
         let overhead = (cal.cost_us - cal.time_us).max(0.0);
@@ -303,7 +312,7 @@ impl Search<'_> {
         // Screening.
         let screen_end = st.start_us + share * self.cfg.screen_fraction;
         for k in 0..reports.len() {
-            let left = (screen_end - self.spent_us).max(0.0);
+            let left = (screen_end - self.meter.spent_us).max(0.0);
             let rule = StopRule {
                 max_cost_us: left / (reports.len() - k) as f64,
                 ..self.cfg.screen
@@ -334,43 +343,15 @@ impl Search<'_> {
         Ok(self.no_gain_from_screening(reports))
     }
 
-    /// Fresh pairs of `setting` against the default under the
-    /// confirmation's stop rule, up to the band's limit: the interval of
-    /// the time ratio (None when no pair fitted) and what NCCL last ran
-    /// with the setting (else `ap`).
-    fn pairs_of(
-        &mut self,
-        st: &mut BandState,
-        setting: &Setting,
-        mut ap: Option<AlgoProto>,
-        phase: Phase,
-    ) -> Result<(Option<Interval>, Option<AlgoProto>), Halt> {
-        let rule = StopRule {
-            max_cost_us: (st.limit_us - self.spent_us).max(0.0),
-            ..self.cfg.confirm
-        };
-        let mut stop = AdaptiveStop::new(rule);
-        loop {
-            match self.pair(st, setting, stop.len(), phase, st.limit_us) {
-                Ok((d, c)) => {
-                    ap = c.algo_proto.or(ap);
-                    if stop.push_pair(d.time_us, c.time_us, d.cost_us + c.cost_us)
-                        != Decision::Continue
-                    {
-                        break;
-                    }
-                }
-                Err(Halt::Budget) => break,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok((stop.interval(), ap))
-    }
-
     /// The winner's confirmation on fresh pairs: only these decide.
     fn confirm(&mut self, st: &mut BandState, best: CandidateReport) -> Result<Outcome, Halt> {
-        let (interval, processes, ap) =
-            self.fresh_pairs(st, &best.setting, best.algo_proto, Phase::Confirm)?;
+        let (interval, processes, ap) = self.figures.fresh_pairs(
+            &mut self.meter,
+            st,
+            &best.setting,
+            best.algo_proto,
+            Phase::Confirm,
+        )?;
         let Some(ratio) = interval else {
             return Ok(Outcome::NoGain {
                 best: Some(best.setting),
@@ -404,7 +385,10 @@ impl Search<'_> {
         screen_end: f64,
     ) -> Result<CandidateStatus, Halt> {
         loop {
-            let (d, c) = match self.pair(st, setting, stop.len(), Phase::Screen, screen_end) {
+            let (d, c) = match self
+                .meter
+                .pair(st, setting, stop.len(), Phase::Screen, screen_end)
+            {
                 Ok(pair) => pair,
                 Err(Halt::Budget) => break,
                 Err(Halt::Unsupported(reason)) => {
@@ -430,105 +414,6 @@ impl Search<'_> {
             Some(ratio) => CandidateStatus::Screened { ratio },
             None => CandidateStatus::NotMeasured,
         })
-    }
-
-    /// One interleaved pair (order alternating with `k`), if its predicted
-    /// cost fits both `limit_us` and the whole budget.
-    fn pair(
-        &mut self,
-        st: &mut BandState,
-        cand: &Setting,
-        k: u32,
-        phase: Phase,
-        limit_us: f64,
-    ) -> Result<(Sample, Sample), Halt> {
-        let predicted = st.max_pair_us * 1.1;
-        if self.spent_us + predicted > limit_us.min(self.cfg.budget_us) {
-            return Err(Halt::Budget);
-        }
-        let default = Setting::default();
-        let before = self.spent_us;
-        let (d, c) = if k.is_multiple_of(2) {
-            let d = self.one(st, &default, Some(cand), phase)?;
-            (d, self.one(st, cand, Some(&default), phase)?)
-        } else {
-            let c = self.one(st, cand, Some(&default), phase)?;
-            (self.one(st, &default, Some(cand), phase)?, c)
-        };
-        st.max_pair_us = st.max_pair_us.max(self.spent_us - before);
-        Ok((d, c))
-    }
-
-    /// One repeat (a member of a pair with `partner`, or alone), with its
-    /// progress event and stop check.
-    fn one(
-        &mut self,
-        st: &mut BandState,
-        setting: &Setting,
-        partner: Option<&Setting>,
-        phase: Phase,
-    ) -> Result<Sample, Halt> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(Halt::Stop);
-        }
-        (self.progress)(&Progress {
-            band: st.band,
-            band_index: st.index,
-            bands_total: st.total,
-            setting,
-            phase,
-            process_pair: self.process_pair,
-            spent_us: self.spent_us,
-            budget_left_us: (self.cfg.budget_us - self.spent_us).max(0.0),
-        });
-        let case = Case {
-            op: st.band.op,
-            bytes: st.band.probe_bytes,
-        };
-        let iters = if phase == Phase::Calibrate {
-            1
-        } else {
-            st.iters
-        };
-        let measured = match partner {
-            Some(partner) => self
-                .m
-                .measure_in_pair(InPair { setting, partner }, &case, iters),
-            None => self.m.measure(setting, &case, iters),
-        };
-        let of_candidate = !setting.is_default() || partner.is_some_and(|p| !p.is_default());
-        match measured {
-            Ok(sample)
-                if !(sample.time_us > 0.0
-                    && sample.time_us.is_finite()
-                    && sample.cost_us >= 0.0) =>
-            {
-                Err(Halt::Failed(format!(
-                    "the measurer returned a time of {} us for {setting}",
-                    sample.time_us
-                )))
-            }
-            Ok(sample) => {
-                self.spent_us += sample.cost_us;
-                if setting.is_default() {
-                    if phase != Phase::Calibrate {
-                        st.default_logs.push(sample.time_us.ln());
-                    }
-                    st.default_ap = sample.algo_proto.or(st.default_ap);
-                }
-                Ok(sample)
-            }
-            Err(MeasureError::Unsupported(r)) if !setting.is_default() => Err(Halt::Unsupported(r)),
-            Err(MeasureError::CandidateFailed { reason, cost_us }) if of_candidate => {
-                // A hung child took its deadline: the budget must hold all
-                // the same. The measurer's figure, not this process's own
-                // clock: under a launcher every process gets the same
-                // (agreed) one, so their searches decide alike.
-                self.spent_us += cost_us;
-                Err(Halt::CandidateFailed(reason))
-            }
-            Err(e) => Err(Halt::Failed(e.to_string())),
-        }
     }
 
     /// The verdict of a band its budget share ended in screening: no gain,

@@ -394,3 +394,66 @@ pub fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     }
     out
 }
+
+/// Each inherent `impl` block of a file (`impl Type {`, `impl<T> Type<T>
+/// {`, not `impl Trait for Type`) as (line of `impl`, the type's last path
+/// segment without its generics). Only an `impl` that starts its line is
+/// an item (one in a signature, `-> impl Iterator`, is not); a macro's
+/// `impl $t` names no type and is left out.
+pub fn inherent_impls(src: &str) -> Vec<(usize, String)> {
+    let code = code_only(src);
+    let text = String::from_utf8_lossy(&code);
+    let mut found = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        let item = line.trim_start();
+        let item = item.strip_prefix("unsafe ").unwrap_or(item);
+        let Some(rest) = item.strip_prefix("impl") else {
+            continue;
+        };
+        if !rest.starts_with([' ', '<']) {
+            continue;
+        }
+        // The header runs to the body's brace (or the end of the line, for
+        // a header rustfmt broke over lines).
+        let header = rest.split('{').next().unwrap_or(rest);
+        let header = skip_generics(header.trim_start());
+        let header = header.split(" where").next().unwrap_or(header);
+        if header.split_whitespace().any(|w| w == "for") {
+            continue;
+        }
+        let path: String = header
+            .trim_start()
+            .chars()
+            .take_while(|c| is_ident(*c as u8) || *c == ':' || *c == '$')
+            .collect();
+        let name = path.rsplit("::").next().unwrap_or_default();
+        if !name.is_empty() && !name.starts_with('$') {
+            found.push((k + 1, name.to_string()));
+        }
+    }
+    found
+}
+
+/// `text` after a leading `<...>` (angle brackets balanced), else `text`.
+fn skip_generics(text: &str) -> &str {
+    if !text.starts_with('<') {
+        return text;
+    }
+    let mut depth = 0usize;
+    let mut last = ' ';
+    for (i, c) in text.char_indices() {
+        let arrow = last == '-';
+        last = c;
+        match c {
+            '<' => depth += 1,
+            '>' if !arrow => {
+                depth -= 1;
+                if depth == 0 {
+                    return &text[i + 1..];
+                }
+            }
+            _ => {}
+        }
+    }
+    ""
+}

@@ -10,8 +10,9 @@
 //! carry. The pass has the timed loop's shape (`-n`, `-m`, `-z`) and
 //! reads the slots back once, after it has finished.
 
-use super::timing::Loop;
-use super::NcclBackend;
+use super::comms::Comms;
+use super::issue::Launcher;
+use super::timing::{barrier, launch_iteration, Loop, Timer};
 use crate::ffi::RedOpId;
 use crate::stamps::{DeviceClock, Stamps};
 use collbench_runner::arrival::{ArrivalSamples, RankSamples, MAX_ITERATIONS};
@@ -47,12 +48,14 @@ fn samples(
     }
 }
 
-impl NcclBackend {
+impl Timer {
     /// Loads the stamp kernels on every GPU that lacks them.
-    pub(super) fn ensure_stamps(&mut self) -> Result<(), BackendError> {
-        for g in self.gpus.iter_mut().filter(|g| g.stamps.is_none()) {
-            g.dev.bind()?;
-            g.stamps = Some(Stamps::load(SLOTS)?);
+    pub(super) fn ensure_stamps(&mut self, comms: &Comms) -> Result<(), BackendError> {
+        for (g, stamps) in comms.gpus.iter().zip(&mut self.stamps) {
+            if stamps.is_none() {
+                g.dev.bind()?;
+                *stamps = Some(Stamps::load(SLOTS)?);
+            }
         }
         Ok(())
     }
@@ -61,12 +64,15 @@ impl NcclBackend {
     /// hook's delay before the iteration (a host that sleeps cannot make
     /// a stream late by a known time: the host queues work iterations
     /// ahead of it). Nothing when no local rank is hooked.
-    pub(super) fn hold_late(&self) -> Result<(), BackendError> {
-        let Some(h) = self.opts.late_entry else {
+    pub(super) fn hold_late(&self, comms: &Comms) -> Result<(), BackendError> {
+        let Some(h) = comms.opts.late_entry else {
             return Ok(());
         };
-        for g in self.gpus.iter().filter(|g| g.global_rank == h.rank) {
-            let Some(stamps) = g.stamps.as_ref() else {
+        for (g, stamps) in comms.gpus.iter().zip(&self.stamps) {
+            if g.global_rank != h.rank {
+                continue;
+            }
+            let Some(stamps) = stamps.as_ref() else {
                 return Err(BackendError::Library(
                     "--test-late-entry: the stamp kernels were not loaded before the loop".into(),
                 ));
@@ -78,27 +84,29 @@ impl NcclBackend {
     }
 
     /// Every GPU's timer on the host clock (streams idle).
-    fn align_clocks(&self) -> Result<Vec<DeviceClock>, BackendError> {
-        self.gpus
+    fn align_clocks(&self, comms: &Comms) -> Result<Vec<DeviceClock>, BackendError> {
+        comms
+            .gpus
             .iter()
-            .map(|g| {
+            .zip(&self.stamps)
+            .map(|(g, stamps)| {
                 g.dev.bind()?;
-                let stamps = g.stamps.as_ref().expect("ensure_stamps before");
+                let stamps = stamps.as_ref().expect("ensure_stamps before");
                 Ok(stamps.align(&g.stream)?)
             })
             .collect()
     }
 
     /// Stamps slot `slot` on every GPU (none past the slots kept).
-    fn stamp_all(&self, slot: usize) -> Result<(), BackendError> {
+    fn stamp_all(&self, comms: &Comms, slot: usize) -> Result<(), BackendError> {
         if slot >= SLOTS {
             return Ok(());
         }
-        for g in &self.gpus {
-            if self.gpus.len() > 1 {
+        for (g, stamps) in comms.gpus.iter().zip(&self.stamps) {
+            if comms.gpus.len() > 1 {
                 g.dev.bind()?;
             }
-            g.stamps.as_ref().expect("loaded").stamp(slot, &g.stream)?;
+            stamps.as_ref().expect("loaded").stamp(slot, &g.stream)?;
         }
         Ok(())
     }
@@ -108,41 +116,44 @@ impl NcclBackend {
     /// the end. The GPU clocks are aligned just before (each row).
     pub(super) fn arrival_pass(
         &mut self,
+        comms: &mut Comms,
+        run: Launcher,
         case: &CaseSpec,
         lp: Loop,
         ops: &[RedOpId],
         blocking: Blocking,
     ) -> Result<ArrivalSamples, BackendError> {
-        self.ensure_stamps()?;
-        self.wait_all()?;
-        let clocks = self.align_clocks()?;
-        let n = self.gpus.len();
+        self.ensure_stamps(comms)?;
+        comms.wait_all()?;
+        let clocks = self.align_clocks(comms)?;
+        let n = comms.gpus.len();
         let mut entries: Vec<RankSamples> = (0..n)
             .map(|_| RankSamples::with_capacity(lp.iters))
             .collect();
         for it in 0..lp.iters {
-            self.hold_late()?;
+            self.hold_late(comms)?;
             entries.iter_mut().for_each(RankSamples::enter);
-            self.stamp_all(2 * it as usize)?;
-            self.calling(lp.first_iteration + it)?;
-            self.launch_iteration(case, it, lp, ops)?;
-            self.at(lp.first_iteration + it + 1)?;
-            self.stamp_all(2 * it as usize + 1)?;
+            self.stamp_all(comms, 2 * it as usize)?;
+            comms.calling(lp.first_iteration + it)?;
+            launch_iteration(comms, run, case, it, lp, ops)?;
+            comms.at(lp.first_iteration + it + 1)?;
+            self.stamp_all(comms, 2 * it as usize + 1)?;
             if blocking.waits() || blocking == Blocking::BarrierEachIteration {
-                self.wait_all()?;
+                comms.wait_all()?;
             }
             if blocking == Blocking::BarrierEachIteration {
-                self.barrier()?;
+                barrier(comms, run.buffers)?;
             }
         }
-        self.wait_all()?;
+        comms.wait_all()?;
         let kept = 2 * (lp.iters as usize).min(MAX_ITERATIONS);
-        let slots = self
+        let slots = comms
             .gpus
             .iter()
-            .map(|g| {
+            .zip(&self.stamps)
+            .map(|(g, stamps)| {
                 g.dev.bind()?;
-                Ok(g.stamps.as_ref().expect("loaded").read(kept)?)
+                Ok(stamps.as_ref().expect("loaded").read(kept)?)
             })
             .collect::<Result<Vec<_>, BackendError>>()?;
         Ok(samples(entries, slots, &clocks))

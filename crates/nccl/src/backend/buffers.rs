@@ -3,7 +3,9 @@
 //! windows), and the offsets each operation uses (rotation through the
 //! allocation, `-u` misalignment, in-place layouts).
 
-use super::NcclBackend;
+use super::comms::Comms;
+use super::memory::MemoryWatch;
+use crate::api::{Registration as RegHandle, Window};
 use crate::cuda::{DeviceBuffer, DevicePtr};
 use crate::group::Group;
 use collbench_core::Registration;
@@ -79,65 +81,77 @@ fn oom_message(
     )
 }
 
-impl NcclBackend {
+/// One local GPU's send and receive buffers and their registrations.
+#[derive(Default)]
+pub(crate) struct GpuBuffers {
+    pub(crate) send: Option<DeviceBuffer>,
+    pub(crate) recv: Option<DeviceBuffer>,
+    /// ncclCommRegister handles of send and receive buffers (`-R 1`).
+    pub(crate) reg: Vec<RegHandle>,
+    /// Symmetric windows over send and receive buffers (`-R 2`).
+    pub(crate) win: Vec<Window>,
+}
+
+/// Every local GPU's buffers (in GPU order), how operations place their
+/// operands in them, and the GPU memory they and the run took (`-M 1`).
+pub(crate) struct Buffers {
+    pub(crate) gpus: Vec<GpuBuffers>,
+    /// Rotate buffer offsets between iterations (off with
+    /// COLLBENCH_NO_ROTATE=1, for diagnosing cache effects).
+    pub(crate) rotate: bool,
+    /// GPU memory taken by init, buffers and runs (`-M 1`).
+    pub(crate) memory: MemoryWatch,
+}
+
+impl Buffers {
+    /// No buffers yet on `gpus` GPUs; `memory` as the communicators left it.
+    pub(crate) fn new(gpus: usize, rotate: bool, memory: MemoryWatch) -> Buffers {
+        Buffers {
+            gpus: (0..gpus).map(|_| GpuBuffers::default()).collect(),
+            rotate,
+            memory,
+        }
+    }
+
     /// Makes sure each GPU has send and receive buffers for `bytes`. All
     /// GPUs' buffers are the same size, so they are (re)allocated together:
     /// `-R 2` registers them collectively.
-    pub(crate) fn ensure_buffers(&mut self, bytes: u64) -> Result<(), BackendError> {
-        let bytes = buffer_bytes(bytes, self.settings.unalign);
+    pub(crate) fn ensure(&mut self, comms: &Comms, bytes: u64) -> Result<(), BackendError> {
+        let bytes = buffer_bytes(bytes, comms.settings.unalign);
         let have = self.gpus[0].recv.as_ref().map(|b| b.bytes).unwrap_or(0);
         if have >= bytes {
             return Ok(());
         }
-        self.release_buffers();
-        let free_before = self.free_memory();
-        for i in 0..self.gpus.len() {
-            self.gpus[i].dev.bind()?;
-            let send = self.alloc_buffer(i, bytes)?;
-            let recv = self.alloc_buffer(i, bytes)?;
+        self.release(comms);
+        let free_before = comms.free_memory();
+        for i in 0..comms.gpus.len() {
+            comms.gpus[i].dev.bind()?;
+            let send = alloc_buffer(comms, i, bytes)?;
+            let recv = alloc_buffer(comms, i, bytes)?;
             (self.gpus[i].send, self.gpus[i].recv) = (Some(send), Some(recv));
         }
-        match self.opts.nccl_only.registration {
-            Registration::Local => self.register_buffers()?,
-            Registration::Symmetric => self.register_windows()?,
+        match comms.opts.nccl_only.registration {
+            Registration::Local => self.register_buffers(comms)?,
+            Registration::Symmetric => self.register_windows(comms)?,
             Registration::None => {}
         }
-        let free_after = self.free_memory();
+        let free_after = comms.free_memory();
         self.memory.buffers(&free_before, &free_after);
         Ok(())
     }
 
-    /// One buffer on local GPU `i`: cuMemAlloc, or ncclMemAlloc under `-R 2`
-    /// (window registration needs memory NCCL can map into other ranks).
-    fn alloc_buffer(&self, i: usize, bytes: usize) -> Result<DeviceBuffer, BackendError> {
-        let gpu = &self.gpus[i];
-        let oom = |e: &dyn std::fmt::Display| {
-            let (free, total) = gpu.dev.mem_info();
-            BackendError::OutOfMemory(oom_message(e, bytes, gpu.dev.ordinal, free, total))
-        };
-        if self.opts.nccl_only.registration != Registration::Symmetric {
-            return DeviceBuffer::alloc(bytes).map_err(|e| oom(&e));
-        }
-        if !self.nccl.has_mem_alloc() {
-            return Err(BackendError::Unsupported(
-                "-R 2 needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister): use -R 1".into(),
-            ));
-        }
-        self.nccl.mem_alloc(bytes).map_err(|e| oom(&e))
-    }
-
     /// `-R 1`: ncclCommRegister on every buffer (local, not collective).
-    fn register_buffers(&mut self) -> Result<(), BackendError> {
-        if !self.nccl.has_comm_register() {
+    fn register_buffers(&mut self, comms: &Comms) -> Result<(), BackendError> {
+        if !comms.nccl.has_comm_register() {
             return Err(BackendError::Unsupported(
                 "-R 1 needs NCCL >= 2.19 (ncclCommRegister)".into(),
             ));
         }
-        for gpu in &mut self.gpus {
+        for (gpu, b) in comms.gpus.iter().zip(&mut self.gpus) {
             gpu.dev.bind()?;
-            for buf in [gpu.send.as_ref(), gpu.recv.as_ref()].into_iter().flatten() {
-                let handle = self.nccl.comm_register(&gpu.comm, buf)?;
-                gpu.reg.push(handle);
+            for buf in [b.send.as_ref(), b.recv.as_ref()].into_iter().flatten() {
+                let handle = comms.nccl.comm_register(&gpu.comm, buf)?;
+                b.reg.push(handle);
             }
         }
         Ok(())
@@ -146,21 +160,21 @@ impl NcclBackend {
     /// `-R 2`: symmetric windows over every buffer. Registration is
     /// collective over each communicator, so the GPUs of this process
     /// register inside one group.
-    fn register_windows(&mut self) -> Result<(), BackendError> {
-        if !self.nccl.has_window_register() {
+    fn register_windows(&mut self, comms: &Comms) -> Result<(), BackendError> {
+        if !comms.nccl.has_window_register() {
             return Err(BackendError::Unsupported(
                 "-R 2 needs NCCL >= 2.27 (ncclCommWindowRegister): use -R 1".into(),
             ));
         }
         let mut owners = Vec::new();
         let mut bufs = Vec::new();
-        for (i, gpu) in self.gpus.iter().enumerate() {
-            for buf in [gpu.send.as_ref(), gpu.recv.as_ref()].into_iter().flatten() {
+        for (i, (gpu, b)) in comms.gpus.iter().zip(&self.gpus).enumerate() {
+            for buf in [b.send.as_ref(), b.recv.as_ref()].into_iter().flatten() {
                 owners.push(i);
                 bufs.push((&gpu.comm, buf));
             }
         }
-        let wins = self.nccl.window_register_all(&bufs)?;
+        let wins = comms.nccl.window_register_all(&bufs)?;
         for (i, w) in owners.into_iter().zip(wins) {
             self.gpus[i].win.extend(w);
         }
@@ -168,14 +182,14 @@ impl NcclBackend {
     }
 
     /// Undoes `-R 1`/`-R 2` registration and frees every buffer.
-    pub(crate) fn release_buffers(&mut self) {
-        let n = &self.nccl;
+    pub(crate) fn release(&mut self, comms: &Comms) {
+        let n = &comms.nccl;
         if self.gpus.iter().any(|g| !g.win.is_empty()) {
             // Deregistering a window is collective too: one group. Errors
             // are ignored, as the buffers go anyway.
             let group = Group::start(n);
-            for gpu in &mut self.gpus {
-                for w in gpu.win.drain(..) {
+            for (gpu, b) in comms.gpus.iter().zip(&mut self.gpus) {
+                for w in b.win.drain(..) {
                     n.window_deregister(&gpu.comm, w);
                 }
             }
@@ -183,13 +197,13 @@ impl NcclBackend {
                 let _ = g.end();
             }
         }
-        for gpu in &mut self.gpus {
+        for (gpu, b) in comms.gpus.iter().zip(&mut self.gpus) {
             let _ = gpu.dev.bind();
-            for h in gpu.reg.drain(..) {
+            for h in b.reg.drain(..) {
                 n.comm_deregister(&gpu.comm, h);
             }
-            gpu.send = None;
-            gpu.recv = None;
+            b.send = None;
+            b.recv = None;
         }
     }
 
@@ -197,28 +211,48 @@ impl NcclBackend {
     /// at `iter` (see [`offsets`]).
     pub(crate) fn ptrs(
         &self,
+        comms: &Comms,
         case: &CaseSpec,
         i: usize,
         iter: u64,
         max_bytes: u64,
     ) -> (DevicePtr, DevicePtr) {
-        let gpu = &self.gpus[i];
+        let b = &self.gpus[i];
         let o = offsets(
             case,
-            gpu.rank,
+            comms.gpus[i].rank,
             iter,
             max_bytes,
             self.rotate,
-            self.settings.unalign,
+            comms.settings.unalign,
         );
-        let recv = gpu.recv.as_ref().expect("buffers allocated");
+        let recv = b.recv.as_ref().expect("buffers allocated");
         let send = if o.in_place {
             recv
         } else {
-            gpu.send.as_ref().expect("buffers allocated")
+            b.send.as_ref().expect("buffers allocated")
         };
         (send.at(o.send), recv.at(o.recv))
     }
+}
+
+/// One buffer on local GPU `i`: cuMemAlloc, or ncclMemAlloc under `-R 2`
+/// (window registration needs memory NCCL can map into other ranks).
+fn alloc_buffer(comms: &Comms, i: usize, bytes: usize) -> Result<DeviceBuffer, BackendError> {
+    let gpu = &comms.gpus[i];
+    let oom = |e: &dyn std::fmt::Display| {
+        let (free, total) = gpu.dev.mem_info();
+        BackendError::OutOfMemory(oom_message(e, bytes, gpu.dev.ordinal, free, total))
+    };
+    if comms.opts.nccl_only.registration != Registration::Symmetric {
+        return DeviceBuffer::alloc(bytes).map_err(|e| oom(&e));
+    }
+    if !comms.nccl.has_mem_alloc() {
+        return Err(BackendError::Unsupported(
+            "-R 2 needs NCCL >= 2.27 (ncclMemAlloc, ncclCommWindowRegister): use -R 1".into(),
+        ));
+    }
+    comms.nccl.mem_alloc(bytes).map_err(|e| oom(&e))
 }
 
 #[cfg(test)]

@@ -3,9 +3,10 @@
 //! device communicator and the kernels per GPU), launched in place of the
 //! NCCL call, on the `-R 2` symmetric windows.
 
-use super::buffers::{offsets, Offsets};
-use super::NcclBackend;
-use crate::device_api::{self, DevCommRequirements, DeviceKernels, Operands};
+use super::buffers::{offsets, Buffers, Offsets};
+use super::comms::Comms;
+use crate::device_api::{self, DevComm, DevCommRequirements, DeviceKernels, Operands};
+use crate::NcclOptions;
 use collbench_runner::{BackendError, CaseSpec};
 
 /// Where a device kernel reads and writes: like nccl-tests, which hands
@@ -28,40 +29,59 @@ fn not_all_lsa(d: i32, n_ranks: i32, lsa_size: i32) -> String {
     )
 }
 
-impl NcclBackend {
+/// `-D N`'s part of the backend: which implementation runs, and on each
+/// local GPU (in GPU order) its device communicator and the kernels
+/// loaded on it.
+pub(crate) struct DeviceApi {
+    /// `-D N`, N != 0; `None` runs NCCL's own collectives.
+    implementation: Option<i32>,
+    /// The kernels loaded on each GPU.
+    kernels: Vec<Option<DeviceKernels>>,
+    /// Each GPU's device communicator.
+    dev_comms: Vec<Option<DevComm>>,
+}
+
+impl DeviceApi {
+    /// Nothing set up yet on `gpus` GPUs, for the implementation `opts`
+    /// ask for.
+    pub(crate) fn new(opts: &NcclOptions, gpus: usize) -> DeviceApi {
+        DeviceApi {
+            implementation: opts.nccl_only.device_implementation.filter(|&d| d != 0),
+            kernels: (0..gpus).map(|_| None).collect(),
+            dev_comms: vec![None; gpus],
+        }
+    }
+
     /// The device-API implementation of this run (`-D N`, N != 0).
-    pub(crate) fn device_implementation(&self) -> Option<i32> {
-        self.opts
-            .nccl_only
-            .device_implementation
-            .filter(|&d| d != 0)
+    pub(crate) fn implementation(&self) -> Option<i32> {
+        self.implementation
     }
 
     /// After the communicators: under `-D N`, one device communicator per
     /// GPU (with one LSA barrier per CTA) and the kernels loaded on it.
     /// `flags::device_api` has already refused what cannot run.
-    pub(crate) fn setup_device_api(&mut self) -> Result<(), BackendError> {
-        let Some(d) = self.device_implementation() else {
+    pub(crate) fn setup(&mut self, comms: &Comms) -> Result<(), BackendError> {
+        let Some(d) = self.implementation else {
             return Ok(());
         };
-        if !self.nccl.has_dev_comm() {
+        if !comms.nccl.has_dev_comm() {
             return Err(BackendError::Unsupported(format!(
                 "-D {d} needs ncclDevCommCreate (NCCL >= 2.28.0), which NCCL {} at {} lacks: use NCCL 2.28, or -D 0",
-                self.found.version_string(),
-                self.found.path.display()
+                comms.found.version_string(),
+                comms.found.path.display()
             )));
         }
-        let ctas = device_api::cta_count(self.opts.nccl_only.device_cta_count);
+        let ctas = device_api::cta_count(comms.opts.nccl_only.device_cta_count);
         let reqs = DevCommRequirements::lsa_barriers(ctas as i32);
-        let comms: Vec<_> = self.gpus.iter().map(|g| &g.comm).collect();
-        let dev_comms = self.nccl.dev_comm_create_all(&comms, &reqs)?;
-        for (gpu, dc) in self.gpus.iter_mut().zip(dev_comms) {
-            gpu.dev_comm = Some(dc);
+        let handles: Vec<_> = comms.gpus.iter().map(|g| &g.comm).collect();
+        let dev_comms = comms.nccl.dev_comm_create_all(&handles, &reqs)?;
+        for (slot, dc) in self.dev_comms.iter_mut().zip(dev_comms) {
+            *slot = Some(dc);
         }
         if let Some(dc) = self
-            .gpus
+            .dev_comms
             .iter()
-            .filter_map(|g| g.dev_comm)
+            .filter_map(|dc| *dc)
             .find(|dc| dc.lsa_size != dc.n_ranks)
         {
             return Err(BackendError::Unsupported(not_all_lsa(
@@ -70,29 +90,28 @@ impl NcclBackend {
                 dc.lsa_size,
             )));
         }
-        for gpu in &mut self.gpus {
+        for (gpu, k) in comms.gpus.iter().zip(&mut self.kernels) {
             gpu.dev.bind()?;
-            gpu.dev_kernels = Some(DeviceKernels::load()?);
+            *k = Some(DeviceKernels::load()?);
         }
         Ok(())
     }
 
-    /// Undoes [`NcclBackend::setup_device_api`] (before the communicators
-    /// go).
-    pub(crate) fn release_device_api(&mut self) {
-        for gpu in &mut self.gpus {
+    /// Undoes [`DeviceApi::setup`] (before the communicators go).
+    pub(crate) fn release(&mut self, comms: &Comms) {
+        for (i, gpu) in comms.gpus.iter().enumerate() {
             let _ = gpu.dev.bind();
-            gpu.dev_kernels = None;
-            if let Some(dc) = gpu.dev_comm.take() {
-                self.nccl.dev_comm_destroy(&gpu.comm, &dc);
+            self.kernels[i] = None;
+            if let Some(dc) = self.dev_comms[i].take() {
+                comms.nccl.dev_comm_destroy(&gpu.comm, &dc);
             }
         }
     }
 
     /// Whether `-D N` runs `case` (nccl-tests' choices of collectives,
     /// types and operators).
-    pub(crate) fn device_supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
-        match self.device_implementation() {
+    pub(crate) fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
+        match self.implementation {
             None => Ok(()),
             Some(d) => device_api::check_case(d, case.collective, case.dtype, case.redop)
                 .map_err(BackendError::Unsupported),
@@ -101,28 +120,31 @@ impl NcclBackend {
 
     /// Enqueues implementation `d` of `case` on every local GPU, `-V` CTAs
     /// each, on the symmetric windows over the send and receive buffers.
-    pub(crate) fn launch_device(
+    pub(crate) fn launch(
         &self,
+        comms: &Comms,
+        buffers: &Buffers,
         case: &CaseSpec,
         d: i32,
         max_bytes: u64,
     ) -> Result<(), BackendError> {
-        let ctas = device_api::cta_count(self.opts.nccl_only.device_cta_count);
-        for gpu in &self.gpus {
-            let (Some(kernels), Some(dev_comm)) = (&gpu.dev_kernels, &gpu.dev_comm) else {
+        let ctas = device_api::cta_count(comms.opts.nccl_only.device_cta_count);
+        for (i, gpu) in comms.gpus.iter().enumerate() {
+            let (Some(kernels), Some(dev_comm)) = (&self.kernels[i], &self.dev_comms[i]) else {
                 return Err(BackendError::Library(format!(
                     "-D {d}: the device communicator of GPU {} was not created",
                     gpu.dev.ordinal
                 )));
             };
-            let [send, recv] = &gpu.win[..] else {
+            let win = &buffers.gpus[i].win;
+            let [send, recv] = &win[..] else {
                 return Err(BackendError::Library(format!(
                     "-D {d} needs symmetric windows over the send and receive buffers, but NCCL registered {} on GPU {}",
-                    gpu.win.len(),
+                    win.len(),
                     gpu.dev.ordinal
                 )));
             };
-            let o = device_offsets(case, gpu.rank, max_bytes, self.settings.unalign);
+            let o = device_offsets(case, gpu.rank, max_bytes, comms.settings.unalign);
             let ops = Operands {
                 send: if o.in_place { recv } else { send },
                 send_offset: o.send,

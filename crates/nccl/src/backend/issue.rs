@@ -2,12 +2,16 @@
 //! send/recv pieces of those NCCL lacks (before 2.28, and sendrecv and
 //! hypercube always), and the per-GPU reduction operators.
 
-use super::{needs_pre_mul_sum, NcclBackend};
+use super::buffers::Buffers;
+use super::comms::Comms;
+use super::device::DeviceApi;
+use super::needs_pre_mul_sum;
 use crate::api::NativeOps;
 use crate::cuda::{self, DevicePtr};
 use crate::ffi::{self, RedOpId};
 use crate::group::{self, Group};
 use crate::kernels;
+use collbench_core::alltoallv::PeerCounts;
 use collbench_core::Collective;
 use collbench_runner::{BackendError, CaseSpec};
 
@@ -143,30 +147,44 @@ pub(crate) fn hypercube_rounds(
         })
 }
 
-impl NcclBackend {
+/// What a case's collectives need beyond the buffers: alltoallv's
+/// per-peer counts (the operators of [`Issue::make_ops`] are handed back
+/// to the caller, who frees them).
+#[derive(Default)]
+pub(crate) struct Issue {
+    /// alltoallv's per-peer counts of the case being run (set by
+    /// `make_ops`, so the timed loop does not recompute them).
+    pub(crate) peers: Option<PeerCounts>,
+}
+
+impl Issue {
     /// Creates the per-GPU reduction operators (premulsum needs one per
     /// communicator); built-ins need nothing.
     /// Also makes alltoallv's per-peer counts for `case` (kept until the
     /// next case), so that no launch recomputes them.
-    pub(crate) fn make_ops(&mut self, case: &CaseSpec) -> Result<Vec<RedOpId>, BackendError> {
+    pub(crate) fn make_ops(
+        &mut self,
+        comms: &Comms,
+        case: &CaseSpec,
+    ) -> Result<Vec<RedOpId>, BackendError> {
         self.peers = (case.collective == Collective::AllToAllV).then(|| {
-            self.settings.traffic.peer_counts(
+            comms.settings.traffic.peer_counts(
                 case.counts.param_count,
                 case.dtype.size_bytes(),
                 case.world_size,
             )
         });
         let mut ops = Vec::new();
-        for gpu in &self.gpus {
+        for gpu in &comms.gpus {
             if needs_pre_mul_sum(case) {
-                if !self.nccl.has_pre_mul_sum() {
+                if !comms.nccl.has_pre_mul_sum() {
                     return Err(BackendError::Unsupported(
                         "mulsum needs NCCL >= 2.11 (ncclRedOpCreatePreMulSum)".into(),
                     ));
                 }
                 let pat = kernels::pattern(case, 0);
                 let scalar = kernels::scalar_bytes(case.dtype, pat.scalar(gpu.rank));
-                ops.push(self.nccl.pre_mul_sum(&scalar, case.dtype, &gpu.comm)?);
+                ops.push(comms.nccl.pre_mul_sum(&scalar, case.dtype, &gpu.comm)?);
             } else {
                 ops.push(ffi::redop_id(case.redop));
             }
@@ -174,48 +192,27 @@ impl NcclBackend {
         Ok(ops)
     }
 
-    /// Destroys the operators [`NcclBackend::make_ops`] created.
-    pub(crate) fn free_ops(&self, case: &CaseSpec, ops: &[RedOpId]) {
+    /// Destroys the operators [`Issue::make_ops`] created.
+    pub(crate) fn free_ops(&self, comms: &Comms, case: &CaseSpec, ops: &[RedOpId]) {
         if case.redop != collbench_core::ReduceOp::MulSum {
             return;
         }
-        for (gpu, &op) in self.gpus.iter().zip(ops) {
-            self.nccl.red_op_destroy(op, &gpu.comm);
+        for (gpu, &op) in comms.gpus.iter().zip(ops) {
+            comms.nccl.red_op_destroy(op, &gpu.comm);
         }
-    }
-
-    /// Enqueues one operation of `case` on every local GPU (in one group
-    /// when there are several).
-    pub(crate) fn launch(
-        &self,
-        case: &CaseSpec,
-        iter: u64,
-        max_bytes: u64,
-        ops: &[RedOpId],
-    ) -> Result<(), BackendError> {
-        if let Some(d) = self.device_implementation() {
-            return self.launch_device(case, d, max_bytes);
-        }
-        let group = Group::start_if(self.gpus.len() > 1, &self.nccl)?;
-        for (i, &op) in ops.iter().enumerate().take(self.gpus.len()) {
-            let (send, recv) = self.ptrs(case, i, iter, max_bytes);
-            self.issue(case, i, send, recv, op)?;
-        }
-        group::end_if(group)?;
-        Ok(())
     }
 
     /// The library calls of one collective on local GPU `i`.
     fn issue(
         &self,
+        comms: &Comms,
         case: &CaseSpec,
         i: usize,
-        send: DevicePtr,
-        recv: DevicePtr,
+        (send, recv): (DevicePtr, DevicePtr),
         op: RedOpId,
     ) -> Result<(), BackendError> {
-        let n = &self.nccl;
-        let gpu = &self.gpus[i];
+        let n = &comms.nccl;
+        let gpu = &comms.gpus[i];
         let (comm, s) = (&gpu.comm, &gpu.stream);
         let dt = case.dtype;
         let elt = dt.size_bytes() as u64;
@@ -266,6 +263,39 @@ impl NcclBackend {
                 }
             }
         }
+        Ok(())
+    }
+}
+
+/// The parts a launch reads, borrowed together while the communicators
+/// are borrowed on their own (waiting on them may abort them).
+#[derive(Clone, Copy)]
+pub(crate) struct Launcher<'a> {
+    pub(crate) buffers: &'a Buffers,
+    pub(crate) device: &'a DeviceApi,
+    pub(crate) issue: &'a Issue,
+}
+
+impl Launcher<'_> {
+    /// Enqueues one operation of `case` on every local GPU (in one group
+    /// when there are several).
+    pub(crate) fn launch(
+        &self,
+        comms: &Comms,
+        case: &CaseSpec,
+        iter: u64,
+        max_bytes: u64,
+        ops: &[RedOpId],
+    ) -> Result<(), BackendError> {
+        if let Some(d) = self.device.implementation() {
+            return self.device.launch(comms, self.buffers, case, d, max_bytes);
+        }
+        let group = Group::start_if(comms.gpus.len() > 1, &comms.nccl)?;
+        for (i, &op) in ops.iter().enumerate().take(comms.gpus.len()) {
+            let ptrs = self.buffers.ptrs(comms, case, i, iter, max_bytes);
+            self.issue.issue(comms, case, i, ptrs, op)?;
+        }
+        group::end_if(group)?;
         Ok(())
     }
 }

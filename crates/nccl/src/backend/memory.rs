@@ -5,7 +5,6 @@
 //! NCCL allocated while running). Each figure is the largest over this
 //! process's GPUs.
 
-use super::NcclBackend;
 use collbench_runner::MemoryUsage;
 
 /// The running figures; arithmetic only, so it is tested without a GPU.
@@ -51,16 +50,6 @@ impl MemoryWatch {
             user_allocated: self.user_allocated,
             collective: largest_drop(&self.baseline, now),
         }
-    }
-}
-
-impl NcclBackend {
-    /// Free bytes on each local GPU.
-    pub(crate) fn free_memory(&self) -> Vec<i64> {
-        self.gpus
-            .iter()
-            .map(|g| g.dev.mem_info().0 as i64)
-            .collect()
     }
 }
 

@@ -3,13 +3,17 @@
 //! ending when every stream has finished) with per-iteration CUDA events
 //! for percentiles, and checked on the GPU by the verification kernels.
 //!
-//! Split along its seams: `setup` (loading, devices, communicators),
-//! `host_group` (communicators of host pairs, for `check`), `arrival`
-//! (device timestamps around each timed collective, `--arrival`),
-//! `buffers` (allocation, registration, rotation), `issue` (the NCCL
-//! calls of each collective), `timing` (timed loop, events, graphs,
-//! waiting) and `verify` (the check pass). This file holds the state and
-//! the [`Backend`] entry points.
+//! Split into owned parts, each a type with its state and its methods:
+//! `comms::Comms` (NCCL as loaded, each GPU's device, stream and
+//! communicator; waiting on them, aborting them), built in `setup` (and
+//! `host_group`: communicators of host pairs, for `check`);
+//! `buffers::Buffers` (allocation, registration, rotation, `-M`'s memory);
+//! `device::DeviceApi` (`-D N`'s device communicators and kernels);
+//! `issue::Issue` (the NCCL calls of each collective, alltoallv's counts);
+//! `timing::Timer` (timed loop, events, graphs; and in `arrival` the
+//! device timestamps of `--arrival`); `verify::Verifier` (the check pass
+//! and its kernels). This file holds the parts and the [`Backend`] entry
+//! points, which hand each part what it borrows.
 
 // Backend code is safe Rust: every library call goes through the safe
 // layers (crate::api, crate::cuda, crate::kernels, crate::affinity).
@@ -17,6 +21,7 @@
 
 mod arrival;
 mod buffers;
+mod comms;
 mod cpu_slot;
 mod device;
 mod exchange;
@@ -28,105 +33,32 @@ mod setup;
 mod timing;
 mod verify;
 
-use crate::api::{Communicator, Registration, Window};
-use crate::cuda::{Device, DeviceBuffer, Stream};
-use crate::device_api::{DevComm, DeviceKernels};
 use crate::explain;
-use crate::ffi::Nccl;
-use crate::kernels::Kernels;
-use crate::loader::FoundNccl;
-use crate::stamps::Stamps;
-use crate::NcclOptions;
-use collbench_core::alltoallv::PeerCounts;
+use crate::ffi::RedOpId;
+use buffers::Buffers;
 use collbench_core::collective::RedopUse;
 use collbench_core::{Collective, DeviceInfo, Explanation, ReduceOp};
 use collbench_runner::{Backend, BackendError, BackendInfo, CaseSpec, Measurement, Timing};
-
-/// One local GPU: its context, stream, communicator and buffers.
-///
-/// Fields drop in declaration order: everything that lives in the device's
-/// context goes before `dev`, which releases the context.
-pub(crate) struct Gpu {
-    pub(crate) kernels: Option<Kernels>,
-    /// Arrival timing's stamp kernels and slots (loaded on first use).
-    pub(crate) stamps: Option<Stamps>,
-    /// `-D N`: the device-API kernels loaded on this GPU.
-    pub(crate) dev_kernels: Option<DeviceKernels>,
-    /// `-D N`: this GPU's device communicator.
-    pub(crate) dev_comm: Option<DevComm>,
-    pub(crate) send: Option<DeviceBuffer>,
-    pub(crate) recv: Option<DeviceBuffer>,
-    pub(crate) stream: Stream,
-    pub(crate) comm: Communicator,
-    /// Rank in this GPU's communicator.
-    pub(crate) rank: usize,
-    /// Rank among all GPUs of the job (differs from `rank` with
-    /// NCCL_TESTS_SPLIT groups).
-    pub(crate) global_rank: usize,
-    /// NCCL_TESTS_SPLIT colour of this process.
-    pub(crate) group: u64,
-    /// ncclCommRegister handles of send and receive buffers (`-R 1`).
-    pub(crate) reg: Vec<Registration>,
-    /// Symmetric windows over send and receive buffers (`-R 2`).
-    pub(crate) win: Vec<Window>,
-    pub(crate) dev: Device,
-}
-
-impl Gpu {
-    /// A GPU with its stream, before its communicator (null until NCCL
-    /// makes it), buffers and kernels.
-    pub(crate) fn new(
-        dev: Device,
-        stream: Stream,
-        rank: usize,
-        global_rank: usize,
-        group: u64,
-    ) -> Gpu {
-        Gpu {
-            kernels: None,
-            stamps: None,
-            dev_kernels: None,
-            dev_comm: None,
-            send: None,
-            recv: None,
-            stream,
-            comm: Communicator::null(),
-            rank,
-            global_rank,
-            group,
-            reg: Vec::new(),
-            win: Vec::new(),
-            dev,
-        }
-    }
-}
+use comms::Comms;
+use device::DeviceApi;
+use issue::{Issue, Launcher};
+use timing::Timer;
+use verify::Verifier;
 
 /// CUDA GPUs driven through NCCL.
+///
+/// Fields drop in declaration order: the parts whose state lives in the
+/// GPUs' contexts (kernels, stamps, device communicators, buffers) go
+/// before `comms`, whose devices release the contexts.
 pub struct NcclBackend {
-    pub(crate) nccl: Nccl,
-    pub(crate) found: FoundNccl,
-    pub(crate) gpus: Vec<Gpu>,
-    pub(crate) world_size: usize,
-    pub(crate) host: String,
-    pub(crate) opts: NcclOptions,
-    /// What the timed loop learned of the communicators (aborted, graphs
-    /// warmed): `timing`'s own part, set there alone.
-    pub(crate) loop_state: timing::LoopState,
-    /// Rotate buffer offsets between iterations (off with
-    /// COLLBENCH_NO_ROTATE=1, for diagnosing cache effects).
-    pub(crate) rotate: bool,
+    verify: Verifier,
+    timer: Timer,
+    device: DeviceApi,
+    buffers: Buffers,
+    issue: Issue,
+    comms: Comms,
     /// NCCL's profiler plugin, when the run asked for explanations.
-    pub(crate) explainer: Option<crate::explain::Explainer>,
-    /// GPU memory taken by init, buffers and runs (`-M 1`).
-    pub(crate) memory: memory::MemoryWatch,
-    /// alltoallv's per-peer counts of the case being run (set by
-    /// `make_ops`, so the timed loop does not recompute them).
-    pub(crate) peers: Option<PeerCounts>,
-    /// `-u`, who sends how much to whom in alltoallv, and the watch where
-    /// the timed loop publishes progress and learns of a stop, as the
-    /// runner set them. New communicators (host groups) start from the
-    /// defaults.
-    pub(crate) settings: collbench_runner::BackendSettings,
+    explainer: Option<crate::explain::Explainer>,
 }
 
 /// Progress lines on stderr when COLLBENCH_DEBUG is set, to see where a
@@ -168,31 +100,56 @@ pub(crate) fn refused_on_one_rank(case: &CaseSpec) -> bool {
 }
 
 impl NcclBackend {
-    pub(crate) fn ensure_usable(&self) -> Result<(), BackendError> {
-        if self.loop_state.aborted() {
-            return Err(BackendError::Library(
-                "the NCCL communicators were aborted after an earlier error".into(),
-            ));
-        }
-        Ok(())
+    /// Seconds per operation of `iters` back-to-back iterations of `case`
+    /// after `warmup` untimed ones: the timed loop alone, without the
+    /// per-iteration pass (`collbench tune`'s repeats, which need only
+    /// the mean). Buffers hold `span` bytes (at least `case`'s size), and
+    /// operations rotate through them as in a sweep up to `span`.
+    pub fn time_bare(
+        &mut self,
+        case: &CaseSpec,
+        warmup: u32,
+        iters: u32,
+        span: u64,
+    ) -> Result<f64, BackendError> {
+        self.comms.ensure_usable()?;
+        self.supports(case)?;
+        let max = span.max(case.size_bytes());
+        let ops = self.prepare(case, max)?;
+        let (comms, timer, _, run) = self.parts();
+        let result = timer.bare(comms, run, case, (warmup, iters), max, &ops);
+        self.issue.free_ops(&self.comms, case, &ops);
+        result
+    }
+
+    /// Buffers for `bytes` and the case's operators (free them with
+    /// `Issue::free_ops`).
+    fn prepare(&mut self, case: &CaseSpec, bytes: u64) -> Result<Vec<RedOpId>, BackendError> {
+        self.buffers.ensure(&self.comms, bytes)?;
+        self.issue.make_ops(&self.comms, case)
+    }
+
+    /// The parts borrowed apart: the communicators and the timer to
+    /// change, the verifier and what a launch reads to read.
+    fn parts(&mut self) -> (&mut Comms, &mut Timer, &Verifier, Launcher<'_>) {
+        let run = Launcher {
+            buffers: &self.buffers,
+            device: &self.device,
+            issue: &self.issue,
+        };
+        (&mut self.comms, &mut self.timer, &self.verify, run)
     }
 }
 
 impl Drop for NcclBackend {
     fn drop(&mut self) {
-        if self.loop_state.aborted() {
+        if self.comms.aborted {
             return;
         }
-        for gpu in &self.gpus {
-            let _ = gpu.dev.bind();
-            let _ = gpu.stream.synchronize();
-        }
-        self.release_device_api();
-        self.release_buffers();
-        for gpu in &mut self.gpus {
-            let _ = gpu.dev.bind();
-            let _ = self.nccl.comm_destroy(&mut gpu.comm);
-        }
+        self.comms.synchronize_all();
+        self.device.release(&self.comms);
+        self.buffers.release(&self.comms);
+        self.comms.destroy();
     }
 }
 
@@ -200,17 +157,18 @@ impl Backend for NcclBackend {
     fn info(&self) -> BackendInfo {
         BackendInfo {
             name: "nccl".into(),
-            library: Some(format!("NCCL {}", self.found.version_string())),
-            library_path: Some(self.found.path.display().to_string()),
-            library_version_code: Some(self.found.version_code as u32),
+            library: Some(format!("NCCL {}", self.comms.found.version_string())),
+            library_path: Some(self.comms.found.path.display().to_string()),
+            library_version_code: Some(self.comms.found.version_code as u32),
             devices: self
+                .comms
                 .gpus
                 .iter()
                 .map(|g| DeviceInfo {
                     rank: g.global_rank as u64,
                     group: g.group,
                     pid: std::process::id() as u64,
-                    host: self.host.clone(),
+                    host: self.comms.host.clone(),
                     device: g.dev.ordinal as u64,
                     bus_id: Some(g.dev.pci_bus_id()),
                     name: g.dev.name(),
@@ -224,20 +182,20 @@ impl Backend for NcclBackend {
     }
 
     fn memory_usage(&mut self) -> Option<collbench_runner::MemoryUsage> {
-        Some(self.memory.usage(&self.free_memory()))
+        Some(self.buffers.memory.usage(&self.comms.free_memory()))
     }
 
     fn local_ranks(&self) -> usize {
-        self.gpus.len()
+        self.comms.gpus.len()
     }
 
     fn world_size(&self) -> usize {
-        self.world_size
+        self.comms.world_size
     }
 
     fn supports(&self, case: &CaseSpec) -> Result<(), BackendError> {
-        self.device_supports(case)?;
-        if self.opts.nccl_only.registration == collbench_core::Registration::Symmetric
+        self.device.supports(case)?;
+        if self.comms.opts.nccl_only.registration == collbench_core::Registration::Symmetric
             && !runs_with_windows(case.collective)
         {
             return Err(BackendError::Unsupported(
@@ -245,14 +203,19 @@ impl Backend for NcclBackend {
             ));
         }
         if case.dtype.is_f8() {
-            if self.found.version_code < 22400 {
+            if self.comms.found.version_code < 22400 {
                 return Err(BackendError::Unsupported(format!(
                     "{} needs NCCL >= 2.24 (found {})",
                     case.dtype,
-                    self.found.version_string()
+                    self.comms.found.version_string()
                 )));
             }
-            if let Some(g) = self.gpus.iter().find(|g| g.dev.compute_capability().0 < 9) {
+            if let Some(g) = self
+                .comms
+                .gpus
+                .iter()
+                .find(|g| g.dev.compute_capability().0 < 9)
+            {
                 return Err(BackendError::Unsupported(format!(
                     "{} needs compute capability >= 9.0 (GPU {} is {:?})",
                     case.dtype,
@@ -264,12 +227,12 @@ impl Backend for NcclBackend {
         if refused_on_one_rank(case) {
             return Err(BackendError::Unsupported(format!(
                 "NCCL {} refuses {} with {} on a one-rank communicator (invalid argument; nccl-tests stops there)",
-                self.found.version_string(),
+                self.comms.found.version_string(),
                 case.dtype,
                 case.redop
             )));
         }
-        if needs_pre_mul_sum(case) && !self.nccl.has_pre_mul_sum() {
+        if needs_pre_mul_sum(case) && !self.comms.nccl.has_pre_mul_sum() {
             return Err(BackendError::Unsupported(
                 "mulsum needs NCCL >= 2.11".into(),
             ));
@@ -279,7 +242,7 @@ impl Backend for NcclBackend {
 
     /// Keeps `-u`, the traffic and the watch: NCCL applies all three.
     fn settings(&mut self) -> Option<&mut collbench_runner::BackendSettings> {
-        Some(&mut self.settings)
+        Some(&mut self.comms.settings)
     }
 
     fn group(
@@ -287,9 +250,10 @@ impl Backend for NcclBackend {
         control: &dyn collbench_core::Bootstrap,
         group: Option<u32>,
     ) -> Result<Option<Box<dyn Backend>>, BackendError> {
-        Ok(self
-            .for_group(control, group)?
-            .map(|b| Box::new(b) as Box<dyn Backend>))
+        Ok(
+            host_group::for_group(&self.comms, self.buffers.rotate, control, group)?
+                .map(|b| Box::new(b) as Box<dyn Backend>),
+        )
     }
 
     fn time(&mut self, case: &CaseSpec, timing: &Timing) -> Result<Measurement, BackendError> {
@@ -300,11 +264,11 @@ impl Backend for NcclBackend {
             case.size_bytes(),
             case.in_place
         ));
-        self.ensure_usable()?;
-        self.ensure_buffers(timing.max_bytes.max(case.size_bytes()))?;
-        let ops = self.make_ops(case)?;
-        let result = self.time_inner(case, timing, &ops);
-        self.free_ops(case, &ops);
+        self.comms.ensure_usable()?;
+        let ops = self.prepare(case, timing.max_bytes.max(case.size_bytes()))?;
+        let (comms, timer, _, run) = self.parts();
+        let result = timer.time(comms, run, case, timing, &ops);
+        self.issue.free_ops(&self.comms, case, &ops);
         result
     }
 
@@ -314,12 +278,12 @@ impl Backend for NcclBackend {
         let Some(explainer) = self.explainer.clone() else {
             return Ok(None);
         };
-        if let Some(d) = self.device_implementation() {
+        if let Some(d) = self.device.implementation() {
             return Ok(Some(Explanation::unavailable(format!(
                 "-D {d}: collbench's device-API kernel ran, not an NCCL collective"
             ))));
         }
-        if self.world_size == 1 {
+        if self.comms.world_size == 1 {
             // A communicator of one rank copies locally: NCCL picks no
             // algorithm and reports no kernel, so do not wait for one.
             return Ok(Some(Explanation::unavailable(
@@ -331,38 +295,38 @@ impl Backend for NcclBackend {
             // profiler event, no TUNING line to wait for.
             return Ok(Some(Explanation::nothing_launched()));
         }
-        self.ensure_usable()?;
-        self.ensure_buffers(case.size_bytes())?;
-        let ops = self.make_ops(case)?;
+        self.comms.ensure_usable()?;
+        let ops = self.prepare(case, case.size_bytes())?;
         let ranks = explain::backend_hook::expected_ranks(
-            self.gpus.iter().map(|g| (g.rank, g.global_rank)),
+            self.comms.gpus.iter().map(|g| (g.rank, g.global_rank)),
         );
         let max = case.size_bytes();
+        let (comms, _, _, run) = self.parts();
         let result = explain::backend_hook::explain_case(&explainer, &ranks, || {
-            self.launch(case, 0, max, &ops)?;
-            self.wait_all()
+            run.launch(comms, case, 0, max, &ops)?;
+            comms.wait_all()
         });
-        self.free_ops(case, &ops);
+        self.issue.free_ops(&self.comms, case, &ops);
         result
     }
 
     fn check(&mut self, case: &CaseSpec, seed: u64, corrupt: bool) -> Result<u64, BackendError> {
         debug("check");
-        self.ensure_usable()?;
-        self.ensure_buffers(case.size_bytes())?;
-        let ops = self.make_ops(case)?;
-        let result = self.check_inner(case, seed, corrupt, &ops);
-        self.free_ops(case, &ops);
+        self.comms.ensure_usable()?;
+        let ops = self.prepare(case, case.size_bytes())?;
+        let (comms, _, verify, run) = self.parts();
+        let result = verify.check(comms, run, case, seed, corrupt, &ops);
+        self.issue.free_ops(&self.comms, case, &ops);
         result
     }
 
     fn outputs(&mut self, case: &CaseSpec, seed: u64) -> Result<Vec<Vec<u8>>, BackendError> {
         debug("outputs");
-        self.ensure_usable()?;
-        self.ensure_buffers(case.size_bytes())?;
-        let ops = self.make_ops(case)?;
-        let result = self.outputs_inner(case, seed, &ops);
-        self.free_ops(case, &ops);
+        self.comms.ensure_usable()?;
+        let ops = self.prepare(case, case.size_bytes())?;
+        let (comms, _, verify, run) = self.parts();
+        let result = verify.outputs(comms, run, case, seed, &ops);
+        self.issue.free_ops(&self.comms, case, &ops);
         result
     }
 }

@@ -1,7 +1,14 @@
 //! Setting up: loading NCCL, picking this process's GPUs, splitting the
 //! processes into NCCL_TESTS_SPLIT groups and creating the communicators.
 
-use super::{debug, Gpu, NcclBackend};
+use super::buffers::Buffers;
+use super::comms::{Comms, Gpu};
+use super::device::DeviceApi;
+use super::issue::Issue;
+use super::memory::MemoryWatch;
+use super::timing::Timer;
+use super::verify::Verifier;
+use super::{debug, NcclBackend};
 use crate::affinity;
 use crate::api::Communicator;
 use crate::cuda::{self, Device, Stream};
@@ -113,12 +120,12 @@ impl NcclBackend {
         let free =
             |gpus: &[Gpu]| -> Vec<i64> { gpus.iter().map(|g| g.dev.mem_info().0 as i64).collect() };
         let free_before_init = free(&gpus);
-        let comms = create_comms(&library, control, &layout, &gpus)?;
-        let memory = super::memory::MemoryWatch::after_init(&free_before_init, &free(&gpus));
-        for (gpu, c) in gpus.iter_mut().zip(comms) {
+        let handles = create_comms(&library, control, &layout, &gpus)?;
+        let memory = MemoryWatch::after_init(&free_before_init, &free(&gpus));
+        for (gpu, c) in gpus.iter_mut().zip(handles) {
             gpu.comm = c;
         }
-        load_kernels(&mut gpus)?;
+        let kernels = load_kernels(&gpus)?;
         // Every process takes part, whatever its COLLBENCH_PIN says.
         let slot = if layout.procs > 1 {
             super::cpu_slot::agree(control, super::cpu_slot::machine_id(), opts.local_rank)?
@@ -127,23 +134,43 @@ impl NcclBackend {
         };
         pin_driving_thread(slot);
         let Library { nccl, found, .. } = library;
-        let mut backend = NcclBackend {
+        let comms = Comms {
             nccl,
             found,
             gpus,
             world_size: layout.world_size,
             host: opts.host.clone(),
             opts: opts.clone(),
-            loop_state: Default::default(),
-            rotate: std::env::var_os("COLLBENCH_NO_ROTATE").is_none(),
-            explainer,
-            memory,
-            peers: None,
             settings: Default::default(),
+            aborted: false,
         };
+        let rotate = std::env::var_os("COLLBENCH_NO_ROTATE").is_none();
+        let mut backend = NcclBackend::assemble(comms, kernels, rotate, memory, explainer);
         // On failure the backend drops, which destroys the communicators.
-        backend.setup_device_api()?;
+        backend.device.setup(&backend.comms)?;
         Ok(backend)
+    }
+
+    /// The backend over `comms`, each part with nothing in it yet but the
+    /// verification `kernels` (one per GPU), the rotation and the memory
+    /// `comms`' creation took.
+    pub(super) fn assemble(
+        comms: Comms,
+        kernels: Vec<Option<Kernels>>,
+        rotate: bool,
+        memory: MemoryWatch,
+        explainer: Option<Explainer>,
+    ) -> NcclBackend {
+        let n = comms.gpus.len();
+        NcclBackend {
+            verify: Verifier { kernels },
+            timer: Timer::new(n),
+            device: DeviceApi::new(&comms.opts, n),
+            buffers: Buffers::new(n, rotate, memory),
+            issue: Issue::default(),
+            comms,
+            explainer,
+        }
     }
 }
 
@@ -324,20 +351,23 @@ fn create_comms(
 
 /// Loads the verification kernels on each GPU; without them the check
 /// runs on the host (said once).
-fn load_kernels(gpus: &mut [Gpu]) -> Result<(), BackendError> {
+fn load_kernels(gpus: &[Gpu]) -> Result<Vec<Option<Kernels>>, BackendError> {
     let mut warned = false;
+    let mut kernels = Vec::with_capacity(gpus.len());
     for gpu in gpus {
         gpu.dev.bind()?;
         match Kernels::load() {
-            Ok(k) => gpu.kernels = Some(k),
-            Err(e) if !warned => {
-                collbench_core::diag::line(&format!("collbench: warning: GPU verification kernels unavailable ({e}); checking on the host instead, which is slower"));
-                warned = true;
+            Ok(k) => kernels.push(Some(k)),
+            Err(e) => {
+                if !warned {
+                    collbench_core::diag::line(&format!("collbench: warning: GPU verification kernels unavailable ({e}); checking on the host instead, which is slower"));
+                    warned = true;
+                }
+                kernels.push(None);
             }
-            Err(_) => {}
         }
     }
-    Ok(())
+    Ok(kernels)
 }
 
 #[cfg(test)]

@@ -5,12 +5,16 @@
 //! timeout. The loops publish where they are after each call: one relaxed
 //! store per GPU, outside the per-iteration events.
 
-use super::{debug, NcclBackend};
+use super::buffers::Buffers;
+use super::comms::Comms;
+use super::debug;
+use super::issue::Launcher;
 use crate::cuda::{Event, Graph};
 use crate::ffi::RedOpId;
 use crate::group::{self, Group};
+use crate::stamps::Stamps;
 use collbench_runner::{BackendError, Blocking, CaseSpec, Measurement, Timing};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Whether the per-iteration events go in the timed loop itself:
 /// COLLBENCH_ITER_EVENTS=inline|separate, else only from 1 GiB.
@@ -71,119 +75,94 @@ impl Loop {
     }
 }
 
-/// With a watchdog, `-T` here is only the fallback for a watchdog that
-/// cannot decide (its own deadline is `-T` too, counted from the last
-/// rank's last move, so it names the ranks behind first).
-const WATCHED_FALLBACK: Duration = Duration::from_secs(15);
-
-/// What the timed loop learns about the communicators as it goes: set in
-/// this file alone; the backend's guard and drop read whether they were
-/// aborted.
-#[derive(Debug, Default)]
-pub(crate) struct LoopState {
-    /// Set after a timeout or async error: communicators were aborted.
-    aborted: bool,
+/// What timing keeps between cases: set in this file and `arrival.rs`.
+pub(crate) struct Timer {
     /// A throwaway graph has been captured and replayed (`-G`).
     graphs_warmed: bool,
+    /// Arrival timing's stamp kernels and slots on each local GPU (loaded
+    /// on first use).
+    pub(super) stamps: Vec<Option<Stamps>>,
 }
 
-impl LoopState {
-    /// Whether the communicators were aborted: nothing more runs on them.
-    pub(crate) fn aborted(&self) -> bool {
-        self.aborted
+impl Timer {
+    /// Nothing measured yet on `gpus` GPUs.
+    pub(crate) fn new(gpus: usize) -> Timer {
+        Timer {
+            graphs_warmed: false,
+            stamps: (0..gpus).map(|_| None).collect(),
+        }
     }
-}
 
-impl NcclBackend {
     /// Seconds per operation of `iters` back-to-back iterations of `case`
-    /// after `warmup` untimed ones: the timed loop alone, without the
-    /// per-iteration pass (`collbench tune`'s repeats, which need only
-    /// the mean). Buffers hold `span` bytes (at least `case`'s size), and
-    /// operations rotate through them as in a sweep up to `span`.
-    pub fn time_bare(
+    /// after `warmup` untimed ones, with buffers placed for `max` bytes:
+    /// the timed loop alone, without the per-iteration pass (see
+    /// `NcclBackend::time_bare`).
+    pub(crate) fn bare(
         &mut self,
+        comms: &mut Comms,
+        run: Launcher,
         case: &CaseSpec,
-        warmup: u32,
-        iters: u32,
-        span: u64,
+        (warmup, iters): (u32, u32),
+        max: u64,
+        ops: &[RedOpId],
     ) -> Result<f64, BackendError> {
-        use collbench_runner::Backend;
-        self.ensure_usable()?;
-        self.supports(case)?;
-        let max = span.max(case.size_bytes());
-        self.ensure_buffers(max)?;
-        let ops = self.make_ops(case)?;
-        let result = (|| {
-            for _ in 0..warmup {
-                self.launch(case, 0, max, &ops)?;
-            }
-            self.wait_all()?;
-            let iters = iters.max(1) as u64;
-            let lp = Loop {
-                iters,
-                agg: 1,
-                max,
-                first: 0,
-                first_iteration: warmup as u64,
-            };
-            let (total, _, _) = self.timed_loop(case, lp, &ops, Blocking::Off, false)?;
-            Ok(total / iters as f64)
-        })();
-        self.free_ops(case, &ops);
-        result
+        for _ in 0..warmup {
+            run.launch(comms, case, 0, max, ops)?;
+        }
+        comms.wait_all()?;
+        let iters = iters.max(1) as u64;
+        let lp = Loop {
+            iters,
+            agg: 1,
+            max,
+            first: 0,
+            first_iteration: warmup as u64,
+        };
+        let (total, _, _) = self.timed_loop(comms, run, case, lp, ops, Blocking::Off, false)?;
+        Ok(total / iters as f64)
     }
 
-    pub(crate) fn time_inner(
+    /// The timed measurement of `case` (warm-up, the timed loop, the
+    /// per-iteration pass, `-G`'s graphs and the arrival pass as `timing`
+    /// asks).
+    pub(crate) fn time(
         &mut self,
+        comms: &mut Comms,
+        run: Launcher,
         case: &CaseSpec,
         timing: &Timing,
         ops: &[RedOpId],
     ) -> Result<Measurement, BackendError> {
         let lp = Loop::new(case, timing);
-        if self.opts.late_entry.is_some() {
-            self.ensure_stamps()?;
+        if comms.opts.late_entry.is_some() {
+            self.ensure_stamps(comms)?;
         }
-        self.at(0)?;
+        comms.at(0)?;
         for k in 0..timing.warmup_iters as u64 {
-            self.calling(k)?;
-            self.launch(case, 0, lp.max, ops)?;
-            self.at(k + 1)?;
+            comms.calling(k)?;
+            run.launch(comms, case, 0, lp.max, ops)?;
+            comms.at(k + 1)?;
         }
-        self.wait_all()?;
+        comms.wait_all()?;
         if let collbench_runner::Graph::Launches(replays) = timing.graph {
-            return self.time_graph(case, ops, lp, replays.get());
+            return self.time_graph(comms, run, case, ops, lp, replays.get());
         }
         let setting = std::env::var("COLLBENCH_ITER_EVENTS").ok();
         let inline_events = inline_events(setting.as_deref(), case.size_bytes());
         let (total, cpu, mut iter_times_us) =
-            self.timed_loop(case, lp, ops, timing.blocking, inline_events)?;
+            self.timed_loop(comms, run, case, lp, ops, timing.blocking, inline_events)?;
         // `-n auto`'s repeats skip the per-iteration pass (unless -I 1).
         if !inline_events && timing.iteration_pass {
-            iter_times_us = self.timed_loop(case, lp, ops, timing.blocking, true)?.2;
+            iter_times_us = self
+                .timed_loop(comms, run, case, lp, ops, timing.blocking, true)?
+                .2;
         }
-        let n = self.gpus.len();
+        let n = comms.gpus.len();
         let mut m = per_operation(total, cpu, lp.iters * lp.agg, n, iter_times_us);
         if timing.arrival {
-            m.arrival = Some(self.arrival_pass(case, lp, ops, timing.blocking)?);
+            m.arrival = Some(self.arrival_pass(comms, run, case, lp, ops, timing.blocking)?);
         }
         Ok(m)
-    }
-
-    /// One timed iteration: `agg` collectives (`-m`), in one group when
-    /// there are several.
-    pub(super) fn launch_iteration(
-        &self,
-        case: &CaseSpec,
-        it: u64,
-        lp: Loop,
-        ops: &[RedOpId],
-    ) -> Result<(), BackendError> {
-        let group = Group::start_if(lp.agg > 1, &self.nccl)?;
-        for a in 0..lp.agg {
-            self.launch(case, lp.first + it * lp.agg + a, lp.max, ops)?;
-        }
-        group::end_if(group)?;
-        Ok(())
     }
 
     /// `-G`: captures the timed iterations in one CUDA graph per GPU and
@@ -191,92 +170,49 @@ impl NcclBackend {
     /// (iterations x aggregation x replays), as nccl-tests.
     fn time_graph(
         &mut self,
+        comms: &mut Comms,
+        run: Launcher,
         case: &CaseSpec,
         ops: &[RedOpId],
         lp: Loop,
         replays: u32,
     ) -> Result<Measurement, BackendError> {
-        if !self.loop_state.graphs_warmed {
+        if !self.graphs_warmed {
             // The first graph of a process pays one-time costs when it is
             // captured and first replayed (measured: 0.2-0.9 us per
             // iteration more at the first size, in the C reference too);
             // a throwaway one-iteration graph takes them before any timing.
-            let graphs = self.capture(case, Loop { iters: 1, ..lp }, ops)?;
-            self.replay(&graphs, 1)?;
-            self.wait_all()?;
-            self.loop_state.graphs_warmed = true;
+            let graphs = capture(comms, run, case, Loop { iters: 1, ..lp }, ops)?;
+            replay(comms, &graphs, 1)?;
+            comms.wait_all()?;
+            self.graphs_warmed = true;
         }
-        let graphs = self.capture(case, lp, ops)?;
+        let graphs = capture(comms, run, case, lp, ops)?;
         // Capture and instantiation take each process its own time; one
         // plain collective realigns the ranks before the timer starts
         // (nccl-tests puts a barrier there), so a late peer's setup is not
         // charged to the replays (measured: 3-5% at small sizes with two
         // processes).
-        self.launch(case, 0, lp.max, ops)?;
-        self.wait_all()?;
+        run.launch(comms, case, 0, lp.max, ops)?;
+        comms.wait_all()?;
         debug("graph: launch");
         let start = Instant::now();
-        self.replay(&graphs, replays)?;
+        replay(comms, &graphs, replays)?;
         let cpu = start.elapsed().as_secs_f64();
-        self.wait_all()?;
+        comms.wait_all()?;
         let total = start.elapsed().as_secs_f64();
         let ops_done = lp.iters * lp.agg * replays as u64;
-        let n = self.gpus.len();
+        let n = comms.gpus.len();
         Ok(per_operation(total, cpu, ops_done, n, Vec::new()))
-    }
-
-    /// Captures the loop's iterations (each its collectives in one group) on
-    /// every GPU's stream; returns the instantiated, uploaded graphs.
-    fn capture(
-        &mut self,
-        case: &CaseSpec,
-        lp: Loop,
-        ops: &[RedOpId],
-    ) -> Result<Vec<Graph>, BackendError> {
-        debug("graph: capture");
-        for g in &self.gpus {
-            g.dev.bind()?;
-            g.stream.begin_capture()?;
-        }
-        for it in 0..lp.iters {
-            self.launch_iteration(case, it, lp, ops)?;
-        }
-        // Every capture ends before any graph is instantiated: a group over
-        // several GPUs of one thread ties their captures together, and
-        // instantiating the first while the second was still capturing
-        // never returned (NCCL 2.28, H200).
-        let mut graphs = Vec::new();
-        for (i, g) in self.gpus.iter().enumerate() {
-            debug(&format!("graph: end capture on GPU {i}"));
-            g.dev.bind()?;
-            graphs.push(g.stream.end_capture()?);
-        }
-        debug("graph: instantiate");
-        for (g, graph) in self.gpus.iter().zip(&mut graphs) {
-            g.dev.bind()?;
-            graph.instantiate()?;
-            graph.upload(&g.stream)?;
-        }
-        Ok(graphs)
-    }
-
-    /// Launches every GPU's graph `times` times.
-    fn replay(&self, graphs: &[Graph], times: u32) -> Result<(), BackendError> {
-        for _ in 0..times {
-            for (g, graph) in self.gpus.iter().zip(graphs) {
-                if self.gpus.len() > 1 {
-                    g.dev.bind()?;
-                }
-                graph.launch(&g.stream)?;
-            }
-        }
-        Ok(())
     }
 
     /// The timed loop: returns (wall seconds to completion, seconds to
     /// issue, per-iteration microseconds when `events`).
+    #[allow(clippy::too_many_arguments)]
     fn timed_loop(
         &mut self,
+        comms: &mut Comms,
+        run: Launcher,
         case: &CaseSpec,
         lp: Loop,
         ops: &[RedOpId],
@@ -284,9 +220,9 @@ impl NcclBackend {
         events: bool,
     ) -> Result<(f64, f64, Vec<f64>), BackendError> {
         // Events belong to GPU 0's context, like the stream they time.
-        self.gpus[0].dev.bind()?;
+        comms.gpus[0].dev.bind()?;
         if blocking == Blocking::BarrierEachIteration {
-            return self.timed_loop_with_barriers(case, lp, ops, events);
+            return self.timed_loop_with_barriers(comms, run, case, lp, ops, events);
         }
         let evs: Vec<Event> = if events {
             (0..=lp.iters)
@@ -295,32 +231,32 @@ impl NcclBackend {
         } else {
             Vec::new()
         };
-        let multi = self.gpus.len() > 1;
+        let multi = comms.gpus.len() > 1;
         let start = Instant::now();
         if events {
-            evs[0].record(&self.gpus[0].stream)?;
+            evs[0].record(&comms.gpus[0].stream)?;
         }
         for it in 0..lp.iters {
-            self.hold_late()?;
-            self.calling(lp.first_iteration + it)?;
-            self.launch_iteration(case, it, lp, ops)?;
-            self.at(lp.first_iteration + it + 1)?;
+            self.hold_late(comms)?;
+            comms.calling(lp.first_iteration + it)?;
+            launch_iteration(comms, run, case, it, lp, ops)?;
+            comms.at(lp.first_iteration + it + 1)?;
             if events {
                 if multi {
-                    self.gpus[0].dev.bind()?;
+                    comms.gpus[0].dev.bind()?;
                 }
-                evs[it as usize + 1].record(&self.gpus[0].stream)?;
+                evs[it as usize + 1].record(&comms.gpus[0].stream)?;
             }
             // -z 1 and 2 wait here. nccl-tests' -z 1 also meets at an MPI
             // barrier inside the time; a barrier of our own costs a network
             // round trip there (a one-byte all_reduce: 1.8x nccl-tests' time
             // at <= 64 KiB on two emulated hosts), so -z 1 waits only.
             if blocking.waits() {
-                self.wait_all()?;
+                comms.wait_all()?;
             }
         }
         let cpu = start.elapsed().as_secs_f64();
-        self.wait_all()?;
+        comms.wait_all()?;
         let total = start.elapsed().as_secs_f64();
         let iter_us = evs
             .windows(2)
@@ -337,6 +273,8 @@ impl NcclBackend {
     /// (not shared boundaries), so the barrier is outside them too.
     fn timed_loop_with_barriers(
         &mut self,
+        comms: &mut Comms,
+        run: Launcher,
         case: &CaseSpec,
         lp: Loop,
         ops: &[RedOpId],
@@ -349,29 +287,29 @@ impl NcclBackend {
         } else {
             Vec::new()
         };
-        let multi = self.gpus.len() > 1;
+        let multi = comms.gpus.len() > 1;
         let (mut timed, mut issued) = (0.0, 0.0);
         for it in 0..lp.iters {
             let t0 = Instant::now();
-            self.hold_late()?;
+            self.hold_late(comms)?;
             if let Some((begin, _)) = pairs.get(it as usize) {
-                begin.record(&self.gpus[0].stream)?;
+                begin.record(&comms.gpus[0].stream)?;
             }
-            self.calling(lp.first_iteration + it)?;
-            self.launch_iteration(case, it, lp, ops)?;
-            self.at(lp.first_iteration + it + 1)?;
+            comms.calling(lp.first_iteration + it)?;
+            launch_iteration(comms, run, case, it, lp, ops)?;
+            comms.at(lp.first_iteration + it + 1)?;
             issued += t0.elapsed().as_secs_f64();
-            self.wait_all()?;
+            comms.wait_all()?;
             if let Some((_, end)) = pairs.get(it as usize) {
                 if multi {
-                    self.gpus[0].dev.bind()?;
+                    comms.gpus[0].dev.bind()?;
                 }
-                end.record(&self.gpus[0].stream)?;
+                end.record(&comms.gpus[0].stream)?;
             }
             timed += t0.elapsed().as_secs_f64();
-            self.barrier()?;
+            barrier(comms, run.buffers)?;
         }
-        self.wait_all()?;
+        comms.wait_all()?;
         let iter_us = pairs
             .iter()
             .map(|(b, e)| b.elapsed_ms(e))
@@ -379,133 +317,91 @@ impl NcclBackend {
             .collect::<Result<Vec<_>, _>>()?;
         Ok((timed, issued, iter_us))
     }
+}
 
-    /// A barrier over every rank of the communicators, for `-z 3`: a
-    /// one-byte all_reduce on each local GPU, waited for. No rank gets
-    /// past it before every rank has reached it, as nccl-tests'
-    /// MPI_Barrier, with no second channel between the processes.
-    pub(super) fn barrier(&mut self) -> Result<(), BackendError> {
-        let sum = crate::ffi::redop_id(collbench_core::ReduceOp::Sum);
-        let group = Group::start_if(self.gpus.len() > 1, &self.nccl)?;
-        for g in &self.gpus {
-            let at = g.recv.as_ref().expect("buffers allocated").at(0);
-            let int8 = collbench_core::DataType::Int8;
-            self.nccl
-                .all_reduce(at, at, 1, int8, sum, &g.comm, &g.stream)?;
-        }
-        group::end_if(group)?;
-        self.wait_all()
+/// One timed iteration: `agg` collectives (`-m`), in one group when
+/// there are several.
+pub(super) fn launch_iteration(
+    comms: &Comms,
+    run: Launcher,
+    case: &CaseSpec,
+    it: u64,
+    lp: Loop,
+    ops: &[RedOpId],
+) -> Result<(), BackendError> {
+    let group = Group::start_if(lp.agg > 1, &comms.nccl)?;
+    for a in 0..lp.agg {
+        run.launch(comms, case, lp.first + it * lp.agg + a, lp.max, ops)?;
     }
+    group::end_if(group)?;
+    Ok(())
+}
 
-    /// Waits for every stream, polling NCCL's async errors and the `-T`
-    /// timeout so a broken peer aborts the communicators instead of hanging.
-    pub(crate) fn wait_all(&mut self) -> Result<(), BackendError> {
-        let start = Instant::now();
-        let fallback = if self.settings.watch.is_some() {
-            WATCHED_FALLBACK
-        } else {
-            Duration::ZERO
-        };
-        let timeout =
-            (self.opts.timeout_s > 0).then(|| Duration::from_secs(self.opts.timeout_s) + fallback);
-        if let Some(w) = &self.settings.watch {
-            w.completing_all();
-        }
-        let mut polls = 0u64;
-        for i in 0..self.gpus.len() {
-            if self.gpus.len() > 1 {
-                self.gpus[i].dev.bind()?;
+/// Captures the loop's iterations (each its collectives in one group) on
+/// every GPU's stream; returns the instantiated, uploaded graphs.
+fn capture(
+    comms: &mut Comms,
+    run: Launcher,
+    case: &CaseSpec,
+    lp: Loop,
+    ops: &[RedOpId],
+) -> Result<Vec<Graph>, BackendError> {
+    debug("graph: capture");
+    for g in &comms.gpus {
+        g.dev.bind()?;
+        g.stream.begin_capture()?;
+    }
+    for it in 0..lp.iters {
+        launch_iteration(comms, run, case, it, lp, ops)?;
+    }
+    // Every capture ends before any graph is instantiated: a group over
+    // several GPUs of one thread ties their captures together, and
+    // instantiating the first while the second was still capturing
+    // never returned (NCCL 2.28, H200).
+    let mut graphs = Vec::new();
+    for (i, g) in comms.gpus.iter().enumerate() {
+        debug(&format!("graph: end capture on GPU {i}"));
+        g.dev.bind()?;
+        graphs.push(g.stream.end_capture()?);
+    }
+    debug("graph: instantiate");
+    for (g, graph) in comms.gpus.iter().zip(&mut graphs) {
+        g.dev.bind()?;
+        graph.instantiate()?;
+        graph.upload(&g.stream)?;
+    }
+    Ok(graphs)
+}
+
+/// Launches every GPU's graph `times` times.
+fn replay(comms: &Comms, graphs: &[Graph], times: u32) -> Result<(), BackendError> {
+    for _ in 0..times {
+        for (g, graph) in comms.gpus.iter().zip(graphs) {
+            if comms.gpus.len() > 1 {
+                g.dev.bind()?;
             }
-            loop {
-                if self.gpus[i].stream.query()? {
-                    break;
-                }
-                polls += 1;
-                if polls.is_multiple_of(1024) {
-                    self.check_async()?;
-                    if self.settings.watch.as_ref().is_some_and(|w| w.is_stopped()) {
-                        self.abort();
-                        return Err(self.stopped());
-                    }
-                    if let Some(t) = timeout {
-                        if start.elapsed() > t {
-                            self.abort();
-                            return Err(BackendError::Timeout(format!(
-                                "a collective did not finish within -T {} s: communicators aborted (a peer may be stuck or dead)",
-                                (t - fallback).as_secs()
-                            )));
-                        }
-                    }
-                }
-                std::hint::spin_loop();
-            }
+            graph.launch(&g.stream)?;
         }
-        Ok(())
     }
+    Ok(())
+}
 
-    /// Publishes that every GPU has returned from the calls before
-    /// `iteration` (and lets a fault hook act); once the job stops there,
-    /// aborts the communicators (their streams hold calls that will never
-    /// complete) and fails.
-    pub(super) fn at(&mut self, iteration: u64) -> Result<(), BackendError> {
-        let stopped = match &self.settings.watch {
-            Some(w) => w.at_all(iteration as u32).is_err(),
-            None => false,
-        };
-        self.abort_if(stopped)
+/// A barrier over every rank of the communicators, for `-z 3`: a
+/// one-byte all_reduce on each local GPU, waited for. No rank gets
+/// past it before every rank has reached it, as nccl-tests'
+/// MPI_Barrier, with no second channel between the processes.
+pub(super) fn barrier(comms: &mut Comms, buffers: &Buffers) -> Result<(), BackendError> {
+    let sum = crate::ffi::redop_id(collbench_core::ReduceOp::Sum);
+    let group = Group::start_if(comms.gpus.len() > 1, &comms.nccl)?;
+    for (g, b) in comms.gpus.iter().zip(&buffers.gpus) {
+        let at = b.recv.as_ref().expect("buffers allocated").at(0);
+        let int8 = collbench_core::DataType::Int8;
+        comms
+            .nccl
+            .all_reduce(at, at, 1, int8, sum, &g.comm, &g.stream)?;
     }
-
-    /// Publishes that every GPU enters the call of `iteration` (a stall
-    /// hook acts here); as [`NcclBackend::at`] once the job stops.
-    pub(super) fn calling(&mut self, iteration: u64) -> Result<(), BackendError> {
-        let stopped = match &self.settings.watch {
-            Some(w) => w.calling_all(iteration as u32).is_err(),
-            None => false,
-        };
-        self.abort_if(stopped)
-    }
-
-    fn abort_if(&mut self, stopped: bool) -> Result<(), BackendError> {
-        if stopped {
-            self.abort();
-            return Err(self.stopped());
-        }
-        Ok(())
-    }
-
-    /// The error for a wait the job's stop ended (the runner reports the
-    /// stop's reason).
-    fn stopped(&self) -> BackendError {
-        let why = self.settings.watch.as_ref().and_then(|w| w.reason());
-        let why = why.map_or("the job stopped", |s| s.message());
-        BackendError::Timeout(format!("{why}: communicators aborted"))
-    }
-
-    /// NCCL's asynchronous errors (a failed peer or network): abort the
-    /// communicators and say so.
-    fn check_async(&mut self) -> Result<(), BackendError> {
-        let failed = self
-            .gpus
-            .iter()
-            .find_map(|gpu| self.nccl.async_error(&gpu.comm).err());
-        if let Some(e) = failed {
-            self.abort();
-            return Err(BackendError::Library(format!("{e}: communicators aborted")));
-        }
-        Ok(())
-    }
-
-    /// ncclCommAbort on every communicator, once.
-    fn abort(&mut self) {
-        if self.loop_state.aborted {
-            return;
-        }
-        for gpu in &mut self.gpus {
-            let _ = gpu.dev.bind();
-            let _ = self.nccl.comm_abort(&mut gpu.comm);
-        }
-        self.loop_state.aborted = true;
-    }
+    group::end_if(group)?;
+    comms.wait_all()
 }
 
 #[cfg(test)]

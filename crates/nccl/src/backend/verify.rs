@@ -1,11 +1,12 @@
 //! The check pass: poison the outputs, write the inputs (GPU kernels, or
 //! a copy from the host when they are unavailable), run the case once and
-//! count wrong elements.
+//! count wrong elements. [`Verifier`] owns the verification kernels.
 
-use super::NcclBackend;
+use super::comms::Comms;
+use super::issue::Launcher;
 use crate::cuda::{self, DevicePtr};
 use crate::ffi::RedOpId;
-use crate::kernels::{self, KernelParams};
+use crate::kernels::{self, KernelParams, Kernels};
 use collbench_runner::{BackendError, CaseSpec};
 
 /// Everything the result of `case` on `rank` can land in, as (start,
@@ -27,26 +28,35 @@ fn poison_region(
     }
 }
 
-impl NcclBackend {
+/// The check's part of the backend: the verification kernels loaded on
+/// each local GPU (in GPU order); without them a GPU's check runs on the
+/// host.
+pub(crate) struct Verifier {
+    pub(crate) kernels: Vec<Option<Kernels>>,
+}
+
+impl Verifier {
     /// Poisons the outputs, writes the inputs of `seed` on every GPU and
     /// runs the case once: the first half of the check, and all of a
     /// bitwise repeat before its read-back.
     fn fill_and_run(
-        &mut self,
+        &self,
+        comms: &mut Comms,
+        run: Launcher,
         case: &CaseSpec,
         seed: u64,
         ops: &[RedOpId],
     ) -> Result<(), BackendError> {
         let max = case.size_bytes();
-        for i in 0..self.gpus.len() {
-            let (send, recv) = self.ptrs(case, i, 0, max);
-            let gpu = &self.gpus[i];
+        for i in 0..comms.gpus.len() {
+            let (send, recv) = run.buffers.ptrs(comms, case, i, 0, max);
+            let gpu = &comms.gpus[i];
             gpu.dev.bind()?;
             let params = KernelParams::new(case, gpu.rank, seed);
             // Poison everything the result can land in, then write inputs.
             let (base, bytes) = poison_region(case, gpu.rank, send, recv);
             cuda::memset_async(base, 0xff, bytes, &gpu.stream)?;
-            match &gpu.kernels {
+            match &self.kernels[i] {
                 Some(k) => k.fill(send, &params, case.dtype, &gpu.stream)?,
                 None => {
                     gpu.stream.synchronize()?;
@@ -54,13 +64,18 @@ impl NcclBackend {
                 }
             }
         }
-        self.wait_all()?;
-        self.launch(case, 0, max, ops)?;
-        self.wait_all()
+        comms.wait_all()?;
+        run.launch(comms, case, 0, max, ops)?;
+        comms.wait_all()
     }
 
-    pub(crate) fn check_inner(
-        &mut self,
+    /// The check pass: wrong elements over every local GPU (`corrupt`
+    /// spoils one output element on the root first, for the tests of the
+    /// check itself).
+    pub(crate) fn check(
+        &self,
+        comms: &mut Comms,
+        run: Launcher,
         case: &CaseSpec,
         seed: u64,
         corrupt: bool,
@@ -69,18 +84,18 @@ impl NcclBackend {
         let elt = case.dtype.size_bytes();
         let c = case.counts;
         let max = case.size_bytes();
-        self.fill_and_run(case, seed, ops)?;
+        self.fill_and_run(comms, run, case, seed, ops)?;
         let mut wrong = 0;
-        for i in 0..self.gpus.len() {
-            let (_, recv) = self.ptrs(case, i, 0, max);
-            let gpu = &self.gpus[i];
+        for i in 0..comms.gpus.len() {
+            let (_, recv) = run.buffers.ptrs(comms, case, i, 0, max);
+            let gpu = &comms.gpus[i];
             gpu.dev.bind()?;
             if corrupt && gpu.rank == case.root && c.recv_count > 0 {
                 cuda::memset_async(recv, 0xff, elt, &gpu.stream)?;
             }
             let params = KernelParams::new(case, gpu.rank, seed);
-            let peers = self.peers.as_ref();
-            wrong += match (&gpu.kernels, peers) {
+            let peers = run.issue.peers.as_ref();
+            wrong += match (&self.kernels[i], peers) {
                 (Some(k), None) => k.check(recv, &params, case.dtype, &gpu.stream)?,
                 (Some(k), Some(peers)) => {
                     let segs = kernels::alltoallv_segments(peers, gpu.rank);
@@ -100,18 +115,20 @@ impl NcclBackend {
     /// Runs the case once on the input of `seed` and reads every GPU's
     /// output back to the host, as the check does without its kernels
     /// (bitwise repeatability, `-B`: the runner compares the bits).
-    pub(crate) fn outputs_inner(
-        &mut self,
+    pub(crate) fn outputs(
+        &self,
+        comms: &mut Comms,
+        run: Launcher,
         case: &CaseSpec,
         seed: u64,
         ops: &[RedOpId],
     ) -> Result<Vec<Vec<u8>>, BackendError> {
-        self.fill_and_run(case, seed, ops)?;
+        self.fill_and_run(comms, run, case, seed, ops)?;
         let bytes = case.counts.recv_count as usize * case.dtype.size_bytes();
-        let mut outputs = Vec::with_capacity(self.gpus.len());
-        for i in 0..self.gpus.len() {
-            let (_, recv) = self.ptrs(case, i, 0, case.size_bytes());
-            let gpu = &self.gpus[i];
+        let mut outputs = Vec::with_capacity(comms.gpus.len());
+        for i in 0..comms.gpus.len() {
+            let (_, recv) = run.buffers.ptrs(comms, case, i, 0, case.size_bytes());
+            let gpu = &comms.gpus[i];
             gpu.dev.bind()?;
             let mut host = vec![0u8; bytes];
             cuda::copy_to_host(&mut host, recv)?;

@@ -21,19 +21,19 @@
 //!
 //! // impl Backend for NcclBackend
 //! fn explain(&mut self, case: &CaseSpec) -> Result<Option<Explanation>, BackendError> {
-//!     self.ensure_usable()?;
-//!     self.ensure_buffers(case.size_bytes())?;
-//!     let ops = self.make_ops(case)?;
+//!     self.comms.ensure_usable()?;
+//!     let ops = self.prepare(case, case.size_bytes())?;
 //!     let ranks = crate::explain::backend_hook::expected_ranks(
-//!         self.gpus.iter().map(|g| (g.rank, g.global_rank)),
+//!         self.comms.gpus.iter().map(|g| (g.rank, g.global_rank)),
 //!     );
 //!     let explainer = self.explainer.clone();
 //!     let max = case.size_bytes();
+//!     let (comms, _, _, run) = self.parts();
 //!     let result = crate::explain::backend_hook::explain_case(&explainer, &ranks, || {
-//!         self.launch(case, 0, max, &ops)?;
-//!         self.wait_all()
+//!         run.launch(comms, case, 0, max, &ops)?;
+//!         comms.wait_all()
 //!     });
-//!     self.free_ops(case, &ops);
+//!     self.issue.free_ops(&self.comms, case, &ops);
 //!     result
 //! }
 //! ```

@@ -3,21 +3,26 @@
 //! them ([`crate::stats::across_processes`]); any other setting on pairs in
 //! the parent's process.
 
-use super::{BandState, Calibration, Halt, Phase, Search};
-use crate::measure::MeasureError;
+use super::meter::Meter;
+use super::{BandState, Calibration, Halt, Phase};
 use crate::setting::{AlgoProto, Setting};
 use crate::space::Band;
 use crate::stats::{across_processes, AdaptiveStop, Decision, Interval, LogSeries, StopRule};
-use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 /// What fresh pairs gave: the interval of the time ratio (None when no
 /// pair fitted), the process pairs measured (1 in this process) and what
 /// NCCL last ran.
 pub(super) type Fresh = (Option<Interval>, u32, Option<AlgoProto>);
 
+/// The figures a search measured over several fresh process pairs,
+/// kept for the refinement (`refine.rs`), which adds pairs to them.
+#[derive(Default)]
+pub(super) struct Figures {
+    pub(super) kept: Vec<Kept>,
+}
+
 /// A figure measured over several fresh process pairs, kept with its
-/// pairs so that the refinement can add more ([`Search::refine`]).
+/// pairs so that the refinement can add more ([`Figures::refine`]).
 pub(super) struct Kept {
     pub(super) band: Band,
     pub(super) setting: Setting,
@@ -27,7 +32,7 @@ pub(super) struct Kept {
     pub(super) calibration: Calibration,
 }
 
-impl Search<'_> {
+impl Figures {
     /// Fresh pairs of `setting` against the default, for a verdict. A
     /// setting measured in processes of its own is measured in
     /// `confirm_processes` fresh process pairs, one after another (each
@@ -35,24 +40,25 @@ impl Search<'_> {
     /// process happened to be a fast one would otherwise be confirmed by
     /// the same luck), each with an equal share of the pairs and of the
     /// band's budget left, and judged by the interval across them; any
-    /// other setting on pairs in this process ([`Search::pairs_of`]).
+    /// other setting on pairs in this process ([`Meter::pairs_of`]).
     /// Returns the interval (None when no pair fitted), the process pairs
     /// measured (1 in this process) and what NCCL last ran.
     pub(super) fn fresh_pairs(
         &mut self,
+        meter: &mut Meter,
         st: &mut BandState,
         setting: &Setting,
         mut ap: Option<AlgoProto>,
         phase: Phase,
     ) -> Result<Fresh, Halt> {
-        let total = self.cfg.confirm_processes.max(1);
+        let total = meter.cfg.confirm_processes.max(1);
         let mut processes: Vec<LogSeries> = Vec::new();
-        let measured = self.process_pairs(st, setting, phase, total, &mut processes, &mut ap);
-        self.process_pair = None;
+        let measured = meter.process_pairs(st, setting, phase, total, &mut processes, &mut ap);
+        meter.process_pair = None;
         if let Some(in_process) = measured? {
             return Ok(in_process);
         }
-        let confidence = self.cfg.confirm.confidence;
+        let confidence = meter.cfg.confirm.confidence;
         let measured: Vec<&LogSeries> = processes.iter().filter(|s| !s.is_empty()).collect();
         let interval = match measured[..] {
             [] => None,
@@ -76,11 +82,13 @@ impl Search<'_> {
         }
         Ok((interval, count, ap))
     }
+}
 
-    /// The loop of [`Search::fresh_pairs`] over `total` process pairs,
+impl Meter<'_> {
+    /// The loop of [`Figures::fresh_pairs`] over `total` process pairs,
     /// each one's log ratios pushed to `processes`. For a setting measured
-    /// in this process: the answer of [`Search::pairs_of`] instead.
-    fn process_pairs(
+    /// in this process: the answer of [`Meter::pairs_of`] instead.
+    pub(super) fn process_pairs(
         &mut self,
         st: &mut BandState,
         setting: &Setting,
@@ -143,47 +151,5 @@ impl Search<'_> {
             }
         }
         Ok(logs)
-    }
-
-    /// Fresh processes for `setting`'s pairs ([`Measurer::renew`]), if its
-    /// predicted cost (the dearest renewal so far plus 10%, and a pair
-    /// after it) fits the band's limit: true when renewed, false when the
-    /// setting is measured in this process.
-    pub(super) fn renew(&mut self, st: &BandState, setting: &Setting) -> Result<bool, Halt> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(Halt::Stop);
-        }
-        // Only a setting of environment variables has processes of its
-        // own: NCCL reads those once per process. Any other needs no
-        // renewal, and no budget for one.
-        if setting.env.is_empty() {
-            return Ok(false);
-        }
-        let predicted = (self.max_renew_us + st.max_pair_us) * 1.1;
-        if self.spent_us + predicted > st.limit_us.min(self.cfg.budget_us) {
-            return Err(Halt::Budget);
-        }
-        let started = Instant::now();
-        match self.m.renew(setting) {
-            Ok(None) => Ok(false),
-            Ok(Some(us)) => {
-                self.spent_us += us;
-                self.max_renew_us = self.max_renew_us.max(us);
-                Ok(true)
-            }
-            // As a failed repeat: the measurer's (agreed) wall time.
-            Err(MeasureError::CandidateFailed { reason, cost_us }) => {
-                self.spent_us += cost_us;
-                Err(Halt::CandidateFailed(reason))
-            }
-            // Charged nothing, as an unsupported repeat is: the processes
-            // agree on the error, and each one's own clock would differ.
-            Err(MeasureError::Unsupported(r)) => Err(Halt::Unsupported(r)),
-            // The search ends here: its own clock is fine.
-            Err(MeasureError::Failed(r)) => {
-                self.spent_us += started.elapsed().as_secs_f64() * 1e6;
-                Err(Halt::Failed(r))
-            }
-        }
     }
 }

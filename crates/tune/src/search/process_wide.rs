@@ -2,6 +2,7 @@
 //! lines set for a whole process, measured again on fresh pairs in each
 //! band it did not win ([`crate::report::ProcessWide`]).
 
+use super::fresh::Fresh;
 use super::{band_busbw, BandState, Calibration, Halt, Phase, Search};
 use crate::report::{
     BandReport, CandidateStatus, End, Outcome, ProcessWide, ProcessWideBand, ProcessWideFigure,
@@ -87,7 +88,7 @@ impl Search<'_> {
         calibrations: &[Calibration],
         order: &[usize],
     ) -> (ProcessWide, Option<End>) {
-        let started = self.spent_us;
+        let started = self.meter.spent_us;
         let lost: Vec<usize> = order
             .iter()
             .copied()
@@ -106,16 +107,16 @@ impl Search<'_> {
                     reason: reason.clone(),
                 },
                 _ => {
-                    let share =
-                        (self.cfg.budget_us - self.spent_us).max(0.0) / (lost.len() - k) as f64;
+                    let share = (self.cfg.budget_us - self.meter.spent_us).max(0.0)
+                        / (lost.len() - k) as f64;
                     let mut st = BandState::new(
                         &b.band,
                         (k, lost.len()),
-                        self.spent_us,
+                        self.meter.spent_us,
                         share,
                         calibrations[i],
                     );
-                    match self.fresh_pairs(&mut st, &setting, None, Phase::ProcessWide) {
+                    match self.fresh_wide(&mut st, &setting) {
                         Ok((Some(ratio), processes, _)) => ProcessWideFigure::Confirmed {
                             verdict: self.cfg.gain.judge(&ratio),
                             ratio,
@@ -151,9 +152,16 @@ impl Search<'_> {
         let pw = ProcessWide {
             setting,
             bands: out,
-            spent_us: self.spent_us - started,
+            spent_us: self.meter.spent_us - started,
             refine_spent_us: 0.0,
         };
         (pw, end)
+    }
+
+    /// The process-wide setting's fresh pairs in one band it did not win.
+    fn fresh_wide(&mut self, st: &mut BandState, setting: &Setting) -> Result<Fresh, Halt> {
+        let phase = Phase::ProcessWide;
+        self.figures
+            .fresh_pairs(&mut self.meter, st, setting, None, phase)
     }
 }
