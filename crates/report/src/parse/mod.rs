@@ -22,6 +22,7 @@ pub mod nccl_tests;
 pub mod nccom;
 pub mod nvshmem;
 pub mod osu;
+mod pieces;
 pub mod rccl;
 pub mod read;
 pub(crate) mod text;

@@ -2,7 +2,7 @@
 //! the header line, units from the line under it, one row per case, and the
 //! flattened one-line form some web pages leave.
 
-use super::text::{float, is_note_start, is_uint, num};
+use super::text::{float, is_figure, is_note_start, is_uint, num};
 use super::unit::{self, SourceUnits};
 use super::ParseError;
 use collbench_core::record::Bitwise;
@@ -306,23 +306,45 @@ pub(super) fn implied_header(tokens: &[&str]) -> Option<&'static str> {
 }
 
 /// `tokens` of a row whose empty `redop` cell (alltoall in old layouts
-/// prints none) left one token fewer than the header: placed by where each
-/// ends under the header's right-aligned names, with an empty redop.
-/// `None` unless every token sits exactly under its column.
+/// prints none) left one token fewer than the header, with an empty redop:
+/// where every token sits exactly under its column (the header's
+/// right-aligned names), or where the redop's place holds a figure after
+/// a type that is not one (a row pasted with tabs has no alignment left;
+/// a redop is never a figure, so one missing token there is the redop).
+/// `None` otherwise.
 pub(super) fn with_empty_redop<'a>(t: &Table, raw: &'a str) -> Option<Vec<&'a str>> {
     let r = t.cols.iter().position(|c| *c == Col::Redop)?;
     let toks = token_ends(raw);
-    if toks.len() + 1 != t.cols.len() || t.ends.len() != t.cols.len() {
+    if toks.len() + 1 != t.cols.len() || r == 0 {
         return None;
     }
-    let aligned = toks
-        .iter()
-        .enumerate()
-        .all(|(i, (end, _))| *end == t.ends[if i < r { i } else { i + 1 }]);
+    let aligned = t.ends.len() == t.cols.len()
+        && toks
+            .iter()
+            .enumerate()
+            .all(|(i, (end, _))| *end == t.ends[if i < r { i } else { i + 1 }]);
+    let cells: Vec<&str> = toks.iter().map(|(_, tok)| *tok).collect();
     if !aligned {
+        return with_empty_redop_cell(t, &cells);
+    }
+    let mut out = cells;
+    out.insert(r, "");
+    Some(out)
+}
+
+/// `cells` (no alignment known: pasted with tabs, or rejoined from pieces)
+/// of a row one cell short, with an empty redop where the redop's place
+/// holds a figure after a type that is not one: a redop is never a figure,
+/// so the one missing cell is the redop. `None` otherwise.
+pub(super) fn with_empty_redop_cell<'a>(t: &Table, cells: &[&'a str]) -> Option<Vec<&'a str>> {
+    let r = t.cols.iter().position(|c| *c == Col::Redop)?;
+    if r == 0 || cells.len() + 1 != t.cols.len() {
         return None;
     }
-    let mut out: Vec<&str> = toks.iter().map(|(_, tok)| *tok).collect();
+    if !is_figure(cells[r]) || is_figure(cells[r - 1]) {
+        return None;
+    }
+    let mut out = cells.to_vec();
     out.insert(r, "");
     Some(out)
 }

@@ -20,6 +20,7 @@
 
 use super::foreign::own_part;
 use super::nccl_ops::op_in_file_name;
+use super::pieces::{without_note, Offer, Pieces, NOT_REJOINED};
 use super::text::{float, is_uint, last_line, num, numbered_lines, partial_row};
 use super::unit;
 use super::{Notes, ParseError};
@@ -37,6 +38,7 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
     let mut records = Vec::new();
     let mut cur = new_record();
     let mut in_table = false;
+    let mut pieces = Pieces::default();
     let mut op = op_in_file_name(origin).unwrap_or_else(|| String::from("unknown"));
     for (line_no, raw) in numbered_lines(text) {
         // Text other processes printed into a row (NCCL, UCX, a crash).
@@ -57,6 +59,9 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
                 );
             }
         } else if tokens.first() == Some(&"size(B)") {
+            if let Some(at) = pieces.end() {
+                notes.skip(ParseError::at(at, NOT_REJOINED))?;
+            }
             if !cur.results.is_empty() {
                 records.push(std::mem::replace(&mut cur, new_record()));
             }
@@ -73,6 +78,9 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
             }
             in_table = true;
         } else if raw.trim_start().starts_with("Avg bus bandwidth") && raw.contains(':') {
+            if let Some(at) = pieces.end() {
+                notes.skip(ParseError::at(at, NOT_REJOINED))?;
+            }
             let value = raw
                 .rsplit(':')
                 .next()
@@ -82,7 +90,25 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
                 .trim();
             cur.avg_busbw_gbps = Some(float(value, line_no, "the average bus bandwidth")?);
             in_table = false;
-        } else if in_table && tokens.first().is_some_and(|t| is_uint(t)) {
+        } else if in_table {
+            // A note after the figures is left out; a row other lines cut
+            // is rejoined from its pieces (a short last line is the cut).
+            let starts = tokens.first().is_some_and(|t| is_uint(t));
+            let kept = without_note(&tokens, WIDTH);
+            let (offer, dropped) = pieces.offer(kept, line_no, WIDTH, starts && line_no != last);
+            if let Some(at) = dropped {
+                notes.skip(ParseError::at(at, NOT_REJOINED))?;
+            }
+            let joined: Vec<String>;
+            let (tokens, line_no): (Vec<&str>, usize) = match offer {
+                Offer::Piece => continue,
+                Offer::Row(cells, at) => {
+                    joined = cells;
+                    (joined.iter().map(String::as_str).collect(), at)
+                }
+                Offer::Line if starts => (kept.to_vec(), line_no),
+                Offer::Line => continue,
+            };
             // A row cut by the writer may still read as numbers.
             let parsed = if line_no == last && notes.cut_last_line {
                 Err(ParseError::whole("cut"))
@@ -97,6 +123,9 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
                 Err(e) => notes.skip(e)?,
             }
         }
+    }
+    if let Some(at) = pieces.end() {
+        notes.cut_short(at, partial_row(at, cur.results.len()));
     }
     if !cur.results.is_empty() {
         records.push(cur);
@@ -143,6 +172,9 @@ fn header_units(
     }
     Ok((t, b.unwrap_or(1.0), names))
 }
+
+/// Cells of a nccom-test row.
+const WIDTH: usize = 6;
 
 fn row(
     tokens: &[&str],

@@ -26,9 +26,9 @@
 //!   `wrong` is `None` (N/A), never 0.
 
 use super::foreign::own_part;
+use super::pieces::{without_note, Offer, Pieces, NOT_REJOINED};
 use super::text::{
-    expect_values, float, is_figure, is_note_start, is_uint, last_line, num, numbered_lines,
-    partial_row,
+    expect_values, float, is_figure, is_uint, last_line, num, numbered_lines, partial_row,
 };
 use super::unit::{self, SourceUnits};
 use super::{Notes, ParseError};
@@ -58,6 +58,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
     let mut op = String::from("osu_unknown");
     let mut dtype = String::from("char");
     let mut cols: Option<(Vec<Col>, String)> = None;
+    let mut pieces = Pieces::default();
     for (line_no, raw) in numbered_lines(text) {
         // Text other processes printed into a row (NCCL, UCX, a crash).
         let raw = own_part(raw);
@@ -69,6 +70,9 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             bare.then_some(line)
         });
         if let Some(body) = body {
+            if let Some(at) = pieces.end() {
+                notes.skip(ParseError::at(at, NOT_REJOINED))?;
+            }
             if body.starts_with("OSU ") {
                 keep(&mut records, cur.take(), units, notes);
                 op = op_from_title(body);
@@ -83,29 +87,36 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             }
             continue;
         }
-        let tokens: Vec<&str> = line.split_whitespace().collect();
-        let (Some((c, names)), Some(first)) = (&cols, tokens.first()) else {
+        let all: Vec<&str> = line.split_whitespace().collect();
+        let (Some((c, names)), Some(first)) = (&cols, all.first()) else {
             continue;
         };
         let sized = c.first() == Some(&Col::Size);
-        if !(is_uint(first) || !sized && is_figure(first)) {
-            continue;
+        let starts = is_uint(first) || !sized && is_figure(first);
+        // A note after the figures is left out; a row other lines cut is
+        // rejoined from its pieces (a short last line is the log's cut).
+        let tokens = without_note(&all, c.len());
+        let (offer, dropped) = pieces.offer(tokens, line_no, c.len(), starts && line_no != last);
+        if let Some(at) = dropped {
+            notes.skip(ParseError::at(at, NOT_REJOINED))?;
         }
+        let joined: Vec<String>;
+        let (tokens, line_no): (Vec<&str>, usize) = match offer {
+            Offer::Piece => continue,
+            Offer::Row(cells, at) => {
+                joined = cells;
+                (joined.iter().map(String::as_str).collect(), at)
+            }
+            Offer::Line if starts => (tokens.to_vec(), line_no),
+            Offer::Line => continue,
+        };
         let rec = cur.get_or_insert_with(|| Record::new("osu"));
         // A row the writer stopped inside may read as numbers ("430" of
         // "43092.92"): never trust it.
         let parsed = if line_no == last && notes.cut_last_line {
             Err(ParseError::whole("cut"))
         } else {
-            row(c, names, &tokens, &op, &dtype, line_no, units).or_else(|e| {
-                // A note after the row's figures (`<- here`) is left out.
-                match tokens.get(c.len()) {
-                    Some(t) if is_note_start(t) => {
-                        row(c, names, &tokens[..c.len()], &op, &dtype, line_no, units)
-                    }
-                    _ => Err(e),
-                }
-            })
+            row(c, names, &tokens, &op, &dtype, line_no, units)
         };
         match parsed {
             Ok(r) => rec.results.push(r),
@@ -114,6 +125,10 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             }
             Err(e) => notes.skip(e)?,
         }
+    }
+    if let Some(at) = pieces.end() {
+        let kept = cur.as_ref().map_or(0, |r| r.results.len());
+        notes.cut_short(at, partial_row(at, kept));
     }
     keep(&mut records, cur, units, notes);
     if records.is_empty() {

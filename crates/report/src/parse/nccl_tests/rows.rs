@@ -6,8 +6,10 @@
 //! [`Notes::skip`]: crate::parse::Notes::skip
 
 use super::super::nccl_table::{
-    fit, half_width, out_of_place_row, row, with_empty_redop, Col, Fit, Table,
+    fit, half_width, out_of_place_row, row, with_empty_redop, with_empty_redop_cell, Col, Fit,
+    Table,
 };
+use super::super::text::is_note_start;
 use super::super::ParseError;
 use super::Parser;
 use collbench_core::CaseResult;
@@ -34,6 +36,18 @@ impl Parser<'_> {
         tokens: &[&str],
         line_no: usize,
     ) -> Result<(), ParseError> {
+        // A note after the row's figures (`<- here`, `# slow`) is not
+        // part of it, whatever the row's layout (an old alltoall's empty
+        // redop cell included).
+        // The fewest cells a row may have: its out-of-place half (builds
+        // that time one placement), or one fewer than the header (an old
+        // alltoall's empty redop).
+        let fewest = self.cols.as_ref().map_or(usize::MAX, |t| {
+            let whole = t.cols.len().saturating_sub(1);
+            half_width(t).map_or(whole, |h| h.min(whole))
+        });
+        let (raw, tokens) = without_note(raw, tokens, fewest);
+        let tokens = tokens.as_slice();
         // A pending piece that the next row did not complete.
         let next_is_half = self
             .cols
@@ -96,7 +110,15 @@ impl Parser<'_> {
         };
         let mut joined: Vec<&str> = frag.tokens.iter().map(String::as_str).collect();
         joined.extend_from_slice(tokens);
-        match fit(table, &joined, frag.line) {
+        let fitted = match fit(table, &joined, frag.line) {
+            // An old alltoall's row, one cell short: its empty redop.
+            Fit::Short => match with_empty_redop_cell(table, &joined) {
+                Some(cells) => fit(table, &cells, frag.line),
+                None => Fit::Short,
+            },
+            other => other,
+        };
+        match fitted {
             Fit::Row(row, max_error) if line_no > frag.line => {
                 self.accept(*row, max_error, frag.line)?;
                 Ok(true)
@@ -209,4 +231,23 @@ fn whole_at_end(t: &Table, tokens: &[&str]) -> bool {
             t.cols.last(),
             Some(Col::Wrong(_) | Col::MaxError(_) | Col::BitDiff(_))
         )
+}
+
+/// `raw` and `tokens` less a note after the row's figures: from the first
+/// token that starts with punctuation no cell starts with
+/// ([`is_note_start`]) to the end of the line, where the tokens before it
+/// are at least the `fewest` cells a row has. Anything shorter is no row
+/// with a note (another process's `61983 61985 [0] ncclProxyConnect ...`
+/// line) and is left whole.
+fn without_note<'a>(raw: &'a str, tokens: &[&'a str], fewest: usize) -> (&'a str, Vec<&'a str>) {
+    let note = tokens.iter().skip(1).position(|t| is_note_start(t));
+    match note.filter(|&k| k + 1 >= fewest) {
+        Some(k) => {
+            let at = raw.find(tokens[k + 1]).unwrap_or(raw.len());
+            // `find` of the note's first token could match inside an
+            // earlier cell only if a cell held punctuation, which none does.
+            (&raw[..at], tokens[..=k].to_vec())
+        }
+        None => (raw, tokens.to_vec()),
+    }
 }
