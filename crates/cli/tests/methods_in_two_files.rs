@@ -18,12 +18,7 @@ const MAX_FILES: usize = 2;
 /// Types still spread over more than two files, by (crate, type), each
 /// with why it waits: the list only shrinks ([`the_waiting_list_is_not_stale`]
 /// fails once one is split, so that its line goes).
-const NOT_YET_SPLIT: [(&str, &str, &str); 2] = [
-    (
-        "nccl",
-        "Nccl",
-        "the FFI layer: one safe method per NCCL call over one table of entry points (ffi.rs, api/mod.rs, api/collectives.rs, api/device.rs); its unsafe code is not moved without a GPU to run it",
-    ),
+const NOT_YET_SPLIT: [(&str, &str, &str); 1] = [
     (
         "report",
         "Parser",

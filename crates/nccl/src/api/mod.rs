@@ -11,54 +11,23 @@
 //! - host memory NCCL reads or writes is a Rust value or slice of the
 //!   size the call expects, alive for the call.
 //!
-//! The collectives and send/recv are in `collectives.rs`.
+//! Every safe method is here, in one `impl Nccl` (the collectives' are
+//! written by `call.rs`'s macro); the handles they take are in `types.rs`.
 
-mod collectives;
-mod device;
+#[macro_use]
+mod call;
+mod types;
 
-use crate::cuda::DeviceBuffer;
+use types::missing;
+pub use types::{is_created_op, Communicator, NativeOps, Registration, Window};
+
+use crate::cuda::{DeviceBuffer, DevicePtr, Stream};
+use crate::dev_comm::{DevComm, DevCommRequirements};
 use crate::error::NcclError;
 use crate::ffi::{self, Comm, Config, Nccl, NcclResult, RedOpId, UniqueId};
 use crate::group::{Group, GroupApi};
-use collbench_core::{DataType, ReduceOp};
+use collbench_core::DataType;
 use std::ffi::{c_void, CStr};
-
-/// An NCCL communicator (`ncclComm_t`), owned by one local GPU.
-#[derive(Debug)]
-pub struct Communicator(Comm);
-
-impl Communicator {
-    /// No communicator (before init, after destroy or abort).
-    pub fn null() -> Communicator {
-        Communicator(std::ptr::null_mut())
-    }
-}
-
-/// An ncclCommRegister handle (`-R 1`), undone by [`Nccl::comm_deregister`].
-#[derive(Debug)]
-pub struct Registration(*mut c_void);
-
-/// A symmetric window (`-R 2`), undone by [`Nccl::window_deregister`].
-#[derive(Debug)]
-pub struct Window(*mut c_void);
-
-impl Window {
-    /// The `ncclWindow_t` handle, as device-API kernels take it.
-    pub fn raw(&self) -> *mut c_void {
-        self.0
-    }
-}
-
-/// Which collectives this NCCL has natively (the rest run as send/recv).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct NativeOps {
-    /// ncclAlltoAll (NCCL >= 2.28)
-    pub alltoall: bool,
-    /// ncclGather (NCCL >= 2.28)
-    pub gather: bool,
-    /// ncclScatter (NCCL >= 2.28)
-    pub scatter: bool,
-}
 
 /// Reads a C string NCCL returned (static storage in the library).
 fn text(p: *const std::ffi::c_char) -> Option<String> {
@@ -377,6 +346,137 @@ impl Nccl {
             unsafe { dereg(comm.0, win.0) };
         }
     }
+
+    // The collectives and point-to-point calls (one per NCCL call, written
+    // by `call::nccl_call!`), then alltoallv.
+
+    nccl_call!(
+        /// ncclAllReduce
+        required all_reduce, "ncclAllReduce", (send, recv; op: RedOpId => op)
+    );
+    nccl_call!(
+        /// ncclAllGather
+        required all_gather, "ncclAllGather", (send, recv;)
+    );
+    nccl_call!(
+        /// ncclReduceScatter
+        required reduce_scatter, "ncclReduceScatter", (send, recv; op: RedOpId => op)
+    );
+    nccl_call!(
+        /// ncclBroadcast
+        required broadcast, "ncclBroadcast", (send, recv; root: usize => root as i32)
+    );
+    nccl_call!(
+        /// ncclReduce
+        required reduce, "ncclReduce",
+        (send, recv; op: RedOpId => op, root: usize => root as i32)
+    );
+    nccl_call!(
+        /// ncclAlltoAll (NCCL >= 2.28; see [`Nccl::native`]).
+        since_2_28 alltoall, "ncclAlltoAll", (send, recv;)
+    );
+    nccl_call!(
+        /// ncclGather (NCCL >= 2.28; see [`Nccl::native`]).
+        since_2_28 gather, "ncclGather", (send, recv; root: usize => root as i32)
+    );
+    nccl_call!(
+        /// ncclScatter (NCCL >= 2.28; see [`Nccl::native`]).
+        since_2_28 scatter, "ncclScatter", (send, recv; root: usize => root as i32)
+    );
+    nccl_call!(
+        /// ncclSend of `count` elements to `peer`.
+        required send, "ncclSend", (buf; peer: usize => peer as i32)
+    );
+    nccl_call!(
+        /// ncclRecv of `count` elements from `peer`.
+        required recv, "ncclRecv", (buf; peer: usize => peer as i32)
+    );
+
+    /// One alltoallv from `rank`'s side, as nccl-tests issues it (see
+    /// [`crate::alltoallv::issue`]): `peers` says how many elements go
+    /// where, `send` and `recv` are this rank's buffers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoallv(
+        &self,
+        peers: &collbench_core::alltoallv::PeerCounts,
+        rank: usize,
+        send: DevicePtr,
+        recv: DevicePtr,
+        dt: DataType,
+        comm: &Communicator,
+        s: &Stream,
+    ) -> Result<(), NcclError> {
+        let p2p = crate::alltoallv::P2p {
+            send: self.send,
+            recv: self.recv,
+            group_start: self.group_start,
+            group_end: self.group_end,
+        };
+        // SAFETY: the entry points are NCCL's own; `send` and `recv` are
+        // device addresses (see the module doc) that the backend sized for
+        // the busiest rank's totals, a live or null communicator and a
+        // live stream; NCCL only queues work on `s`.
+        let r = unsafe {
+            crate::alltoallv::issue(
+                &p2p,
+                peers,
+                rank,
+                send.as_raw(),
+                recv.as_raw(),
+                dt.size_bytes(),
+                ffi::dtype_id(dt),
+                comm.0,
+                s.raw(),
+            )
+        };
+        r.map_err(|e| self.error(e.call, e.code))
+    }
+
+    // Device communicators for NCCL's device API (`-D`, NCCL >= 2.28).
+
+    /// ncclDevCommCreate and ncclDevCommDestroy are there.
+    pub fn has_dev_comm(&self) -> bool {
+        self.dev_comm_create.is_some() && self.dev_comm_destroy.is_some()
+    }
+
+    /// ncclDevCommCreate on each communicator with `reqs`, in one group
+    /// (creation is collective, as nccl-tests groups it). Every creation is
+    /// issued even after one fails; the first error is returned.
+    pub fn dev_comm_create_all(
+        &self,
+        comms: &[&Communicator],
+        reqs: &DevCommRequirements,
+    ) -> Result<Vec<DevComm>, NcclError> {
+        let create = self
+            .dev_comm_create
+            .ok_or_else(|| missing("ncclDevCommCreate"))?;
+        // As in `comm_init_ranks`: the out-slots outlive the group.
+        let mut out = vec![DevComm::zeroed(); comms.len()];
+        let slots = out.as_mut_ptr();
+        let mut result = Ok(());
+        let group = Group::start(self)?;
+        for (i, comm) in comms.iter().enumerate() {
+            // SAFETY: a live communicator; `reqs` is a repr(C)
+            // ncclDevCommRequirements of NCCL 2.28 (empty lists, so NCCL
+            // follows no pointer in it) read during the call;
+            // `slots.add(i)` is inside `out`, a repr(C) ncclDevComm of
+            // 2.28's layout, untouched until the group has ended.
+            let r = unsafe { create(comm.0, reqs, slots.add(i)) };
+            result = result.and(self.check("ncclDevCommCreate", r));
+        }
+        let end = group.end();
+        result.and(end)?;
+        Ok(out)
+    }
+
+    /// ncclDevCommDestroy of a device communicator made on `comm`.
+    pub fn dev_comm_destroy(&self, comm: &Communicator, dev_comm: &DevComm) {
+        if let Some(destroy) = self.dev_comm_destroy {
+            // SAFETY: `dev_comm` came from ncclDevCommCreate on this live
+            // communicator; NCCL reads it during the call.
+            unsafe { destroy(comm.0, dev_comm) };
+        }
+    }
 }
 
 impl GroupApi for Nccl {
@@ -389,32 +489,5 @@ impl GroupApi for Nccl {
         // SAFETY: ncclGroupEnd takes no arguments; the Group guard pairs it
         // with one ncclGroupStart.
         self.check("ncclGroupEnd", unsafe { (self.group_end)() })
-    }
-}
-
-/// An optional symbol called although this NCCL lacks it.
-fn missing(symbol: &'static str) -> NcclError {
-    NcclError::MissingSymbol {
-        symbol,
-        reason: "this NCCL version does not have it".into(),
-    }
-}
-
-/// Operators NCCL created at run time (ids after the built-in ones), as
-/// opposed to sum, prod, max, min and avg.
-pub fn is_created_op(op: RedOpId) -> bool {
-    op > ffi::redop_id(ReduceOp::Avg)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_created_operators_are_destroyed() {
-        for op in ReduceOp::ALL {
-            assert!(!is_created_op(ffi::redop_id(op)), "{op:?}");
-        }
-        assert!(is_created_op(5));
     }
 }

@@ -20,7 +20,7 @@
 
 use super::foreign::own_part;
 use super::nccl_ops::op_in_file_name;
-use super::pieces::{without_note, Offer, Pieces, NOT_REJOINED};
+use super::pieces::Pieces;
 use super::text::{float, is_uint, last_line, num, numbered_lines, partial_row};
 use super::unit;
 use super::{Notes, ParseError};
@@ -59,17 +59,9 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
                 );
             }
         } else if tokens.first() == Some(&"size(B)") {
-            if let Some(at) = pieces.end() {
-                notes.skip(ParseError::at(at, NOT_REJOINED))?;
-            }
+            pieces.end_table(notes)?;
             if !cur.results.is_empty() {
                 records.push(std::mem::replace(&mut cur, new_record()));
-            }
-            if tokens.len() != 6 {
-                return Err(ParseError::at(
-                    line_no,
-                    "expected the header 'size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s)'",
-                ));
             }
             let (t, b, units) = header_units(&tokens, line_no)?;
             factors = (t, b);
@@ -78,37 +70,18 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
             }
             in_table = true;
         } else if raw.trim_start().starts_with("Avg bus bandwidth") && raw.contains(':') {
-            if let Some(at) = pieces.end() {
-                notes.skip(ParseError::at(at, NOT_REJOINED))?;
-            }
-            let value = raw
-                .rsplit(':')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .trim_end_matches("GB/s")
-                .trim();
-            cur.avg_busbw_gbps = Some(float(value, line_no, "the average bus bandwidth")?);
+            pieces.end_table(notes)?;
+            cur.avg_busbw_gbps = Some(avg_busbw(raw, line_no)?);
             in_table = false;
         } else if in_table {
             // A note after the figures is left out; a row other lines cut
             // is rejoined from its pieces (a short last line is the cut).
             let starts = tokens.first().is_some_and(|t| is_uint(t));
-            let kept = without_note(&tokens, WIDTH);
-            let (offer, dropped) = pieces.offer(kept, line_no, WIDTH, starts && line_no != last);
-            if let Some(at) = dropped {
-                notes.skip(ParseError::at(at, NOT_REJOINED))?;
-            }
-            let joined: Vec<String>;
-            let (tokens, line_no): (Vec<&str>, usize) = match offer {
-                Offer::Piece => continue,
-                Offer::Row(cells, at) => {
-                    joined = cells;
-                    (joined.iter().map(String::as_str).collect(), at)
-                }
-                Offer::Line if starts => (kept.to_vec(), line_no),
-                Offer::Line => continue,
+            let shape = (WIDTH, starts, line_no == last);
+            let Some((cells, line_no)) = pieces.row_of(&tokens, line_no, shape, notes)? else {
+                continue;
             };
+            let tokens: Vec<&str> = cells.iter().map(String::as_str).collect();
             // A row cut by the writer may still read as numbers.
             let parsed = if line_no == last && notes.cut_last_line {
                 Err(ParseError::whole("cut"))
@@ -124,9 +97,7 @@ pub fn parse(text: &str, origin: &str, notes: &mut Notes) -> Result<Vec<Record>,
             }
         }
     }
-    if let Some(at) = pieces.end() {
-        notes.cut_short(at, partial_row(at, cur.results.len()));
-    }
+    pieces.end_text(notes, cur.results.len());
     if !cur.results.is_empty() {
         records.push(cur);
     }
@@ -151,6 +122,12 @@ fn header_units(
     tokens: &[&str],
     line_no: usize,
 ) -> Result<(f64, f64, unit::SourceUnits), ParseError> {
+    if tokens.len() != WIDTH {
+        return Err(ParseError::at(
+            line_no,
+            "expected the header 'size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s)'",
+        ));
+    }
     let mut t = 1.0;
     let mut b = None;
     let mut names = unit::SourceUnits::default();
@@ -171,6 +148,16 @@ fn header_units(
         }
     }
     Ok((t, b.unwrap_or(1.0), names))
+}
+
+/// The figure of an `Avg bus bandwidth:      23.6671GB/s` line.
+fn avg_busbw(raw: &str, line_no: usize) -> Result<f64, ParseError> {
+    let value = raw.rsplit(':').next().unwrap_or("").trim();
+    float(
+        value.trim_end_matches("GB/s").trim(),
+        line_no,
+        "the average bus bandwidth",
+    )
 }
 
 /// Cells of a nccom-test row.

@@ -26,7 +26,7 @@
 //!   `wrong` is `None` (N/A), never 0.
 
 use super::foreign::own_part;
-use super::pieces::{without_note, Offer, Pieces, NOT_REJOINED};
+use super::pieces::Pieces;
 use super::text::{
     expect_values, float, is_figure, is_uint, last_line, num, numbered_lines, partial_row,
 };
@@ -70,9 +70,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             bare.then_some(line)
         });
         if let Some(body) = body {
-            if let Some(at) = pieces.end() {
-                notes.skip(ParseError::at(at, NOT_REJOINED))?;
-            }
+            pieces.end_table(notes)?;
             if body.starts_with("OSU ") {
                 keep(&mut records, cur.take(), units, notes);
                 op = op_from_title(body);
@@ -93,23 +91,11 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         };
         let sized = c.first() == Some(&Col::Size);
         let starts = is_uint(first) || !sized && is_figure(first);
-        // A note after the figures is left out; a row other lines cut is
-        // rejoined from its pieces (a short last line is the log's cut).
-        let tokens = without_note(&all, c.len());
-        let (offer, dropped) = pieces.offer(tokens, line_no, c.len(), starts && line_no != last);
-        if let Some(at) = dropped {
-            notes.skip(ParseError::at(at, NOT_REJOINED))?;
-        }
-        let joined: Vec<String>;
-        let (tokens, line_no): (Vec<&str>, usize) = match offer {
-            Offer::Piece => continue,
-            Offer::Row(cells, at) => {
-                joined = cells;
-                (joined.iter().map(String::as_str).collect(), at)
-            }
-            Offer::Line if starts => (tokens.to_vec(), line_no),
-            Offer::Line => continue,
+        let shape = (c.len(), starts, line_no == last);
+        let Some((cells, line_no)) = pieces.row_of(&all, line_no, shape, notes)? else {
+            continue;
         };
+        let tokens: Vec<&str> = cells.iter().map(String::as_str).collect();
         let rec = cur.get_or_insert_with(|| Record::new("osu"));
         // A row the writer stopped inside may read as numbers ("430" of
         // "43092.92"): never trust it.
@@ -126,10 +112,7 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
             Err(e) => notes.skip(e)?,
         }
     }
-    if let Some(at) = pieces.end() {
-        let kept = cur.as_ref().map_or(0, |r| r.results.len());
-        notes.cut_short(at, partial_row(at, kept));
-    }
+    pieces.end_text(notes, cur.as_ref().map_or(0, |r| r.results.len()));
     keep(&mut records, cur, units, notes);
     if records.is_empty() {
         return Err(ParseError::whole(

@@ -6,10 +6,11 @@
 //! and counted, never guessed. nccl-tests' tables, whose width depends on
 //! the build, have their own in `nccl_tests/rows.rs`.
 
-use super::text::{is_figure, is_note_start};
+use super::text::{is_figure, is_note_start, partial_row};
+use super::{Notes, ParseError};
 
 /// Why a piece of a row was skipped.
-pub(crate) const NOT_REJOINED: &str = "a row cut by other lines that does not rejoin";
+const NOT_REJOINED: &str = "a row cut by other lines that does not rejoin";
 
 /// The most pieces one row is rejoined from.
 const MAX_PIECES: usize = 4;
@@ -107,6 +108,50 @@ impl Pieces {
     /// a pending piece, which nothing completed.
     pub(crate) fn end(&mut self) -> Option<usize> {
         self.pending.take().map(|p| p.line)
+    }
+
+    /// The row a table line of `width` cells makes, with the line it
+    /// started on: the note after it left out, a short line that starts
+    /// with a size held as a piece (`None` until its rest comes), pieces
+    /// rejoined. A piece the line ends is skipped and counted in `notes`.
+    /// The text's `last` line is never held: a short one there is the
+    /// log's cut, which the parser reports.
+    pub(crate) fn row_of(
+        &mut self,
+        all: &[&str],
+        line: usize,
+        (width, starts_row, last): (usize, bool, bool),
+        notes: &mut Notes,
+    ) -> Result<Option<(Vec<String>, usize)>, ParseError> {
+        let tokens = without_note(all, width);
+        let (offer, dropped) = self.offer(tokens, line, width, starts_row && !last);
+        if let Some(at) = dropped {
+            notes.skip(ParseError::at(at, NOT_REJOINED))?;
+        }
+        Ok(match offer {
+            Offer::Row(cells, at) => Some((cells, at)),
+            Offer::Line if starts_row => {
+                Some((tokens.iter().map(|t| t.to_string()).collect(), line))
+            }
+            Offer::Piece | Offer::Line => None,
+        })
+    }
+
+    /// A table ends (a header, a title, an average line): a pending piece
+    /// is skipped and counted.
+    pub(crate) fn end_table(&mut self, notes: &mut Notes) -> Result<(), ParseError> {
+        match self.end() {
+            Some(at) => notes.skip(ParseError::at(at, NOT_REJOINED)),
+            None => Ok(()),
+        }
+    }
+
+    /// The text ends: a pending piece is the log's cut (`kept` rows of
+    /// the table before it).
+    pub(crate) fn end_text(&mut self, notes: &mut Notes, kept: usize) {
+        if let Some(at) = self.end() {
+            notes.cut_short(at, partial_row(at, kept));
+        }
     }
 }
 
