@@ -437,7 +437,7 @@ impl<'a> Runner<'a> {
     }
 
     /// The plan's placement checks of the case, in order, after the `-c`
-    /// passes (as nccl-tests runs `-B`): their shares of the row.
+    /// passes (nccl-tests' order): their shares of the row.
     fn placement_checks(&mut self, case: &CaseSpec) -> Result<Placement, RunError> {
         let mut share = Placement::default();
         if self.plan.placement_checks.is_empty() {

@@ -173,9 +173,10 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<Outcome, Failure> {
     share_outcome(opened.control.as_ref(), judged)
 }
 
-/// Rank 0's outcome on every process (#wrong, `-B`, the transport gate,
-/// a write that failed), so a launcher or a pod that reads any rank's exit
-/// code sees the same answer, as nccl-tests' processes all fail together.
+/// Rank 0's outcome on every process (#wrong, a placement check, the
+/// transport gate, a write that failed), so a launcher or a pod that
+/// reads any rank's exit code sees the same answer, as nccl-tests'
+/// processes all fail together.
 /// Only rank 0 says why; the others exit with its code. It travels as the
 /// code's byte; a rank 0 gone before sending is the control plane's
 /// failure, as for any peer.
