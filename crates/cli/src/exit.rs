@@ -182,7 +182,7 @@ impl Outcome {
     const fn meaning(self) -> &'static str {
         match self {
             Outcome::Ok => "ran, every checked element right",
-            Outcome::Wrong => "wrong results (#wrong > 0, or `-B` repeats returned different bits)",
+            Outcome::Wrong => "wrong results (#wrong > 0, or a placement check after `-c` failed)",
             Outcome::Usage => "usage error (bad flag, size, name, existing or unwritable output): nothing ran; or the results could not be written (stdout or a file)",
             Outcome::Launch => "launch failure: a peer missing, refused, dead or silent",
             Outcome::Backend => "backend failure: library missing, CUDA/NCCL error, out of memory",
@@ -192,8 +192,8 @@ impl Outcome {
             Outcome::CheckFail => "fail (a wrong result always fails), or the check could not run",
             Outcome::CheckIncomplete => "incomplete: part of the job could not be judged (pair tests that could not run, a host no pair test measured, a case the baseline expects that did not run) and nothing failed; never a pass on partial evidence",
             Outcome::NoRegression => "no regression",
-            Outcome::Regression => "regression (a 95% interval beyond the threshold in two adjacent cases), or NEW has wrong results or `-B` bits that differ, an out-of-bounds FAILED line, an error or crash line, or fewer cases than BASE",
-            Outcome::CompareUnusable => "an input cannot be read, the two share no case, or BASE has wrong results, `-B` bits that differ or was cut short (`--trust-base` compares anyway)",
+            Outcome::Regression => "regression (a 95% interval beyond the threshold in two adjacent cases), or NEW has wrong results or a failed placement check, an out-of-bounds FAILED line, an error or crash line, or fewer cases than BASE",
+            Outcome::CompareUnusable => "an input cannot be read, the two share no case, or BASE has wrong results, a failed placement check or was cut short (`--trust-base` compares anyway)",
             Outcome::CompareCannotTell => "cannot tell: no case regressed, but an op drops beyond the threshold within its noise",
             Outcome::ReportComplete => "report written, every input read",
             Outcome::ReportUnusable => "an input named directly cannot be read, or `--strict` and a file in a folder cannot or a log has a line no reader can place",

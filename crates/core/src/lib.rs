@@ -36,6 +36,8 @@ pub mod diag;
 pub mod dtype;
 pub mod element;
 pub mod explain;
+pub mod extension;
+pub mod extension_list;
 pub mod f8_tables;
 pub mod nccl_only;
 pub mod nccl_path;

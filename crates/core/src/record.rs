@@ -12,6 +12,9 @@ use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub(crate) mod bitwise;
+pub use bitwise::{BitPosition, Bitwise};
+
 /// Version of the JSON layout; bump on any incompatible change.
 ///
 /// 2: placements carry `explain` (what NCCL reported it ran).
@@ -280,66 +283,6 @@ pub struct Placement {
     /// input against a reference run, summed over ranks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bitwise: Option<Bitwise>,
-}
-
-/// Bitwise repeatability of one placement, as nccl-tests' `-B N` reports
-/// it: one reference run, then `repeats` runs on the same input, each
-/// rank's output compared bit for bit with the reference's. A library
-/// that returns different bits for the same input (a changed reduction
-/// order, silent corruption) shows here even when every value is within
-/// the checker's tolerance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Bitwise {
-    /// Repeats compared with the reference.
-    pub repeats: u64,
-    /// Elements that differed, summed over repeats and ranks.
-    pub different_elements: u64,
-    /// Bits that differed, summed over repeats and ranks (the `#bitdiff`
-    /// column).
-    pub different_bits: u64,
-    /// The first difference: the earliest repeat that had one, its lowest
-    /// rank, and that rank's lowest element and bit; absent when every bit
-    /// matched (or a log did not say).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first: Option<BitPosition>,
-}
-
-/// Where a bit differed: repeat (from 0), global rank, element of that
-/// rank's output (from 0) and bit within the element (0: least
-/// significant), as nccl-tests numbers them.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(deny_unknown_fields)]
-pub struct BitPosition {
-    pub repeat: u64,
-    pub rank: u64,
-    pub element: u64,
-    pub bit: u64,
-}
-
-impl Bitwise {
-    /// No repeat compared yet.
-    pub fn none_yet(repeats: u64) -> Bitwise {
-        Bitwise {
-            repeats,
-            different_elements: 0,
-            different_bits: 0,
-            first: None,
-        }
-    }
-
-    /// `other`'s differences added to these (other ranks or repeats of the
-    /// same placement): counts summed, the earliest first position kept.
-    pub fn add(&mut self, other: &Bitwise) {
-        self.different_elements += other.different_elements;
-        self.different_bits += other.different_bits;
-        self.first = match (self.first, other.first) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-    }
 }
 
 /// How precise a `-n auto` placement's time is: what its series of

@@ -11,11 +11,12 @@
 //! environment), times are UTC, `nccl_version` is 0 without NCCL, and one
 //! file may hold several collectives (`run all`). A partial run (Ctrl-C)
 //! names why in `errors`, the list where nccl-tests puts NCCL's last error.
-//! With `-B`, the bitwise keys of nccl-tests' proposed `-B` (pull request
-//! #388): `config.bitwise_repeats`, each placement's `bitwise` object and
-//! the top-level `bitwise_mismatches`.
+//! Placement extensions (`collbench_core::extension`) add their keys:
+//! one in `config` after `validation`, an object in each placement they
+//! checked and a top-level `{count, okay}` of the placements that failed.
 
 use crate::Exporter;
+use collbench_core::extension_list::extensions;
 use collbench_core::{nccl_version, Placement, Record};
 
 /// nccl-tests' `JSON_FILE_VERSION`.
@@ -77,11 +78,13 @@ fn document(r: &Record, end_time: &str) -> String {
             ]),
         ),
     ];
-    if let Some(n) = crate::text::bitwise::mismatches(&r.results) {
-        top.push((
-            "bitwise_mismatches",
-            object(&[("count", n.to_string()), ("okay", boolean(n == 0))]),
-        ));
+    for ext in extensions() {
+        if let Some(n) = ext.failures(&r.results) {
+            top.push((
+                ext.json_failures_key(),
+                object(&[("count", n.to_string()), ("okay", boolean(n == 0))]),
+            ));
+        }
     }
     top.extend([
         (
@@ -121,9 +124,12 @@ fn config(r: &Record) -> String {
         ("aggregated_iterations", s.agg_iters.to_string()),
         ("validation", (s.check as u8).to_string()),
     ];
-    if s.bitwise_repeats > 0 {
-        fields.push(("bitwise_repeats", s.bitwise_repeats.to_string()));
-    }
+    fields.extend(
+        extensions()
+            .iter()
+            .filter_map(|e| e.json_config(s))
+            .map(|(k, v)| (k, v.to_string())),
+    );
     fields.extend([
         ("graph", s.graph.to_string()),
         ("blocking_collectives", boolean(s.blocking)),
@@ -210,27 +216,14 @@ fn placement(p: &Placement) -> String {
             p.wrong.map_or("null".to_string(), |w| double(w as f64)),
         ),
     ];
-    if let Some(b) = p.bitwise {
-        fields.push(("bitwise", bitwise(&b)));
+    for (key, values) in extensions().iter().filter_map(|e| e.json_placement(p)) {
+        let values: Vec<(&str, String)> = values
+            .into_iter()
+            .map(|(k, v)| (k, v.map_or("null".to_string(), |v| v.to_string())))
+            .collect();
+        fields.push((key, object(&values)));
     }
     object(&fields)
-}
-
-/// A placement's `bitwise` object; the first position's keys are `null`
-/// when no bit differed, as nccl-tests writes them.
-fn bitwise(b: &collbench_core::record::Bitwise) -> String {
-    let at = |f: fn(&collbench_core::record::BitPosition) -> u64| {
-        b.first.map_or("null".to_string(), |p| f(&p).to_string())
-    };
-    object(&[
-        ("repeats", b.repeats.to_string()),
-        ("different_elements", b.different_elements.to_string()),
-        ("different_bits", b.different_bits.to_string()),
-        ("first_repeat", at(|p| p.repeat)),
-        ("first_rank", at(|p| p.rank)),
-        ("first_element", at(|p| p.element)),
-        ("first_bit", at(|p| p.bit)),
-    ])
 }
 
 /// `-I 1`: nccl-tests' summary of the iterations after the first `skip`

@@ -7,7 +7,6 @@
 //! end of a multi-collective run.
 
 pub mod arrival;
-pub mod bitwise;
 mod explain;
 pub mod memory;
 pub mod per_iter;
@@ -17,9 +16,13 @@ pub use explain::footnotes as explain_footnotes;
 use crate::units::{c_g, fixed_width};
 use crate::Exporter;
 use collbench_core::adaptive::StopReason;
+use collbench_core::extension::{HeaderWords, PlacementExtension};
+use collbench_core::extension_list::extensions;
+use collbench_core::extension_list::Active;
 use collbench_core::{AutoPrecision, CaseResult, Placement, Record};
 
-/// Text layout switches (`-C`, `-S`, `--explain`, `-I`, `-B`).
+/// Text layout switches (`-C`, `-S`, `--explain`, `-I`, placement
+/// extensions).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TextOptions {
     /// Time column is CPU-side time (`-C 1`).
@@ -33,17 +36,18 @@ pub struct TextOptions {
     /// i_min i_max i_p99 i_cv% after each placement, summarising the
     /// iterations after the first `skip` (`-K`).
     pub per_iter: Option<u32>,
-    /// Bitwise repeatability (`-B N`, 0 = off): a `#bitdiff` column
-    /// after each placement's #wrong.
-    pub bitwise: u32,
+    /// The placement extensions on (`collbench_core::extension`): their
+    /// cell after each placement's #wrong.
+    pub extensions: Active,
 }
 
 impl TextOptions {
-    /// `-I`, `-K` and `-B` as a record's settings give them.
+    /// `-I`, `-K` and the placement extensions as a record's settings
+    /// give them.
     pub fn with_per_iter_of(mut self, record: &Record) -> TextOptions {
         let st = &record.settings;
         self.per_iter = st.per_iter_timing.then_some(st.per_iter_skip as u32);
-        self.bitwise = st.bitwise_repeats.min(u32::MAX as u64) as u32;
+        self.extensions = Active::of(st);
         self
     }
 }
@@ -96,8 +100,8 @@ pub fn preamble(record: &Record, op: &str, first: bool) -> String {
     if st.per_iter_timing {
         s += &per_iter::report_line(st.per_iter_skip);
     }
-    if st.bitwise_repeats > 0 {
-        s += &bitwise::report_line(st.bitwise_repeats);
+    for ext in extensions() {
+        s += &ext.report_line(st);
     }
     if first {
         s += "# Sizes are rounded down to whole elements, and to 16-byte chunks per rank where a buffer is split between ranks (as nccl-tests does)\n";
@@ -128,10 +132,19 @@ pub fn table_header(opts: TextOptions) -> String {
         (0, "", "")
     };
     let mut s = String::from("#\n");
-    if opts.bitwise > 0 || opts.per_iter.is_some() {
-        s += &match opts.bitwise {
-            0 => per_iter::header(time, pad, label, fmt),
-            _ => bitwise::header(time, pad, label, fmt, opts.per_iter.is_some()),
+    if !opts.extensions.is_empty() || opts.per_iter.is_some() {
+        // An extension's header carries `-I`'s columns too.
+        s += &match opts.extensions.iter().next() {
+            None => per_iter::header(time, pad, label, fmt),
+            Some(ext) => ext.table_header(
+                HeaderWords {
+                    time,
+                    pad,
+                    label,
+                    format: fmt,
+                },
+                opts.per_iter.is_some(),
+            ),
         };
         return if opts.explain {
             explain::header(&s, opts)
@@ -191,22 +204,21 @@ pub fn row(r: &CaseResult, timestamp: Option<&str>) -> String {
     s
 }
 
-/// One result row as `opts` lays it out: [`row`], with `-B`'s and
-/// `-I`'s cells after each placement, plus the explain columns with
-/// `--explain`; under it, `-B`'s line for each placement whose bits
-/// differed.
+/// One result row as `opts` lays it out: [`row`], with the placement
+/// extensions' and `-I`'s cells after each placement, plus the explain
+/// columns with `--explain`; under it, the extensions' lines.
 pub fn row_with(r: &CaseResult, timestamp: Option<&str>, opts: TextOptions) -> String {
-    let mut s = match (opts.per_iter, opts.bitwise) {
-        (None, 0) => row(r, timestamp),
-        (per_iter, bitwise) => {
+    let mut s = match (opts.per_iter, opts.extensions) {
+        (None, on) if on.is_empty() => row(r, timestamp),
+        (per_iter, on) => {
             let mut s = format!(
                 "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}",
                 r.size_bytes, r.count, r.dtype, r.redop, r.root
             );
             for p in [r.out_of_place.as_ref(), r.in_place.as_ref()] {
                 s += &half_row(p);
-                if bitwise > 0 {
-                    s += &bitwise::cell(p);
+                for ext in on.iter() {
+                    s += &extension_cell(ext, p);
                 }
                 if let Some(skip) = per_iter {
                     s += &per_iter::cells(p, skip);
@@ -223,7 +235,37 @@ pub fn row_with(r: &CaseResult, timestamp: Option<&str>, opts: TextOptions) -> S
         s += &explain::row_cells(r);
         s.push('\n');
     }
-    s + &bitwise::mismatch_lines(r)
+    for ext in extensions() {
+        s += &ext.row_lines(r);
+    }
+    s
+}
+
+/// A placement extension's cell (its count as `%g`; `N/A` where the
+/// placement was not checked).
+pub fn extension_cell(ext: &dyn PlacementExtension, p: Option<&Placement>) -> String {
+    let w = ext.cell_width();
+    match ext.cell(p) {
+        Some(v) => format!("  {:>w$}", c_g(v as f64)),
+        None => format!("  {:>w$}", "N/A"),
+    }
+}
+
+/// The footer's line of each placement extension that checked a row of
+/// `rows` (after `Out of bounds values`), as nccl-tests prints its own.
+pub fn extension_footer(rows: &[CaseResult]) -> String {
+    let mut s = String::new();
+    for ext in extensions() {
+        if let Some(n) = ext.failures(rows) {
+            s += &format!(
+                "# {:<20} : {} {}\n",
+                ext.footer_label(),
+                n,
+                if n > 0 { "FAILED" } else { "OK" }
+            );
+        }
+    }
+    s
 }
 
 /// The straggler question: the `k` slowest ranks of a row, per placement,
@@ -324,7 +366,7 @@ pub fn footer_with_memory(
         oob,
         if oob > 0 { "FAILED" } else { "OK" }
     );
-    s += &bitwise::footer_line(rows);
+    s += &extension_footer(rows);
     s += &format!(
         "# {:<20} : {} \n",
         "Avg bus bandwidth",

@@ -155,13 +155,14 @@ pub trait Backend {
     /// Fills inputs from the verification pattern with `seed`, poisons the
     /// outputs, runs the case once and reads back each local rank's
     /// output (its `recv_count` elements, little-endian bytes), as
-    /// [`Backend::check`] does before it counts: bitwise repeatability
-    /// (`-B`, [`crate::bitwise`]) compares them bit for bit. Backends that
-    /// cannot read their outputs back say so (the default).
+    /// [`Backend::check`] does before it counts: the general read-back
+    /// that placement checks ([`crate::placement_check`]) inspect as they
+    /// need. Backends that cannot read their outputs back say so (the
+    /// default).
     fn outputs(&mut self, case: &CaseSpec, seed: u64) -> Result<Vec<Vec<u8>>, BackendError> {
         let _ = (case, seed);
         Err(BackendError::Unsupported(
-            "bitwise repeatability (-B) is not supported by this backend".into(),
+            "reading outputs back is not supported by this backend".into(),
         ))
     }
     /// Runs the case once, untimed, and says what the library ran for it on

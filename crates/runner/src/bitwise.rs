@@ -9,7 +9,60 @@
 //! bit.
 
 use crate::backend::{Backend, BackendError, CaseSpec};
-use collbench_core::record::{BitPosition, Bitwise};
+use crate::placement_check::{PlacementCheck, Site};
+use collbench_core::record::{BitPosition, Bitwise, Placement, RunSettings};
+
+/// The check `-B N` adds to the plan: `repeats` runs compared with a
+/// reference, and the test hook.
+#[derive(Debug, Clone, Copy)]
+pub struct Repeatability {
+    /// Repeats compared with the reference run (at least 1).
+    pub repeats: u32,
+    /// Test hook: flip one bit of one rank's output in one repeat (the
+    /// fault `-B` must name).
+    pub flip: Option<BitFlip>,
+}
+
+impl Repeatability {
+    /// The check for `-B repeats` (with the hook), `None` when 0 (off).
+    pub fn from_flag(
+        repeats: u32,
+        flip: Option<BitFlip>,
+    ) -> Option<std::sync::Arc<dyn PlacementCheck>> {
+        (repeats > 0).then(|| std::sync::Arc::new(Repeatability { repeats, flip }) as _)
+    }
+}
+
+impl PlacementCheck for Repeatability {
+    fn measure(
+        &self,
+        backend: &mut dyn Backend,
+        case: &CaseSpec,
+        at: Site,
+        share: &mut Placement,
+    ) -> Result<(), BackendError> {
+        let total = repeatability(
+            backend,
+            case,
+            at.seed,
+            self.repeats,
+            at.first_rank,
+            self.flip,
+        )
+        .map_err(|e| match e {
+            BackendError::Unsupported(_) => BackendError::Unsupported(
+                "bitwise repeatability (-B) is not supported by this backend".into(),
+            ),
+            e => e,
+        })?;
+        share.bitwise = Some(total);
+        Ok(())
+    }
+
+    fn settings(&self, settings: &mut RunSettings) {
+        settings.bitwise_repeats = u64::from(self.repeats);
+    }
+}
 
 /// Test hook (`--test-bitwise-flip REPEAT:RANK:ELEMENT:BIT`): flip one
 /// bit of one rank's output in one repeat, as silent corruption would,
@@ -99,7 +152,7 @@ pub fn compare(reference: &[u8], got: &[u8], elt: usize, repeat: u64, rank: u64)
 /// input of `seed`, then `repeats` runs on the same input compared with
 /// it. `first_rank` is the global rank of this process's first rank;
 /// `flip` is the test hook.
-pub(crate) fn repeatability(
+fn repeatability(
     backend: &mut dyn Backend,
     case: &CaseSpec,
     seed: u64,

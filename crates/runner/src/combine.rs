@@ -5,7 +5,7 @@ use crate::arrival::timelines::{row_arrival, ProcessArrivals};
 use crate::arrival::ArrivalSamples;
 use crate::backend::CaseSpec;
 use crate::plan::Average;
-use collbench_core::record::Bitwise;
+use collbench_core::extension_list::extensions;
 use collbench_core::stats::StreamingStats;
 use collbench_core::{Explanation, Placement, TimeStats};
 use serde::{Deserialize, Serialize};
@@ -24,9 +24,10 @@ pub(crate) struct RankReport {
     pub iter_stats: Option<StreamingStats>,
     /// Wrong elements over this process's ranks; `None` when unchecked.
     pub wrong: Option<u64>,
-    /// Bitwise repeatability over this process's ranks (`-B`).
+    /// The placement checks' shares over this process's ranks (their
+    /// fields of a placement; the rest left default).
     #[serde(default)]
-    pub bitwise: Option<Bitwise>,
+    pub checked: Placement,
     /// What the library ran on this process's ranks (`--explain`).
     #[serde(default)]
     pub explain: Option<Explanation>,
@@ -58,7 +59,11 @@ pub(crate) struct Combine {
 
 /// The row's placement from every process's report, in process order:
 /// times combined as `-a` says, per iteration the slowest process,
-/// wrong elements added, explanations merged.
+/// wrong elements added, explanations merged, placement checks' shares
+/// merged by their extensions.
+// The row names every field but the placement extensions' (default, then
+// merged): with no extension listed that update is needless.
+#[allow(clippy::needless_update)]
 pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) -> Placement {
     let mut times = Vec::new();
     let mut cputimes = Vec::new();
@@ -66,7 +71,7 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
     let mut process_iter_us = Vec::new();
     let mut summarised: Option<StreamingStats> = None;
     let mut total_wrong: Option<u64> = None;
-    let mut bitwise: Option<Bitwise> = None;
+    let mut checked = Placement::default();
     let mut explains = Vec::new();
     let mut arrivals = Vec::new();
     for r in reports {
@@ -89,9 +94,7 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
             total_wrong = Some(total_wrong.unwrap_or(0) + w);
         }
         explains.extend(r.explain);
-        if let Some(b) = r.bitwise {
-            bitwise.get_or_insert(Bitwise::none_yet(b.repeats)).add(&b);
-        }
+        merge_checks(&mut checked, &r.checked);
     }
     let time_s = how.average.combine(&times);
     let coll = case.collective;
@@ -108,7 +111,7 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
     }
     // -K: the summary leaves out leading iterations (never all of them).
     let skip = (how.per_iter_skip as usize).min(iter_us.len().saturating_sub(1));
-    Placement {
+    let mut row = Placement {
         time_us: shown_s * 1e6,
         algbw_gbps: algbw,
         busbw_gbps: algbw * coll.busbw_factor(case.world_size),
@@ -134,7 +137,17 @@ pub(crate) fn combine(reports: Vec<RankReport>, case: &CaseSpec, how: &Combine) 
             true => None,
             false => row_arrival(arrivals, case, how.agg_iters).map(Box::new),
         },
-        bitwise,
+        ..Placement::default()
+    };
+    merge_checks(&mut row, &checked);
+    row
+}
+
+/// The placement checks' shares in `from` added into `into` (each
+/// extension merges its own field).
+fn merge_checks(into: &mut Placement, from: &Placement) {
+    for ext in extensions() {
+        ext.merge(into, from);
     }
 }
 

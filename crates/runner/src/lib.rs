@@ -22,6 +22,7 @@ mod error;
 mod gather;
 pub mod host_buffers;
 pub mod memory;
+pub mod placement_check;
 pub mod plan;
 pub mod run;
 pub mod setup_guard;
@@ -32,6 +33,7 @@ pub mod watchdog;
 pub use backend::{
     Backend, BackendError, BackendInfo, BackendSettings, CaseSpec, Measurement, MemoryUsage,
 };
+pub use placement_check::{PlacementCheck, Site};
 pub use plan::{Average, Checks, Plan, RootSel};
 pub use run::{RunError, RunObserver, Runner};
 pub use timing::{Blocking, Graph, Timing};

@@ -98,12 +98,9 @@ pub struct Plan {
     pub unalign: u32,
     /// Test hook: corrupt one checked element (the fault a check must catch).
     pub test_corrupt: bool,
-    /// Bitwise repeatability (`-B`): repeats of each placement compared
-    /// bit for bit with a reference run on the same input; 0 is off.
-    pub bitwise_repeats: u32,
-    /// Test hook: flip one bit of one rank's output in one repeat (the
-    /// fault `-B` must name).
-    pub test_bitwise_flip: Option<crate::bitwise::BitFlip>,
+    /// Checks run on every placement after the `-c` passes, in order
+    /// (placement extensions: `crate::placement_check`).
+    pub placement_checks: Vec<std::sync::Arc<dyn crate::placement_check::PlacementCheck>>,
     /// Ask the backend what the library ran for every case (`--explain`),
     /// in a separate untimed pass after the timed loop.
     pub explain: bool,
@@ -136,8 +133,7 @@ impl Default for Plan {
             timestamps: false,
             unalign: 0,
             test_corrupt: false,
-            bitwise_repeats: 0,
-            test_bitwise_flip: None,
+            placement_checks: Vec::new(),
             explain: false,
             traffic: Traffic::default(),
             per_iter_skip: 0,
@@ -183,7 +179,7 @@ impl From<&Plan> for RunSettings {
             size::Step::Bytes(b) => (None, Some(b)),
         };
         let t = &p.timing;
-        RunSettings {
+        let mut settings = RunSettings {
             threads_per_process: 1,
             min_bytes: p.min_bytes,
             max_bytes: p.max_bytes,
@@ -204,9 +200,12 @@ impl From<&Plan> for RunSettings {
             unalign: u64::from(p.unalign),
             per_iter_timing: t.keep_iter_times,
             per_iter_skip: u64::from(p.per_iter_skip),
-            bitwise_repeats: u64::from(p.bitwise_repeats),
             ..RunSettings::default()
+        };
+        for check in &p.placement_checks {
+            check.settings(&mut settings);
         }
+        settings
     }
 }
 

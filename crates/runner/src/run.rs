@@ -17,9 +17,8 @@ use crate::watch::{Stop, Watch};
 use crate::watchdog::{watch_over, Done, Watchdog, Watched};
 use collbench_core::size::{format_bytes, ByteStyle};
 use collbench_core::{
-    record::{Bitwise, RunSettings},
-    verify::mix,
-    AutoPrecision, Bootstrap, CaseResult, Collective, DeviceInfo, Placement, Record,
+    record::RunSettings, verify::mix, AutoPrecision, Bootstrap, CaseResult, Collective, DeviceInfo,
+    Placement, Record,
 };
 use std::sync::{Arc, Mutex};
 
@@ -395,7 +394,7 @@ impl<'a> Runner<'a> {
             None => (self.backend.time(case, timing)?, timing.iters as u64, None),
         };
         let wrong = self.check(case)?;
-        let bitwise = self.bitwise(case)?;
+        let checked = self.placement_checks(case)?;
         // Its own pass, like the check: the timed loop never records.
         let explain = if self.plan.explain {
             self.backend.explain(case)?
@@ -408,7 +407,7 @@ impl<'a> Runner<'a> {
             iter_times_us: m.iter_times_us,
             iter_stats: m.iter_stats,
             wrong,
-            bitwise,
+            checked,
             explain,
             arrival_samples: m.arrival,
             arrival: None,
@@ -437,22 +436,22 @@ impl<'a> Runner<'a> {
         Ok(Some(wrong))
     }
 
-    /// `-B` repeats of the case compared bit for bit with a reference run
-    /// on the same input (after the `-c` passes, as nccl-tests does);
-    /// `None` when off.
-    fn bitwise(&mut self, case: &CaseSpec) -> Result<Option<Bitwise>, RunError> {
-        if self.plan.bitwise_repeats == 0 {
-            return Ok(None);
+    /// The plan's placement checks of the case, in order, after the `-c`
+    /// passes (nccl-tests' order): their shares of the row.
+    fn placement_checks(&mut self, case: &CaseSpec) -> Result<Placement, RunError> {
+        let mut share = Placement::default();
+        if self.plan.placement_checks.is_empty() {
+            return Ok(share);
         }
         self.watch.checking();
-        Ok(Some(crate::bitwise::repeatability(
-            self.backend,
-            case,
-            case_seed(case, 0),
-            self.plan.bitwise_repeats,
-            self.watch.first_rank(),
-            self.plan.test_bitwise_flip,
-        )?))
+        let at = crate::placement_check::Site {
+            seed: case_seed(case, 0),
+            first_rank: self.watch.first_rank(),
+        };
+        for check in &self.plan.placement_checks {
+            check.measure(self.backend, case, at, &mut share)?;
+        }
+        Ok(share)
     }
 }
 

@@ -37,8 +37,8 @@ pub(crate) struct Verifier {
 
 impl Verifier {
     /// Poisons the outputs, writes the inputs of `seed` on every GPU and
-    /// runs the case once: the first half of the check, and all of a
-    /// bitwise repeat before its read-back.
+    /// runs the case once: the first half of the check, and all of
+    /// [`collbench_runner::Backend::outputs`] before its read-back.
     fn fill_and_run(
         &self,
         comms: &mut Comms,
@@ -114,7 +114,7 @@ impl Verifier {
 
     /// Runs the case once on the input of `seed` and reads every GPU's
     /// output back to the host, as the check does without its kernels
-    /// (bitwise repeatability, `-B`: the runner compares the bits).
+    /// (the general read-back, [`collbench_runner::Backend::outputs`]).
     pub(crate) fn outputs(
         &self,
         comms: &mut Comms,

@@ -15,9 +15,13 @@ fn row_width(opts: TextOptions) -> usize {
     } else {
         0
     };
-    // -B's #bitdiff: one 10-wide cell per placement.
-    let bitwise = if opts.bitwise > 0 { 2 * 10 } else { 0 };
-    52 + 2 * 33 + per_iter + bitwise + if opts.timestamps { 21 } else { 0 }
+    // Placement extensions: one cell per placement, after two spaces.
+    let extensions: usize = opts
+        .extensions
+        .iter()
+        .map(|e| 2 * (2 + e.cell_width()))
+        .sum();
+    52 + 2 * 33 + per_iter + extensions + if opts.timestamps { 21 } else { 0 }
 }
 
 /// One placement's cells: algorithm (`*` when busbw overstates link use),

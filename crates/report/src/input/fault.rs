@@ -10,7 +10,7 @@
 //! place.
 
 use crate::units;
-use collbench_core::record::BitPosition;
+use collbench_core::extension_list::extensions;
 use collbench_core::{CaseResult, Record};
 
 /// One failure signal, with the file (and rank stream) it came from.
@@ -27,18 +27,18 @@ pub enum Fault {
         /// Values found wrong.
         count: u64,
     },
-    /// A placement's output bits differed between repeats on the same
-    /// input (`-B`, bitwise repeatability): the library is not
-    /// repeatable, or something corrupts results silently.
-    BitwiseMismatch {
+    /// A placement failed a placement extension's check
+    /// (`collbench_core::extension`): the library returned results that
+    /// the check finds wrong although `#wrong` may not.
+    PlacementCheck {
         /// The file (and rank stream) it is about.
         origin: String,
+        /// The extension's name (the record field it owns).
+        check: &'static str,
         /// The case and placement, as for [`Fault::WrongResults`].
         case: String,
-        /// Bits that differed, over repeats and ranks.
-        bits: u64,
-        /// The first difference, where the log names it.
-        first: Option<BitPosition>,
+        /// What the extension says of it (with the case).
+        line: String,
     },
     /// nccl-tests' footer `# Out of bounds values : N FAILED` (or JSON
     /// `out_of_bounds.okay = false`): N result values, over the whole
@@ -73,7 +73,7 @@ impl Fault {
     pub fn origin(&self) -> &str {
         match self {
             Fault::WrongResults { origin, .. }
-            | Fault::BitwiseMismatch { origin, .. }
+            | Fault::PlacementCheck { origin, .. }
             | Fault::OutOfBounds { origin, .. }
             | Fault::Crashed { origin, .. }
             | Fault::CutShort { origin, .. } => origin,
@@ -84,7 +84,7 @@ impl Fault {
     pub(crate) fn set_origin(&mut self, name: &str) {
         match self {
             Fault::WrongResults { origin, .. }
-            | Fault::BitwiseMismatch { origin, .. }
+            | Fault::PlacementCheck { origin, .. }
             | Fault::OutOfBounds { origin, .. }
             | Fault::Crashed { origin, .. }
             | Fault::CutShort { origin, .. } => *origin = name.to_string(),
@@ -103,12 +103,7 @@ impl std::fmt::Display for Fault {
                 f,
                 "{origin}: wrong results: {count} value(s) wrong in {case}"
             ),
-            Fault::BitwiseMismatch {
-                origin,
-                case,
-                bits,
-                first,
-            } => write!(f, "{origin}: {}", bitwise_text(case, *bits, first.as_ref())),
+            Fault::PlacementCheck { origin, line, .. } => write!(f, "{origin}: {line}"),
             Fault::OutOfBounds { origin, count } => write!(
                 f,
                 "{origin}: wrong results: nccl-tests found {count} value(s) outside tolerance"
@@ -198,41 +193,28 @@ pub fn wrong_results(record: &Record, origin: &str) -> Vec<Fault> {
     out
 }
 
-/// What a [`Fault::BitwiseMismatch`] says after its file: the case, the
-/// bits and the first difference.
-pub(crate) fn bitwise_text(case: &str, bits: u64, first: Option<&BitPosition>) -> String {
-    let mut s = format!(
-        "bitwise mismatch: {bits} bit(s) differ between repeats on the same input in {case}"
-    );
-    if let Some(p) = first {
-        s += &format!(
-            " (first: repeat {}, rank {}, element {}, bit {})",
-            p.repeat, p.rank, p.element, p.bit
-        );
-    }
-    s
-}
-
-/// One [`Fault::BitwiseMismatch`] per placement of `record` whose bits
-/// differed between `-B` repeats, whatever format the record came from.
-pub fn bitwise_mismatches(record: &Record, origin: &str) -> Vec<Fault> {
+/// One [`Fault::PlacementCheck`] per placement of `record` that failed
+/// a placement extension's check, whatever format the record came from.
+pub fn placement_checks(record: &Record, origin: &str) -> Vec<Fault> {
     let mut out = Vec::new();
     for c in &record.results {
         for (name, p) in c.placements() {
-            let Some(b) = p.bitwise.filter(|b| b.different_bits > 0) else {
-                continue;
-            };
             let placement = if name == "in_place" {
                 "in-place"
             } else {
                 "out-of-place"
             };
-            out.push(Fault::BitwiseMismatch {
-                origin: origin.to_string(),
-                case: format!("{} {placement}", case_name(c)),
-                bits: b.different_bits,
-                first: b.first,
-            });
+            let case = format!("{} {placement}", case_name(c));
+            for ext in extensions() {
+                if let Some(line) = ext.fault(p, &case) {
+                    out.push(Fault::PlacementCheck {
+                        origin: origin.to_string(),
+                        check: ext.name(),
+                        case: case.clone(),
+                        line,
+                    });
+                }
+            }
         }
     }
     out

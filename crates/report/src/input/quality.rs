@@ -9,10 +9,11 @@
 //! * A sweep that stops before the header's `maxBytes` (the run was cut).
 //! * Results that were never checked: `#wrong` shows N/A, not 0.
 //!
-//! * Placements whose bits differed between `-B` repeats.
+//! * Placements that failed a placement extension's check
+//!   (`collbench_core::extension`).
 //!
-//! A sweep cut short, rows with wrong results and bits that differed
-//! between repeats are also typed [`Fault`]s.
+//! A sweep cut short, rows with wrong results and failed placement checks
+//! are also typed [`Fault`]s.
 
 use super::fault::{case_name, Fault};
 use super::parsed::{Parsed, Warning};
@@ -37,18 +38,15 @@ pub fn check(parsed: &mut Parsed, origin: &str) {
             }));
         unchecked(r, &mut w);
         parsed.faults.extend(super::fault::wrong_results(r, &name));
-        // Said to people too (`report` has no gate): bits that differ
-        // between repeats are silent corruption until someone reads them.
-        let bitwise = super::fault::bitwise_mismatches(r, &name);
-        for f in &bitwise {
-            if let Fault::BitwiseMismatch {
-                case, bits, first, ..
-            } = f
-            {
-                w.push(super::fault::bitwise_text(case, *bits, first.as_ref()));
+        // Said to people too (`report` has no gate): a failed placement
+        // check is silent until someone reads it.
+        let failed = super::fault::placement_checks(r, &name);
+        for f in &failed {
+            if let Fault::PlacementCheck { line, .. } = f {
+                w.push(line.clone());
             }
         }
-        parsed.faults.extend(bitwise);
+        parsed.faults.extend(failed);
         parsed
             .warnings
             .extend(w.into_iter().map(|m| Warning::new(&name, 0, m)));

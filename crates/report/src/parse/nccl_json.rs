@@ -1,7 +1,6 @@
 //! nccl-tests `-J` JSON (file version 3; 1 and 2 lack only the
-//! per-iteration and bitwise keys, which are optional here). The bitwise
-//! keys (`-B`, nccl-tests' pull request #388) are read into each
-//! placement's `bitwise`, `config.bitwise_repeats` into the settings.
+//! per-iteration keys, which are optional here). Placement extensions
+//! (`collbench_core::extension`) read their own keys, where present.
 //!
 //! Quirks handled: booleans are the strings `"true"`/`"false"`, `root` is a
 //! `%6i`-formatted string (`"    -1"`), NaN is the string `"nan"`, the time
@@ -15,7 +14,7 @@
 
 use super::nccl_tests::op_name;
 use super::{Notes, ParseError};
-use collbench_core::record::{BitPosition, Bitwise};
+use collbench_core::extension_list::extensions;
 use collbench_core::{CaseResult, DeviceInfo, Placement, Record, TimeStats};
 use serde_json::Value;
 
@@ -162,7 +161,9 @@ fn settings(c: &Value, rec: &mut Record) -> Result<(), ParseError> {
     s.agg_iters = u("aggregated_iterations");
     s.check = u("validation") > 0;
     s.graph = u("graph");
-    s.bitwise_repeats = u("bitwise_repeats");
+    for ext in extensions() {
+        ext.read_json_config(c, s);
+    }
     s.blocking = c.get("blocking_collectives").and_then(Value::as_str) == Some("true");
     for (i, d) in c
         .get("devices")
@@ -222,7 +223,7 @@ fn placement(
     let wrong = nwrong(p, &path)?;
     let per_iter = r.get(format!("{key}_per_iter"));
     skipped(per_iter, &path, notes);
-    Ok(Some(Placement {
+    let mut placement = Placement {
         time_us,
         algbw_gbps: float(p, "alg_bw", &path)?,
         busbw_gbps: float(p, "bus_bw", &path)?,
@@ -233,36 +234,13 @@ fn placement(
             .unwrap_or(iters),
         stats: per_iter.map(iteration_stats),
         rank_time_us: per_iter.map(process_times).unwrap_or_default(),
-        bitwise: p.get("bitwise").map(|b| bitwise(b, &path)).transpose()?,
         ..Placement::default()
-    }))
-}
-
-/// A placement's `bitwise` object (at `path`): counts, and the first
-/// position, `null` when no bit differed.
-fn bitwise(b: &Value, path: &str) -> Result<Bitwise, ParseError> {
-    let path = format!("{path}.bitwise");
-    let first = |k: &str| b.get(k).and_then(Value::as_u64);
-    let first = match (
-        first("first_repeat"),
-        first("first_rank"),
-        first("first_element"),
-        first("first_bit"),
-    ) {
-        (Some(repeat), Some(rank), Some(element), Some(bit)) => Some(BitPosition {
-            repeat,
-            rank,
-            element,
-            bit,
-        }),
-        _ => None,
     };
-    Ok(Bitwise {
-        repeats: uint(b, "repeats", &path)?,
-        different_elements: uint(b, "different_elements", &path)?,
-        different_bits: uint(b, "different_bits", &path)?,
-        first,
-    })
+    for ext in extensions() {
+        ext.read_json_placement(p, &mut placement, &path)
+            .map_err(ParseError::whole)?;
+    }
+    Ok(Some(placement))
 }
 
 /// A placement's `nwrong` at `path`: `None` when the results were not

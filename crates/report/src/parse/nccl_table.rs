@@ -5,7 +5,7 @@
 use super::text::{float, is_figure, is_note_start, is_uint, num};
 use super::unit::{self, SourceUnits};
 use super::ParseError;
-use collbench_core::record::Bitwise;
+use collbench_core::extension_list::extensions;
 use collbench_core::{CaseResult, Placement};
 
 /// What a column of the result table holds; `usize` is the half
@@ -24,8 +24,9 @@ pub(super) enum Col {
     /// Very old builds: `error`/`res` is the largest error found (a float),
     /// not a count of wrong elements.
     MaxError(usize),
-    /// `#bitdiff` (`-B`): bits that differed from the reference run.
-    BitDiff(usize),
+    /// A placement extension's count (its position in
+    /// `collbench_core::extension_list::extensions`, then the half).
+    Extension(usize, usize),
     Timestamp,
     Other,
 }
@@ -176,9 +177,11 @@ fn columns(names: &[&str]) -> Vec<Col> {
             "busbw" => Col::Busbw(half),
             "#wrong" | "wrong" | "errors" => Col::Wrong(half),
             "error" | "res" => Col::MaxError(half),
-            "#bitdiff" | "bitdiff" => Col::BitDiff(half),
             "timestamp" => Col::Timestamp,
-            _ => Col::Other,
+            other => extensions()
+                .iter()
+                .position(|e| e.column_names().contains(&other))
+                .map_or(Col::Other, |e| Col::Extension(e, half)),
         })
         .collect()
 }
@@ -253,9 +256,7 @@ pub(super) fn row(
                     max_error = Some(max_error.map_or(e, |m: f64| m.max(e)));
                 }
             }
-            Col::BitDiff(h) => {
-                halves[h].get_or_insert_with(Placement::default).bitwise = bitdiff(tok, line_no)?
-            }
+            Col::Extension(e, h) => extension_cell(e, &mut halves[h], tok, line_no)?,
             Col::Timestamp | Col::Other => {}
         }
     }
@@ -412,14 +413,17 @@ pub(super) fn fit(t: &Table, tokens: &[&str], line_no: usize) -> Fit {
     Fit::Bad(e)
 }
 
-/// `#bitdiff` (`-B`): the bits that differed. The first position and the
-/// elements come from the `# Bitwise mismatch` line under the row, the
-/// repeats from the header's `# Bitwise Repeatability` line.
-fn bitdiff(tok: &str, line_no: usize) -> Result<Option<Bitwise>, ParseError> {
-    Ok(wrong(tok, line_no)?.map(|bits| Bitwise {
-        different_bits: bits,
-        ..Bitwise::none_yet(0)
-    }))
+/// A placement extension's count cell (extension `e`, read as `#wrong`
+/// is) into `half`.
+fn extension_cell(
+    e: usize,
+    half: &mut Option<Placement>,
+    tok: &str,
+    line_no: usize,
+) -> Result<(), ParseError> {
+    let count = wrong(tok, line_no)?;
+    extensions()[e].read_cell(half.get_or_insert_with(Placement::default), count);
+    Ok(())
 }
 
 /// `#wrong`: `N/A` when unchecked; rccl-tests marks counts over its

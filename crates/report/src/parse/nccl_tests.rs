@@ -8,8 +8,8 @@
 //! * `N/A` in `#wrong` (alltoall/sendrecv in-place, `-c 0`), `cputime`
 //!   (`-C 1`), `-G` (same columns), `-I` per-iteration columns (ignored
 //!   here; the JSON carries the full statistics), the `-S` timestamp column
-//!   (two tokens per row), `-B`'s `#bitdiff` columns and lines
-//!   (the `bitwise` module);
+//!   (two tokens per row), placement extensions' columns and lines
+//!   (`collbench_core::extension`);
 //! * the flattened form where a web page joined a whole table onto one line.
 //!
 //! The columns are read from the header line, so extra columns (rccl-tests,
@@ -27,10 +27,11 @@ use super::nccl_table::{implied_header, unflatten, Table};
 use super::text::{after, float, is_figure, is_uint, nccl_version_line, num, numbered_lines};
 use super::{Notes, ParseError};
 
-mod bitwise;
 mod lines;
 mod rows;
 
+use collbench_core::extension::LineRead;
+use collbench_core::extension_list::extensions;
 use collbench_core::{nccl_version, CaseResult, Record};
 use lines::{device, glued_header, interleaved, nccl_matrix_row, sweep_rows};
 
@@ -363,12 +364,11 @@ impl Parser<'_> {
                     t.units_line(&self.raw, line_no)?;
                 }
             }
-            ["Bitwise", ..] => {
-                if !self.bitwise_line(&tokens, line_no)? {
+            _ => {
+                if !self.extension_line(&tokens, line_no)? {
                     self.note_mention(body);
                 }
             }
-            _ => self.note_mention(body),
         }
         Ok(())
     }
@@ -486,8 +486,8 @@ impl Parser<'_> {
             .flatten()
         {
             p.iterations = iters;
-            if let Some(b) = &mut p.bitwise {
-                b.repeats = s.bitwise_repeats;
+            for ext in extensions() {
+                ext.settle(p, s);
             }
         }
         self.cur.results.push(row);
@@ -558,6 +558,21 @@ impl Parser<'_> {
         let rows = sweep_rows(s.min_bytes, s.max_bytes, s.step_factor, s.step_bytes);
         self.cur.results.reserve(rows);
         Ok(())
+    }
+
+    /// A `#` line of a placement extension (`tokens`: after the `#`);
+    /// `Ok(false)`: none of theirs (left to the caller).
+    fn extension_line(&mut self, tokens: &[&str], line_no: usize) -> Result<bool, ParseError> {
+        for ext in extensions() {
+            match ext.read_line(tokens, &mut self.cur) {
+                LineRead::NotMine => continue,
+                LineRead::Read => {}
+                LineRead::Warn(w) => self.notes.warn(line_no, w),
+                LineRead::Unreadable(e) => self.notes.skip(ParseError::at(line_no, e))?,
+            }
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     fn note_mention(&mut self, text: &str) {

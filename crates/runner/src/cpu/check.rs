@@ -94,8 +94,8 @@ pub fn check_case<T: Element>(
 }
 
 /// Runs `case` once on the input of `seed`, as [`check_case`] does, and
-/// returns each rank's output as little-endian bytes (bitwise
-/// repeatability, `-B`).
+/// returns each rank's output as little-endian bytes (the read-back of
+/// [`crate::backend::Backend::outputs`]).
 pub fn outputs_case<T: Element>(
     case: &CaseSpec,
     seed: u64,

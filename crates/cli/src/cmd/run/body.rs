@@ -56,13 +56,17 @@ fn write_results(
         ));
         return Ok(Outcome::Wrong);
     }
-    if let Some(n) = collbench_output::text::bitwise::mismatches(&record.results).filter(|n| *n > 0)
-    {
-        crate::stdout::say(format!(
-            "collbench: {n} placement(s) returned different bits on repeats of the same input (-B): results are NOT repeatable (exit {})",
-            Outcome::Wrong.code()
-        ));
-        return Ok(Outcome::Wrong);
+    // A placement that failed a placement check (core::extension) fails
+    // the run as wrong results do.
+    for ext in collbench_core::extension_list::extensions() {
+        if let Some(n) = ext.failures(&record.results).filter(|n| *n > 0) {
+            crate::stdout::say(format!(
+                "collbench: {} (exit {})",
+                ext.failure_line(n),
+                Outcome::Wrong.code()
+            ));
+            return Ok(Outcome::Wrong);
+        }
     }
     Ok(Outcome::Ok)
 }
@@ -110,7 +114,9 @@ fn text_observer(req: &RunRequest, world_size: usize) -> TextObserver {
         timestamps: plan.timestamps,
         explain: out.explain_columns,
         per_iter: plan.timing.keep_iter_times.then_some(plan.per_iter_skip),
-        bitwise: plan.bitwise_repeats,
+        extensions: collbench_core::extension_list::Active::of(
+            &collbench_core::record::RunSettings::from(plan),
+        ),
     };
     let mut obs = TextObserver::new(out.prints_text(), options, sweep, out.quiet);
     obs.per_rank = out.per_rank;
@@ -167,9 +173,10 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<Outcome, Failure> {
     share_outcome(opened.control.as_ref(), judged)
 }
 
-/// Rank 0's outcome on every process (#wrong, `-B`, the transport gate,
-/// a write that failed), so a launcher or a pod that reads any rank's exit
-/// code sees the same answer, as nccl-tests' processes all fail together.
+/// Rank 0's outcome on every process (#wrong, a placement check, the
+/// transport gate, a write that failed), so a launcher or a pod that
+/// reads any rank's exit code sees the same answer, as nccl-tests'
+/// processes all fail together.
 /// Only rank 0 says why; the others exit with its code. It travels as the
 /// code's byte; a rank 0 gone before sending is the control plane's
 /// failure, as for any peer.

@@ -15,6 +15,8 @@ use crate::args::{seconds_arg, BackendArgs, Mode, WatchdogArgs};
 use crate::cmd::output::Format;
 use clap::Args;
 use collbench_core::{size::parse_size, Collective, DataType, ReduceOp};
+use collbench_runner::PlacementCheck;
+use std::sync::Arc;
 
 fn size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
@@ -320,6 +322,16 @@ impl RunArgs {
             device_implementation: self.device_implementation,
             device_cta_count: self.device_cta_count,
         }
+    }
+
+    /// The checks run on every placement after `-c` (placement
+    /// extensions: `collbench_runner::placement_check`), typed once here.
+    pub fn placement_checks(&self) -> Vec<Arc<dyn PlacementCheck>> {
+        let bitwise = collbench_runner::bitwise::Repeatability::from_flag(
+            self.bitwise,
+            self.test_bitwise_flip,
+        );
+        bitwise.into_iter().collect()
     }
 
     /// `--output` and `-J`, each given at most once (see [`RunArgs`]).

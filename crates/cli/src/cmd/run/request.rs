@@ -202,8 +202,7 @@ fn plan_of(a: &RunArgs) -> Result<Plan, Failure> {
         timestamps: a.report_timestamps > 0,
         unalign: a.unalign,
         test_corrupt: a.test_corrupt,
-        bitwise_repeats: a.bitwise,
-        test_bitwise_flip: a.test_bitwise_flip,
+        placement_checks: a.placement_checks(),
         per_iter_skip,
         memory_report: a.memory != 0,
         ..Plan::default()

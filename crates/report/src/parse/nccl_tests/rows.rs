@@ -224,12 +224,12 @@ impl Parser<'_> {
 
 /// Whether `tokens`, the text's last line without a line end, are a whole
 /// row of `t`: every cell there, the last a count (#wrong, old `error`,
-/// `-B`'s #bitdiff).
+/// a placement extension's).
 fn whole_at_end(t: &Table, tokens: &[&str]) -> bool {
     tokens.len() == t.cols.len()
         && matches!(
             t.cols.last(),
-            Some(Col::Wrong(_) | Col::MaxError(_) | Col::BitDiff(_))
+            Some(Col::Wrong(_) | Col::MaxError(_) | Col::Extension(..))
         )
 }
 
