@@ -264,3 +264,30 @@ fn a_late_rank_last_most_often_but_in_too_few_iterations_is_named() {
     let quiet = analyze(&ordered_job_every(0.0, 4), scale()).unwrap();
     assert_eq!(quiet.straggler, None, "{quiet:?}");
 }
+
+#[test]
+fn with_two_ranks_time_lost_inside_names_nobody() {
+    // Rank 1 leaves 98 µs after rank 0 every iteration: with two ranks
+    // that is the collective's own order as much as a slow link.
+    let job = Job {
+        n: 2,
+        iters: 40,
+        op_us: 500.0,
+        jitter_us: 2.0,
+        late: None,
+        slow: Some((1, 98.0)),
+    };
+    let a = analyze(&job.timelines(), scale()).unwrap();
+    assert_eq!(a.straggler, None, "{a:?}");
+    // A late rank (time lost before) is still named with two ranks.
+    let job = Job {
+        late: Some((1, 100.0)),
+        slow: None,
+        ..job
+    };
+    let s = analyze(&job.timelines(), scale()).unwrap().straggler;
+    assert_eq!(
+        s.map(|s| (s.rank, s.kind)),
+        Some((1, StragglerKind::LateRank))
+    );
+}
