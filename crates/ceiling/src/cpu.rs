@@ -70,7 +70,15 @@ fn written_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
 fn touched_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
     Some(match op {
         Collective::AllToAll | Collective::SendRecv => 2.0 * n,
-        _ if in_place => n,
+        Collective::AllReduce
+        | Collective::AllGather
+        | Collective::ReduceScatter
+        | Collective::Broadcast
+        | Collective::Reduce
+            if in_place =>
+        {
+            n
+        }
         Collective::AllReduce => 2.0 * n,
         Collective::AllGather
         | Collective::ReduceScatter
