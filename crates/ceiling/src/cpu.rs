@@ -28,7 +28,7 @@
 //! write half of what out-of-place's do with 2 ranks, ran above it
 //! (issue #50), and out-of-place reductions sat far under it.
 
-use crate::probe::CopyLevel;
+use crate::probe::{CopyLevel, MAX_REGION_BYTES};
 use crate::{Missing, Query};
 use collbench_core::{Algorithm, Bottleneck, Ceiling, Collective, Topology};
 
@@ -61,24 +61,93 @@ fn written_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
     })
 }
 
-/// The copy rate a row of `bytes` over `n` ranks can see: that of the
-/// first cache level whose regions hold the ranks' buffers (at least one
-/// input and one output of `bytes` each, so n x bytes per side), else host
-/// memory's (`main`). Never under `main`: a cache is not slower than the
-/// memory behind it, and a bound must not sit under what a row reaches.
-fn copy_rate(main: f64, levels: &[CopyLevel], n: u64, bytes: u64) -> (f64, Option<u64>) {
-    let held = n.saturating_mul(bytes);
-    levels
+/// Bytes of buffers all ranks' passes touch in one operation, per byte of
+/// the size column: out of place each rank's input and output (all_gather's
+/// input and reduce_scatter's output are S/n; broadcast's and reduce's
+/// peers touch one buffer each beside the root's two), in place the output
+/// alone, and alltoall's and sendrecv's staging copy. The least a row can
+/// hold in cache: rotation (`runner/src/host_buffers.rs`) only adds to it.
+fn touched_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
+    Some(match op {
+        Collective::AllToAll | Collective::SendRecv => 2.0 * n,
+        Collective::AllReduce
+        | Collective::AllGather
+        | Collective::ReduceScatter
+        | Collective::Broadcast
+        | Collective::Reduce
+            if in_place =>
+        {
+            n
+        }
+        Collective::AllReduce => 2.0 * n,
+        Collective::AllGather
+        | Collective::ReduceScatter
+        | Collective::Broadcast
+        | Collective::Reduce => n + 1.0,
+        Collective::AllToAllV
+        | Collective::Gather
+        | Collective::Scatter
+        | Collective::HyperCube => return None,
+    })
+}
+
+/// The fastest a row can copy through `footprint` bytes of buffers a core,
+/// GB/s. The probes are steps (a probe holds `2 x region` a thread, its
+/// source and destination; host memory's counts as the step of
+/// [`MAX_REGION_BYTES`]): the footprint's bytes from one step's size to
+/// the next go at that step's rate, those under the first at the first's,
+/// those past the last at memory's. At best a row keeps its first bytes in
+/// the fastest level and spills the rest level by level, and a byte a
+/// probe of its size holds is served at least that fast, so this is a
+/// bound wherever the row's data sits. Taking the one probe nearest the
+/// footprint is not: a probe just past a cache's size cycles through it
+/// and misses on every line, while a row of that footprint whose staging
+/// buffer stays put hits on part of it (an alltoall in place over 4 ranks
+/// reached 0.68 of such a bound with a fifth of a core's time). Never
+/// under `main`: a cache is not slower than the memory behind it. The
+/// second value: the smallest and largest regions probed (`None` where no
+/// level was probed: memory's rate alone).
+fn copy_rate(main: f64, levels: &[CopyLevel], footprint: f64) -> (f64, Option<(u64, u64)>) {
+    let regions = levels.iter().map(|l| l.region_bytes);
+    let (Some(first), Some(last)) = (regions.clone().min(), regions.max()) else {
+        return (main, None);
+    };
+    let mut steps: Vec<(f64, f64)> = levels
         .iter()
-        .find(|l| l.region_bytes.saturating_mul(l.threads) >= held)
-        .filter(|l| l.copy_gbps > main)
-        .map_or((main, None), |l| (l.copy_gbps, Some(l.region_bytes)))
+        .map(|l| (2.0 * l.region_bytes as f64, l.copy_gbps.max(main)))
+        .collect();
+    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    steps.push((2.0 * MAX_REGION_BYTES as f64, main));
+    let (mut secs, mut held) = (0.0, 0.0);
+    for (k, &(_, rate)) in steps.iter().enumerate() {
+        let next = steps.get(k + 1).map_or(f64::INFINITY, |s| s.0);
+        let upto = next.min(footprint);
+        if upto > held {
+            secs += (upto - held) / rate;
+            held = upto;
+        }
+    }
+    let gbps = if secs > 0.0 {
+        footprint / secs
+    } else {
+        steps[0].1
+    };
+    (gbps, Some((first, last)))
+}
+
+/// Bytes a core holds, for people: "1.5 MiB", "96 KiB", "2 KiB".
+fn footprint_label(bytes: f64) -> String {
+    if bytes >= (1 << 20) as f64 {
+        format!("{:.1} MiB", bytes / (1 << 20) as f64)
+    } else {
+        format!("{:.0} KiB", bytes / 1024.0)
+    }
 }
 
 /// The ceiling of `op` over `n` CPU ranks at `bytes` on a host whose
 /// memory moves `topo.cpu.mem_copy_gbps` (bytes copied per second, all
 /// cores), or a cache level's rate ([`CopyLevel`]) where the row's buffers
-/// fit in it.
+/// are small enough to stay in it.
 pub(crate) fn cpu_ceiling(
     topo: &Topology,
     q: &Query,
@@ -91,18 +160,29 @@ pub(crate) fn cpu_ceiling(
         .as_ref()
         .and_then(|c| c.mem_copy_gbps)
         .ok_or(Missing("host memory bandwidth unknown"))?;
-    let (copy, level) = copy_rate(main, levels, n, q.bytes);
     if n < 2 {
         return Err(Missing("one rank moves no data"));
     }
     let nf = n as f64;
-    let per_byte =
-        written_per_byte(op, nf, in_place).ok_or(Missing("no CPU traffic model for this op"))?;
+    let none = Missing("no CPU traffic model for this op");
+    let per_byte = written_per_byte(op, nf, in_place).ok_or(none)?;
+    let touched = touched_per_byte(op, nf, in_place).ok_or(none)?;
+    // Ranks beyond the cores share them, and their buffers the cores' caches.
+    let cores = levels
+        .first()
+        .map(|l| l.threads)
+        .or_else(|| topo.cpu.as_ref().and_then(|c| c.cores))
+        .unwrap_or(n)
+        .clamp(1, n);
+    let footprint = touched * q.bytes as f64 / cores as f64;
+    let (copy, level) = copy_rate(main, levels, footprint);
     let factor = op.busbw_factor(n as usize);
     let probe = match level {
-        Some(region) => format!(
-            "copy probe through {} per core, where these buffers fit in cache:",
-            collbench_core::size::format_size(region)
+        Some((first, last)) => format!(
+            "copy probes through {} to {} per core and memory's; of these buffers' {} per core, the bytes past each probe's footprint at that probe's rate:",
+            collbench_core::size::format_size(first),
+            collbench_core::size::format_size(last),
+            footprint_label(footprint)
         ),
         None => "copy probe".to_string(),
     };
@@ -192,32 +272,70 @@ mod tests {
         }
     }
 
+    /// `copy_rate`'s value within 1e-9 relative.
+    fn near(got: f64, want: f64) -> bool {
+        (got - want).abs() <= 1e-9 * want
+    }
+
     #[test]
-    fn a_row_that_fits_a_cache_level_is_bounded_by_its_rate() {
+    fn each_byte_of_a_row_goes_at_the_rate_of_the_largest_probe_within_it() {
+        // Probes of 32 KiB, 256 KiB, 2 MiB a thread: steps at 64 KiB,
+        // 512 KiB and 4 MiB of footprint, memory's (10 GB/s) at 32 MiB.
         let levels = [level(32, 80.0), level(256, 40.0), level(2048, 20.0)];
-        // 2 ranks x 16 KiB = 32 KiB fits the first level (2 x 32 KiB).
-        assert_eq!(
-            copy_rate(10.0, &levels, 2, 16 << 10),
-            (80.0, Some(32 << 10))
-        );
-        // 2 x 200 KiB fits 2 x 256 KiB, not 2 x 32 KiB.
-        assert_eq!(
-            copy_rate(10.0, &levels, 2, 200 << 10),
-            (40.0, Some(256 << 10))
-        );
-        // 64 MiB fits no cache: host memory's rate.
-        assert_eq!(copy_rate(10.0, &levels, 2, 64 << 20), (10.0, None));
-        // A level measured under memory's rate is not used (a bound never
-        // drops), nor are levels where there are none.
-        assert_eq!(copy_rate(30.0, &levels, 2, 1 << 20), (30.0, None));
-        assert_eq!(copy_rate(10.0, &[], 2, 8), (10.0, None));
-        // Extremes: no overflow at u64::MAX bytes.
-        assert_eq!(copy_rate(10.0, &levels, 4, u64::MAX), (10.0, None));
-        let mut small = q(Collective::AllReduce, false);
-        small.bytes = 16 << 10;
-        let c = cpu_ceiling(&host(10.0), &small, 2, &levels).unwrap();
-        // 80 GB/s copied, 3 bytes written a byte: 26.7.
-        assert!((c.busbw_gbps - 80.0 / 3.0).abs() < 1e-9, "{}", c.busbw_gbps);
-        assert!(c.why.contains("through 32K per core"), "{}", c.why);
+        let kib = |k: f64| k * 1024.0;
+        let rate = |f: f64| copy_rate(10.0, &levels, kib(f)).0;
+        // Up to the second step, all at the first probe's rate.
+        assert!(near(rate(0.001), 80.0));
+        assert!(near(rate(100.0), 80.0));
+        assert!(near(rate(512.0), 80.0));
+        // 1 MiB: 512 KiB at 80, 512 KiB at 40.
+        assert!(near(rate(1024.0), 1024.0 / (512.0 / 80.0 + 512.0 / 40.0)));
+        // 8 MiB: 512 KiB at 80, 3.5 MiB at 40, 4 MiB at 20.
+        let secs = 512.0 / 80.0 + 3584.0 / 40.0 + 4096.0 / 20.0;
+        assert!(near(rate(8192.0), 8192.0 / secs));
+        // 128 MiB: up to 32 MiB as above (the last 24 MiB at 20), the
+        // rest at memory's rate: near memory's, above it.
+        let secs = secs + 24576.0 / 20.0 + 98304.0 / 10.0;
+        assert!(near(rate(131072.0), 131072.0 / secs));
+        assert!(rate(1e15) > 10.0 && rate(1e15) < 10.001);
+        // The rate never rises with the footprint.
+        let sizes = [1.0, 64.0, 300.0, 600.0, 4096.0, 40000.0, 1e7];
+        assert!(sizes.windows(2).all(|w| rate(w[0]) >= rate(w[1])));
+        // A level measured under memory's rate counts at memory's (a bound
+        // never drops); without levels, memory's rate alone.
+        let slow = [level(32, 5.0)];
+        assert!(near(copy_rate(10.0, &slow, kib(16.0)).0, 10.0));
+        assert_eq!(copy_rate(10.0, &[], 8.0), (10.0, None));
+        assert_eq!(copy_rate(10.0, &levels, 8.0).1, Some((32 << 10, 2 << 20)));
+    }
+
+    #[test]
+    fn the_footprint_counts_every_ranks_buffers_over_the_cores() {
+        let levels = [level(32, 80.0), level(256, 40.0), level(2048, 20.0)];
+        let ceiling = |bytes: u64, n: u64, in_place: bool| {
+            let mut row = q(Collective::AllReduce, in_place);
+            row.bytes = bytes;
+            cpu_ceiling(&host(10.0), &row, n, &levels).unwrap()
+        };
+        // 16 KiB over 2 ranks: 2 x (16 + 16) KiB, 32 KiB a core, within
+        // the first step: 80 GB/s, 3 bytes written a byte.
+        let c = ceiling(16 << 10, 2, false);
+        assert!(near(c.busbw_gbps, 80.0 / 3.0), "{}", c.busbw_gbps);
+        assert!(c.why.contains("32 KiB per core"), "{}", c.why);
+        assert!(c.why.contains("through 32K to 2M per core"), "{}", c.why);
+        // 256 KiB over 4 ranks on 2 cores: 4 x 512 KiB / 2 = 1 MiB a
+        // core; busbw factor 1.5, 7 bytes written a byte.
+        let mib = 1024.0 / (512.0 / 80.0 + 512.0 / 40.0);
+        let c = ceiling(256 << 10, 4, false);
+        assert!(near(c.busbw_gbps, 1.5 * mib / 7.0), "{}", c.busbw_gbps);
+        // In place holds half (512 KiB a core: 80) and writes 6 a byte.
+        let c = ceiling(256 << 10, 4, true);
+        assert!(near(c.busbw_gbps, 1.5 * 80.0 / 6.0), "{}", c.busbw_gbps);
+        // 64 MiB over 2 ranks, 128 MiB a core: above memory's 10 / 3 by
+        // what the first 32 MiB gain, no more.
+        let c = ceiling(64 << 20, 2, false);
+        let want = copy_rate(10.0, &levels, (128u64 << 20) as f64).0 / 3.0;
+        assert!(near(c.busbw_gbps, want), "{}", c.busbw_gbps);
+        assert!(c.busbw_gbps > 10.0 / 3.0 && c.busbw_gbps < 1.2 * 10.0 / 3.0);
     }
 }

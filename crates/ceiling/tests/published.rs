@@ -15,14 +15,14 @@ use std::path::PathBuf;
 #[rustfmt::skip]
 const BELOW_0_7: &[(&str, u64, &str, f64, &str)] = &[
     ("volcengine-ebmhpcpni2", 1, "sendrecv", 149.83, "p2p uses a few channels per peer; the same figure as ebmhpcpni2l's (copied?)"),
-    ("volcengine-ebmhpcpni2l", 64, "sendrecv", 11.63, "half of one NIC from 4 hosts up (21.92 at 2): cross-rail path, not modelled"),
+    ("volcengine-ebmhpcpni2l", 64, "sendrecv", 11.63, "half of 2 hosts' 21.92 from 32 ranks up: NCCL 2.20-2.28 gives a network peer 1 channel, not 2, once 2 x ranks > 4 x p2p channels (8 here); a channel's rate is no hardware figure (docs/ceiling.md)"),
     ("volcengine-ebmhpcpni2l", 32, "sendrecv", 11.64, "as above"),
     ("volcengine-ebmhpcpni2l", 16, "sendrecv", 11.63, "as above"),
     ("volcengine-ebmhpcpni2l", 8, "sendrecv", 11.62, "as above"),
     ("volcengine-ebmhpcpni2l", 4, "sendrecv", 11.62, "as above"),
-    ("volcengine-hpcpni3ln", 2, "sendrecv", 34.31, "0.69 of one 400G NIC: p2p channels per peer"),
+    ("volcengine-hpcpni3ln", 2, "sendrecv", 34.31, "0.69 of one 400G NIC: 2 channels per network peer at 16 and 32 ranks, ~17 GB/s each (docs/ceiling.md)"),
     ("volcengine-hpcpni3ln", 4, "sendrecv", 34.58, "as above"),
-    ("published/aws-p4d", 2, "all_reduce", 43.81, "NCCL 2.9.9: the same 4x 100G EFA network carries 78.33 on p4de (tree, 0.84); NCCL's tuner ranks tree first on both"),
+    ("published/aws-p4d", 2, "all_reduce", 43.81, "NCCL 2.9.9 ranks tree first here too (tuning.cc, search.cc at v2.9.9-1): the same 4x 100G EFA carries 78.33 on p4de (0.84)"),
 ];
 
 fn topologies() -> PathBuf {
