@@ -263,30 +263,27 @@ fn a_host_whose_pair_tests_cannot_run_ends_incomplete_on_every_process() {
 #[test]
 fn a_slow_link_between_two_groups_is_named_and_no_host() {
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("check.json");
     let groups = dir.path().join("groups.txt");
     std::fs::write(&groups, "n0 leaf0\nn1 leaf0\nn2 leaf1\nn3 leaf1\n").unwrap();
-    let port = free_port();
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let children: Vec<_> = (0..4)
-        .map(|r| {
-            torchrun_rank(r, 4, port)
-                .args(["check", "--backend", "cpu", "--ranks", "2"])
-                .args(["--size", "8M", "-n", "20", "--quick", "--json"])
-                .arg(&json)
-                .arg("--groups")
-                .arg(&groups)
-                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-                .env("COLLBENCH_TEST_GROUP_LINK", "0.2")
-                .env("NCCL_HOSTID", format!("n{r}"))
-                .spawn()
-                .expect("start collbench")
-        })
-        .collect();
-    let done: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
-    for (r, f) in done.iter().enumerate() {
-        assert_eq!(f.code, Some(2), "rank {r}: {f:?}");
+    // On 2 cores beside other tests the job may be too noisy to judge the
+    // link (WARN, exit 1, nobody named): it is named in one of three runs,
+    // as the Kubernetes and Slurm twins of this test ask.
+    let mut named = None;
+    for attempt in 0..3 {
+        let json = dir.path().join(format!("check{attempt}.json"));
+        let done = group_link_check(&groups, &json);
+        let out = &done[0].stdout;
+        assert!(!out.contains("# host n"), "a host named: {out}");
+        if done.iter().all(|f| f.code == Some(2)) {
+            named = Some((done, json));
+            break;
+        }
+        assert!(
+            done.iter().all(|f| f.code == Some(1)) && out.contains("too noisy"),
+            "{done:?}"
+        );
     }
+    let (done, json) = named.expect("the slow link named in one of three runs");
     let out = &done[0].stdout;
     assert!(out.contains("# fabric groups: leaf0, leaf1"), "{out}");
     assert!(
@@ -317,4 +314,28 @@ fn a_slow_link_between_two_groups_is_named_and_no_host() {
         "{findings:?}"
     );
     assert_eq!(v["hosts"]["groups"]["names"][1], "leaf1");
+}
+
+/// One 4-process check (hosts n0..n3 in the groups of `groups`) with the
+/// tests between the groups slowed to 0.2x by the test hook; every
+/// process's result, rank 0 first.
+fn group_link_check(groups: &std::path::Path, json: &std::path::Path) -> Vec<Finished> {
+    let port = free_port();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let children: Vec<_> = (0..4)
+        .map(|r| {
+            torchrun_rank(r, 4, port)
+                .args(["check", "--backend", "cpu", "--ranks", "2"])
+                .args(["--size", "8M", "-n", "20", "--quick", "--json"])
+                .arg(json)
+                .arg("--groups")
+                .arg(groups)
+                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
+                .env("COLLBENCH_TEST_GROUP_LINK", "0.2")
+                .env("NCCL_HOSTID", format!("n{r}"))
+                .spawn()
+                .expect("start collbench")
+        })
+        .collect();
+    children.into_iter().map(|c| finish(c, deadline)).collect()
 }
