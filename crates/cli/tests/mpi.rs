@@ -415,8 +415,23 @@ fn check_names_the_slow_link_between_two_mpi_groups_not_a_host() {
         groups.to_str().unwrap(),
     ];
     let hook = [("COLLBENCH_TEST_GROUP_LINK", "0.2")];
-    let done = mpirun_as_hosts_with(None, &args, Duration::from_secs(240), &hook);
-    assert_eq!(done.code, Some(2), "{done:?}");
+    // On 2 cores 4 MPI processes may read as too noisy to judge the link
+    // (WARN, exit 1, nobody named): it is named in one of three runs, as
+    // the CPU, Kubernetes and Slurm twins of this test ask.
+    let mut named = None;
+    for _ in 0..3 {
+        let done = mpirun_as_hosts_with(None, &args, Duration::from_secs(240), &hook);
+        assert!(named_hosts(&done.stdout).is_empty(), "{}", done.stdout);
+        if done.code == Some(2) {
+            named = Some(done);
+            break;
+        }
+        assert!(
+            done.code == Some(1) && done.stdout.contains("too noisy"),
+            "{done:?}"
+        );
+    }
+    let done = named.expect("the slow link named in one of three runs");
     assert!(
         done.stdout
             .lines()
