@@ -42,24 +42,8 @@ for r in (1, 2):
 a1, a2 = rows(f"{o}/cost.plain.1.txt"), rows(f"{o}/cost.plain.2.txt")
 print("noise plain2/plain1:", " ".join(f"{s>>20}M:{a2[s]/a1[s]:.3f}" for s in sorted(a1) if s in a2))
 PY
-export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
-MPSCTL=$(command -v nvidia-cuda-mps-control || echo /usr/local/nvidia/bin/nvidia-cuda-mps-control)
-mkdir -p /tmp/mps /tmp/mpslog && "$MPSCTL" -d
-port=29900
-emu() { # emu NAME [VAR=VALUE ...] -- ARGS...: two processes as two hosts
-  local name=$1; shift; local vars=()
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
-  port=$((port + 1)); local pids=() r rcs=""
-  for r in 0 1; do
-    env NCCL_HOSTID=emu-$r CUDA_VISIBLE_DEVICES=0 RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
-      MASTER_ADDR=127.0.0.1 MASTER_PORT=$port COLLBENCH_BIND=127.0.0.1 "${vars[@]}" \
-      timeout 150 "$CB" "$@" > "$O/$name.r$r.out" 2> "$O/$name.r$r.err" &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do wait "$p"; rcs+="$? "; done
-  echo "$name exit codes: $rcs" | tee -a "$O/exits.txt"
-}
+EMU_PORT=29900 EMU_TIMEOUT=150
+. bench/emu2-lib.sh
 echo "== 2. -B on two emulated hosts"
 emu bitwise NCCL_ALGO=Ring -- run all_reduce reduce_scatter all_gather -b 1K -e 16M -f 8 -B 20 --backend nccl
 emu bitflip NCCL_ALGO=Ring -- run all_reduce -b 1M -e 1M -B 5 --test-bitwise-flip 2:1:5:30 --backend nccl

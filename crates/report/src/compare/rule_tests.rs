@@ -82,25 +82,19 @@ fn both_placements_of_one_size_are_one_piece_of_evidence() {
         .iter()
         .map(|&d| est(d, 0.01))
         .collect();
-    let short: Vec<_> = shapes
-        .iter()
-        .map(|&s| CaseShape {
-            base_time_us: 52.0,
-            ..s
-        })
-        .collect();
+    let timed = |base_time_us: f64| -> Vec<CaseShape> {
+        shapes
+            .iter()
+            .map(|&s| CaseShape { base_time_us, ..s })
+            .collect()
+    };
+    let short = timed(52.0);
     let v = judge(&RULE, &Layout::new(&short), &short, &e);
     assert_eq!(v[2], Verdict::CannotTell(Unsure::OneCase), "{v:?}");
     assert_eq!(v[3], Verdict::CannotTell(Unsure::OneCase), "{v:?}");
     // Timed for 20 x 5 ms each: the other placement is separate
     // evidence.
-    let long: Vec<_> = shapes
-        .iter()
-        .map(|&s| CaseShape {
-            base_time_us: 5000.0,
-            ..s
-        })
-        .collect();
+    let long = timed(5000.0);
     let v = judge(&RULE, &Layout::new(&long), &long, &e);
     assert_eq!(&v[2..4], [Verdict::Regression; 2], "{v:?}");
     // The next size slower too: a regression in every slowed case.
