@@ -93,7 +93,7 @@ const LEVEL_BATCHES: usize = 48;
 /// build's link step) leaves the other pass clean.
 const LEVEL_PASSES: usize = 2;
 
-/// Copy rates through regions that fit a cache level ([`CACHE_REGIONS`]
+/// Copy rates through regions that fit a cache level (the `CACHE_REGIONS` sizes
 /// per thread, one thread per core), smallest first. A CPU run's small
 /// sizes live in cache, where a copy is several times faster than from
 /// memory: a 32 KiB all_reduce reached 1.3x the host memory ceiling. A

@@ -6,7 +6,7 @@
 //!   nulled when destroyed or aborted, so no call sees a freed one (a null
 //!   one fails NCCL's argument checks; the backend issues nothing after an
 //!   abort anyway);
-//! - buffers are [`DevicePtr`](crate::cuda::DevicePtr)s, device addresses NCCL dereferences on the
+//! - buffers are [`DevicePtr`]s, device addresses NCCL dereferences on the
 //!   GPU only (an address outside an allocation is a CUDA error there);
 //! - host memory NCCL reads or writes is a Rust value or slice of the
 //!   size the call expects, alive for the call.

@@ -18,11 +18,11 @@ impl Communicator {
     }
 }
 
-/// An ncclCommRegister handle (`-R 1`), undone by [`Nccl::comm_deregister`].
+/// An ncclCommRegister handle (`-R 1`), undone by [`Nccl::comm_deregister`](crate::ffi::Nccl::comm_deregister).
 #[derive(Debug)]
 pub struct Registration(pub(super) *mut c_void);
 
-/// A symmetric window (`-R 2`), undone by [`Nccl::window_deregister`].
+/// A symmetric window (`-R 2`), undone by [`Nccl::window_deregister`](crate::ffi::Nccl::window_deregister).
 #[derive(Debug)]
 pub struct Window(pub(super) *mut c_void);
 
