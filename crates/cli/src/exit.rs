@@ -495,7 +495,13 @@ mod tests {
             Outcome::Launch
         );
         assert_eq!(
-            outcome(RunError::Plan("any words".into()).into()),
+            outcome(
+                RunError::Plan(collbench_runner::PlanError::Root {
+                    root: 1,
+                    world_size: 1
+                })
+                .into()
+            ),
             Outcome::CheckFail
         );
         let closed = collbench_core::stdout::StdoutError {

@@ -88,13 +88,15 @@ pub enum TrafficError {
         dim: usize,
         world_size: usize,
     },
-    #[error("traffic matrix {file}: -b ({min_bytes}) and -e ({max_bytes}) must be equal in matrix mode (sizes come from the matrix): use e.g. -b {max_bytes} -e {max_bytes}")]
+    /// nccl-tests' matrix mode runs one size: the matrix's.
+    #[error("traffic matrix {file}: the smallest size ({min_bytes}) and the largest ({max_bytes}) must be equal in matrix mode (sizes come from the matrix)")]
     Sweep {
         file: String,
         min_bytes: u64,
         max_bytes: u64,
     },
-    #[error("traffic matrix {file}: -e ({max_bytes}) must be at least {needed} bytes, the largest total a rank sends or receives: use -b {needed} -e {needed} or larger")]
+    /// The size must hold the largest total one rank sends or receives.
+    #[error("traffic matrix {file}: the largest size ({max_bytes}) must be at least {needed} bytes, the largest total a rank sends or receives")]
     MaxBytes {
         file: String,
         max_bytes: u64,

@@ -75,18 +75,20 @@ pub enum Step {
 }
 
 /// Errors in a sweep definition: the one place where the sweep's limits
-/// are checked, worded with the `run` flags that set them.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+/// are checked. The words name no flag: the sweep may come from `run`'s
+/// flags, a launch file's or a baseline's, and the caller that knows
+/// which names them (the CLI's `flag_words`).
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum SweepError {
-    #[error("-b/--minbytes ({min}) is larger than -e/--maxbytes ({max}): make -b <= -e")]
+    #[error("the smallest size ({min}) is larger than the largest ({max})")]
     MinAboveMax { min: u64, max: u64 },
-    #[error("-f/--stepfactor must be 2 or more (got {0}): use -f 2 for doubling sizes, or -i BYTES for a linear sweep")]
+    #[error("the step factor must be 2 or more (got {0})")]
     Factor(u64),
-    #[error("-i/--stepbytes must be at least 1")]
+    #[error("the step in bytes must be at least 1")]
     ZeroStep,
     /// More sizes than [`MAX_SIZES`]: the list alone would take gigabytes
     /// (`-b 8 -e 1G -i 1` is a billion sizes).
-    #[error("-b {min} -e {max} with this step makes {count} sizes, more than collbench's limit of {MAX_SIZES}: use a larger -i/--stepbytes, -f/--stepfactor or a narrower -b..-e")]
+    #[error("sizes {min}..{max} with this step make {count} sizes, more than collbench's limit of {MAX_SIZES}")]
     TooMany { min: u64, max: u64, count: u64 },
 }
 

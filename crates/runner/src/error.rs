@@ -5,13 +5,16 @@
 
 use crate::backend::BackendError;
 use crate::watch::Stop;
+use collbench_core::alltoallv::TrafficError;
+use collbench_core::size::SweepError;
 use collbench_core::{FailureKind, PeerFailure};
 
 /// Failures that stop a run.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("{0}")]
-    Plan(String),
+    /// The plan cannot run on this job; nothing was started.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error("control plane: {0}")]
@@ -20,6 +23,22 @@ pub enum RunError {
     /// line naming the ranks behind (see `collbench_core::stuck`).
     #[error("{0}")]
     Stuck(String),
+}
+
+/// Why a plan cannot run on a job, found before anything runs. The words
+/// name no flag (the plan may come from `run`'s flags, `check`'s battery
+/// or `tune`); the CLI, which knows, names them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The sweep's sizes (smallest, largest, step).
+    #[error(transparent)]
+    Sweep(#[from] SweepError),
+    /// alltoallv's traffic does not fit the job.
+    #[error(transparent)]
+    Traffic(#[from] TrafficError),
+    /// A fixed root that is no rank of the job.
+    #[error("root {root} is out of range for {world_size} ranks")]
+    Root { root: usize, world_size: usize },
 }
 
 impl From<PeerFailure> for RunError {

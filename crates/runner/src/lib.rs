@@ -35,7 +35,7 @@ pub use backend::{
 };
 pub use placement_check::{PlacementCheck, Site};
 pub use plan::{Average, Checks, Plan, RootSel};
-pub use run::{RunError, RunObserver, Runner};
+pub use run::{PlanError, RunError, RunObserver, Runner};
 pub use timing::{Blocking, Graph, Timing};
 pub use watch::{Fault, FaultKind, Stop, Watch};
 pub use watchdog::Watchdog;

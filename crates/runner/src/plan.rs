@@ -1,5 +1,6 @@
 //! What to run: collectives x types x operators x roots x sizes, and how.
 
+use crate::error::PlanError;
 use crate::timing::Timing;
 use collbench_core::alltoallv::{self, Traffic, TrafficError, TrafficMatrix};
 use collbench_core::auto_iters::AutoIters;
@@ -266,16 +267,15 @@ impl Plan {
         out
     }
 
-    /// The fixed root (`-r R`) is a rank of a world of `world_size`
-    /// wherever a planned collective has a root; else the one line that
-    /// says so, for the caller to refuse before anything runs.
-    pub fn root_in_range(&self, world_size: usize) -> Result<(), String> {
+    /// The fixed root is a rank of a world of `world_size` wherever a
+    /// planned collective has a root; else why not, for the caller to
+    /// refuse before anything runs.
+    pub fn root_in_range(&self, world_size: usize) -> Result<(), PlanError> {
         let rooted = self.collectives.iter().any(|c| c.spec().has_root);
         match self.roots {
-            RootSel::Fixed(r) if rooted && r >= world_size => Err(format!(
-                "root {r} is out of range for {world_size} ranks: use -r 0..{} or -r -1 for every root",
-                world_size.saturating_sub(1)
-            )),
+            RootSel::Fixed(root) if rooted && root >= world_size => {
+                Err(PlanError::Root { root, world_size })
+            }
             _ => Ok(()),
         }
     }

@@ -22,7 +22,7 @@ use collbench_core::{
 };
 use std::sync::{Arc, Mutex};
 
-pub use crate::error::RunError;
+pub use crate::error::{PlanError, RunError};
 
 /// Receives results as they are measured (printers, progress bars).
 /// Called on rank 0 only.
@@ -147,10 +147,7 @@ impl<'a> Runner<'a> {
         obs: &mut dyn RunObserver,
         info: crate::BackendInfo,
     ) -> Result<Option<Record>, RunError> {
-        let sizes = self
-            .plan
-            .sizes()
-            .map_err(|e| RunError::Plan(e.to_string()))?;
+        let sizes = self.plan.sizes().map_err(PlanError::from)?;
         let world_size = self.backend.world_size();
         record.backend = Some(info.name.clone());
         record.library = info.library.clone();
@@ -171,7 +168,7 @@ impl<'a> Runner<'a> {
             self.plan
                 .traffic
                 .check_job(world_size, self.plan.min_bytes, self.plan.max_bytes)
-                .map_err(|e| RunError::Plan(e.to_string()))?;
+                .map_err(PlanError::from)?;
             no_alltoallv = self.backend.set_traffic(&self.plan.traffic).err();
         }
         for coll in collectives {
@@ -258,9 +255,7 @@ impl<'a> Runner<'a> {
     ) -> Result<(), RunError> {
         let world_size = self.backend.world_size();
         let root = self.control.rank() == 0;
-        self.plan
-            .root_in_range(world_size)
-            .map_err(RunError::Plan)?;
+        self.plan.root_in_range(world_size)?;
         for v in self.plan.variants(coll, world_size) {
             for &size in sizes {
                 let counts = self.plan.counts(coll, size, v.dtype, world_size);

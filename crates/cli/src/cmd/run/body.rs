@@ -144,7 +144,9 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<Outcome, Failure> {
     let world_size = opened.backend.world_size();
     crate::transport_gate::refuse_without_nccl(req.required, &opened.backend.info().name)?;
     // Before the header: a root no rank has is the user's mistake.
-    req.plan.root_in_range(world_size).map_err(Failure::usage)?;
+    req.plan
+        .root_in_range(world_size)
+        .map_err(super::plan_words::plan_failure)?;
     let mut obs = text_observer(&req, world_size);
     let record = crate::meta::new_record(argv);
     let mut runner = Runner::new(opened.backend.as_mut(), opened.control.as_ref(), req.plan)
@@ -157,19 +159,21 @@ pub fn run(a: &RunArgs, argv: &[String]) -> Result<Outcome, Failure> {
         },
     );
     keeper.done();
-    let judged = ran?.map(|mut record| {
-        add_ceilings(out, &mut record);
-        let printed = finish_text(out, &mut obs, &record);
-        if let Some((path, plugin)) = &tuner {
-            crate::stdout::say(crate::tune::tuner_config_note(path, plugin));
-        }
-        match write_results(out, &record, (&keeper, printed))? {
-            Outcome::Ok => {
-                crate::transport_gate::judge(&record, req.required).map(|()| Outcome::Ok)
+    let judged = ran
+        .map_err(super::plan_words::run_failure)?
+        .map(|mut record| {
+            add_ceilings(out, &mut record);
+            let printed = finish_text(out, &mut obs, &record);
+            if let Some((path, plugin)) = &tuner {
+                crate::stdout::say(crate::tune::tuner_config_note(path, plugin));
             }
-            other => Ok(other),
-        }
-    });
+            match write_results(out, &record, (&keeper, printed))? {
+                Outcome::Ok => {
+                    crate::transport_gate::judge(&record, req.required).map(|()| Outcome::Ok)
+                }
+                other => Ok(other),
+            }
+        });
     share_outcome(opened.control.as_ref(), judged)
 }
 

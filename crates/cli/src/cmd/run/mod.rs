@@ -6,6 +6,7 @@
 //! and files).
 
 mod body;
+mod plan_words;
 mod request;
 
 pub use body::run;

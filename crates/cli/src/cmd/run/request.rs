@@ -110,7 +110,9 @@ impl<'a> TryFrom<&'a RunArgs> for RunRequest<'a> {
 /// launch file's arguments are held to by `gen` as well).
 pub fn checked_plan(a: &RunArgs) -> Result<(Plan, Vec<u64>), Failure> {
     let plan = plan_of(a)?;
-    let sizes = plan.sizes().map_err(|e| Failure::usage(e.to_string()))?;
+    let sizes = plan
+        .sizes()
+        .map_err(|e| super::plan_words::plan_failure(e.into()))?;
     Ok((plan, sizes))
 }
 
