@@ -445,7 +445,7 @@ impl From<collbench_launch::LaunchError> for Failure {
             collbench_launch::LaunchError::Port(_) => Outcome::Usage,
             _ => Outcome::Launch,
         };
-        Failure::new(outcome, e.to_string())
+        Failure::new(outcome, crate::launch_args::launch_words(&e))
     }
 }
 

@@ -2,7 +2,8 @@
 //! `preflight`, `check`), turned into collbench-launch's plain
 //! [`LaunchOptions`].
 
-use collbench_launch::LaunchOptions;
+use collbench_launch::world::{WorldError, MAX_WORLD_SIZE};
+use collbench_launch::{LaunchError, LaunchOptions};
 
 /// Launch flags shared by every multi-process command. Each overrides what
 /// the launcher's environment says (see `collbench_launch::World::discover`).
@@ -58,10 +59,120 @@ impl LaunchArgs {
     }
 }
 
+/// A launch error's one line, naming the flags above beside the
+/// variables collbench-launch names (a flag overrides the launcher's
+/// variables, so either is the fix).
+pub fn launch_words(e: &LaunchError) -> String {
+    let LaunchError::World(w) = e else {
+        return e.to_string();
+    };
+    match w {
+        WorldError::NoWorldSize { rank, launcher } => format!(
+            "rank is {rank} but the world size is unknown ({launcher}): set COLLBENCH_WORLD_SIZE or pass --world-size"
+        ),
+        WorldError::NoRank {
+            world_size,
+            launcher,
+        } => format!(
+            "world size is {world_size} but this process's rank is unknown ({launcher}): set COLLBENCH_RANK or pass --rank"
+        ),
+        WorldError::TooLarge {
+            world_size,
+            launcher,
+        } => format!(
+            "world size {world_size} ({launcher}) is more than collbench's limit of {MAX_WORLD_SIZE} ranks: check --world-size and the launcher's variables"
+        ),
+        WorldError::RankOutside {
+            rank,
+            world_size,
+            launcher,
+        } => format!(
+            "rank {rank} is not below the world size {world_size} ({launcher}): check --rank/--world-size and the launcher's variables"
+        ),
+        WorldError::LocalRankOutside {
+            local_rank,
+            world_size,
+            launcher,
+        } => format!(
+            "local rank {local_rank} is not below the world size {world_size} ({launcher}): check --local-rank and the launcher's variables"
+        ),
+        WorldError::NoRendezvous {
+            rank,
+            world_size,
+            launcher,
+        } => format!(
+            "rank {rank} of {world_size} does not know where rank 0 listens ({launcher} does not tell): \
+             set COLLBENCH_RENDEZVOUS=HOST:PORT (rank 0's host) or pass --rendezvous HOST:PORT"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+
+    /// collbench-launch names the variables only; the CLI adds the flag
+    /// that overrides them, for every kind of world error.
+    #[test]
+    fn world_errors_name_the_flag_only_here() {
+        use collbench_launch::Launcher;
+        let l = Launcher::Explicit;
+        let cases = [
+            (
+                WorldError::NoWorldSize {
+                    rank: 1,
+                    launcher: l,
+                },
+                "--world-size",
+            ),
+            (
+                WorldError::NoRank {
+                    world_size: 2,
+                    launcher: l,
+                },
+                "--rank",
+            ),
+            (
+                WorldError::TooLarge {
+                    world_size: usize::MAX,
+                    launcher: l,
+                },
+                "--world-size",
+            ),
+            (
+                WorldError::RankOutside {
+                    rank: 2,
+                    world_size: 2,
+                    launcher: l,
+                },
+                "--rank",
+            ),
+            (
+                WorldError::LocalRankOutside {
+                    local_rank: 2,
+                    world_size: 2,
+                    launcher: l,
+                },
+                "--local-rank",
+            ),
+            (
+                WorldError::NoRendezvous {
+                    rank: 1,
+                    world_size: 2,
+                    launcher: l,
+                },
+                "--rendezvous",
+            ),
+        ];
+        for (w, flag) in cases {
+            let library = w.to_string();
+            assert!(!library.contains("--"), "{library}");
+            let words = launch_words(&LaunchError::World(w));
+            assert!(words.contains(flag), "{words}");
+            assert!(words.starts_with(&library[..20]), "{words} / {library}");
+        }
+    }
 
     #[derive(Parser)]
     struct Cli {

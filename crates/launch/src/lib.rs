@@ -45,6 +45,11 @@ pub enum LaunchError {
     /// The environment and flags do not describe a usable world.
     #[error("{0}")]
     Discovery(String),
+    /// The rank, world size or rendezvous the flags and the launcher's
+    /// variables give make no world; the words name the variables, and
+    /// the CLI adds its flags.
+    #[error(transparent)]
+    World(#[from] world::WorldError),
     /// A port variable or flag that is no port (0, past 65535, or a port
     /// whose offset passes 65535): the user's input, nothing ran.
     #[error(transparent)]

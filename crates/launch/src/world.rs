@@ -110,9 +110,12 @@ impl World {
             .unwrap_or(0);
         // A host holds no more ranks than the job (`local_rank + 1` wrapped).
         if local_rank >= world_size {
-            return Err(LaunchError::Discovery(format!(
-                "local rank {local_rank} is not below the world size {world_size} ({launcher}): check --local-rank and the launcher's variables"
-            )));
+            return Err(WorldError::LocalRankOutside {
+                local_rank,
+                world_size,
+                launcher,
+            }
+            .into());
         }
         let local_world_size = launched.local_world_size.unwrap_or(1).max(local_rank + 1);
 
@@ -187,26 +190,29 @@ fn place<E: Env>(
     let (rank, world_size) = match (rank, world_size) {
         (Some(r), Some(n)) => (r, n),
         (None, None) | (None, Some(1)) => (0, 1),
-        (Some(r), None) => {
-            return Err(LaunchError::Discovery(format!(
-                "rank is {r} but the world size is unknown ({launcher}): set COLLBENCH_WORLD_SIZE or pass --world-size"
-            )))
-        }
+        (Some(r), None) => return Err(WorldError::NoWorldSize { rank: r, launcher }.into()),
         (None, Some(n)) => {
-            return Err(LaunchError::Discovery(format!(
-                "world size is {n} but this process's rank is unknown ({launcher}): set COLLBENCH_RANK or pass --rank"
-            )))
+            return Err(WorldError::NoRank {
+                world_size: n,
+                launcher,
+            }
+            .into())
         }
     };
     if world_size > MAX_WORLD_SIZE {
-        return Err(LaunchError::Discovery(format!(
-            "world size {world_size} ({launcher}) is more than collbench's limit of {MAX_WORLD_SIZE} ranks: check --world-size and the launcher's variables"
-        )));
+        return Err(WorldError::TooLarge {
+            world_size,
+            launcher,
+        }
+        .into());
     }
     if world_size == 0 || rank >= world_size {
-        return Err(LaunchError::Discovery(format!(
-            "rank {rank} is not below the world size {world_size} ({launcher}): check --rank/--world-size and the launcher's variables"
-        )));
+        return Err(WorldError::RankOutside {
+            rank,
+            world_size,
+            launcher,
+        }
+        .into());
     }
     Ok((rank, world_size, launcher))
 }
@@ -247,12 +253,57 @@ fn rendezvous<E: Env>(
         .or_else(|| launched.rendezvous_host.clone())
         .or_else(|| one_host.then(|| "127.0.0.1".to_string()));
     if rank > 0 && rendezvous_host.is_none() {
-        return Err(LaunchError::Discovery(format!(
-            "rank {rank} of {world_size} does not know where rank 0 listens ({launcher} does not tell): \
-             set COLLBENCH_RENDEZVOUS=HOST:PORT (rank 0's host) or pass --rendezvous HOST:PORT"
-        )));
+        return Err(WorldError::NoRendezvous {
+            rank,
+            world_size,
+            launcher,
+        }
+        .into());
     }
     Ok((rendezvous_host, rendezvous_port))
+}
+
+/// Why the rank, the world size or the rendezvous make no world. The
+/// words name the launcher's variables and `COLLBENCH_*`; the flags that
+/// override them are the CLI's to name (its `launch_words`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorldError {
+    /// A rank but no world size.
+    #[error("rank is {rank} but the world size is unknown ({launcher}): set COLLBENCH_WORLD_SIZE")]
+    NoWorldSize { rank: usize, launcher: Launcher },
+    /// A world size but no rank.
+    #[error("world size is {world_size} but this process's rank is unknown ({launcher}): set COLLBENCH_RANK")]
+    NoRank {
+        world_size: usize,
+        launcher: Launcher,
+    },
+    /// More ranks than [`MAX_WORLD_SIZE`].
+    #[error("world size {world_size} ({launcher}) is more than collbench's limit of {MAX_WORLD_SIZE} ranks: check the launcher's variables")]
+    TooLarge {
+        world_size: usize,
+        launcher: Launcher,
+    },
+    /// A rank at or past the world size (or a world of 0).
+    #[error("rank {rank} is not below the world size {world_size} ({launcher}): check the launcher's variables")]
+    RankOutside {
+        rank: usize,
+        world_size: usize,
+        launcher: Launcher,
+    },
+    /// A local rank at or past the world size.
+    #[error("local rank {local_rank} is not below the world size {world_size} ({launcher}): check the launcher's variables")]
+    LocalRankOutside {
+        local_rank: usize,
+        world_size: usize,
+        launcher: Launcher,
+    },
+    /// A rank other than 0 that is not told where rank 0 listens.
+    #[error("rank {rank} of {world_size} does not know where rank 0 listens ({launcher} does not tell): set COLLBENCH_RENDEZVOUS=HOST:PORT (rank 0's host)")]
+    NoRendezvous {
+        rank: usize,
+        world_size: usize,
+        launcher: Launcher,
+    },
 }
 
 /// Parses `HOST:PORT`, `HOST`, `[V6ADDR]:PORT` or `:PORT`.
@@ -467,8 +518,10 @@ mod tests {
     #[test]
     fn plain_mpirun_rank_above_zero_is_told_what_to_set() {
         let e = refused(&[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")]);
+        // The variable here; the CLI adds `--rendezvous` (its
+        // `launch_args::launch_words`, tested there and end to end).
         assert!(
-            e.contains("set COLLBENCH_RENDEZVOUS=HOST:PORT") && e.contains("--rendezvous"),
+            e.contains("set COLLBENCH_RENDEZVOUS=HOST:PORT") && !e.contains("--"),
             "{e}"
         );
         // Rank 0 needs no host: it listens.

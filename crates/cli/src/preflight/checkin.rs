@@ -42,6 +42,7 @@ pub fn run(
         Ok(world) => world,
         Err(e @ LaunchError::Port(_)) => return Err(e.into()),
         Err(e) => {
+            let e = crate::launch_args::launch_words(&e);
             crate::stdout::say(format!("collbench preflight: {e}"));
             return Ok(Outcome::Fail);
         }
@@ -50,8 +51,10 @@ pub fn run(
     info.pid = std::process::id();
     let said = |e: &LaunchError| {
         crate::stdout::say(format!(
-            "collbench preflight: rank {} on host {}: {e}",
-            world.rank, world.hostname
+            "collbench preflight: rank {} on host {}: {}",
+            world.rank,
+            world.hostname,
+            crate::launch_args::launch_words(e)
         ))
     };
 

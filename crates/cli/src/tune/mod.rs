@@ -33,8 +33,8 @@ pub fn tune(a: &TuneArgs) -> Result<Outcome, Failure> {
     }
     let request = TuneRequest::try_from(a)?;
     let launch = a.launch.options();
-    let world =
-        World::discover(&launch).map_err(|e| Failure::new(Outcome::TuneRefused, e.to_string()))?;
+    let world = World::discover(&launch)
+        .map_err(|e| Failure::new(Outcome::TuneRefused, crate::launch_args::launch_words(&e)))?;
     // The budget is the command's wall time: joining the job counts too.
     let started = Instant::now();
     let options = match request {

@@ -127,7 +127,7 @@ impl Control {
     ) -> Result<Control, LaunchError> {
         if world.rank >= world.world_size {
             return Err(LaunchError::Discovery(format!(
-                "rank {} is not in a world of {} ranks: check --rank and --world-size",
+                "rank {} is not in a world of {} ranks: check the rank and world size the job gives this process",
                 world.rank, world.world_size
             )));
         }

@@ -124,7 +124,7 @@ pub(super) fn join_as_peer(
 ) -> Result<Link, LaunchError> {
     let host = world.rendezvous_host.clone().ok_or_else(|| {
         LaunchError::Discovery(format!(
-            "rank {} does not know where rank 0 listens: set COLLBENCH_RENDEZVOUS=HOST:PORT or pass --rendezvous",
+            "rank {} does not know where rank 0 listens: set COLLBENCH_RENDEZVOUS=HOST:PORT (rank 0's host)",
             world.rank
         ))
     })?;
