@@ -121,10 +121,12 @@ fn intra(m: Machine) -> Result<IntraLink, Missing> {
     intra_link(m.topo).ok_or(Missing("GPU links unknown (no NVLink or PCIe figures)"))
 }
 
-/// The NICs' rate one communicator has on a host (a share of them where
-/// several run at once).
-fn net(m: Machine) -> Result<f64, Missing> {
-    m.topo.comm_net_gbps().ok_or(Missing("NIC rate unknown"))
+/// The NICs' rate one communicator has on a host of the layout (a share
+/// of them where several run at once; an NVLink domain's hosts together
+/// where the job spans several domains).
+fn net(m: Machine, layout: Layout) -> Result<f64, Missing> {
+    let host = m.topo.comm_net_gbps().ok_or(Missing("NIC rate unknown"))?;
+    Ok(host * layout.nic_hosts as f64)
 }
 
 /// The bound inside one host (one NVLink domain): the GPU's NVLink, or on
@@ -174,7 +176,7 @@ fn by_op(m: Machine, op: Collective, layout: Layout) -> Result<Bound, Missing> {
         };
         return host_bound(m, op, layout, what);
     }
-    let net = net(m)?;
+    let net = net(m, layout)?;
     let net_gb = gb(net);
     let link = |b: Bound| -> Result<Bound, Missing> {
         if layout.per_host > 1 {
@@ -218,9 +220,16 @@ fn by_op(m: Machine, op: Collective, layout: Layout) -> Result<Bound, Missing> {
         | Collective::Reduce => Bound {
             gbps: net,
             by: Bottleneck::Network,
-            why: format!(
-                "ring: each ring leaves every host once, one ring per NIC: busbw <= the host's NICs, {net_gb} GB/s"
-            ),
+            why: if layout.nic_hosts > 1 {
+                format!(
+                    "ring: each ring leaves every NVLink domain once, one ring per NIC: busbw <= the domain's NICs ({} hosts'), {net_gb} GB/s",
+                    layout.nic_hosts
+                )
+            } else {
+                format!(
+                    "ring: each ring leaves every host once, one ring per NIC: busbw <= the host's NICs, {net_gb} GB/s"
+                )
+            },
         },
     };
     link(b)
@@ -261,7 +270,10 @@ fn nvls_tree(m: Machine, layout: Layout) -> Result<Bound, Missing> {
             l.gbps, l.how
         ),
     };
-    Ok(min(inside, inter_tree(net(m)?, layout, "NVLS tree")))
+    Ok(min(
+        inside,
+        inter_tree(net(m, layout)?, layout, "NVLS tree"),
+    ))
 }
 
 /// The tree between hosts, data reduced within each host first.
@@ -306,14 +318,14 @@ fn tree(m: Machine, layout: Layout) -> Result<Bound, Missing> {
     if layout.hosts == 1 {
         return Ok(chain);
     }
-    Ok(min(chain, inter_tree(net(m)?, layout, "tree")))
+    Ok(min(chain, inter_tree(net(m, layout)?, layout, "tree")))
 }
 
 /// CollNet (SHARP): the network switches reduce, so a host sends its data
 /// once and receives the result once.
 fn collnet(m: Machine, layout: Layout) -> Result<Bound, Missing> {
     let n = layout.ranks();
-    let net = net(m)?;
+    let net = net(m, layout)?;
     let net_gb = gb(net);
     let inside = host_bound(m, Collective::AllReduce, layout, "CollNet within a host")?;
     Ok(min(
@@ -416,5 +428,46 @@ mod tests {
         assert!((off.busbw_gbps - 400.0).abs() < 1e-9);
         let ag = large(&hgx(None), Collective::AllGather);
         assert_eq!(ag.algorithm, Algorithm::Ring);
+    }
+
+    #[test]
+    fn racks_of_a_shared_nvlink_domain_leave_it_through_all_its_trays_nics() {
+        // 2 GB200 NVL72 racks: 18 trays of 4 GPUs, 4 x 400G a tray. A ring
+        // leaves a rack through its 72 NICs (3,600 GB/s), so the GPU's
+        // NVLink (800 GB/s) bounds it, not one tray's 200 GB/s
+        // (coreweave/nccl-tests: 810 GB/s on 2 racks).
+        let mut t = hgx(Some(true));
+        t.hosts = 36;
+        t.nvlink_domain_hosts = Some(18);
+        if let Some(g) = t.gpu.as_mut() {
+            g.count = 4;
+            g.nvlink_generation = Some(5);
+            g.nvlink_link_gbps = Some(50.0);
+        }
+        t.nics = vec![NicGroup {
+            rate_gbit: 400.0,
+            count: 4,
+            ..NicGroup::default()
+        }];
+        let fabric = HostFabric::default();
+        let m = Machine {
+            topo: &t,
+            fabric: &fabric,
+        };
+        let ring = gpu_ceiling(m, Collective::AllReduce, 1 << 30, Some(Algorithm::Ring)).unwrap();
+        assert_eq!(ring.bottleneck, Bottleneck::Nvlink);
+        assert!(
+            (ring.busbw_gbps - 800.0).abs() < 1e-9,
+            "{}",
+            ring.busbw_gbps
+        );
+        let rs = large(&t, Collective::ReduceScatter);
+        assert!((rs.busbw_gbps - 800.0).abs() < 1e-9, "{}", rs.busbw_gbps);
+        // alltoall: a rack's 72 ranks send half their bytes off the rack
+        // through its 3,600 GB/s of NICs: 3,600 x 143 / (72 x 72) = 99.3
+        // (one tray's 200 GB/s gave 200 x 143 / (4 x 140) = 51.1).
+        let a2a = large(&t, Collective::AllToAll);
+        assert_eq!(a2a.bottleneck, Bottleneck::Network);
+        assert!((a2a.busbw_gbps - 99.31).abs() < 0.01, "{}", a2a.busbw_gbps);
     }
 }

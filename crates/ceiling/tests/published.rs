@@ -23,6 +23,10 @@ const BELOW_0_7: &[(&str, u64, &str, f64, &str)] = &[
     ("volcengine-hpcpni3ln", 2, "sendrecv", 34.31, "0.69 of one 400G NIC: 2 channels per network peer at 16 and 32 ranks, ~17 GB/s each (docs/ceiling.md)"),
     ("volcengine-hpcpni3ln", 4, "sendrecv", 34.58, "as above"),
     ("published/aws-p4d", 2, "all_reduce", 43.81, "NCCL 2.9.9 ranks tree first here too (tuning.cc, search.cc at v2.9.9-1): the same 4x 100G EFA carries 78.33 on p4de (0.84)"),
+    // The held-out figures (bench/results/heldout-50.md).
+    ("published/coreweave-gb200-nvl72", 36, "all_reduce", 810.41, "0.699 of NVLS tree's bound with a rack's 72 NICs (the network does not bound it): NVLS on NVL72 sits at the same 0.70-0.74 of that bound on one rack (834.57, 0.72); no link limit below it"),
+    ("published/h100-pcie-nvlink-pair", 1, "all_reduce", 116.26, "2 H100 PCIe on NVLink bridges: 0.44 of the datasheet's 12 links, 0.65 even of 8 (2 bridges); the issue shows neither the link count nor a cause, so no link limit explains it"),
+    ("published/rtx4090x8-epyc7542-shm", 1, "all_reduce", 14.45, "SHM through 16 DDR4-3200 channels taken at line rate (409.6 GB/s); what the EPYC 7542s sustain under SHM's GPU reads of host memory is not published (the same host reaches 0.78 of PCIe with P2P on)"),
 ];
 
 fn topologies() -> PathBuf {
