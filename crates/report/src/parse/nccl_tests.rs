@@ -182,6 +182,10 @@ impl Parser<'_> {
             return Ok(());
         }
         if let Some(body) = trimmed.strip_prefix('#') {
+            if let Some(row) = self.commented_row(raw, body, line_no) {
+                let tokens: Vec<&str> = row.split_whitespace().collect();
+                return self.row_line(&row, &tokens, line_no);
+            }
             self.end_fragment()?;
             self.raw = raw.to_string();
             return self.comment(body.trim(), line_no);

@@ -66,7 +66,8 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
         // A title or header pasted without its '#' is read as one.
         let body = line.strip_prefix('#').map(str::trim).or_else(|| {
             let bare = line.starts_with("OSU ") && line.contains("Test")
-                || line.starts_with("Size") && (line.contains("  ") || line.contains('\t'));
+                || line.starts_with("Size") && (line.contains("  ") || line.contains('\t'))
+                || is_overall_header(line);
             bare.then_some(line)
         });
         if let Some(body) = body {
@@ -78,8 +79,12 @@ pub fn parse(text: &str, notes: &mut Notes) -> Result<Vec<Record>, ParseError> {
                 cols = None;
             } else if let Some(t) = body.strip_prefix("Datatype:") {
                 dtype = datatype(t);
-            } else if body.starts_with("Size") || body.starts_with("Avg Latency") {
-                // osu_barrier has no size: one figure per run.
+            } else if body.starts_with("Size")
+                || body.starts_with("Avg Latency")
+                || is_overall_header(body)
+            {
+                // osu_barrier and osu_ibarrier have no size: one figure
+                // per run.
                 units = SourceUnits::default();
                 cols = Some(header(body, line_no, &mut units)?);
             }
@@ -174,7 +179,10 @@ fn header(
 fn column(name: &str, line_no: usize, units: &mut SourceUnits) -> Result<Col, ParseError> {
     let n = name.to_ascii_lowercase();
     let is_bw = n.contains("bandwidth") || n == "mb/s" || n.starts_with("mb/s");
-    let is_time = n.contains("lat") || n.starts_with("p50") || n.starts_with("p99");
+    let is_time = n.contains("lat")
+        || n.starts_with("p50")
+        || n.starts_with("p99")
+        || n.starts_with("overall");
     if is_bw || is_time {
         let u = if n == "mb/s" {
             Some("MB/s")
@@ -203,6 +211,15 @@ fn column(name: &str, line_no: usize, units: &mut SourceUnits) -> Result<Col, Pa
     Ok(column_kind(&n))
 }
 
+/// Whether `line` (without its `#`) is a non-blocking test's header
+/// (`Overall(us)  Compute(us)  Pure Comm.(us)  Overlap(%)`, after `Size`
+/// where the test has sizes; OSU prints the barrier's without a `#`), not
+/// its `Overall = Coll. Init + ...` legend.
+fn is_overall_header(line: &str) -> bool {
+    let line = line.strip_prefix("Size").unwrap_or(line).trim_start();
+    line.starts_with("Overall(") && line.contains("Compute(")
+}
+
 /// Latency columns by the start of their lower-case name.
 const LATENCY_PREFIXES: [(&str, Col); 4] = [
     ("min", Col::MinLatency),
@@ -212,9 +229,16 @@ const LATENCY_PREFIXES: [(&str, Col); 4] = [
 ];
 
 fn column_kind(n: &str) -> Col {
-    let latency = LATENCY_PREFIXES.iter().find(|(p, _)| n.starts_with(p));
+    // `Min Comm.(us)` of a non-blocking test's full table is no latency.
+    let latency = LATENCY_PREFIXES
+        .iter()
+        .find(|(p, _)| n.starts_with(p) && n.contains("lat"));
     if n == "size" {
         Col::Size
+    } else if n.starts_with("overall") {
+        // A non-blocking test's time of the whole operation (`Overall =
+        // Coll. Init + Compute + MPI_Test + MPI_Wait`): its latency.
+        Col::AvgLatency
     } else if n.contains("bandwidth") || n.starts_with("mb/s") {
         Col::Bandwidth
     } else if let Some(&(_, col)) = latency {
@@ -323,6 +347,11 @@ fn op_from_title(title: &str) -> String {
         (None, "bandwidth") => "bw".to_string(),
         (Some("bi-directional"), _) => "bibw".to_string(),
         (Some("multiple"), _) => "mbw_mr".to_string(),
+        // `Multi-process Latency`, `Multi-threaded Latency`, `Multi Latency`
+        // are `osu_latency_mp`, `osu_latency_mt`, `osu_multi_lat`.
+        (Some("multi-process"), "latency") => "latency_mp".to_string(),
+        (Some("multi-threaded"), "latency") => "latency_mt".to_string(),
+        (Some("multi"), "latency") => "multi_lat".to_string(),
         (Some(w), _) if w.starts_with("all-to-all") => "alltoall".to_string(),
         (Some("broadcast"), _) => "bcast".to_string(),
         (Some("non-blocking"), _) => format!(
@@ -431,6 +460,57 @@ mod tests {
         let records = parse(text, &mut Notes::default()).unwrap();
         let p = records[0].results[0].out_of_place.as_ref().unwrap();
         assert_eq!(p.time_us, 0.64);
+    }
+
+    /// Held-out log (metrics-operator-experiments, OSU 5.8): the latency
+    /// tests of several processes or threads were named from their title
+    /// words (`osu_multiprocess`), not as their binaries.
+    #[test]
+    fn multi_process_and_thread_latency_titles_become_their_binaries() {
+        for (title, op) in [
+            ("OSU MPI Multi-process Latency Test v5.8", "osu_latency_mp"),
+            ("OSU MPI Multi-threaded Latency Test v5.8", "osu_latency_mt"),
+            ("OSU MPI Multi Latency Test v5.8", "osu_multi_lat"),
+        ] {
+            assert_eq!(op_from_title(title), op, "{title}");
+        }
+    }
+
+    /// Non-blocking tests time the whole operation in `Overall(us)`: a
+    /// sized table and the barrier's, whose header OSU prints without `#`
+    /// or size (held-out log: its row was skipped and the table lost).
+    #[test]
+    fn non_blocking_tables_take_their_overall_time() {
+        let text = "# OSU MPI Non-blocking Allreduce Latency Test v5.8\n\
+                    # Overall = Coll. Init + Compute + MPI_Test + MPI_Wait\n\n\
+                    # Size           Overall(us)       Compute(us)    Pure Comm.(us)        Overlap(%)\n\
+                    4                      12.50              6.20              5.90             93.20\n\
+                    # OSU MPI Non-blocking Barrier Latency Test v5.8\n\
+                    # Overall = Coll. Init + Compute + MPI_Test + MPI_Wait\n\n\
+                           Overall(us)       Compute(us)    Pure Comm.(us)        Overlap(%)\n\
+                               4475.89           3180.98           2505.98             48.33\n";
+        let mut notes = Notes::default();
+        let records = parse(text, &mut notes).unwrap();
+        assert_eq!(records.len(), 2);
+        let first = &records[0].results[0];
+        assert_eq!((first.op.as_str(), first.size_bytes), ("osu_iallreduce", 4));
+        assert_eq!(first.out_of_place.as_ref().unwrap().time_us, 12.5);
+        let barrier = &records[1].results[0];
+        assert_eq!(barrier.op, "osu_ibarrier");
+        assert_eq!(barrier.out_of_place.as_ref().unwrap().time_us, 4475.89);
+        assert_eq!(notes.skipped, 0, "{:?}", notes.first_skipped);
+    }
+
+    /// The legend line is no header, and a full (`-f`) table's
+    /// `Min Comm.(us)` is no minimum latency.
+    #[test]
+    fn only_overall_is_a_non_blocking_latency() {
+        assert!(!is_overall_header(
+            "Overall = Coll. Init + Compute + MPI_Test + MPI_Wait"
+        ));
+        assert_eq!(column_kind("min comm.(us)"), Col::Other);
+        assert_eq!(column_kind("min latency(us)"), Col::MinLatency);
+        assert_eq!(column_kind("overall(us)"), Col::AvgLatency);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::super::nccl_table::{
     fit, half_width, out_of_place_row, row, with_empty_redop, with_empty_redop_cell, Col, Fit,
     Table,
 };
-use super::super::text::is_note_start;
+use super::super::text::{is_note_start, is_uint};
 use super::super::ParseError;
 use super::Parser;
 use collbench_core::CaseResult;
@@ -28,6 +28,21 @@ pub(super) struct Fragment {
 }
 
 impl Parser<'_> {
+    /// The row a comment line holds, when it is a whole row of the
+    /// current table commented out with the rest of its block (a run kept
+    /// as comments in a Makefile or script: `#     1048576  262144  float
+    /// none  0  461.9 ...`): the line with its `#` blanked, so its cells
+    /// stay in their columns. Any other comment (`#  Rank  0 ...`, `#[a2a-
+    /// devtime] ...`, a footer) is not a row of the table's shape.
+    pub(super) fn commented_row(&self, raw: &str, body: &str, line_no: usize) -> Option<String> {
+        let table = self.cols.as_ref().filter(|t| t.units_seen)?;
+        let tokens: Vec<&str> = body.split_whitespace().collect();
+        if !tokens.first().is_some_and(|t| is_uint(t)) {
+            return None;
+        }
+        matches!(fit(table, &tokens, line_no), Fit::Row(..)).then(|| raw.replacen('#', " ", 1))
+    }
+
     /// A line that starts with a size: a row, the first piece of one, a
     /// row the log was cut in, or a line that cannot be placed.
     pub(super) fn row_line(
@@ -249,5 +264,50 @@ fn without_note<'a>(raw: &'a str, tokens: &[&'a str], fewest: usize) -> (&'a str
             (&raw[..at], tokens[..=k].to_vec())
         }
         None => (raw, tokens.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+    use crate::parse::Notes;
+
+    /// Held-out log (MJChku/nccl-tests `run.mk`): a run kept as comments
+    /// at the end of a Makefile, its one row commented out too, was
+    /// refused ("no result rows found").
+    #[test]
+    fn a_row_commented_out_with_its_block_is_read() {
+        let text = "\
+# Collective test starting: broadcast_perf
+#                                                              out-of-place                       in-place          
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       
+#     1048576        262144     float    none       0    461.9    2.27    2.27      0    401.4    2.61    2.61      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 2.4413 
+";
+        let mut notes = Notes::default();
+        let records = parse(text, "run.mk", &mut notes).unwrap();
+        let row = &records[0].results[0];
+        assert_eq!((row.op.as_str(), row.size_bytes), ("broadcast", 1048576));
+        assert_eq!(row.out_of_place.as_ref().unwrap().time_us, 461.9);
+        assert_eq!(row.in_place.as_ref().unwrap().busbw_gbps, 2.61);
+        assert_eq!(notes.skipped, 0);
+    }
+
+    /// A comment that only starts with a number is no row: a rank line
+    /// shape or a size alone is left a comment.
+    #[test]
+    fn a_comment_of_another_shape_is_no_row() {
+        let text = "\
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       
+#  8  sizes were skipped
+           8             2     float     sum      -1    16.30    0.00    0.00      0    16.16    0.00    0.00      0
+";
+        let mut notes = Notes::default();
+        let records = parse(text, "log", &mut notes).unwrap();
+        assert_eq!(records[0].results.len(), 1);
+        assert_eq!(records[0].results[0].size_bytes, 8);
     }
 }
