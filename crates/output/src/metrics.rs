@@ -3,7 +3,8 @@
 //!
 //! * busbw needs the op's bus factor, which needs the rank count: known for
 //!   nccl-tests-like tools; OSU prints no rank count, so never for OSU.
-//! * OSU bandwidth tests (`osu_bw`, `osu_bibw`, `osu_mbw_mr`) measure a
+//! * OSU bandwidth tests (`osu_bw`, `osu_bibw`, `osu_mbw_mr`, the
+//!   one-sided `osu_put_bw`, `osu_put_bibw`, `osu_get_bw`) measure a
 //!   bandwidth: it is algbw (and shown in MB/s as OSU prints it); they
 //!   measure no time per message.
 //! * OSU latency tests measure time; size / time is an algbw only where the
@@ -21,9 +22,12 @@ pub struct Shown {
     pub mbps: bool,
 }
 
-/// OSU tests whose table is a bandwidth, not a latency.
+/// OSU tests whose table is a bandwidth, not a latency: the point-to-point
+/// ones (`osu_bw`, `osu_bibw`, `osu_mbw_mr`) and every other `_bw` or
+/// `_bibw` test (the one-sided `osu_put_bw`, `osu_put_bibw`, `osu_get_bw`,
+/// and those of later suites), which print `Bandwidth (MB/s)` alike.
 pub fn is_osu_bandwidth(op: &str) -> bool {
-    matches!(op, "osu_bw" | "osu_bibw" | "osu_mbw_mr")
+    op.starts_with("osu_") && (op == "osu_mbw_mr" || op.ends_with("_bw") || op.ends_with("_bibw"))
 }
 
 /// OSU tests that print a message rate beside the bandwidth
@@ -73,5 +77,38 @@ pub fn or_dash(shown: bool, text: String) -> String {
         text
     } else {
         "-".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One-sided bandwidth tables show their MB/s, not a time of 0 (the
+    /// held-out corpus's `osu_put_bw`, `osu_put_bibw`, `osu_get_bw`); the
+    /// one-sided latency tests stay latencies.
+    #[test]
+    fn every_osu_bandwidth_test_shows_its_bandwidth() {
+        for op in [
+            "osu_bw",
+            "osu_bibw",
+            "osu_mbw_mr",
+            "osu_put_bw",
+            "osu_put_bibw",
+            "osu_get_bw",
+        ] {
+            let s = shown(op);
+            assert!(s.mbps && !s.time, "{op}: {s:?}");
+        }
+        for op in [
+            "osu_latency",
+            "osu_put_latency",
+            "osu_get_acc_latency",
+            "osu_allreduce",
+        ] {
+            let s = shown(op);
+            assert!(s.time && !s.mbps, "{op}: {s:?}");
+        }
+        assert!(!is_osu_bandwidth("all_gather_bw"), "an OSU name only");
     }
 }
