@@ -319,23 +319,12 @@ fn a_slow_link_between_two_groups_is_named_and_no_host() {
 /// One 4-process check (hosts n0..n3 in the groups of `groups`) with the
 /// tests between the groups slowed to 0.2x by the test hook; every
 /// process's result, rank 0 first.
-fn group_link_check(groups: &std::path::Path, json: &std::path::Path) -> Vec<Finished> {
-    let port = free_port();
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let children: Vec<_> = (0..4)
-        .map(|r| {
-            torchrun_rank(r, 4, port)
-                .args(["check", "--backend", "cpu", "--ranks", "2"])
-                .args(["--size", "8M", "-n", "20", "--quick", "--json"])
-                .arg(json)
-                .arg("--groups")
-                .arg(groups)
-                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-                .env("COLLBENCH_TEST_GROUP_LINK", "0.2")
-                .env("NCCL_HOSTID", format!("n{r}"))
-                .spawn()
-                .expect("start collbench")
-        })
-        .collect();
-    children.into_iter().map(|c| finish(c, deadline)).collect()
+fn group_link_check(groups: &Path, json: &Path) -> Vec<Finished> {
+    common::group_link_job(|r, cmd| {
+        cmd.arg("--json")
+            .arg(json)
+            .arg("--groups")
+            .arg(groups)
+            .env("NCCL_HOSTID", format!("n{r}"));
+    })
 }

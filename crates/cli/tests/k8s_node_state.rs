@@ -7,12 +7,11 @@
 
 mod common;
 
-use common::{finish, free_port, torchrun_rank, Finished, BIN};
+use common::{Finished, BIN};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 /// A one-op baseline no CPU can meet: the check FAILs, the node is bad.
 const IMPOSSIBLE: &str =
@@ -326,23 +325,12 @@ fn node_labels_group_the_hosts_and_the_slow_join_is_named() {
 /// One 4-process check (2 nodes per clique) with the link between the
 /// cliques slowed to 0.2x by the test hook; rank 0's result.
 fn group_link_check(dir: &std::path::Path, url: &str) -> Finished {
-    let port = free_port();
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let children: Vec<_> = (0..4)
-        .map(|r| {
-            torchrun_rank(r, 4, port)
-                .args(["check", "--backend", "cpu", "--ranks", "2"])
-                .args(["--size", "8M", "-n", "20", "--quick", "--groups", "label"])
-                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-                .env("COLLBENCH_TEST_GROUP_LINK", "0.2")
-                .env("NCCL_HOSTID", format!("h{r}"))
-                .env("NODE_NAME", format!("k{r}"))
-                .env("COLLBENCH_K8S_API", url)
-                .env("COLLBENCH_K8S_SERVICEACCOUNT", dir)
-                .spawn()
-                .expect("start collbench")
-        })
-        .collect();
-    let mut done: Vec<Finished> = children.into_iter().map(|c| finish(c, deadline)).collect();
+    let mut done = common::group_link_job(|r, cmd| {
+        cmd.args(["--groups", "label"])
+            .env("NCCL_HOSTID", format!("h{r}"))
+            .env("NODE_NAME", format!("k{r}"))
+            .env("COLLBENCH_K8S_API", url)
+            .env("COLLBENCH_K8S_SERVICEACCOUNT", dir);
+    });
     done.swap_remove(0)
 }
