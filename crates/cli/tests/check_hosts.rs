@@ -11,9 +11,8 @@
 
 mod common;
 
-use common::{collbench, finish, free_port, torchrun_rank, Finished};
+use common::{collbench, Finished};
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 /// Four processes, process r on host `hosts[r]`, each with two CPU rank
 /// threads; `slow` is slowed by the hook. Rank 0 writes `json`.
@@ -28,26 +27,17 @@ fn job_with(
     json: &Path,
     env: &[(&str, &str)],
 ) -> Vec<Finished> {
-    let port = free_port();
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let children: Vec<_> = (0..4)
-        .map(|r| {
-            let mut cmd = torchrun_rank(r, 4, port);
-            cmd.args(["check", "--backend", "cpu", "--ranks", "2"])
-                .args(["--size", "8M", "-n", "20", "--quick", "--json"])
-                .arg(json)
-                .arg("--prometheus")
-                .arg(json.with_extension("prom"))
-                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-                .env("NCCL_HOSTID", hosts[r])
-                .envs(env.iter().copied());
-            if slow == Some(r) {
-                cmd.args(["--test-slow-rank", "0"]);
-            }
-            cmd.spawn().expect("start collbench")
-        })
-        .collect();
-    children.into_iter().map(|c| finish(c, deadline)).collect()
+    common::four_host_check(|r, cmd| {
+        cmd.args(["--size", "8M", "-n", "20", "--quick", "--json"])
+            .arg(json)
+            .arg("--prometheus")
+            .arg(json.with_extension("prom"))
+            .env("NCCL_HOSTID", hosts[r])
+            .envs(env.iter().copied());
+        if slow == Some(r) {
+            cmd.args(["--test-slow-rank", "0"]);
+        }
+    })
 }
 
 fn report(json: &Path) -> serde_json::Value {

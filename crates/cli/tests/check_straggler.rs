@@ -12,28 +12,18 @@
 
 mod common;
 
-use common::{finish, free_port, torchrun_rank, Finished};
+use common::Finished;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 fn job(starved: Option<usize>, json: &Path) -> Vec<Finished> {
-    let port = free_port();
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let children: Vec<_> = (0..4)
-        .map(|r| {
-            let mut cmd = torchrun_rank(r, 4, port);
-            cmd.args(["check", "--backend", "cpu", "--ranks", "2"])
-                .args(["--size", "1M", "-n", "20", "--quick", "--json"])
-                .arg(json)
-                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-                .env("NCCL_HOSTID", format!("n{r}"));
-            if starved == Some(r) {
-                cmd.args(["--test-late-entry", "0:3000"]);
-            }
-            cmd.spawn().expect("start collbench")
-        })
-        .collect();
-    children.into_iter().map(|c| finish(c, deadline)).collect()
+    common::four_host_check(|r, cmd| {
+        cmd.args(["--size", "1M", "-n", "20", "--quick", "--json"])
+            .arg(json)
+            .env("NCCL_HOSTID", format!("n{r}"));
+        if starved == Some(r) {
+            cmd.args(["--test-late-entry", "0:3000"]);
+        }
+    })
 }
 
 fn report(json: &Path) -> serde_json::Value {

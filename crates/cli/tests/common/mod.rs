@@ -268,26 +268,34 @@ pub fn torchrun_rank(rank: usize, n: usize, port: u16) -> Command {
     cmd
 }
 
-/// A CPU `check` of 4 processes (torchrun style, 2 rank threads each) with
-/// the tests between host groups slowed to 0.2x by the test hook, each
-/// rank's command finished by `rank_args` (its groups, host name, output);
-/// every process's result, rank 0 first. The group-link tests of plain
-/// hosts and of Kubernetes nodes share it.
-pub fn group_link_job(rank_args: impl Fn(usize, &mut Command)) -> Vec<Finished> {
+/// A CPU `check` of 4 processes as 4 hosts (torchrun style, 2 rank
+/// threads each, each process timed on its own), each rank's command
+/// finished by `rank_args` (sizes, host name, outputs, fault hooks);
+/// every process's result, rank 0 first.
+pub fn four_host_check(rank_args: impl Fn(usize, &mut Command)) -> Vec<Finished> {
     let port = free_port();
     let deadline = Instant::now() + Duration::from_secs(240);
     let children: Vec<_> = (0..4)
         .map(|r| {
             let mut cmd = torchrun_rank(r, 4, port);
             cmd.args(["check", "--backend", "cpu", "--ranks", "2"])
-                .args(["--size", "8M", "-n", "20", "--quick"])
-                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1")
-                .env("COLLBENCH_TEST_GROUP_LINK", "0.2");
+                .env("COLLBENCH_TEST_CPU_PER_PROCESS", "1");
             rank_args(r, &mut cmd);
             cmd.spawn().expect("start collbench")
         })
         .collect();
     children.into_iter().map(|c| finish(c, deadline)).collect()
+}
+
+/// [`four_host_check`] with the tests between host groups slowed to 0.2x
+/// by the test hook; `rank_args` adds the groups, host names and API. The
+/// group-link tests of plain hosts and of Kubernetes nodes share it.
+pub fn group_link_job(rank_args: impl Fn(usize, &mut Command)) -> Vec<Finished> {
+    four_host_check(|r, cmd| {
+        cmd.args(["--size", "8M", "-n", "20", "--quick"])
+            .env("COLLBENCH_TEST_GROUP_LINK", "0.2");
+        rank_args(r, cmd);
+    })
 }
 
 /// Every `.rs` file below `dir`, for the tests that read the sources
