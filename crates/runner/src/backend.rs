@@ -120,9 +120,10 @@ pub enum BackendError {
     /// The backend cannot run this case (skipped with a note, not fatal).
     #[error("{0}")]
     Unsupported(String),
-    /// Not enough memory for this size.
-    #[error("{0}")]
-    OutOfMemory(String),
+    /// Not enough memory for this size: what was asked and what was
+    /// there, for the command to name its own flags in the fix.
+    #[error(transparent)]
+    OutOfMemory(#[from] crate::shortfall::Shortfall),
     /// A library call failed.
     #[error("{0}")]
     Library(String),

@@ -3,6 +3,7 @@
 //! exactly as nccl-tests offsets its buffers.
 
 use crate::backend::{BackendError, CaseSpec};
+use crate::shortfall::Shortfall;
 
 /// One rank's send, receive and staging buffers (8-byte aligned).
 #[derive(Default)]
@@ -12,7 +13,7 @@ pub struct HostBuffers {
     scratch: Vec<u64>,
 }
 
-fn grow(buf: &mut Vec<u64>, bytes: u64, what: &str) -> Result<(), BackendError> {
+fn grow(buf: &mut Vec<u64>, bytes: u64, what: &'static str) -> Result<(), BackendError> {
     let words = usize::try_from(allocated(bytes) / 8).unwrap_or(usize::MAX);
     if buf.len() >= words {
         return Ok(());
@@ -20,9 +21,10 @@ fn grow(buf: &mut Vec<u64>, bytes: u64, what: &str) -> Result<(), BackendError> 
     // Free first: the old contents are not needed and memory may be tight.
     *buf = Vec::new();
     buf.try_reserve_exact(words).map_err(|_| {
-        BackendError::OutOfMemory(format!(
-            "cannot allocate {bytes} bytes for a {what} buffer: lower -e (maximum size) or use fewer ranks"
-        ))
+        BackendError::OutOfMemory(Shortfall::HostBuffer {
+            bytes,
+            buffer: what,
+        })
     })?;
     buf.resize(words, 0);
     Ok(())

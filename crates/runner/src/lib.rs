@@ -26,6 +26,7 @@ pub mod placement_check;
 pub mod plan;
 pub mod run;
 pub mod setup_guard;
+pub mod shortfall;
 pub mod timing;
 pub mod watch;
 pub mod watchdog;
@@ -36,6 +37,7 @@ pub use backend::{
 pub use placement_check::{PlacementCheck, Site};
 pub use plan::{Average, Checks, Plan, RootSel};
 pub use run::{PlanError, RunError, RunObserver, Runner};
+pub use shortfall::Shortfall;
 pub use timing::{Blocking, Graph, Timing};
 pub use watch::{Fault, FaultKind, Stop, Watch};
 pub use watchdog::Watchdog;

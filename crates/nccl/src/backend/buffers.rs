@@ -9,7 +9,7 @@ use crate::api::{Registration as RegHandle, Window};
 use crate::cuda::{DeviceBuffer, DevicePtr};
 use crate::group::Group;
 use collbench_core::Registration;
-use collbench_runner::{BackendError, CaseSpec};
+use collbench_runner::{BackendError, CaseSpec, Shortfall};
 
 /// Bytes each buffer needs for sizes up to `largest`: exactly what the
 /// largest case touches (nccl-tests allocates the same); `-u` needs one
@@ -65,20 +65,6 @@ pub(crate) fn offsets(
             in_place: false,
         }
     }
-}
-
-/// The out-of-memory error: what failed, the free memory and the fix.
-fn oom_message(
-    e: &dyn std::fmt::Display,
-    bytes: usize,
-    ordinal: usize,
-    free: usize,
-    total: usize,
-) -> String {
-    format!(
-        "{e} for {bytes} bytes on GPU {ordinal} ({free} of {total} bytes free): the largest size that fits is about {} bytes; lower -e",
-        free / 2
-    )
 }
 
 /// One local GPU's send and receive buffers and their registrations.
@@ -242,7 +228,13 @@ fn alloc_buffer(comms: &Comms, i: usize, bytes: usize) -> Result<DeviceBuffer, B
     let gpu = &comms.gpus[i];
     let oom = |e: &dyn std::fmt::Display| {
         let (free, total) = gpu.dev.mem_info();
-        BackendError::OutOfMemory(oom_message(e, bytes, gpu.dev.ordinal, free, total))
+        BackendError::OutOfMemory(Shortfall::Gpu {
+            cause: e.to_string(),
+            bytes,
+            ordinal: gpu.dev.ordinal,
+            free,
+            total,
+        })
     };
     if comms.opts.nccl_only.registration != Registration::Symmetric {
         return DeviceBuffer::alloc(bytes).map_err(|e| oom(&e));
@@ -309,14 +301,5 @@ mod tests {
         let c = test_case(Collective::ReduceScatter, DataType::Float, 4096, 4, true);
         let o = offsets(&c, 3, 0, 4096, true, 0);
         assert_eq!((o.send, o.recv), (0, 3 * 1024));
-    }
-
-    #[test]
-    fn out_of_memory_names_the_size_the_gpu_and_the_fix() {
-        let m = oom_message(&"cuMemAlloc failed: out of memory", 1 << 30, 1, 600, 1000);
-        assert_eq!(
-            m,
-            "cuMemAlloc failed: out of memory for 1073741824 bytes on GPU 1 (600 of 1000 bytes free): the largest size that fits is about 300 bytes; lower -e"
-        );
     }
 }

@@ -5,8 +5,8 @@
 
 use crate::backend::{BackendError, CaseSpec};
 use crate::host_buffers::{allocated, buffer_bytes, HostBuffers};
-use crate::memory::{available_bytes, gib};
-use collbench_core::size::format_size;
+use crate::memory::available_bytes;
+use crate::shortfall::Shortfall;
 use collbench_core::Collective;
 
 /// `case` at `size` bytes, on the same ranks, type and operator.
@@ -87,31 +87,27 @@ pub fn check_fits(
         .fold(0, u64::saturating_add)
         .saturating_add(check_bytes(&largest));
     if unalign > 0 && need_aligned <= usable {
-        return Err(BackendError::OutOfMemory(format!(
-            "{} -e {} with -u {unalign} needs {} of host memory with {} ranks, more than is free: -u/--unalign adds {unalign} elements to every buffer, so use a smaller -u (e.g. -u 1)",
-            case.collective,
-            format_size(size),
-            gib(need),
-            case.world_size,
-        )));
+        return Err(BackendError::OutOfMemory(Shortfall::HostUnalign {
+            op: case.collective,
+            size,
+            need,
+            ranks: case.world_size,
+            unalign,
+        }));
     }
     let fits = (0..64)
         .rev()
         .map(|k| 1u64 << k)
         .filter(|&s| s < size)
         .find(|&s| bytes_for_sweep(case, s, unalign) <= usable);
-    let advice = match fits {
-        Some(s) => format!("use -e {} or fewer --ranks", format_size(s)),
-        None => "use fewer --ranks".to_string(),
-    };
-    Err(BackendError::OutOfMemory(format!(
-        "{} -e {} needs {} of host memory with {} ranks; {} is available: {advice}",
-        case.collective,
-        format_size(size),
-        gib(need),
-        case.world_size,
-        gib(available),
-    )))
+    Err(BackendError::OutOfMemory(Shortfall::HostSweep {
+        op: case.collective,
+        size,
+        need,
+        available,
+        ranks: case.world_size,
+        fits,
+    }))
 }
 
 #[cfg(test)]

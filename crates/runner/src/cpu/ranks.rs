@@ -3,6 +3,7 @@
 //! the first barrier for a peer that never comes).
 
 use crate::backend::BackendError;
+use crate::shortfall::Shortfall;
 use std::sync::{Condvar, Mutex};
 
 /// Most ranks the CPU backend runs: each rank is a thread of this process,
@@ -84,9 +85,11 @@ fn start<R: Send>(
             match started {
                 Ok(h) => handles.push(h),
                 Err(e) => {
-                    refused = Some(format!(
-                        "cannot start rank thread {r} of {n}: {e}: use fewer --ranks"
-                    ));
+                    refused = Some(Shortfall::RankThread {
+                        rank: r,
+                        ranks: n,
+                        cause: e.to_string(),
+                    });
                     break;
                 }
             }
@@ -97,7 +100,7 @@ fn start<R: Send>(
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
         match refused {
-            Some(msg) => Err(BackendError::OutOfMemory(msg)),
+            Some(shortfall) => Err(BackendError::OutOfMemory(shortfall)),
             None => Ok(results.into_iter().flatten().collect()),
         }
     })

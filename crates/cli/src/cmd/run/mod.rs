@@ -6,6 +6,7 @@
 //! and files).
 
 mod body;
+mod memory_words;
 mod plan_words;
 mod request;
 

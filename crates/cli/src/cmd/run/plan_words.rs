@@ -3,10 +3,10 @@
 //! size, the step, the root); only `run` knows that `-b`, `-f` and `-r`
 //! set them, so the flags and the fix are named here.
 
-use crate::exit::Failure;
+use crate::exit::{Failure, Outcome};
 use collbench_core::alltoallv::TrafficError;
 use collbench_core::size::{SweepError, MAX_SIZES};
-use collbench_runner::{PlanError, RunError};
+use collbench_runner::{BackendError, PlanError, RunError};
 
 /// The one line for a plan error, naming `run`'s flags.
 pub fn plan_words(e: &PlanError) -> String {
@@ -25,10 +25,14 @@ pub fn plan_failure(e: PlanError) -> Failure {
     Failure::usage(plan_words(&e))
 }
 
-/// A run's error as its failure, plan errors in `run`'s words.
+/// A run's error as its failure, plan errors and memory shortfalls in
+/// `run`'s words (the outcome is the library error's).
 pub fn run_failure(e: RunError) -> Failure {
     match e {
         RunError::Plan(p) => plan_failure(p),
+        RunError::Backend(BackendError::OutOfMemory(s)) => {
+            Failure::new(Outcome::Backend, super::memory_words::memory_words(&s))
+        }
         other => other.into(),
     }
 }
