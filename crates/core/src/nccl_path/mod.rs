@@ -15,6 +15,7 @@
 //! (`--require-transport`) or what the machine's hardware implies.
 
 pub mod gate;
+mod lines;
 mod parse;
 
 use serde::{Deserialize, Serialize};

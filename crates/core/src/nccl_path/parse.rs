@@ -2,6 +2,10 @@
 //! reads one shape of line; the shapes are quoted from real logs (NCCL 2.4
 //! to 2.28) in the tests.
 
+use super::lines::{
+    bare_body, coll_channels, env_setting, is_version, lower_find, nccl_body, net_trace,
+    nvls_channels, parts_have_gdr, rank_of, ring_channels, unescape_html, version_of,
+};
 use super::{Cause, CauseKind, NcclPath, PairPath, Transport, MAX_CAUSES, MAX_PAIRS};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -32,6 +36,17 @@ pub(super) struct Reader {
     /// NICs and link layers each plugin listed: NCCL 2.4-2.6 list the
     /// socket plugin's interfaces too, even when IB carries the traffic.
     listed: BTreeMap<String, Listed>,
+    /// Lines tagged `NCCL INFO`/`NCCL WARN` read.
+    tagged: u64,
+    /// NCCL's messages pasted with their prefix cut (`Using network IB`),
+    /// read apart: they stand for the log only when it holds NCCL's
+    /// version line and no tagged line at all.
+    bare: Option<Box<Reader>>,
+    /// The line just read, when it was a network plugin's (`NET/OFI ...`):
+    /// the error trace that may follow names that plugin as failed.
+    prev_net: Option<(String, String)>,
+    /// Plugins whose initialisation returned an error, with their last line.
+    failed_plugins: Vec<(String, String)>,
 }
 
 /// What one network plugin said it uses.
@@ -44,18 +59,34 @@ struct Listed {
 impl Reader {
     /// Reads one line of a log (any line: non-NCCL lines are skipped).
     pub(super) fn line(&mut self, line: &str) {
-        let Some(body) = nccl_body(line) else {
-            return;
-        };
+        match nccl_body(line) {
+            Some((body, tagged)) => {
+                self.tagged += u64::from(tagged);
+                self.body(&unescape_html(body));
+            }
+            None => {
+                if let Some(body) = bare_body(line) {
+                    let bare = self.bare.get_or_insert_with(Box::default);
+                    bare.body(&unescape_html(body));
+                }
+            }
+        }
+    }
+
+    /// Reads NCCL's text of one line (after its tag).
+    fn body(&mut self, body: &str) {
         self.path.nccl_lines += 1;
-        if let Some(v) = body.split("NCCL version ").nth(1) {
+        let prev_net = self.prev_net.take();
+        if is_version(body) {
             if self.path.version.is_none() {
-                let v: String = v
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '.')
-                    .collect();
-                if !v.is_empty() {
-                    self.path.version = Some(v);
+                self.path.version = version_of(body);
+            }
+            return;
+        }
+        if net_trace(body) {
+            if let Some(failed) = prev_net {
+                if self.failed_plugins.len() < MAX_CAUSES {
+                    self.failed_plugins.push(failed);
                 }
             }
             return;
@@ -79,7 +110,9 @@ impl Reader {
         let Some((head, via)) = body.split_once(" via ") else {
             return;
         };
-        let via = via.trim();
+        // RCCL ends its lines with the communicator: `via P2P/IPC comm
+        // 0xfb16e30 nRanks 08`.
+        let via = via.split(" comm 0x").next().unwrap_or(via).trim();
         let Some(transport) = Transport::from_via(via) else {
             return;
         };
@@ -141,6 +174,7 @@ impl Reader {
             self.plugin_line(body);
             return;
         }
+        self.prev_net = Some((normalise_net(&plugin), body.to_string()));
         if body.contains("No device found") || body.contains("libibverbs") {
             self.cause(CauseKind::NoIbDevice, body);
             return;
@@ -228,6 +262,12 @@ impl Reader {
 
     /// NVLS, CollNet, GDR and channel-count lines without a fixed prefix.
     fn other(&mut self, body: &str) {
+        // NCCL's verbs wrapper, before the IB plugin lists anything (2.5's
+        // WARN, RCCL's INFO): no IB device can be used.
+        if body.contains("Failed to open libibverbs") {
+            self.cause(CauseKind::NoIbDevice, body);
+            return;
+        }
         if let Some(n) = coll_channels(body) {
             self.coll_channels = self.coll_channels.max(Some(n));
         } else if let Some(n) = ring_channels(body) {
@@ -271,7 +311,28 @@ impl Reader {
         if self.path.nccl_lines == 0 {
             return None;
         }
-        self.path.net = self.net_via.or(self.net_using).or(self.net_listed);
+        if self.tagged == 0 && self.path.version.is_some() {
+            if let Some(bare) = self.bare.take() {
+                let (version, lines) = (self.path.version.take(), self.path.nccl_lines);
+                let mut path = bare.finish()?;
+                path.version = path.version.or(version);
+                path.nccl_lines = path.nccl_lines.saturating_add(lines);
+                return Some(path);
+            }
+        }
+        self.path.net = self
+            .net_via
+            .take()
+            .or(self.net_using.take())
+            .or(self.net_listed.take());
+        // A plugin that failed and is not the one in use: why NCCL fell
+        // back (aws-ofi-nccl failing, NCCL's own IB taking over).
+        for (plugin, line) in std::mem::take(&mut self.failed_plugins) {
+            let used = self.path.net.as_deref().unwrap_or("");
+            if !used.starts_with(plugin.as_str()) {
+                self.cause(CauseKind::PluginMissing, &line);
+            }
+        }
         // The plugin that carried traffic; an external build of IB
         // (`IBext_v8`, the SHARP plugin) lists its NICs as `NET/IB`.
         let listed = self.path.net.as_ref().and_then(|net| {
@@ -295,62 +356,6 @@ impl Reader {
         self.path.causes = self.causes.into_iter().collect();
         Some(self.path)
     }
-}
-
-/// The text after `NCCL INFO `/`NCCL WARN ` (or a bare `NCCL version`
-/// line's), whatever launcher tags, host names and timestamps stand before.
-fn nccl_body(line: &str) -> Option<&str> {
-    for tag in ["NCCL INFO ", "NCCL WARN "] {
-        if let Some(at) = line.find(tag) {
-            return Some(line[at + tag.len()..].trim());
-        }
-    }
-    let at = line.find("NCCL version ")?;
-    Some(line[at..].trim())
-}
-
-/// `2 coll channels, 0 nvls channels, 2 p2p channels` -> 0.
-fn nvls_channels(body: &str) -> Option<u64> {
-    let (before, _) = body.split_once(" nvls channels")?;
-    before.split_whitespace().last()?.parse().ok()
-}
-
-/// `24 coll channels, 0 nvls channels, 32 p2p channels, ...` -> 24.
-fn coll_channels(body: &str) -> Option<u64> {
-    let (count, _) = body.split_once(" coll channels")?;
-    count.trim().parse().ok()
-}
-
-/// `Channel 00/04 :    0   1   2   3` (a ring, NCCL 2.7 and later) -> 4.
-/// Connection lines (`Channel 00/0 : 0[0] -> 1[1] via P2P`) carry the
-/// connection index there instead, and are read elsewhere.
-fn ring_channels(body: &str) -> Option<u64> {
-    let rest = body.strip_prefix("Channel ")?;
-    let (ids, ranks) = rest.split_once(':')?;
-    if ranks.contains("->") || ranks.contains(" via ") {
-        return None;
-    }
-    let (_, count) = ids.trim().split_once('/')?;
-    count.trim().parse().ok()
-}
-
-/// `NCCL_IB_DISABLE set by environment to 1.` -> (`NCCL_IB_DISABLE`, `1`).
-fn env_setting(body: &str) -> Option<(&str, &str)> {
-    let (var, value) = body.split_once(" set by environment to ")?;
-    let var = var.split_whitespace().last()?;
-    let value = value.trim().trim_end_matches('.').trim();
-    var.starts_with("NCCL_").then_some((var, value))
-}
-
-/// Whether a `via` text says GPUDirect RDMA (`NET/IB/0/GDRDMA/Shared`).
-fn parts_have_gdr(via: &str) -> bool {
-    via.split('/').any(|p| p.trim() == "GDRDMA")
-}
-
-/// `0[0]`, `12[1b000]`, `3` -> the rank.
-fn rank_of(token: &str) -> Option<u64> {
-    let digits: String = token.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
 }
 
 /// The NICs of a plugin's list, with their link layers:
@@ -431,19 +436,8 @@ pub(super) fn normalise_net(name: &str) -> String {
     }
 }
 
-/// `IPC`, `CUMEM`, `direct pointer` -> `IPC`, `CUMEM`, `direct`.
+/// `IPC`, `CUMEM`, `direct pointer` -> `IPC`, `CUMEM`, `direct`: the
+/// first word, whatever a log viewer left after it.
 fn p2p_kind(word: &str) -> String {
-    let word = word.trim();
-    if word.starts_with("direct") {
-        "direct".into()
-    } else {
-        word.to_string()
-    }
-}
-
-/// The byte offset just past `needle` in `hay`, compared without case.
-fn lower_find(hay: &str, needle: &str) -> Option<usize> {
-    hay.to_ascii_lowercase()
-        .find(needle)
-        .map(|at| at + needle.len())
+    word.split_whitespace().next().unwrap_or("").to_string()
 }

@@ -255,3 +255,117 @@ fn a_channel_cap_is_a_cause() {
             .unwrap();
     assert_eq!(p.causes_of(CauseKind::ChannelsCapped).count(), 1);
 }
+
+// Shapes from the held-out logs of issue #50 (tests/corpus/heldout-paths).
+
+#[test]
+fn rccl_comm_tails_and_a_viewer_frame_leave_kind_and_gdr_intact() {
+    // ROCm/rccl#1026: RCCL ends each line with its communicator.
+    let rccl = "\
+g1072:1263988:1264006 [3] NCCL INFO Channel 00/0 : 7[ce000] -> 5[c6000] via P2P/IPC comm 0xfb16e30 nRanks 08
+g1064:11144:11196 [1] NCCL INFO Channel 02/0 : 1[c6000] -> 4[c1000] [send] via NET/IB/1/GDRDMA comm 0x9e4d8d0 nRanks 08
+";
+    let p = NcclPath::from_text(rccl).unwrap();
+    assert_eq!(p.p2p_kinds.iter().collect::<Vec<_>>(), ["IPC"]);
+    assert_eq!(p.gdr, Some(true));
+    assert_eq!(p.net.as_deref(), Some("IB"));
+    assert_eq!(p.pairs[0].via, "NET/IB/1/GDRDMA");
+    // NVIDIA/nccl#719: a terminal log viewer's frame after the text.
+    let framed = "\
+│ task-420-bzbzn:28:53 [0] NCCL INFO Channel 00 : 3[51000] -> 0[cb000] [receive] via NET/IB/0/GDRDMA      │
+│ task-420-bzbzn:28:53 [0] NCCL INFO Channel 00 : 0[cb000] -> 1[d0000] via P2P/IPC/read      │
+";
+    let p = NcclPath::from_text(framed).unwrap();
+    assert_eq!(p.gdr, Some(true));
+    assert_eq!(p.p2p_kinds.iter().collect::<Vec<_>>(), ["IPC"]);
+}
+
+#[test]
+fn a_log_pasted_through_html_keeps_its_arrows() {
+    // pytorch/pytorch#76288.
+    let text =
+        "gpu1:46569:52651 [0] NCCL INFO Channel 11 : 0[51000] -&gt; 1[a1000] via P2P/IPC/read\n";
+    let p = NcclPath::from_text(text).unwrap();
+    assert_eq!(p.transports.iter().collect::<Vec<_>>(), [&Transport::P2p]);
+    assert_eq!((p.pairs[0].from, p.pairs[0].to), (0, 1));
+}
+
+#[test]
+fn rccl_banner_version_and_a_missing_libibverbs_are_read() {
+    // ROCm/rccl-tests#163: RCCL's banner and its INFO line; NVIDIA/nccl#340:
+    // NCCL 2.5's WARN with a source path before it.
+    let text = "\
+RCCL version : 2.21.5-HEAD:9a0e6a1
+HIP version  : 6.3.42134-a9a80e791
+z292:58192:58200 [2] NCCL INFO Failed to open libibverbs.so[.1]
+z292:58192:58200 [2] NCCL INFO Using network Socket
+";
+    let p = NcclPath::from_text(text).unwrap();
+    assert_eq!(p.version.as_deref(), Some("2.21.5"));
+    assert_eq!(p.net.as_deref(), Some("Socket"));
+    let no_ib: Vec<&str> = p
+        .causes_of(CauseKind::NoIbDevice)
+        .map(|c| c.evidence.as_str())
+        .collect();
+    assert_eq!(no_ib, ["Failed to open libibverbs.so[.1]"]);
+    let warn = "wangying-system:7436:7497 [0] external/nccl_archive/src/misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n";
+    let p = NcclPath::from_text(warn).unwrap();
+    assert_eq!(p.causes_of(CauseKind::NoIbDevice).count(), 1);
+}
+
+#[test]
+fn a_plugin_that_fails_before_a_fallback_is_the_cause() {
+    // devopsrustem/slurmv4: aws-ofi-nccl fails, NCCL's IB takes over.
+    let text = "\
+tpgds-aihub0008:207008:207008 [1] NCCL INFO NET/OFI Selected Provider is verbs;ofi_rxm (found 58 nics)
+tpgds-aihub0008:207008:207008 [1] NCCL INFO Initialized NET plugin AWS Libfabric
+tpgds-aihub0008:207008:207008 [1] NCCL INFO NET/OFI Invalid type of PCI bus returned 0
+tpgds-aihub0008:207008:207008 [1] NCCL INFO plugin/net.cc:118 -> 2
+tpgds-aihub0008:207008:207008 [1] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB enp25s0np0:10.99.91.63<0>
+tpgds-aihub0008:207008:207008 [1] NCCL INFO Using network IB
+";
+    let p = NcclPath::from_text(text).unwrap();
+    assert_eq!(p.net.as_deref(), Some("IB"));
+    let why: Vec<&str> = p
+        .causes_of(CauseKind::PluginMissing)
+        .map(|c| c.evidence.as_str())
+        .collect();
+    assert_eq!(why, ["NET/OFI Invalid type of PCI bus returned 0"]);
+    // aws/aws-ofi-nccl#24: an error traced from the plugin that stays in
+    // use is no fallback; a trace after a non-plugin line names nothing.
+    let text = "\
+[1,7]<stdout>:ip-172-32-38-1:21471:22316 [7] NCCL INFO Ring 00 : 7 -> 8 [send] via NET/AWS Libfabric/0
+[1,31]<stdout>:ip-172-32-36-209:8800:9549 [7] NCCL INFO NET/OFI No NIC info for dev 0
+[1,31]<stdout>:ip-172-32-36-209:8800:9549 [7] NCCL INFO include/net.h:24 -> 2
+axa:3048391:3048566 [0] NCCL INFO NCCL_IBEXT_DISABLE set by environment to 1.
+axa:3048391:3048566 [0] NCCL INFO net.cc:79 -> 3
+";
+    let p = NcclPath::from_text(text).unwrap();
+    assert_eq!(p.net.as_deref(), Some("OFI"));
+    assert_eq!(p.causes_of(CauseKind::PluginMissing).count(), 0);
+}
+
+#[test]
+fn prefix_cut_lines_stand_only_beside_a_version_line_and_no_tagged_line() {
+    // NVIDIA/nccl#1584: the poster cut `host:pid:tid [dev] NCCL INFO `.
+    let cut = "\
+NCCL version 2.24.3+cuda12.2
+P2P plugin IBext_v8
+NET/IB : Using [0]ibp0:1/IB/SHARP [1]ibp1:1/IB/SHARP [RO]; OOB eth0:10.7.147.73<0>
+Using network IBext_v8
+NVLS multicast support is available on dev 0
+";
+    let p = NcclPath::from_text(cut).unwrap();
+    assert_eq!(p.version.as_deref(), Some("2.24.3"));
+    assert_eq!(p.net.as_deref(), Some("IBext_v8"));
+    assert_eq!(p.nics, ["ibp0:1", "ibp1:1"]);
+    assert_eq!(p.nvls, Some(true));
+    // Without NCCL's version line the same text is anybody's prose.
+    let no_version = cut.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!(NcclPath::from_text(&no_version), None);
+    // Beside tagged lines, an untagged one is not NCCL's.
+    let tagged = format!("{cut}node1:1:1 [0] NCCL INFO Using network Socket\n");
+    let p = NcclPath::from_text(&tagged).unwrap();
+    assert_eq!(p.net.as_deref(), Some("Socket"));
+    assert!(p.nics.is_empty());
+}
