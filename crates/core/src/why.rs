@@ -256,7 +256,10 @@ fn forced_fallback(path: &NcclPath) -> Vec<Cause> {
         let expected = "an RDMA network (NET/IB, NET/OFI)".to_string();
         out.push(fallback(expected, "NET/Socket".into(), &c.evidence));
     }
-    let p2p_off = path.causes_of(CauseKind::P2pDisabled).next();
+    let p2p_off = path
+        .causes_of(CauseKind::P2pDisabled)
+        .chain(path.causes_of(CauseKind::P2pUnavailable))
+        .next();
     if let (Some(c), true) = (p2p_off, path.transports.contains(&Transport::Shm)) {
         out.push(fallback(
             "P2P within hosts".into(),

@@ -109,12 +109,20 @@ fn without_a_topology_the_forced_socket_fallback_still_shows() {
     let p = corpus(SOCKET_IB_DISABLED);
     let env = BTreeMap::new();
     let c = why(0.05, &facts(Bottleneck::Network, None, Some(&p), &env));
-    assert_eq!(kinds(&c), ["transport fallback"]);
+    // The same log's GPUs could not reach each other (`Could not enable
+    // P2P between dev ...`) and SHM carried them: a second fallback.
+    assert_eq!(kinds(&c), ["transport fallback", "transport fallback"]);
     assert!(c[0].evidence.contains("NET/Socket"), "{}", c[0].evidence);
     assert!(
         c[0].evidence.contains("NCCL_IB_DISABLE"),
         "{}",
         c[0].evidence
+    );
+    assert!(
+        c[1].evidence.contains("NCCL used SHM where P2P within hosts")
+            && c[1].evidence.contains("Could not enable P2P"),
+        "{}",
+        c[1].evidence
     );
 }
 

@@ -106,6 +106,20 @@ fn mismatches(path: &NcclPath, want: &toml::Table) -> Vec<String> {
                     format!("{:?}", strings(value)),
                 ));
             }
+            "cause_kinds" => {
+                let have: BTreeSet<String> = path
+                    .causes
+                    .iter()
+                    .filter_map(|c| serde_json::to_value(c.kind).ok())
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect();
+                let want = strings(value);
+                if !want.is_subset(&have) {
+                    out.push(format!(
+                        "cause_kinds: read {have:?}, expected {want:?} among them"
+                    ));
+                }
+            }
             "cause" => {
                 let want = value.as_str().unwrap_or_default();
                 if !path.causes.iter().any(|c| c.evidence.contains(want)) {

@@ -132,7 +132,7 @@ impl Required {
                 CauseKind::NicChoice,
             ],
             Required::Socket => &[CauseKind::NetForced],
-            Required::P2p => &[CauseKind::P2pDisabled],
+            Required::P2p => &[CauseKind::P2pDisabled, CauseKind::P2pUnavailable],
             Required::Shm => &[CauseKind::ShmDisabled],
             Required::Nvls => &[CauseKind::NvlsDisabled],
             Required::CollNet => &[],
@@ -263,7 +263,8 @@ pub fn implied(
         .as_ref()
         .is_some_and(|g| g.nvlink_links.unwrap_or(0) > 0 && g.count > 1);
     let within = path.transports.contains(&Transport::Shm)
-        || path.causes_of(CauseKind::P2pDisabled).next().is_some();
+        || path.causes_of(CauseKind::P2pDisabled).next().is_some()
+        || path.causes_of(CauseKind::P2pUnavailable).next().is_some();
     if nvlink && within && !Required::P2p.met_by(path) {
         out.push(failure(path, Required::P2p, "NVLink is up", env));
     }

@@ -113,9 +113,13 @@ pub(super) fn ring_channels(body: &str) -> Option<u64> {
     count.trim().parse().ok()
 }
 
-/// `NCCL_IB_DISABLE set by environment to 1.` -> (`NCCL_IB_DISABLE`, `1`).
+/// `NCCL_IB_DISABLE set by environment to 1.` -> (`NCCL_IB_DISABLE`, `1`);
+/// also the shorter form some versions print for a NIC list (`NCCL_IB_HCA
+/// set to mlx5_0`, nccl-tests#228).
 pub(super) fn env_setting(body: &str) -> Option<(&str, &str)> {
-    let (var, value) = body.split_once(" set by environment to ")?;
+    let (var, value) = body
+        .split_once(" set by environment to ")
+        .or_else(|| body.split_once(" set to "))?;
     let var = var.split_whitespace().last()?;
     let value = value.trim().trim_end_matches('.').trim();
     var.starts_with("NCCL_").then_some((var, value))

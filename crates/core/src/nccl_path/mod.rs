@@ -158,6 +158,12 @@ pub enum CauseKind {
     /// `NCCL_P2P_DISABLE=1` (or `NCCL_P2P_LEVEL` too low): GPU traffic
     /// within a host goes through host memory.
     P2pDisabled,
+    /// The driver reports no peer access between two GPUs (NCCL's "Could
+    /// not enable P2P between dev ..." after `cudaDeviceCanAccessPeer`):
+    /// ACS or the IOMMU on the PCIe path, GPUs under different root
+    /// complexes, or GPUs whose driver offers no P2P. NCCL then goes
+    /// through host memory (SHM) whatever the environment says.
+    P2pUnavailable,
     /// `NCCL_SHM_DISABLE=1`.
     ShmDisabled,
     /// `NCCL_NVLS_ENABLE=0`, or NVLS reported unavailable.
@@ -182,6 +188,9 @@ impl CauseKind {
             CauseKind::PluginMissing => "the network plugin could not be loaded",
             CauseKind::NoIbDevice => "NCCL's IB plugin found no usable device",
             CauseKind::P2pDisabled => "NCCL_P2P_DISABLE/NCCL_P2P_LEVEL keep GPUs from P2P",
+            CauseKind::P2pUnavailable => {
+                "the driver offers no P2P between these GPUs (ACS, IOMMU, root complexes or the GPU)"
+            }
             CauseKind::ShmDisabled => "NCCL_SHM_DISABLE=1",
             CauseKind::NvlsDisabled => "NVLS is off or unavailable",
             CauseKind::GdrDisabled => "GPUDirect RDMA is off",

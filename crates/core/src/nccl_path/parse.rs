@@ -268,6 +268,13 @@ impl Reader {
             self.cause(CauseKind::NoIbDevice, body);
             return;
         }
+        // p2p.cc's answer when cudaDeviceCanAccessPeer says no (or fails).
+        if body.starts_with("Could not enable P2P between dev")
+            || body.starts_with("peer query failed between dev")
+        {
+            self.cause(CauseKind::P2pUnavailable, body);
+            return;
+        }
         if let Some(n) = coll_channels(body) {
             self.coll_channels = self.coll_channels.max(Some(n));
         } else if let Some(n) = ring_channels(body) {

@@ -369,3 +369,59 @@ NVLS multicast support is available on dev 0
     assert_eq!(p.net.as_deref(), Some("Socket"));
     assert!(p.nics.is_empty());
 }
+
+/// Two GPUs the driver will not join: SHM carries the ring, and the
+/// driver's refusal, not the environment, is why. The lines are a real
+/// log's (pytorch/pytorch#54232, tests/corpus/heldout-paths), its ranks
+/// renumbered to a two-GPU job.
+const P2P_REFUSED: &str = "\
+ibis:13594:13679 [2] NCCL INFO Could not enable P2P between dev 2(=1c000) and dev 3(=1d000)
+ibis:13594:13679 [2] NCCL INFO Channel 00 : 0[1c000] -> 1[1d000] via direct shared memory
+ibis:13595:13676 [3] NCCL INFO Could not enable P2P between dev 3(=1d000) and dev 2(=1c000)
+ibis:13595:13676 [3] NCCL INFO Channel 00 : 1[1d000] -> 0[1c000] via direct shared memory
+";
+
+#[test]
+fn a_driver_that_refuses_p2p_is_the_cause_of_shm() {
+    let p = NcclPath::from_text(P2P_REFUSED).unwrap();
+    assert!(p.transports.contains(&Transport::Shm), "{p:?}");
+    let refused: Vec<_> = p.causes_of(CauseKind::P2pUnavailable).collect();
+    assert!(!refused.is_empty(), "{:?}", p.causes);
+    assert!(refused[0]
+        .evidence
+        .contains("Could not enable P2P between dev 2"));
+    assert_eq!(p.causes_of(CauseKind::P2pDisabled).count(), 0);
+    // On a host whose GPUs have NVLink, the implied gate fails P2P and
+    // names the driver's refusal.
+    let topo = Topology {
+        hosts: 1,
+        gpu: Some(GpuTopology {
+            count: 2,
+            nvlink_links: Some(4),
+            ..GpuTopology::default()
+        }),
+        ..Topology::default()
+    };
+    let failures = implied(&p, &topo, &BTreeMap::new());
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0]
+            .causes
+            .iter()
+            .any(|c| c.contains("Could not enable P2P")),
+        "{failures:?}"
+    );
+}
+
+#[test]
+fn the_short_set_to_form_of_an_environment_line_is_a_cause() {
+    // NVIDIA/nccl-tests#228 and a PyTorch job: `NCCL_IB_HCA set to
+    // mlx5_5`, `NCCL_SOCKET_IFNAME set to lo` (no "by environment").
+    let text = "\
+MOC:574629:574651 [0] NCCL INFO NCCL_IB_HCA set to mlx5_5
+axa:3048391:3048566 [0] NCCL INFO NCCL_SOCKET_IFNAME set to lo
+";
+    let p = NcclPath::from_text(text).unwrap();
+    let nic: Vec<_> = p.causes_of(CauseKind::NicChoice).collect();
+    assert_eq!(nic.len(), 2, "{:?}", p.causes);
+}
