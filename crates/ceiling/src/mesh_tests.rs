@@ -47,7 +47,10 @@ fn bridged_three() -> Topology {
 }
 
 /// DGX-1 with V100: 6 NVLink 2 links a GPU, NV1 or NV2 to 4 peers, none
-/// to 3 (`nvidia-smi topo -m` of a DGX-1V), PCIe gen3 x16.
+/// to 3, PCIe gen3 x16 (NVIDIA's DGX-1 page: "a cube ... with all twelve
+/// edges connected through NVLink (some edges have two NVLink
+/// connections)"; GPU 0 with two links to GPUs 3 and 4 and one to 1 and 2,
+/// as Li et al., "Evaluating Modern GPU Interconnect", TPDS 2020, measure).
 fn dgx1(pcie: bool) -> Topology {
     let m = [
         [0, 1, 1, 2, 2, 0, 0, 0],
