@@ -145,7 +145,7 @@ fn text(e: &Expectation) -> String {
         t.ranks_per_host().map_or("?".into(), |r| r.to_string())
     );
     out += &format!(
-        "# {:>12}  {:<15} {:>14}  {:<12} {}\n",
+        "# {:>12}  {:<15} {:>14}  {:<15} {}\n",
         "size", "op", "ceiling(GB/s)", "bottleneck", "algorithm"
     );
     let mut whys: Vec<(Collective, String)> = Vec::new();
@@ -163,7 +163,7 @@ fn text(e: &Expectation) -> String {
             ),
         };
         out += &format!(
-            "  {:>12}  {:<15} {:>14}  {:<12} {}\n",
+            "  {:>12}  {:<15} {:>14}  {:<15} {}\n",
             format_size(r.size_bytes),
             r.op.name(),
             gbps,

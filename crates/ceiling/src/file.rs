@@ -134,7 +134,42 @@ pub fn parse_machine(text: &str) -> Result<(Topology, HostFabric), FileError> {
 /// link has (`inf`, `1e308`). The bounds are [`collbench_core::bounds`]'.
 pub fn check(t: &Topology) -> Result<(), String> {
     check_counts(t)?;
-    check_rates(t)
+    check_rates(t)?;
+    check_peer_links(t)
+}
+
+/// A GPU's links to its peers (`peer_links`): a count x count matrix, the
+/// same both ways, none from a GPU to itself, and GPUs that meet in no
+/// switch (a switch joins every pair at full rate, so the two contradict).
+fn check_peer_links(t: &Topology) -> Result<(), String> {
+    let Some(g) = t.gpu.as_ref().filter(|g| !g.peer_links.is_empty()) else {
+        return Ok(());
+    };
+    let n = g.count as usize;
+    if g.peer_links.len() != n || g.peer_links.iter().any(|r| r.len() != n) {
+        return Err(format!(
+            "[gpu] peer_links must be {n} rows of {n} link counts ([gpu] count = {n}): one row per GPU, one column per peer"
+        ));
+    }
+    if g.nvswitch == Some(true) {
+        return Err("[gpu] peer_links describes GPUs joined without a switch, but nvswitch = true: set nvswitch = false or drop peer_links".into());
+    }
+    for i in 0..n {
+        if g.peer_links[i][i] != 0 {
+            return Err(format!(
+                "[gpu] peer_links row {i} gives GPU {i} links to itself: set its diagonal to 0"
+            ));
+        }
+        for j in 0..i {
+            if g.peer_links[i][j] != g.peer_links[j][i] {
+                return Err(format!(
+                    "[gpu] peer_links gives GPU {i} {} links to GPU {j} but GPU {j} {} back: a link joins both, so make the matrix symmetric",
+                    g.peer_links[i][j], g.peer_links[j][i]
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every count from 1 to a job's ranks, and hosts times ranks too.
@@ -292,6 +327,35 @@ mod tests {
             assert!(e.contains(says), "{text}: {e}");
         }
         parse("hosts = 1024\n[gpu]\ncount = 1024\n").unwrap();
+    }
+
+    #[test]
+    fn peer_link_matrices_of_the_wrong_shape_or_asymmetric_are_refused() {
+        let gpu = "hosts = 1\n[gpu]\ncount = 2\n";
+        for (rest, says) in [
+            ("peer_links = [[0, 1]]\n", "must be 2 rows of 2 link counts"),
+            ("peer_links = [[0, 1], [1]]\n", "must be 2 rows of 2"),
+            (
+                "peer_links = [[1, 1], [1, 0]]\n",
+                "row 0 gives GPU 0 links to itself",
+            ),
+            (
+                "peer_links = [[0, 2], [1, 0]]\n",
+                "GPU 1 1 links to GPU 0 but GPU 0 2 back",
+            ),
+            (
+                "nvswitch = true\npeer_links = [[0, 1], [1, 0]]\n",
+                "set nvswitch = false or drop peer_links",
+            ),
+        ] {
+            let e = parse(&format!("{gpu}{rest}")).unwrap_err().to_string();
+            assert!(e.contains(says) && !e.contains('\n'), "{rest}: {e}");
+        }
+        let t = parse(&format!(
+            "{gpu}link_kind = \"xgmi\"\npeer_links = [[0, 1], [1, 0]]\n"
+        ))
+        .unwrap();
+        assert_eq!(t.gpu.unwrap().peer_links, vec![vec![0, 1], vec![1, 0]]);
     }
 
     #[test]

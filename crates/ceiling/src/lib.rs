@@ -1,11 +1,12 @@
 //! collbench-ceiling: "is my busbw normal?". For a topology (found by a
 //! probe or described in a file), an op, a size, a placement and an
 //! algorithm, the busbw the hardware allows and the part that sets it
-//! (NVLink, NVLS, PCIe, network, host memory). docs/ceiling.md gives the
+//! (NVLink, Infinity Fabric, NVLS, PCIe, network, host memory). docs/ceiling.md gives the
 //! formulas and their sources.
 //!
 //! Modules: [`links`] (the bandwidths a topology offers), `model` (GPU
-//! formulas per algorithm), `choice` (the algorithms NCCL may pick),
+//! formulas per algorithm), `mesh` (GPUs joined point to point without a
+//! switch), `choice` (the algorithms NCCL may pick),
 //! `pcie` and [`fabric`] (hosts without NVLink), `cpu` (the CPU backend's
 //! memory traffic), `bound` and `layout` (what the formulas share),
 //! [`mod@file`] (topology TOML), [`builtin`] (topologies/ built in),
@@ -29,6 +30,7 @@ pub mod fabric;
 pub mod file;
 mod layout;
 pub mod links;
+mod mesh;
 mod model;
 mod pcie;
 pub mod probe;

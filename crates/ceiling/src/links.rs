@@ -1,7 +1,7 @@
 //! The bandwidths a topology offers one GPU and one host, in GB/s per
 //! direction: the inputs of every formula of the model (`model.rs`).
 
-use collbench_core::{Bottleneck, Topology};
+use collbench_core::{Bottleneck, GpuLinkKind, Topology};
 
 /// PCIe payload rate per lane and direction, GB/s, by generation (line
 /// rate after 8b/10b or 128b/130b encoding: gen3 8 GT/s, each generation
@@ -43,6 +43,13 @@ pub const NVLINK_SM_PAYLOAD_SHARE: f64 = 128.0 / 144.0;
 /// transfers do not use.
 pub const PCIE_SM_PAYLOAD_SHARE: f64 = 128.0 / 152.0;
 
+/// The share of an Infinity Fabric (xGMI) link's rate that carries data:
+/// AMD gives each MI300X link "up to 64 GB/s" and says CRC and protocol
+/// overhead "reduce the usable bandwidth to approximately 48 GB/s per
+/// link", "about 75% of the theoretical peak" (ROCm blog, "Understanding
+/// RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025).
+pub const XGMI_PAYLOAD_SHARE: f64 = 0.75;
+
 /// What one GPU can send to its peers on the host, and through what.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IntraLink {
@@ -53,19 +60,37 @@ pub struct IntraLink {
     pub how: String,
 }
 
-/// The fastest path from a GPU to its peers on the host: NVLink where it
-/// has active links (links x rate per link x the SM payload share), else
-/// its PCIe link (lanes x rate per lane x the SM payload share).
+/// The payload share of one GPU-to-GPU link of the topology's kind, the
+/// part it names, and why, for a `why`.
+pub fn gpu_link_share(topo: &Topology) -> (f64, Bottleneck, &'static str) {
+    let kind = topo.gpu.as_ref().and_then(|g| g.link_kind);
+    match kind {
+        Some(GpuLinkKind::Xgmi) => (
+            XGMI_PAYLOAD_SHARE,
+            Bottleneck::Xgmi,
+            "0.75: AMD's usable 48 of an Infinity Fabric link's 64 GB/s after CRC and protocol overhead",
+        ),
+        Some(GpuLinkKind::Nvlink) | None => (
+            NVLINK_SM_PAYLOAD_SHARE,
+            Bottleneck::Nvlink,
+            "8/9: an SM's NVLink packet carries 128 B behind a 16 B header",
+        ),
+    }
+}
+
+/// The fastest path from a GPU to its peers on the host: its GPU-to-GPU
+/// links where it has active ones (links x rate per link x the link's
+/// payload share), else its PCIe link (lanes x rate per lane x the SM
+/// payload share).
 pub fn intra_link(topo: &Topology) -> Option<IntraLink> {
     let gpu = topo.gpu.as_ref()?;
     if let (Some(links), Some(rate)) = (gpu.nvlink_links, gpu.nvlink_link_gbps) {
         if links > 0 && rate > 0.0 {
+            let (share, via, why) = gpu_link_share(topo);
             return Some(IntraLink {
-                gbps: links as f64 * rate * NVLINK_SM_PAYLOAD_SHARE,
-                via: Bottleneck::Nvlink,
-                how: format!(
-                    "{links} links x {rate} GB/s x 8/9: an SM's NVLink packet carries 128 B behind a 16 B header"
-                ),
+                gbps: links as f64 * rate * share,
+                via,
+                how: format!("{links} links x {rate} GB/s x {why}"),
             });
         }
     }

@@ -12,6 +12,7 @@ use crate::bound::{gb, min, Bound};
 use crate::choice::candidates;
 use crate::layout::{Layout, Machine};
 use crate::links::{intra_link, nvls_efficiency, IntraLink};
+use crate::mesh::{Mesh, Traffic};
 use crate::pcie::{self, Pattern};
 use crate::Missing;
 use collbench_core::{Algorithm, Bottleneck, Ceiling, Collective};
@@ -152,6 +153,12 @@ fn host_bound(m: Machine, op: Collective, layout: Layout, what: &str) -> Result<
             ..b
         });
     }
+    if let Some(b) = Mesh::of(m.topo, layout.per_host).and_then(|h| h.bound(Traffic::of(op))) {
+        return Ok(Bound {
+            why: format!("{what}: {}", b.why),
+            ..b
+        });
+    }
     Ok(Bound {
         gbps: l.gbps,
         by: l.via,
@@ -169,10 +176,10 @@ fn by_op(m: Machine, op: Collective, layout: Layout) -> Result<Bound, Missing> {
     let n = layout.ranks();
     let g = layout.per_host as f64;
     if layout.hosts == 1 {
-        let what = if intra(m)?.via == Bottleneck::Pcie {
-            "one host"
-        } else {
+        let what = if intra(m)?.via == Bottleneck::Nvlink {
             "one NVLink domain"
+        } else {
+            "one host"
         };
         return host_bound(m, op, layout, what);
     }
@@ -469,5 +476,29 @@ mod tests {
         let a2a = large(&t, Collective::AllToAll);
         assert_eq!(a2a.bottleneck, Bottleneck::Network);
         assert!((a2a.busbw_gbps - 99.31).abs() < 0.01, "{}", a2a.busbw_gbps);
+    }
+
+    #[test]
+    fn a_mesh_bounds_one_pair_by_its_own_links_and_rings_by_every_link() {
+        // 8 MI300X, one Infinity Fabric link (64 GB/s, 48 usable) a pair:
+        // sendrecv gets one link, all_reduce's rings all 7; no NVLS.
+        let t = crate::mesh::tests::mi300x();
+        let sr = large(&t, Collective::SendRecv);
+        assert!((sr.busbw_gbps - 48.0).abs() < 1e-9, "{}", sr.busbw_gbps);
+        assert_eq!(sr.bottleneck, Bottleneck::Xgmi);
+        let ar = large(&t, Collective::AllReduce);
+        assert_eq!(ar.algorithm, Algorithm::Ring);
+        assert!((ar.busbw_gbps - 336.0).abs() < 1e-9, "{}", ar.busbw_gbps);
+        assert!(
+            ar.why
+                .starts_with("one host: rings over GPUs joined without a switch"),
+            "{}",
+            ar.why
+        );
+        // Without the matrix a GPU's 7 links are taken for any peer.
+        let mut bare = t.clone();
+        bare.gpu.as_mut().unwrap().peer_links.clear();
+        let sr = large(&bare, Collective::SendRecv);
+        assert!((sr.busbw_gbps - 336.0).abs() < 1e-9, "{}", sr.busbw_gbps);
     }
 }

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub enum Bottleneck {
     /// GPU-to-GPU NVLink (through NVSwitch or direct).
     Nvlink,
+    /// GPU-to-GPU AMD Infinity Fabric (xGMI) links, joined without a switch.
+    Xgmi,
     /// NVLink SHARP: the switch's multicast and reduction.
     Nvls,
     /// The GPU's PCIe link (no NVLink between the GPUs).
@@ -26,6 +28,7 @@ impl Bottleneck {
     pub fn label(self) -> &'static str {
         match self {
             Bottleneck::Nvlink => "NVLink",
+            Bottleneck::Xgmi => "Infinity Fabric",
             Bottleneck::Nvls => "NVLS",
             Bottleneck::Pcie => "PCIe",
             Bottleneck::Network => "network",
@@ -37,6 +40,7 @@ impl Bottleneck {
     pub fn key(self) -> &'static str {
         match self {
             Bottleneck::Nvlink => "nvlink",
+            Bottleneck::Xgmi => "xgmi",
             Bottleneck::Nvls => "nvls",
             Bottleneck::Pcie => "pcie",
             Bottleneck::Network => "network",

@@ -70,7 +70,7 @@ pub use record::{AutoPrecision, CaseResult, DeviceInfo, Placement, Record, RunSe
 pub use redop::ReduceOp;
 pub use registration::Registration;
 pub use stats::TimeStats;
-pub use topology::{CpuTopology, GpuLinks, GpuTopology, NicGroup, NicKind, Topology};
+pub use topology::{CpuTopology, GpuLinkKind, GpuLinks, GpuTopology, NicGroup, NicKind, Topology};
 
 /// Errors from parsing user-supplied names and sizes.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -57,7 +57,11 @@ pub struct GpuTopology {
     /// NVLink generation (3: A100, 4: H100/H200, 5: B200/GB200).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvlink_generation: Option<u32>,
-    /// Active NVLink links per GPU (0: no NVLink).
+    /// What the GPU-to-GPU links below are: NVLink (where absent) or AMD
+    /// Infinity Fabric (`xgmi`: MI250X, MI300X, MI325X boards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_kind: Option<GpuLinkKind>,
+    /// Active GPU-to-GPU links per GPU, NVLink or Infinity Fabric (0: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvlink_links: Option<u32>,
     /// Data rate of one link, GB/s in each direction.
@@ -66,6 +70,13 @@ pub struct GpuTopology {
     /// Whether the GPUs meet in NVSwitches (every pair at full NVLink rate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvswitch: Option<bool>,
+    /// Where GPUs are joined point to point without a switch: row i,
+    /// column j is the number of links between GPU i and GPU j
+    /// (`nvidia-smi topo -m`'s NV#, one per Infinity Fabric link), 0 where
+    /// the pair has none and talks through PCIe. count x count, symmetric,
+    /// 0 on the diagonal. Absent: each GPU's links reach every peer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peer_links: Vec<Vec<u32>>,
     /// Whether the switches reduce in-network (NVLink SHARP, NCCL's NVLS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvls: Option<bool>,
@@ -80,6 +91,19 @@ pub struct GpuTopology {
     /// down). The facts above are GPU 0's, for the ceiling.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<GpuLinks>,
+}
+
+/// The kind of the GPU-to-GPU links of [`GpuTopology`].
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuLinkKind {
+    /// NVIDIA NVLink (through NVSwitches or direct).
+    #[default]
+    Nvlink,
+    /// AMD Infinity Fabric (xGMI) links between Instinct GPUs.
+    Xgmi,
 }
 
 /// One GPU's PCIe link, NVLink links and NUMA node, as NVML and sysfs
