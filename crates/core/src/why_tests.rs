@@ -119,7 +119,8 @@ fn without_a_topology_the_forced_socket_fallback_still_shows() {
         c[0].evidence
     );
     assert!(
-        c[1].evidence.contains("NCCL used SHM where P2P within hosts")
+        c[1].evidence
+            .contains("NCCL used SHM where P2P within hosts")
             && c[1].evidence.contains("Could not enable P2P"),
         "{}",
         c[1].evidence

@@ -25,6 +25,7 @@ pub mod gpu;
 pub mod limits;
 pub mod nccl;
 pub mod net;
+pub mod peers;
 pub mod topology;
 pub mod why;
 

@@ -60,6 +60,15 @@ fn nvml_gpus() -> Option<(GpuTopology, Vec<String>)> {
         ..GpuTopology::default()
     };
     nvlink_facts(&d, &buses, &mut g);
+    if g.nvswitch == Some(false) {
+        let remotes: Vec<Vec<String>> = (0..count)
+            .map(|i| {
+                nvml.device_by_index(i)
+                    .map_or(Vec::new(), |d| link_remotes(&d))
+            })
+            .collect();
+        g.peer_links = crate::peers::peer_matrix(&buses, &remotes).unwrap_or_default();
+    }
     g.devices = (0..count)
         .filter_map(|i| Some(gpu_links(i, &nvml.device_by_index(i).ok()?)))
         .collect();
@@ -150,6 +159,16 @@ fn nvlink_facts(d: &Device, gpu_buses: &[String], g: &mut GpuTopology) {
     g.nvlink_generation = version;
     g.nvlink_link_gbps = version.and_then(nvlink_link_gbps);
     g.nvswitch = if active == 0 { Some(false) } else { to_switch };
+}
+
+/// The far end of each of a GPU's active NVLinks, by PCI bus id.
+fn link_remotes(d: &Device) -> Vec<String> {
+    (0..18)
+        .map(|l| d.link_wrapper_for(l))
+        .filter(|link| link.is_active().unwrap_or(false))
+        .filter_map(|link| link.remote_pci_info().ok())
+        .map(|p| p.bus_id.to_lowercase())
+        .collect()
 }
 
 /// NUMA node of a PCI device (`00000000:00:06.0` as NVML writes it).
@@ -302,9 +321,12 @@ fn gpu_check(gpu: Option<&GpuTopology>) -> Check {
         (None, _) => "NVLink unknown".into(),
     };
     let switch = match g.nvswitch {
-        Some(true) => "NVSwitch",
-        Some(false) => "no NVSwitch",
-        None => "NVSwitch unknown",
+        Some(true) => "NVSwitch".to_string(),
+        Some(false) if !g.peer_links.is_empty() => {
+            format!("no NVSwitch ({})", crate::peers::pairs_words(&g.peer_links))
+        }
+        Some(false) => "no NVSwitch".to_string(),
+        None => "NVSwitch unknown".to_string(),
     };
     let nvls = match g.nvls {
         Some(true) => "NVLS",
