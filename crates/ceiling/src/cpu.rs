@@ -61,6 +61,43 @@ fn written_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
     })
 }
 
+/// Bytes the busiest rank's passes write, per byte of the size column:
+/// every op shares its writes evenly over the ranks but broadcast in
+/// place, whose root's buffer already holds the data: each other rank
+/// copies all S, the root nothing.
+fn busiest_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
+    Some(match op {
+        Collective::Broadcast if in_place => 1.0,
+        _ => written_per_byte(op, n, in_place)? / n,
+    })
+}
+
+/// The busiest rank's bound: its writes at the pace of one thread copying
+/// alone (a rank is one thread, and no neighbour makes it faster). Where
+/// fewer ranks write than the probes had cores, the cores' sum overstates
+/// what the writers reach: a broadcast in place over 2 ranks has one
+/// writer, and 2 ranks on a 64-core host two. `None` where a solo rate
+/// was not probed.
+fn solo_bound(
+    topo: &Topology,
+    levels: &[CopyLevel],
+    footprint: f64,
+    busiest: f64,
+) -> Option<(f64, f64)> {
+    let main = topo.cpu.as_ref()?.mem_copy_solo_gbps?;
+    let solo: Vec<CopyLevel> = levels
+        .iter()
+        .map(|l| {
+            Some(CopyLevel {
+                copy_gbps: l.solo_gbps?,
+                ..*l
+            })
+        })
+        .collect::<Option<_>>()?;
+    let (rate, _) = copy_rate(main, &solo, footprint);
+    Some((rate / busiest, rate))
+}
+
 /// Bytes of buffers all ranks' passes touch in one operation, per byte of
 /// the size column: out of place each rank's input and output (all_gather's
 /// input and reduce_scatter's output are S/n; broadcast's and reduce's
@@ -187,15 +224,32 @@ pub(crate) fn cpu_ceiling(
         None => "copy probe".to_string(),
     };
     let placement = if in_place { "in place" } else { "out of place" };
-    Ok(Ceiling {
-        busbw_gbps: factor * copy / per_byte,
-        bottleneck: Bottleneck::HostMemory,
-        algorithm: Algorithm::CpuCopy,
-        why: format!(
+    let all = factor * copy / per_byte;
+    let busiest = busiest_per_byte(op, nf, in_place).ok_or(none)?;
+    let why = match solo_bound(topo, levels, footprint, busiest) {
+        Some((per_rank, solo)) if factor * per_rank < all => {
+            return Ok(Ceiling {
+                busbw_gbps: factor * per_rank,
+                bottleneck: Bottleneck::HostMemory,
+                algorithm: Algorithm::CpuCopy,
+                why: format!(
+                    "CPU ranks copy and accumulate through host memory in passes, each rank one thread: \
+                     {placement} the busiest rank writes {busiest:.3} bytes per byte of the size, and one thread alone copies {solo:.1} GB/s \
+                     (the cores together {copy:.1}, more than these writers reach): busbw <= {factor:.3} x {solo:.1} / {busiest:.3}"
+                ),
+            });
+        }
+        _ => format!(
             "CPU ranks copy and accumulate through host memory in passes, each writing its bytes once at a copy's pace: \
              {placement} they write {per_byte} bytes per byte of the size, and memory copies {copy:.1} GB/s ({probe} {copy:.1} GB/s): \
              busbw <= {factor:.3} x {copy:.1} / {per_byte}"
         ),
+    };
+    Ok(Ceiling {
+        busbw_gbps: all,
+        bottleneck: Bottleneck::HostMemory,
+        algorithm: Algorithm::CpuCopy,
+        why,
     })
 }
 
@@ -210,6 +264,7 @@ mod tests {
             cpu: Some(CpuTopology {
                 cores: Some(2),
                 mem_copy_gbps: Some(copy),
+                mem_copy_solo_gbps: None,
             }),
             ..Topology::default()
         }
@@ -269,6 +324,7 @@ mod tests {
             region_bytes: kib << 10,
             threads: 2,
             copy_gbps: gbps,
+            solo_gbps: None,
         }
     }
 
@@ -337,5 +393,60 @@ mod tests {
         let want = copy_rate(10.0, &levels, (128u64 << 20) as f64).0 / 3.0;
         assert!(near(c.busbw_gbps, want), "{}", c.busbw_gbps);
         assert!(c.busbw_gbps > 10.0 / 3.0 && c.busbw_gbps < 1.2 * 10.0 / 3.0);
+    }
+
+    fn host_with_solo(copy: f64, solo: f64) -> Topology {
+        let mut t = host(copy);
+        t.cpu.as_mut().unwrap().mem_copy_solo_gbps = Some(solo);
+        t
+    }
+
+    #[test]
+    fn a_broadcast_in_place_has_one_writer_at_one_threads_pace() {
+        // 2 ranks, 2 cores: out of place both ranks copy S (2 bytes a
+        // byte at the cores' 10); in place rank 1 copies S alone, at one
+        // thread's 5, not at 10 / 1.
+        let t = host_with_solo(10.0, 5.0);
+        let out = cpu_ceiling(&t, &q(Collective::Broadcast, false), 2, &[]).unwrap();
+        assert!(near(out.busbw_gbps, 10.0 / 2.0), "{}", out.busbw_gbps);
+        let inp = cpu_ceiling(&t, &q(Collective::Broadcast, true), 2, &[]).unwrap();
+        assert!(near(inp.busbw_gbps, 5.0), "{}", inp.busbw_gbps);
+        assert!(
+            inp.why.contains("one thread alone copies 5.0"),
+            "{}",
+            inp.why
+        );
+        // Without a solo probe, the cores' bound as before.
+        let old = cpu_ceiling(&host(10.0), &q(Collective::Broadcast, true), 2, &[]).unwrap();
+        assert!(near(old.busbw_gbps, 10.0), "{}", old.busbw_gbps);
+    }
+
+    #[test]
+    fn two_ranks_on_many_cores_are_bound_by_two_threads() {
+        // All cores together copy 100, one thread 8: an all_reduce over 2
+        // ranks writes 3 bytes a byte, 1.5 each: 8 / 1.5, not 100 / 3.
+        let t = host_with_solo(100.0, 8.0);
+        let c = cpu_ceiling(&t, &q(Collective::AllReduce, false), 2, &[]).unwrap();
+        assert!(near(c.busbw_gbps, 8.0 / 1.5), "{}", c.busbw_gbps);
+        // Where the ranks fill the cores the cores' sum is the lower bound
+        // and stays (2 ranks, one thread 6 of the cores' 10).
+        let t = host_with_solo(10.0, 6.0);
+        let c = cpu_ceiling(&t, &q(Collective::AllReduce, false), 2, &[]).unwrap();
+        assert!(near(c.busbw_gbps, 10.0 / 3.0), "{}", c.busbw_gbps);
+    }
+
+    #[test]
+    fn a_level_without_its_solo_rate_leaves_the_solo_bound_out() {
+        let t = host_with_solo(10.0, 5.0);
+        let levels = [level(32, 80.0)];
+        let c = cpu_ceiling(&t, &q(Collective::Broadcast, true), 2, &levels).unwrap();
+        let alone = cpu_ceiling(&host(10.0), &q(Collective::Broadcast, true), 2, &levels);
+        assert!(near(c.busbw_gbps, alone.unwrap().busbw_gbps));
+        let with_solo = [CopyLevel {
+            solo_gbps: Some(40.0),
+            ..level(32, 80.0)
+        }];
+        let c = cpu_ceiling(&t, &q(Collective::Broadcast, true), 2, &with_solo).unwrap();
+        assert!(c.why.contains("one thread alone"), "{}", c.why);
     }
 }

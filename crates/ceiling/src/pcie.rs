@@ -154,6 +154,7 @@ mod tests {
             cpu: Some(CpuTopology {
                 cores: None,
                 mem_copy_gbps: copy,
+                mem_copy_solo_gbps: None,
             }),
             ..Topology::default()
         }

@@ -35,6 +35,20 @@ const MIN_CHUNKS: usize = 32;
 /// allocated (a memory limit): the ceiling is then unknown.
 pub fn mem_copy_gbps(region_bytes: u64) -> Option<f64> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    main_copy_gbps(threads, region_bytes)
+}
+
+/// [`mem_copy_gbps`] with one thread alone: the fastest one rank copies
+/// from host memory. Where fewer ranks write than there are cores (a
+/// broadcast in place, whose root writes nothing; 2 ranks on a 64-core
+/// host) the cores' sum is no bound's rate: each writer goes at most this
+/// fast.
+pub fn mem_copy_solo_gbps(region_bytes: u64) -> Option<f64> {
+    main_copy_gbps(1, region_bytes)
+}
+
+/// The memory probe with `threads` threads.
+fn main_copy_gbps(threads: usize, region_bytes: u64) -> Option<f64> {
     let region = usize::try_from(region_bytes)
         .unwrap_or(REGION_BYTES)
         .clamp(CHUNK_BYTES, REGION_BYTES);
@@ -59,6 +73,10 @@ pub struct CopyLevel {
     pub threads: u64,
     /// GB/s of bytes copied, all threads together.
     pub copy_gbps: f64,
+    /// GB/s of one thread copying alone through the same region: the
+    /// fastest any one rank can write there, whatever its neighbours do
+    /// (`None` where it was not probed).
+    pub solo_gbps: Option<f64>,
 }
 
 /// The regions probed under host memory's, per thread: every power of two
@@ -97,22 +115,27 @@ const LEVEL_PASSES: usize = 2;
 /// per thread, one thread per core), smallest first. A CPU run's small
 /// sizes live in cache, where a copy is several times faster than from
 /// memory: a 32 KiB all_reduce reached 1.3x the host memory ceiling. A
-/// level that cannot allocate is left out. About 0.1 s.
+/// level that cannot allocate is left out. Each level is also probed with
+/// one thread alone ([`CopyLevel::solo_gbps`]). About 0.2 s.
 pub fn cache_copy_levels() -> Vec<CopyLevel> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut best = [0.0f64; CACHE_REGIONS.len()];
+    let mut best = [(0.0f64, 0.0f64); CACHE_REGIONS.len()];
     for _ in 0..LEVEL_PASSES {
         for (b, &region) in best.iter_mut().zip(CACHE_REGIONS.iter()) {
-            *b = b.max(mem_copy_gbps_with(threads, region, region, LEVEL_BATCHES));
+            b.0 =
+                b.0.max(mem_copy_gbps_with(threads, region, region, LEVEL_BATCHES));
+            b.1 =
+                b.1.max(mem_copy_gbps_with(1, region, region, LEVEL_BATCHES));
         }
     }
     CACHE_REGIONS
         .iter()
         .zip(best)
-        .map(|(&region, copy_gbps)| CopyLevel {
+        .map(|(&region, (copy_gbps, solo))| CopyLevel {
             region_bytes: region as u64,
             threads: threads as u64,
             copy_gbps,
+            solo_gbps: (solo > 0.0).then_some(solo),
         })
         .filter(|l| l.copy_gbps > 0.0)
         .collect()

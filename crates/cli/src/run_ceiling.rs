@@ -51,6 +51,9 @@ fn run_topology(record: &Record) -> Topology {
                 .ok()
                 .map(|n| n.get() as u64),
             mem_copy_gbps: collbench_ceiling::probe::mem_copy_gbps(record.settings.max_bytes),
+            mem_copy_solo_gbps: collbench_ceiling::probe::mem_copy_solo_gbps(
+                record.settings.max_bytes,
+            ),
         });
         return topo;
     }

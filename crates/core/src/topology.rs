@@ -197,6 +197,10 @@ pub struct CpuTopology {
     /// once and written once), all cores together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_copy_gbps: Option<f64>,
+    /// The same with one thread alone: the fastest one rank writes, which
+    /// bounds a run whose writers are fewer than the cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_copy_solo_gbps: Option<f64>,
 }
 
 impl Topology {

@@ -38,6 +38,7 @@ pub fn local_topology() -> Topology {
                 .ok()
                 .map(|n| n.get() as u64),
             mem_copy_gbps: None,
+            mem_copy_solo_gbps: None,
         }),
         ..Topology::default()
     }

@@ -210,6 +210,7 @@ fn ceiling_topology(
                 .ok()
                 .map(|n| n.get() as u64),
             mem_copy_gbps: collbench_ceiling::probe::mem_copy_gbps(size),
+            mem_copy_solo_gbps: collbench_ceiling::probe::mem_copy_solo_gbps(size),
         }),
         ..Topology::default()
     })
