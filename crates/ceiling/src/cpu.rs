@@ -68,7 +68,17 @@ fn written_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
 fn busiest_per_byte(op: Collective, n: f64, in_place: bool) -> Option<f64> {
     Some(match op {
         Collective::Broadcast if in_place => 1.0,
-        _ => written_per_byte(op, n, in_place)? / n,
+        Collective::AllReduce
+        | Collective::ReduceScatter
+        | Collective::Reduce
+        | Collective::AllGather
+        | Collective::Broadcast
+        | Collective::AllToAll
+        | Collective::SendRecv
+        | Collective::AllToAllV
+        | Collective::Gather
+        | Collective::Scatter
+        | Collective::HyperCube => written_per_byte(op, n, in_place)? / n,
     })
 }
 
