@@ -47,6 +47,10 @@ pub(super) struct Reader {
     prev_net: Option<(String, String)>,
     /// Plugins whose initialisation returned an error, with their last line.
     failed_plugins: Vec<(String, String)>,
+    /// Environment settings already taken as causes: NCCL 2.28 prints a
+    /// NIC choice twice (`NCCL_SOCKET_IFNAME set by environment to lo`,
+    /// then `NCCL_SOCKET_IFNAME set to lo`), one cause is enough.
+    env_seen: BTreeSet<(String, String)>,
 }
 
 /// What one network plugin said it uses.
@@ -243,6 +247,9 @@ impl Reader {
 
     /// `NCCL_IB_DISABLE set by environment to 1.`
     fn env(&mut self, var: &str, value: &str, body: &str) {
+        if !self.env_seen.insert((var.to_string(), value.to_string())) {
+            return;
+        }
         let off = matches!(value, "0" | "LOC" | "loc");
         let on = value == "1";
         let kind = match var {

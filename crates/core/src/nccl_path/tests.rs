@@ -424,4 +424,14 @@ axa:3048391:3048566 [0] NCCL INFO NCCL_SOCKET_IFNAME set to lo
     let p = NcclPath::from_text(text).unwrap();
     let nic: Vec<_> = p.causes_of(CauseKind::NicChoice).collect();
     assert_eq!(nic.len(), 2, "{:?}", p.causes);
+    // NCCL 2.28 on one H100 (bench/results/gpu-transport-50.md) prints
+    // both forms of one setting: one cause, the first line's.
+    let twice = "\
+h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo
+h:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set to lo
+";
+    let p = NcclPath::from_text(twice).unwrap();
+    let nic: Vec<_> = p.causes_of(CauseKind::NicChoice).collect();
+    assert_eq!(nic.len(), 1, "{:?}", p.causes);
+    assert!(nic[0].evidence.contains("by environment"), "{:?}", nic[0]);
 }
