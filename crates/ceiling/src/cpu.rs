@@ -236,27 +236,26 @@ pub(crate) fn cpu_ceiling(
     let placement = if in_place { "in place" } else { "out of place" };
     let all = factor * copy / per_byte;
     let busiest = busiest_per_byte(op, nf, in_place).ok_or(none)?;
-    let why = match solo_bound(topo, levels, footprint, busiest) {
-        Some((per_rank, solo)) if factor * per_rank < all => {
-            return Ok(Ceiling {
-                busbw_gbps: factor * per_rank,
-                bottleneck: Bottleneck::HostMemory,
-                algorithm: Algorithm::CpuCopy,
-                why: format!(
-                    "CPU ranks copy and accumulate through host memory in passes, each rank one thread: \
-                     {placement} the busiest rank writes {busiest:.3} bytes per byte of the size, and one thread alone copies {solo:.1} GB/s \
-                     (the cores together {copy:.1}, more than these writers reach): busbw <= {factor:.3} x {solo:.1} / {busiest:.3}"
-                ),
-            });
-        }
-        _ => format!(
-            "CPU ranks copy and accumulate through host memory in passes, each writing its bytes once at a copy's pace: \
-             {placement} they write {per_byte} bytes per byte of the size, and memory copies {copy:.1} GB/s ({probe} {copy:.1} GB/s): \
-             busbw <= {factor:.3} x {copy:.1} / {per_byte}"
+    let (busbw_gbps, why) = match solo_bound(topo, levels, footprint, busiest) {
+        Some((per_rank, solo)) if factor * per_rank < all => (
+            factor * per_rank,
+            format!(
+                "CPU ranks copy and accumulate through host memory in passes, each rank one thread: \
+                 {placement} the busiest rank writes {busiest:.3} bytes per byte of the size, and one thread alone copies {solo:.1} GB/s \
+                 (the cores together {copy:.1}, more than these writers reach): busbw <= {factor:.3} x {solo:.1} / {busiest:.3}"
+            ),
+        ),
+        _ => (
+            all,
+            format!(
+                "CPU ranks copy and accumulate through host memory in passes, each writing its bytes once at a copy's pace: \
+                 {placement} they write {per_byte} bytes per byte of the size, and memory copies {copy:.1} GB/s ({probe} {copy:.1} GB/s): \
+                 busbw <= {factor:.3} x {copy:.1} / {per_byte}"
+            ),
         ),
     };
     Ok(Ceiling {
-        busbw_gbps: all,
+        busbw_gbps,
         bottleneck: Bottleneck::HostMemory,
         algorithm: Algorithm::CpuCopy,
         why,
